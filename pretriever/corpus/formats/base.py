@@ -1,0 +1,162 @@
+"""What an input format is, and the registry that finds one for a path.
+
+A format does two things: in the main process it cuts the input into numbered
+chunks of raw items (cheap: no parsing), and in a worker process it parses one
+chunk into :class:`ParsedPage` objects. Chunks are the unit of parallelism,
+checkpointing and ``--resume``: chunk *k* always holds the same items for the same
+input and options, so a resumed build writes byte-identical tables.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pretriever.corpus.model import InputError, PageError, ParsedPage
+
+
+@dataclass
+class Chunk:
+    """A numbered batch of raw items, picklable, handed to a worker."""
+
+    index: int
+    items: list[Any]
+    # where the chunk starts, for messages: e.g. "line 1201" or "byte 53,448,221"
+    start: str = ""
+
+
+@dataclass
+class PageFailure:
+    """A page that could not be parsed: recorded in the manifest, never silently dropped."""
+
+    doc_id: str
+    title: str
+    where: str
+    reason: str
+
+
+ParseResult = ParsedPage | PageFailure
+
+
+@dataclass
+class FormatOptions:
+    """Options a format may need (only some formats use each)."""
+
+    multistream_index: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class InputFormat(ABC):
+    """Base class of every input format; subclasses register with :func:`register`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # default passage length in words; 0 keeps each document whole (BEIR, DPR passages)
+    default_words: ClassVar[int] = 100
+    # True when the input carries hyperlinks (so an empty links table is a surprise)
+    has_links: ClassVar[bool] = False
+
+    def __init__(self, path: Path, options: FormatOptions | None = None):
+        self.path = Path(path)
+        self.options = options or FormatOptions()
+
+    @classmethod
+    @abstractmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        """True when ``head`` (the first decompressed KiB of ``path``) looks like this format."""
+
+    def context(self) -> Any:
+        """Picklable per-input state sent once to every worker (e.g. namespace names)."""
+        return None
+
+    @abstractmethod
+    def iter_items(self) -> Iterator[Any]:
+        """Raw items in input order (picklable; parsing happens in :meth:`parse_item`)."""
+
+    @staticmethod
+    @abstractmethod
+    def parse_item(item: Any, context: Any) -> ParsedPage:
+        """Parse one raw item in a worker; raise :class:`PageError` when it is unusable."""
+
+    def iter_chunks(self, chunk_size: int, first_chunk: int = 0) -> Iterator[Chunk]:
+        """Batch :meth:`iter_items` into chunks, skipping the first ``first_chunk`` chunks."""
+        skip = first_chunk * chunk_size
+        batch: list[Any] = []
+        index, batch_start = first_chunk, skip
+        for n, item in enumerate(self.iter_items()):
+            if n < skip:
+                continue
+            if not batch:
+                batch_start = n
+            batch.append(item)
+            if len(batch) == chunk_size:
+                yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
+                index += 1
+                batch = []
+        if batch:
+            yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
+
+    @classmethod
+    def parse_chunk(cls, chunk: Chunk, context: Any) -> Iterator[ParseResult]:
+        """Parse every item of a chunk; a failing item becomes a :class:`PageFailure`."""
+        for item in chunk.items:
+            try:
+                yield cls.parse_item(item, context)
+            except PageError as err:
+                yield PageFailure(*cls.identify(item), where=err.where, reason=err.reason)
+
+    @staticmethod
+    def identify(item: Any) -> tuple[str, str]:
+        """(doc_id, title) of a raw item, as far as it can be told without parsing."""
+        return "", ""
+
+
+FORMATS: dict[str, type[InputFormat]] = {}
+
+
+def register(cls: type[InputFormat]) -> type[InputFormat]:
+    """Class decorator: make a format available to ``--format`` and to detection."""
+    FORMATS[cls.name] = cls
+    return cls
+
+
+def open_binary(path: Path) -> io.BufferedIOBase:
+    """Open a file, decompressing ``.bz2`` and ``.gz`` by their magic bytes, not their names."""
+    with open(path, "rb") as raw:
+        magic = raw.read(3)
+    if magic == b"BZh":
+        return bz2.open(path, "rb")
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_head(path: Path, size: int = 4096) -> bytes:
+    """The first ``size`` decompressed bytes of ``path``."""
+    try:
+        with open_binary(path) as stream:
+            return stream.read(size)
+    except (OSError, EOFError) as err:
+        raise InputError(f"{path}: cannot read the start of the file ({err})") from err
+
+
+def detect_format(path: Path, name: str = "auto") -> type[InputFormat]:
+    """The format named by ``--format``, or the first registered format whose sniff matches."""
+    if name != "auto":
+        if name not in FORMATS:
+            raise InputError(f"unknown --format {name!r}; choose one of: auto, {', '.join(sorted(FORMATS))}")
+        return FORMATS[name]
+    head = read_head(path)
+    for cls in FORMATS.values():
+        if cls.sniff(path, head):
+            return cls
+    raise InputError(
+        f"{path}: cannot tell the input format from its content (starts with {head[:60]!r}); "
+        f"pass --format, one of: {', '.join(sorted(FORMATS))}"
+    )
