@@ -146,13 +146,50 @@ def read_head(path: Path, size: int = 4096) -> bytes:
         raise InputError(f"{path}: cannot read the start of the file ({err})") from err
 
 
+# the file a BEIR dataset folder is read from
+BEIR_CORPUS_NAMES = ("corpus.jsonl", "corpus.jsonl.gz", "corpus.jsonl.bz2")
+
+
+def resolve_input(path: Path) -> Path:
+    """The path to read for ``path``: a folder holding ``corpus.jsonl`` (a BEIR dataset) gives that file.
+
+    Any other file or folder is returned unchanged (a folder is read as all its files,
+    see :func:`input_files`).
+    """
+    path = Path(path)
+    if path.is_dir():
+        for name in BEIR_CORPUS_NAMES:
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
+def input_files(path: Path) -> list[Path]:
+    """The files of an input: the file itself, or every non-hidden file under a folder, in sorted order."""
+    path = resolve_input(path)
+    if not path.is_dir():
+        return [path]
+    files = sorted(
+        (p.relative_to(path) for p in path.rglob("*") if p.is_file()),
+        key=lambda rel: rel.as_posix(),
+    )
+    files = [path / rel for rel in files if not any(part.startswith(".") for part in rel.parts)]
+    if not files:
+        raise InputError(f"{path}: the folder holds no input files")
+    return files
+
+
 def detect_format(path: Path, name: str = "auto") -> type[InputFormat]:
-    """The format named by ``--format``, or the first registered format whose sniff matches."""
+    """The format named by ``--format``, or the first registered format whose sniff matches.
+
+    A folder is sniffed by its first file (see :func:`resolve_input` and :func:`input_files`).
+    """
     if name != "auto":
         if name not in FORMATS:
             raise InputError(f"unknown --format {name!r}; choose one of: auto, {', '.join(sorted(FORMATS))}")
         return FORMATS[name]
-    head = read_head(path)
+    path = resolve_input(path)
+    head = read_head(input_files(path)[0])
     for cls in FORMATS.values():
         if cls.sniff(path, head):
             return cls

@@ -1,0 +1,46 @@
+"""The ``pretriever`` command line: one sub-command per pipeline stage."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from pretriever import __version__
+from pretriever.cli.corpus import corpus_app
+from pretriever.cli.quickstart import quickstart
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
+
+app = typer.Typer(
+    name="pretriever",
+    help=(
+        "Turn the structure text collections already have (hyperlinks, citations, document "
+        "context) into training signal for dense retrievers.\n\n"
+        "The pipeline is corpus -> mine -> train -> index -> evaluate. Each stage reads and "
+        "writes plain Parquet/JSON files, so each can be run, inspected and resumed alone.\n\n"
+        "Start here:  pretriever quickstart   (the whole pipeline on a small real Wikipedia dump)\n\n"
+        "Then, on your own data:  pretriever corpus build enwiki-latest-pages-articles-multistream.xml.bz2 --out corpus/"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+app.add_typer(corpus_app, name="corpus")
+app.command("quickstart")(quickstart)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"pretriever {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                        help="Print the version and exit.")) -> None:
+    """pretriever: pre-training data for dense retrievers from hyperlinks and citations."""
+
+
+def main() -> None:
+    app()

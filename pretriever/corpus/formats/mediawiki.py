@@ -1,0 +1,243 @@
+"""MediaWiki XML dumps: ``.xml``, ``.xml.bz2``, and the multistream ``.xml.bz2`` with its index.
+
+The main process only cuts the byte stream into ``<page>`` elements (a line scan,
+no XML parsing); workers decode, parse and clean each page. With a multistream
+index, chunks are byte ranges of independent bz2 streams, so workers also do the
+decompression and a cluster can hand each range to a different machine.
+"""
+
+from __future__ import annotations
+
+import bz2
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pretriever.corpus.formats.base import Chunk, InputFormat, ParseResult, register
+from pretriever.corpus.model import InputError, PageError, ParsedPage
+from pretriever.corpus.titles import Namespaces, normalise_title
+
+_TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
+_ID = re.compile(rb"<id>(\d+)</id>")
+_PAGE = re.compile(rb"<page>.*?</page>", re.S)
+_REDIRECT_TEXT = re.compile(r"^\s*#\S+\s*:?\s*\[\[([^\]|]+)", re.I)
+_SITEINFO = re.compile(rb"<siteinfo>.*?</siteinfo>", re.S)
+
+
+@dataclass
+class RawPage:
+    """The bytes of one ``<page>`` element and where it starts in the decompressed stream."""
+
+    data: bytes
+    offset: int
+
+
+def namespaces_from_siteinfo(siteinfo: bytes | None) -> Namespaces:
+    """Namespace names of this wiki (local-language names included) from ``<siteinfo>``."""
+    namespaces = Namespaces()
+    if siteinfo:
+        root = ET.fromstring(re.sub(rb'\sxmlns="[^"]*"', b"", siteinfo))
+        for ns in root.iter("namespace"):
+            key = int(ns.get("key", "0"))
+            if key != 0 and ns.text:
+                namespaces.add(ns.text, key)
+    return namespaces
+
+
+def parse_page_xml(raw: RawPage, namespaces: Namespaces) -> ParsedPage:
+    """Decode and parse one page; errors name the page and its byte offset."""
+    from pretriever.corpus.wikitext import clean_wikitext  # the hot loop, imported in workers
+
+    doc_id, title = identify_page(raw.data)
+    where = f"page {title!r} (id {doc_id}) at byte {raw.offset:,}"
+    try:
+        text = raw.data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise PageError(where, f"invalid UTF-8 at byte {raw.offset + err.start:,}: {err.reason}") from err
+    try:
+        page = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise PageError(where, f"invalid XML ({err}); expected a well-formed <page> element") from err
+    title = normalise_title(page.findtext("title") or "")
+    ns = int(page.findtext("ns") or 0)
+    doc_id = page.findtext("id") or doc_id
+    body = page.findtext("revision/text") or ""
+    redirect = page.find("redirect")
+    target = redirect.get("title") if redirect is not None else None
+    if target is None and (match := _REDIRECT_TEXT.match(body)) and body.lstrip()[:1] == "#":
+        target = match.group(1)
+    if target is not None:
+        return ParsedPage(doc_id, title, ns, redirect_to=normalise_title(target.split("#", 1)[0]))
+    if ns != 0:
+        return ParsedPage(doc_id, title, ns)
+    return ParsedPage(doc_id, title, ns, document=clean_wikitext(body, namespaces))
+
+
+def identify_page(data: bytes) -> tuple[str, str]:
+    """(page id, title) read with a regex, good enough to name a page that fails to parse."""
+    title = _TITLE.search(data)
+    page_id = _ID.search(data)
+    return (page_id.group(1).decode() if page_id else "",
+            title.group(1).decode("utf-8", "replace") if title else "")
+
+
+class _OffsetReader:
+    """Line reader over a (possibly bz2) dump that tracks decompressed and raw byte offsets."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.raw = open(path, "rb")
+        magic = self.raw.read(3)
+        self.raw.seek(0)
+        self.stream = bz2.BZ2File(self.raw) if magic == b"BZh" else self.raw
+        self.offset = 0
+
+    def lines(self) -> Iterator[bytes]:
+        try:
+            for line in self.stream:
+                yield line
+                self.offset += len(line)
+        except (EOFError, OSError) as err:
+            raise InputError(
+                f"{self.path}: the compressed data ends or is corrupt near compressed byte "
+                f"{self.raw.tell():,} (decompressed byte {self.offset:,}): {err}"
+            ) from err
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+@register
+class MediaWikiDump(InputFormat):
+    name = "mediawiki"
+    description = "MediaWiki XML dump (.xml, .xml.bz2, multistream .xml.bz2 with its index)"
+    has_links = True
+    default_words = 100
+
+    def __init__(self, path, options=None):
+        super().__init__(path, options)
+        self._siteinfo: bytes | None = None
+        self._raw_position = 0
+        self.index = self.options.multistream_index or _guess_index(self.path)
+
+    @classmethod
+    def sniff(cls, path: Path, head: bytes) -> bool:
+        return b"<mediawiki" in head[:2048] or head.lstrip().startswith(b"<page>")
+
+    def position(self) -> int:
+        """Bytes of the input file consumed so far (for progress)."""
+        return self._raw_position
+
+    def context(self) -> Namespaces | MultistreamContext:
+        if self._siteinfo is None:
+            self._siteinfo = self._read_siteinfo()
+        namespaces = namespaces_from_siteinfo(self._siteinfo)
+        return MultistreamContext(self.path, namespaces) if self.index else namespaces
+
+    def _read_siteinfo(self) -> bytes:
+        reader = _OffsetReader(self.path)
+        try:
+            lines: list[bytes] = []
+            for line in reader.lines():
+                lines.append(line)
+                if b"</siteinfo>" in line or b"<page>" in line or len(lines) > 10_000:
+                    break
+            match = _SITEINFO.search(b"".join(lines))
+            return match.group() if match else b""
+        finally:
+            reader.close()
+
+    def iter_items(self) -> Iterator[RawPage]:
+        reader = _OffsetReader(self.path)
+        try:
+            buffer: list[bytes] | None = None
+            start = 0
+            for line in reader.lines():
+                if buffer is None:
+                    if b"<page>" in line:
+                        buffer, start = [line[line.index(b"<page>"):]], reader.offset
+                    continue
+                buffer.append(line)
+                if b"</page>" in line:
+                    yield RawPage(b"".join(buffer), start)
+                    self._raw_position = reader.raw.tell()
+                    buffer = None
+            if buffer is not None:
+                doc_id, title = identify_page(b"".join(buffer))
+                raise InputError(f"{self.path}: the input ends inside page {title!r} (id {doc_id}) "
+                                 f"that starts at byte {start:,}: truncated dump?")
+        finally:
+            reader.close()
+
+    def iter_chunks(self, chunk_size: int, first_chunk: int = 0) -> Iterator[Chunk]:
+        if self.index is None:
+            yield from super().iter_chunks(chunk_size, first_chunk)
+            return
+        ranges = multistream_ranges(self.path, self.index)
+        per_chunk = max(1, chunk_size // 100)  # Wikipedia writes 100 pages per stream
+        for index, first in enumerate(range(0, len(ranges), per_chunk)):
+            if index < first_chunk:
+                continue
+            group = ranges[first:first + per_chunk]
+            self._raw_position = group[-1][1]
+            yield Chunk(index, [(group[0][0], group[-1][1])], start=f"byte {group[0][0]:,}")
+
+    @staticmethod
+    def parse_item(item: RawPage, context: Namespaces) -> ParsedPage:
+        return parse_page_xml(item, context)
+
+    @staticmethod
+    def identify(item: RawPage) -> tuple[str, str]:
+        return identify_page(item.data)
+
+    @classmethod
+    def parse_chunk(cls, chunk: Chunk, context: Any) -> Iterator[ParseResult]:
+        if chunk.items and isinstance(chunk.items[0], tuple):  # a multistream byte range
+            chunk = Chunk(chunk.index, list(_pages_in_range(context.path, *chunk.items[0])), chunk.start)
+            context = context.namespaces
+        yield from super().parse_chunk(chunk, context)
+
+
+@dataclass
+class MultistreamContext:
+    path: Path
+    namespaces: Namespaces
+
+
+def _guess_index(path: Path) -> Path | None:
+    """``...-multistream.xml.bz2`` has its index beside it as ``...-multistream-index.txt.bz2``."""
+    name = path.name
+    if "multistream" in name and name.endswith(".xml.bz2"):
+        candidate = path.with_name(name.replace(".xml.bz2", "-index.txt.bz2"))
+        return candidate if candidate.exists() else None
+    return None
+
+
+def multistream_ranges(path: Path, index: Path) -> list[tuple[int, int]]:
+    """Byte ranges ``[start, end)`` of the page-bearing bz2 streams, from the index file."""
+    offsets: set[int] = set()
+    opener = bz2.open if index.read_bytes()[:3] == b"BZh" else open
+    with opener(index, "rt", encoding="utf-8") as lines:
+        for n, line in enumerate(lines, 1):
+            head = line.split(":", 1)[0]
+            if not head.isdigit():
+                raise InputError(f"{index} line {n}: expected 'offset:page_id:title', got {line[:80]!r}")
+            offsets.add(int(head))
+    starts = sorted(offsets)
+    size = path.stat().st_size
+    return [(start, end) for start, end in zip(starts, starts[1:] + [size])]
+
+
+def _pages_in_range(path: Path, start: int, end: int) -> Iterator[RawPage]:
+    with open(path, "rb") as raw:
+        raw.seek(start)
+        data = raw.read(end - start)
+    try:
+        text = bz2.decompress(data)
+    except (OSError, EOFError, ValueError) as err:
+        raise InputError(f"{path}: the bz2 streams at bytes {start:,}-{end:,} are corrupt: {err}") from err
+    for match in _PAGE.finditer(text):
+        yield RawPage(match.group(), start)

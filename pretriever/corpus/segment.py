@@ -1,0 +1,148 @@
+"""Turn parsed pages into rows of the store's tables.
+
+This is format-independent: every input format ends here, so passages, sentences,
+links and references are cut the same way whatever the source. All offsets are
+character offsets into the document's clean text; a passage is a slice of it
+(``text[start:start+len(passage)]``), so anchors can be checked against passages.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from pretriever.corpus.formats.base import PageFailure
+from pretriever.corpus.model import CleanDocument, ParsedPage
+from pretriever.corpus.schema import CHUNK_TABLES
+from pretriever.corpus.sentences import split_sentences
+
+_WORD = re.compile(r"\S+")
+_LINE = re.compile(r"[^\n]+")
+
+
+@dataclass(frozen=True)
+class SegmentOptions:
+    """How documents become passages (see ``CorpusConfig`` for the user-facing names)."""
+
+    words: int = 100  # passage length in words; 0 keeps each document as one passage
+    min_title_chars: int = 3  # HLP drops documents whose title is shorter than this
+    drop_blank: bool = True
+
+
+class ChunkBuffers:
+    """Column buffers for one chunk's rows, turned into Arrow tables at the end."""
+
+    def __init__(self) -> None:
+        self.columns = {name: {f.name: [] for f in schema} for name, schema in CHUNK_TABLES.items()}
+        self.status: Counter[str] = Counter()
+        self.dropped_links: Counter[str] = Counter()
+        self.failures: list[dict[str, str]] = []
+
+    def _append(self, table: str, *values) -> None:
+        for column, value in zip(self.columns[table].values(), values, strict=True):
+            column.append(value)
+
+    def to_arrow(self) -> dict[str, pa.Table]:
+        return {
+            name: pa.Table.from_pydict(self.columns[name], schema=schema)
+            for name, schema in CHUNK_TABLES.items()
+        }
+
+    def add_failure(self, failure: PageFailure) -> None:
+        self.status["error"] += 1
+        self.failures.append({"doc_id": failure.doc_id, "title": failure.title,
+                              "where": failure.where, "reason": failure.reason})
+        self._append("pages", failure.doc_id, failure.title, None, "error", None, False,
+                     0, 0, 0, 0, 0, f"{failure.where}: {failure.reason}")
+
+    def add_page(self, page: ParsedPage, options: SegmentOptions) -> None:
+        status, reason = _page_status(page, options)
+        self.status[status] += 1
+        doc = page.document
+        if doc is not None:
+            self.dropped_links.update(doc.dropped_links)
+        counts = (0, 0, 0, 0, 0)
+        if status == "kept":
+            counts = self._add_document(page.doc_id, doc, options)
+        self._append("pages", page.doc_id, page.title, page.namespace, status, page.redirect_to,
+                     bool(doc and doc.is_disambiguation), *counts, reason)
+
+    def _add_document(self, doc_id: str, doc: CleanDocument, options: SegmentOptions) -> tuple[int, ...]:
+        text = doc.text
+        passage_starts, passage_ids = self._add_passages(doc_id, doc, options)
+        if not passage_ids:  # a blank document kept with drop_blank=False
+            return 0, 0, 0, 0, 0
+        section_starts = [s.start for s in doc.sections] or [0]
+        for idx, section in enumerate(doc.sections):
+            self._append("sections", doc_id, idx, section.start, section.title)
+
+        sentence_starts: list[int] = []
+        sentence_texts: list[str] = []
+        for line in _LINE.finditer(text):
+            for s, e in split_sentences(line.group()):
+                start, end = line.start() + s, line.start() + e
+                idx = len(sentence_starts)
+                sentence_starts.append(start)
+                sentence_texts.append(text[start:end])
+                self._append("sentences", doc_id, idx, passage_ids[_locate(passage_starts, start)],
+                             _locate(section_starts, start), start, end, text[start:end])
+
+        for idx, link in enumerate(doc.links):
+            p = _locate(passage_starts, link.start)
+            offset = passage_starts[p]
+            self._append("links_raw", doc_id, idx, passage_ids[p], _locate(sentence_starts, link.start),
+                         link.start, link.end, link.start - offset, link.end - offset,
+                         text[link.start:link.end], link.target)
+
+        for idx, ref in enumerate(doc.citations):
+            # the statement is the sentence that ends at (or holds) the ref's position
+            at = max(ref.position - 1, 0)
+            s = _locate(sentence_starts, at)
+            self._append("references", doc_id, idx, passage_ids[_locate(passage_starts, at)], s,
+                         ref.position, sentence_texts[s] if sentence_texts else "", ref.template,
+                         ref.url, ref.title, ref.archive_url, ref.name, ref.raw)
+        n_words = sum(1 for _ in _WORD.finditer(text))
+        return len(passage_ids), len(sentence_starts), len(doc.links), len(doc.citations), n_words
+
+    def _add_passages(self, doc_id: str, doc: CleanDocument, options: SegmentOptions) -> tuple[list[int], list[str]]:
+        text = doc.text
+        section_starts = [s.start for s in doc.sections] or [0]
+        spans: list[tuple[str, int, int, int]] = []  # passage_id, start, end, n_words
+        if doc.given_passages is not None:
+            for given in doc.given_passages:
+                n = len(_WORD.findall(text, given.start, given.end))
+                spans.append((given.passage_id, given.start, given.end, n))
+        elif options.words <= 0:
+            words = _WORD.findall(text)
+            spans.append((doc_id, 0, len(text), len(words)))
+        else:
+            words = [m.span() for m in _WORD.finditer(text)]
+            for position, first in enumerate(range(0, len(words), options.words)):
+                chunk = words[first:first + options.words]
+                spans.append((f"{doc_id}-{position}", chunk[0][0], chunk[-1][1], len(chunk)))
+        for position, (pid, start, end, n) in enumerate(spans):
+            self._append("passages", pid, doc_id, position, _locate(section_starts, start),
+                         start, n, text[start:end])
+        return [s[1] for s in spans], [s[0] for s in spans]
+
+
+def _locate(starts: list[int], offset: int) -> int:
+    """Index of the span (given by sorted start offsets) that holds ``offset``."""
+    return max(bisect_right(starts, offset) - 1, 0)
+
+
+def _page_status(page: ParsedPage, options: SegmentOptions) -> tuple[str, str | None]:
+    """Why a page is or is not a document: (status, reason)."""
+    if page.redirect_to is not None:
+        return "redirect", None
+    if page.namespace != 0 or page.document is None:
+        return "non_article", f"namespace {page.namespace}"
+    if len(page.title) < options.min_title_chars:
+        return "dropped_short_title", f"title shorter than {options.min_title_chars} characters"
+    if options.drop_blank and not page.document.text.strip():
+        return "dropped_blank", "no text after cleaning"
+    return "kept", None

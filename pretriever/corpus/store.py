@@ -1,0 +1,63 @@
+"""Open a built corpus store and query it with DuckDB.
+
+Every later stage reads the store through :class:`CorpusStore`, which checks that
+the manifest and the tables are there with the expected columns before any work
+starts, so a wrong folder fails at once with a message naming what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+
+from pretriever.corpus.schema import STORE_TABLES
+
+
+class StoreError(Exception):
+    """The folder is not a usable corpus store."""
+
+
+class CorpusStore:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        manifest = self.path / "manifest.json"
+        if not manifest.exists():
+            hint = " (an interrupted build? continue it with --resume)" if (self.path / "_work").exists() else ""
+            raise StoreError(f"{self.path} is not a corpus store: {manifest.name} is missing{hint}; "
+                             "build one with `pretriever corpus build INPUT --out DIR`")
+        try:
+            self.manifest: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise StoreError(f"{manifest}: not valid JSON ({err})") from err
+        for name in STORE_TABLES:
+            self.check_table(name)
+
+    def table_glob(self, name: str) -> str:
+        _, is_dir = STORE_TABLES[name]
+        return str(self.path / name / "*.parquet") if is_dir else str(self.path / f"{name}.parquet")
+
+    def check_table(self, name: str) -> None:
+        schema, is_dir = STORE_TABLES[name]
+        files = sorted((self.path / name).glob("*.parquet")) if is_dir else [self.path / f"{name}.parquet"]
+        if not files or not files[0].exists():
+            raise StoreError(f"{self.path}: table {name!r} is missing (expected {self.table_glob(name)})")
+        found = set(pq.read_schema(files[0]).names)
+        missing = [f.name for f in schema if f.name not in found]
+        if missing:
+            raise StoreError(f"{files[0]}: table {name!r} lacks column(s) {', '.join(missing)}; "
+                             "was it written by another tool or an older pretriever? rebuild the store")
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with one view per table (``documents``, ``passages``, ``links``, ...)."""
+        con = duckdb.connect()
+        for name in STORE_TABLES:
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{self.table_glob(name)}')")
+        return con
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        return self.manifest.get("counts", {})
