@@ -17,7 +17,7 @@ from pretriever.progress import byte_progress, console
 corpus_app = typer.Typer(
     help=(
         "Stage 1: turn a corpus into a store of Parquet tables (documents, passages, sentences, "
-        "sections, links, references, pages, redirects) plus manifest.json.\n\n"
+        "sections, links, citations, pages, redirects) plus manifest.json.\n\n"
         "Inputs are detected by content: MediaWiki XML dumps (.xml, .xml.bz2, multistream with "
         "its index), WikiExtractor --json --links output, BEIR corpus.jsonl, generic JSONL "
         "(id, title, text) and DPR psgs_w100.tsv."

@@ -45,14 +45,14 @@ def finalize_store(out: Path, work: Path, head: dict[str, Any]) -> dict[str, Any
     _check_unique_ids(con)
     con.execute(f"COPY (SELECT * FROM pages) TO '{out / 'pages.parquet'}' {PARQUET}")
     con.execute(f"""COPY (SELECT doc_id, title, is_disambiguation, n_passages, n_sentences, n_links,
-                        n_references, n_words FROM pages WHERE status = 'kept')
+                        n_citations, n_words FROM pages WHERE status = 'kept')
                     TO '{out / 'documents.parquet'}' {PARQUET}""")
     con.execute(_redirect_chains_sql())
     con.execute(f"COPY (SELECT * FROM redirects ORDER BY title) TO '{out / 'redirects.parquet'}' {PARQUET}")
     con.execute("""CREATE TEMP TABLE title_map AS
                    SELECT title, min(doc_id) AS doc_id FROM pages WHERE status = 'kept' GROUP BY title""")
     _resolve_links(con, work, out / "links")
-    for name in ("passages", "sentences", "sections", "references"):
+    for name in ("passages", "sentences", "sections", "citations"):
         target = out / name
         if target.exists():
             shutil.rmtree(target)
@@ -119,7 +119,7 @@ def _counts(con, out: Path, status, dropped_links) -> dict[str, Any]:
         return int(con.execute(sql).fetchone()[0] or 0)
 
     links = f"read_parquet('{out / 'links'}/*.parquet')"
-    refs = f"read_parquet('{out / 'references'}/*.parquet')"
+    refs = f"read_parquet('{out / 'citations'}/*.parquet')"
     return {
         "pages": sum(status.values()),
         "documents": status.get("kept", 0),
@@ -135,6 +135,6 @@ def _counts(con, out: Path, status, dropped_links) -> dict[str, Any]:
         "links_to_documents": scalar(f"SELECT count(*) FROM {links} WHERE target_doc_id IS NOT NULL"),
         "links_via_redirect": scalar(f"SELECT count(*) FROM {links} WHERE via_redirect"),
         "links_dropped": dict(sorted(dropped_links.items())),
-        "references": scalar(f"SELECT count(*) FROM {refs}"),
-        "references_with_url": scalar(f"SELECT count(*) FROM {refs} WHERE url IS NOT NULL"),
+        "citations": scalar(f"SELECT count(*) FROM {refs}"),
+        "citations_with_url": scalar(f"SELECT count(*) FROM {refs} WHERE url IS NOT NULL"),
     }

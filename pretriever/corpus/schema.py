@@ -12,7 +12,7 @@ STR, I32, BOOL = pa.string(), pa.int32(), pa.bool_()
 PAGES = pa.schema([
     ("doc_id", STR), ("title", STR), ("namespace", I32), ("status", STR),
     ("redirect_to", STR), ("is_disambiguation", BOOL), ("n_passages", I32),
-    ("n_sentences", I32), ("n_links", I32), ("n_references", I32), ("n_words", I32),
+    ("n_sentences", I32), ("n_links", I32), ("n_citations", I32), ("n_words", I32),
     ("reason", STR),
 ])
 
@@ -41,15 +41,15 @@ LINKS = pa.schema(list(RAW_LINKS) + [
     ("target_title", STR), ("target_doc_id", STR), ("via_redirect", BOOL),
 ])
 
-REFERENCES = pa.schema([
-    ("doc_id", STR), ("ref_idx", I32), ("passage_id", STR), ("sentence_idx", I32),
+CITATIONS = pa.schema([
+    ("doc_id", STR), ("citation_idx", I32), ("passage_id", STR), ("sentence_idx", I32),
     ("position", I32), ("statement", STR), ("template", STR), ("url", STR),
     ("title", STR), ("archive_url", STR), ("name", STR), ("raw", STR),
 ])
 
 DOCUMENTS = pa.schema([
     ("doc_id", STR), ("title", STR), ("is_disambiguation", BOOL), ("n_passages", I32),
-    ("n_sentences", I32), ("n_links", I32), ("n_references", I32), ("n_words", I32),
+    ("n_sentences", I32), ("n_links", I32), ("n_citations", I32), ("n_words", I32),
 ])
 
 REDIRECTS = pa.schema([("title", STR), ("target_title", STR), ("hops", I32)])
@@ -57,12 +57,12 @@ REDIRECTS = pa.schema([("title", STR), ("target_title", STR), ("hops", I32)])
 # Tables written chunk by chunk by the workers, in the order they are written.
 CHUNK_TABLES: dict[str, pa.Schema] = {
     "pages": PAGES, "passages": PASSAGES, "sentences": SENTENCES, "sections": SECTIONS,
-    "links_raw": RAW_LINKS, "references": REFERENCES,
+    "links_raw": RAW_LINKS, "citations": CITATIONS,
 }
 
 # Tables of a finished store: name -> (schema, stored as a directory of part files?)
 STORE_TABLES: dict[str, tuple[pa.Schema, bool]] = {
     "documents": (DOCUMENTS, False), "pages": (PAGES, False), "redirects": (REDIRECTS, False),
     "passages": (PASSAGES, True), "sentences": (SENTENCES, True), "sections": (SECTIONS, True),
-    "links": (LINKS, True), "references": (REFERENCES, True),
+    "links": (LINKS, True), "citations": (CITATIONS, True),
 }

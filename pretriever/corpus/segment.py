@@ -1,7 +1,7 @@
 """Turn parsed pages into rows of the store's tables.
 
 This is format-independent: every input format ends here, so passages, sentences,
-links and references are cut the same way whatever the source. All offsets are
+links and citations are cut the same way whatever the source. All offsets are
 character offsets into the document's clean text; a passage is a slice of it
 (``text[start:start+len(passage)]``), so anchors can be checked against passages.
 """
@@ -102,7 +102,7 @@ class ChunkBuffers:
             # the statement is the sentence that ends at (or holds) the ref's position
             at = max(ref.position - 1, 0)
             s = _locate(sentence_starts, at)
-            self._append("references", doc_id, idx, passage_ids[_locate(passage_starts, at)], s,
+            self._append("citations", doc_id, idx, passage_ids[_locate(passage_starts, at)], s,
                          ref.position, sentence_texts[s] if sentence_texts else "", ref.template,
                          ref.url, ref.title, ref.archive_url, ref.name, ref.raw)
         n_words = sum(1 for _ in _WORD.finditer(text))

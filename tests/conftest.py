@@ -1,0 +1,43 @@
+"""Shared fixtures: real data from ../shared/data (skipped cleanly when absent) and built stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pretriever.corpus.build import build_corpus
+from pretriever.corpus.config import CorpusConfig
+from pretriever.corpus.store import CorpusStore
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+BGWIKI = SHARED_DATA / "wiki" / "bgwiki-latest-pages-articles-shortened.xml.bz2"
+TABLE_WIKI = SHARED_DATA / "wiki" / "enwiki-table-markup.xml.bz2"
+SCIFACT = SHARED_DATA / "beir" / "scifact"
+
+
+def shared(path: Path) -> Path:
+    """The path, or a clean skip when ../shared/data is not beside this checkout."""
+    if not path.exists():
+        pytest.skip(f"real test data not found: {path}")
+    return path
+
+
+def build(input: Path, out: Path, **options) -> CorpusStore:
+    result = build_corpus(CorpusConfig(input=input, out=out, **options))
+    assert result.manifest is not None
+    return CorpusStore(out)
+
+
+@pytest.fixture(scope="session")
+def enwiki_store(tmp_path_factory) -> CorpusStore:
+    """The real shortened enwiki dump, built once with the default options and 2 workers."""
+    return build(shared(ENWIKI), tmp_path_factory.mktemp("enwiki") / "store", workers=2)
+
+
+@pytest.fixture(scope="session")
+def enwiki_con(enwiki_store):
+    con = enwiki_store.connect()
+    yield con
+    con.close()
