@@ -38,7 +38,8 @@ def build(
     min_title_chars: Optional[int] = typer.Option(None, "--min-title-chars", help="Drop documents with shorter titles (HLP: 3). Default: 3 for wikis, 0 otherwise."),
     keep_blank: Optional[bool] = typer.Option(None, "--keep-blank/--drop-blank", help="Keep documents whose clean text is empty (dropped by default, as in HLP)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes (default: all cores)."),
-    chunk_pages: Optional[int] = typer.Option(None, "--chunk-pages", help="Pages per chunk: the unit of parallel work and of --resume (default 500)."),
+    chunk_pages: Optional[int] = typer.Option(None, "--chunk-pages", help="A chunk (the unit of parallel work and of --resume) ends after this many pages (default 5000) ..."),
+    chunk_mb: Optional[float] = typer.Option(None, "--chunk-mb", help="... or this many MB of page data, whichever comes first (default 4)."),
     multistream_index: Optional[Path] = typer.Option(None, "--multistream-index", help="Index of a multistream dump (found automatically beside it when named like Wikipedia's)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted build from its last completed chunk."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store in --out."),
@@ -59,7 +60,7 @@ def build(
     try:
         cfg = build_config(CorpusConfig, config, "corpus", input=input, out=out, format=format, words=words,
                            min_title_chars=min_title_chars, keep_blank=keep_blank, workers=workers,
-                           chunk_pages=chunk_pages, multistream_index=multistream_index,
+                           chunk_pages=chunk_pages, chunk_mb=chunk_mb, multistream_index=multistream_index,
                            resume=resume or None, overwrite=overwrite or None, max_chunks=max_chunks)
     except (ConfigError, ValueError) as err:
         console.print(f"[red]error:[/red] {err}")

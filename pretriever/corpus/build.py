@@ -108,7 +108,7 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None) -> Bui
 
     done = first_chunk
     context = fmt.context()
-    chunks = fmt.iter_chunks(cfg.chunk_pages, first_chunk)
+    chunks = fmt.iter_chunks(cfg.chunk_pages, first_chunk, cfg.chunk_bytes)
     if cfg.max_chunks is not None:
         chunks = _take(chunks, cfg.max_chunks - first_chunk)
     position = getattr(fmt, "position", None)
@@ -119,10 +119,10 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None) -> Bui
             if on_chunk:
                 on_chunk(summary, position() if position else None)
     except InputError as err:
-        raise InputError(f"{err}\n{done} chunk(s) of {cfg.chunk_pages} pages before the error are saved "
+        raise InputError(f"{err}\n{done} chunk(s) before the error are saved "
                          f"in {work}; fix the input and run again with --resume to continue.") from err
 
-    if cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg.chunk_pages, done):
+    if cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg, done):
         return BuildResult(None, done, time.perf_counter() - started)
     manifest = finalize_store(cfg.out, work, _manifest_head(cfg, input_path, fmt_cls, options))
     shutil.rmtree(work)
@@ -164,13 +164,13 @@ def _take(chunks: Iterator[Chunk], n: int) -> Iterator[Chunk]:
         yield chunk
 
 
-def _has_more(fmt: InputFormat, chunk_pages: int, done: int) -> bool:
-    return next(iter(fmt.iter_chunks(chunk_pages, done)), None) is not None
+def _has_more(fmt: InputFormat, cfg: CorpusConfig, done: int) -> bool:
+    return next(iter(fmt.iter_chunks(cfg.chunk_pages, done, cfg.chunk_bytes)), None) is not None
 
 
 def _fingerprint(input_path: Path, fmt_name: str, options: SegmentOptions, cfg: CorpusConfig) -> str:
     """What must not change between an interrupted build and its --resume."""
-    key = json.dumps([str(input_path.resolve()), fmt_name, options.__dict__, cfg.chunk_pages,
+    key = json.dumps([str(input_path.resolve()), fmt_name, options.__dict__, cfg.chunk_pages, cfg.chunk_mb,
                       str(cfg.multistream_index), __version__])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 

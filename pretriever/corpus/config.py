@@ -20,7 +20,10 @@ class CorpusConfig:
     min_title_chars: int | None = None
     keep_blank: bool = False  # keep documents with no text (dropped by default, as in HLP)
     workers: int = max(1, os.cpu_count() or 1)
-    chunk_pages: int = 500  # pages per chunk: the unit of parallel work, checkpoints and --resume
+    # a chunk (the unit of parallel work, checkpoints and --resume) ends after this many
+    # pages or this many MB of raw page data, whichever comes first
+    chunk_pages: int = 5000
+    chunk_mb: float = 4.0
     multistream_index: Path | None = None
     resume: bool = False
     overwrite: bool = False
@@ -32,10 +35,16 @@ class CorpusConfig:
             self.multistream_index = Path(self.multistream_index)
         if self.chunk_pages < 1:
             raise ValueError(f"chunk_pages must be at least 1, got {self.chunk_pages}")
+        if self.chunk_mb <= 0:
+            raise ValueError(f"chunk_mb must be positive, got {self.chunk_mb}")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.words is not None and self.words < 0:
             raise ValueError(f"words must be 0 (whole documents) or more, got {self.words}")
+
+    @property
+    def chunk_bytes(self) -> int:
+        return int(self.chunk_mb * 1024 * 1024)
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

@@ -20,7 +20,6 @@ from pretriever.corpus.model import CleanDocument, ParsedPage
 from pretriever.corpus.schema import CHUNK_TABLES
 from pretriever.corpus.sentences import split_sentences
 
-_WORD = re.compile(r"\S+")
 _LINE = re.compile(r"[^\n]+")
 
 
@@ -37,20 +36,21 @@ class ChunkBuffers:
     """Column buffers for one chunk's rows, turned into Arrow tables at the end."""
 
     def __init__(self) -> None:
-        self.columns = {name: {f.name: [] for f in schema} for name, schema in CHUNK_TABLES.items()}
+        self.rows: dict[str, list[tuple]] = {name: [] for name in CHUNK_TABLES}
         self.status: Counter[str] = Counter()
         self.dropped_links: Counter[str] = Counter()
         self.failures: list[dict[str, str]] = []
 
     def _append(self, table: str, *values) -> None:
-        for column, value in zip(self.columns[table].values(), values, strict=True):
-            column.append(value)
+        self.rows[table].append(values)
 
     def to_arrow(self) -> dict[str, pa.Table]:
-        return {
-            name: pa.Table.from_pydict(self.columns[name], schema=schema)
-            for name, schema in CHUNK_TABLES.items()
-        }
+        tables = {}
+        for name, schema in CHUNK_TABLES.items():
+            columns = list(zip(*self.rows[name])) or [()] * len(schema)
+            tables[name] = pa.Table.from_arrays(
+                [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema)
+        return tables
 
     def add_failure(self, failure: PageFailure) -> None:
         self.status["error"] += 1
@@ -73,7 +73,8 @@ class ChunkBuffers:
 
     def _add_document(self, doc_id: str, doc: CleanDocument, options: SegmentOptions) -> tuple[int, ...]:
         text = doc.text
-        passage_starts, passage_ids = self._add_passages(doc_id, doc, options)
+        n_words = len(text.split())
+        passage_starts, passage_ids = self._add_passages(doc_id, doc, n_words, options)
         if not passage_ids:  # a blank document kept with drop_blank=False
             return 0, 0, 0, 0, 0
         section_starts = [s.start for s in doc.sections] or [0]
@@ -105,25 +106,27 @@ class ChunkBuffers:
             self._append("citations", doc_id, idx, passage_ids[_locate(passage_starts, at)], s,
                          ref.position, sentence_texts[s] if sentence_texts else "", ref.template,
                          ref.url, ref.title, ref.archive_url, ref.name, ref.raw)
-        n_words = sum(1 for _ in _WORD.finditer(text))
         return len(passage_ids), len(sentence_starts), len(doc.links), len(doc.citations), n_words
 
-    def _add_passages(self, doc_id: str, doc: CleanDocument, options: SegmentOptions) -> tuple[list[int], list[str]]:
+    def _add_passages(self, doc_id: str, doc: CleanDocument, n_words: int,
+                      options: SegmentOptions) -> tuple[list[int], list[str]]:
         text = doc.text
         section_starts = [s.start for s in doc.sections] or [0]
         spans: list[tuple[str, int, int, int]] = []  # passage_id, start, end, n_words
         if doc.given_passages is not None:
             for given in doc.given_passages:
-                n = len(_WORD.findall(text, given.start, given.end))
+                n = len(text[given.start:given.end].split())
                 spans.append((given.passage_id, given.start, given.end, n))
         elif options.words <= 0:
-            words = _WORD.findall(text)
-            spans.append((doc_id, 0, len(text), len(words)))
+            spans.append((doc_id, 0, len(text), n_words))
         else:
-            words = [m.span() for m in _WORD.finditer(text)]
-            for position, first in enumerate(range(0, len(words), options.words)):
-                chunk = words[first:first + options.words]
-                spans.append((f"{doc_id}-{position}", chunk[0][0], chunk[-1][1], len(chunk)))
+            # one regex match per passage: up to `words` whitespace-separated words
+            chunks = re.finditer(r"\S+(?:\s+\S+){0,%d}" % (options.words - 1), text)
+            for position, match in enumerate(chunks):
+                spans.append((f"{doc_id}-{position}", match.start(), match.end(), options.words))
+            if spans:  # only the last passage can be short
+                last = spans[-1]
+                spans[-1] = (*last[:3], n_words - options.words * (len(spans) - 1))
         for position, (pid, start, end, n) in enumerate(spans):
             self._append("passages", pid, doc_id, position, _locate(section_starts, start),
                          start, n, text[start:end])

@@ -29,6 +29,8 @@ def _is_abbreviation(word: str) -> bool:
         return False
     if len(token) == 1 and token.isalpha():  # an initial: "J. Smith"
         return True
+    if any(ch.isdigit() for ch in token):  # "0.4." ends a sentence; it is no abbreviation
+        return False
     return token in ABBREVIATIONS or (len(token) <= 4 and "." in token)  # "U.S", "e.g"
 
 

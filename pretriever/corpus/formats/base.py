@@ -84,22 +84,30 @@ class InputFormat(ABC):
     def parse_item(item: Any, context: Any) -> ParsedPage:
         """Parse one raw item in a worker; raise :class:`PageError` when it is unusable."""
 
-    def iter_chunks(self, chunk_size: int, first_chunk: int = 0) -> Iterator[Chunk]:
-        """Batch :meth:`iter_items` into chunks, skipping the first ``first_chunk`` chunks."""
-        skip = first_chunk * chunk_size
+    @staticmethod
+    def item_bytes(item: Any) -> int:
+        """Size of a raw item, for chunks cut by size (0: count items only)."""
+        return 0
+
+    def iter_chunks(self, chunk_size: int, first_chunk: int = 0, chunk_bytes: int = 0) -> Iterator[Chunk]:
+        """Batch :meth:`iter_items` into chunks of ``chunk_size`` items or ``chunk_bytes`` bytes,
+        whichever comes first, skipping the first ``first_chunk`` chunks.
+
+        Cutting depends only on the items themselves, so chunk *k* is the same on every run.
+        """
         batch: list[Any] = []
-        index, batch_start = first_chunk, skip
+        index, size, batch_start = 0, 0, 0
         for n, item in enumerate(self.iter_items()):
-            if n < skip:
-                continue
             if not batch:
                 batch_start = n
             batch.append(item)
-            if len(batch) == chunk_size:
-                yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
+            size += self.item_bytes(item)
+            if len(batch) >= chunk_size or (chunk_bytes and size >= chunk_bytes):
+                if index >= first_chunk:
+                    yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
                 index += 1
-                batch = []
-        if batch:
+                batch, size = [], 0
+        if batch and index >= first_chunk:
             yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
 
     @classmethod
@@ -110,6 +118,12 @@ class InputFormat(ABC):
                 yield cls.parse_item(item, context)
             except PageError as err:
                 yield PageFailure(*cls.identify(item), where=err.where, reason=err.reason)
+            except InputError:
+                raise
+            except Exception as err:  # a bug or an input we did not foresee: list the page, go on
+                doc_id, title = cls.identify(item)
+                yield PageFailure(doc_id, title, where=f"page {title!r} (id {doc_id})",
+                                  reason=f"internal error {type(err).__name__}: {err}")
 
     @staticmethod
     def identify(item: Any) -> tuple[str, str]:

@@ -9,6 +9,7 @@ decompression and a cluster can hand each range to a different machine.
 from __future__ import annotations
 
 import bz2
+import io
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -95,9 +96,19 @@ class _OffsetReader:
         self.stream = bz2.BZ2File(self.raw) if magic == b"BZh" else self.raw
         self.offset = 0
 
+    def _utf8_lines(self) -> Iterator[bytes]:
+        """Lines as UTF-8 bytes; a UTF-16 dump (it has a byte-order mark) is re-encoded."""
+        bom = self.stream.peek(2)[:2] if hasattr(self.stream, "peek") else b""
+        if bom in (b"\xff\xfe", b"\xfe\xff"):
+            for line in io.TextIOWrapper(self.stream, encoding="utf-16", newline=""):
+                yield line.encode("utf-8")
+        else:
+            yield from self.stream
+
     def lines(self) -> Iterator[bytes]:
+        """Lines of the decompressed dump; ``offset`` counts the bytes before the current line."""
         try:
-            for line in self.stream:
+            for line in self._utf8_lines():
                 yield line
                 self.offset += len(line)
         except (EOFError, OSError) as err:
@@ -125,6 +136,8 @@ class MediaWikiDump(InputFormat):
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            head = head.decode("utf-16", "ignore").encode("utf-8")
         return b"<mediawiki" in head[:2048] or head.lstrip().startswith(b"<page>")
 
     def position(self) -> int:
@@ -158,7 +171,8 @@ class MediaWikiDump(InputFormat):
             for line in reader.lines():
                 if buffer is None:
                     if b"<page>" in line:
-                        buffer, start = [line[line.index(b"<page>"):]], reader.offset
+                        at = line.index(b"<page>")
+                        buffer, start = [line[at:]], reader.offset + at
                     continue
                 buffer.append(line)
                 if b"</page>" in line:
@@ -172,9 +186,13 @@ class MediaWikiDump(InputFormat):
         finally:
             reader.close()
 
-    def iter_chunks(self, chunk_size: int, first_chunk: int = 0) -> Iterator[Chunk]:
+    @staticmethod
+    def item_bytes(item: RawPage) -> int:
+        return len(item.data)
+
+    def iter_chunks(self, chunk_size: int, first_chunk: int = 0, chunk_bytes: int = 0) -> Iterator[Chunk]:
         if self.index is None:
-            yield from super().iter_chunks(chunk_size, first_chunk)
+            yield from super().iter_chunks(chunk_size, first_chunk, chunk_bytes)
             return
         ranges = multistream_ranges(self.path, self.index)
         per_chunk = max(1, chunk_size // 100)  # Wikipedia writes 100 pages per stream

@@ -1,0 +1,6 @@
+"""Stage 2: mine pseudo query-passage pairs from a corpus store (HLP's DL/CM, ICT, WLP, BFS)."""
+
+from pretriever.mine.config import MineConfig
+from pretriever.mine.pipeline import MineError, MineResult, mine
+
+__all__ = ["MineConfig", "MineError", "MineResult", "mine"]

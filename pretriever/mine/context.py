@@ -1,0 +1,155 @@
+"""The store's tables as the strategies see them, plus the derived tables they share.
+
+Notation (HLP paper, section 3): passage q of document Q gives the query, passage p of
+document P is the positive, M(x) is the set of entities linked from passage x, an
+entity is a link target identified by its (redirect-resolved) title, and t_X is the
+title of document X. Links from a document to itself are not entities of it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import ibis
+import ibis.expr.types as ir
+import pyarrow as pa
+
+from pretriever.mine.config import MineConfig
+from pretriever.mine.engine import Engine, word_count
+from pretriever.mine.schema import CANDIDATE
+
+
+class MineContext:
+    def __init__(self, engine: Engine, config: MineConfig):
+        self.engine = engine
+        self.config = config
+        self.seed = config.seed
+
+    # -- base tables ---------------------------------------------------------------
+    @cached_property
+    def docs(self) -> ir.Table:
+        """Documents that may give queries and passages: (doc_id, title)."""
+        d = self.engine.table("documents")
+        if self.config.skip_disambiguation:
+            d = d.filter(~d.is_disambiguation.fill_null(False))
+        return d.select("doc_id", "title")
+
+    @cached_property
+    def passages(self) -> ir.Table:
+        p = self.engine.table("passages")
+        p = p.semi_join(self.docs, p.doc_id == self.docs.doc_id)
+        return p.select("passage_id", "doc_id", "position", "section_idx", "start", "n_words", "text")
+
+    @cached_property
+    def sentences(self) -> ir.Table:
+        """Sentences of usable documents with a word count (``words``)."""
+        s = self.engine.table("sentences")
+        s = s.semi_join(self.docs, s.doc_id == self.docs.doc_id)
+        return s.mutate(words=word_count(s.text))
+
+    @cached_property
+    def query_sentences(self) -> ir.Table:
+        """Sentences long enough to be queries."""
+        s = self.sentences
+        return s.filter(s.words >= self.config.min_query_words)
+
+    @cached_property
+    def positives(self) -> ir.Table:
+        """Passages long enough to be positives or negatives."""
+        p = self.passages
+        return p.filter(p.n_words >= self.config.min_passage_words)
+
+    @cached_property
+    def elinks(self) -> ir.Table:
+        """Entity links: every link of a usable document to another page, with its sentence.
+
+        Columns: doc_id, link_idx, passage_id, sentence_idx, start, end, passage_start,
+        passage_end, anchor, entity (target title), target_doc_id (NULL when the target is
+        not a usable document), s_start, s_end, s_text, s_ok (the sentence can be a query
+        holding the whole anchor). Computed once (materialized).
+        """
+        raw = self.engine.table("links")
+        docs = self.docs
+        src = docs.select(src_doc=docs.doc_id, src_title=docs.title)
+        tgt = docs.select(tgt_doc=docs.doc_id)
+        l = raw.join(src, raw.doc_id == src.src_doc)
+        l = l.filter(l.target_title.notnull(), l.target_title != l.src_title,
+                     l.target_doc_id.isnull() | (l.target_doc_id != l.doc_id))
+        l = l.left_join(tgt, l.target_doc_id == tgt.tgt_doc)
+        l = l.select("doc_id", "link_idx", "passage_id", "sentence_idx", "start", "end", "passage_start",
+                     "passage_end", "anchor", entity=l.target_title, target_doc_id=l.tgt_doc)
+        s = self.sentences.select(s_doc=self.sentences.doc_id, s_idx=self.sentences.sentence_idx,
+                                  s_start=self.sentences.start, s_end=self.sentences.end,
+                                  s_text=self.sentences.text, s_words=self.sentences.words)
+        l = l.left_join(s, (l.doc_id == s.s_doc) & (l.sentence_idx == s.s_idx))
+        ok = (l.s_text.notnull() & (l.s_words >= self.config.min_query_words)
+              & (l.start >= l.s_start) & (l.end <= l.s_end))
+        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words")
+        return self.engine.materialize(l, "elinks")
+
+    @cached_property
+    def doc_links(self) -> ir.Table:
+        """Entity links whose target is a usable document of the store."""
+        return self.elinks.filter(self.elinks.target_doc_id.notnull())
+
+    # -- in-degree -----------------------------------------------------------------------
+    @cached_property
+    def indegree(self) -> ir.Table:
+        """(entity, indegree): number of distinct documents linking to each link target."""
+        l = self.elinks
+        return self.engine.materialize(l.group_by("entity").agg(indegree=l.doc_id.nunique().cast("int64")),
+                                       "indegree")
+
+    @cached_property
+    def indegree_threshold(self) -> dict[str, Any]:
+        """K for co-mention: entities with in-degree >= K are too common to be evidence.
+
+        With a percentile x (default 90), K is the smallest in-degree such that at most
+        (100 - x)% of all link targets have an in-degree of K or more, so the top 10% (ties
+        kept on the safe side: never more than 10% excluded) are dropped.
+        """
+        if self.config.cm_indegree_threshold is not None:
+            return {"k": int(self.config.cm_indegree_threshold), "rule": "absolute",
+                    "entities": None, "excluded": None}
+        ind = self.indegree
+        hist = self.engine.to_arrow(ind.group_by("indegree").agg(n=ind.count()).order_by("indegree")).to_pylist()
+        total = sum(r["n"] for r in hist)
+        allowed = (100.0 - self.config.cm_indegree_percentile) / 100.0 * total
+        k = (hist[-1]["indegree"] + 1) if hist else 1
+        at_or_above = 0
+        for row in reversed(hist):  # highest in-degree first
+            at_or_above += row["n"]
+            if at_or_above <= allowed + 1e-9:
+                k = row["indegree"]
+            else:
+                break
+        excluded = sum(r["n"] for r in hist if r["indegree"] >= k)
+        return {"k": int(k), "rule": f"top {100 - self.config.cm_indegree_percentile:g}% of in-degree",
+                "entities": int(total), "excluded": int(excluded)}
+
+    # -- helpers for strategies -------------------------------------------------------------
+    def candidate(self, t: ir.Table, **columns: Any) -> ir.Table:
+        """Select the standard candidate columns (see ``schema.CANDIDATE``); missing ones are NULL."""
+        out = {}
+        for field in CANDIDATE:
+            value = columns.get(field.name)
+            dtype = ibis_type(field.type)
+            out[field.name] = ibis.null(dtype) if value is None else value.cast(dtype)
+        unknown = set(columns) - set(CANDIDATE.names)
+        if unknown:
+            raise KeyError(f"not candidate columns: {sorted(unknown)}")
+        return t.select(**out)
+
+    @cached_property
+    def link_counts(self) -> dict[str, int]:
+        """Numbers used to explain empty results."""
+        raw = self.engine.table("links")
+        return {"links": self.engine.count(raw),
+                "links_to_documents": self.engine.count(raw.filter(raw.target_doc_id.notnull())),
+                "entity_links": self.engine.count(self.elinks),
+                "links_between_documents": self.engine.count(self.doc_links)}
+
+
+def ibis_type(t: pa.DataType) -> str:
+    return {pa.string(): "string", pa.int32(): "int32", pa.int64(): "int64", pa.bool_(): "boolean"}[t]

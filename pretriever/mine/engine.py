@@ -1,0 +1,231 @@
+"""Where the relational mining runs: DuckDB (default) or local PySpark, both through Ibis.
+
+Mining is written once as Ibis expressions over the store's tables; an :class:`Engine`
+only registers the tables, writes intermediate results to Parquet (so each is computed
+once and DuckDB can spill to disk) and streams final rows back. Randomness never comes
+from an engine's RNG: every sampling decision orders rows by ``md5(seed|tag|key...)``
+(:func:`hkey`), a string both engines compute byte for byte the same, so the same seed
+gives the same pairs on either engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import ibis
+import ibis.expr.types as ir
+import pyarrow as pa
+
+from pretriever.corpus.schema import STORE_TABLES
+from pretriever.corpus.store import CorpusStore
+
+SEP = "|"
+
+
+def as_str(value: Any) -> ir.StringValue:
+    """A column or Python value as a string, ints written in decimal on every engine."""
+    if isinstance(value, ir.Value):
+        return value if value.type().is_string() else value.cast("string")
+    return ibis.literal(str(value))
+
+
+def hkey(seed: int, tag: str, *parts: Any) -> ir.StringValue:
+    """``md5("seed|tag|part1|part2...")`` as 32 hex digits: the sampling key used everywhere.
+
+    Ordering rows by it is a seeded random permutation that DuckDB and Spark agree on.
+    Parts must not be NULL (the whole key would be NULL).
+    """
+    expr: ir.StringValue = ibis.literal(f"{seed}{SEP}{tag}")
+    for part in parts:
+        expr = expr + SEP + as_str(part)
+    return expr.hexdigest("md5")
+
+
+def hex_fraction_below(h: ir.StringValue, fraction: float) -> ir.BooleanValue:
+    """True for about ``fraction`` of rows: the first 4 hex digits of a hash, compared as text."""
+    cut = min(max(int(round(fraction * 65536)), 0), 65536)
+    if cut >= 65536:
+        return ibis.literal(True)
+    return h.substr(0, 4) < f"{cut:04x}"
+
+
+def first_per_group(t: ir.Table, group_by: Sequence[str], order_by: Sequence[str], n: int = 1) -> ir.Table:
+    """The first ``n`` rows of each group in the given (total, deterministic) order."""
+    rn = ibis.row_number().over(group_by=[t[c] for c in group_by], order_by=[t[c] for c in order_by])
+    return t.mutate(_rn=rn).filter(lambda x: x._rn < n).drop("_rn")
+
+
+def word_count(s: ir.StringValue) -> ir.IntegerValue:
+    """Words as spaces + 1: crude, but identical on every engine (no regex dialects involved)."""
+    return (s.length() - s.replace(" ", "").length() + 1).cast("int64")
+
+
+class Engine:
+    """Base class: a connected Ibis backend plus a work folder for intermediate Parquet."""
+
+    name = "?"
+
+    def __init__(self, store: CorpusStore, work: Path):
+        self.store = store
+        self.work = Path(work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self._tables: dict[str, ir.Table] = {}
+        self._names = itertools.count()
+
+    # -- tables ------------------------------------------------------------------
+    def table(self, name: str) -> ir.Table:
+        """A table of the corpus store (``documents``, ``passages``, ``links``, ...)."""
+        if name not in self._tables:
+            _, is_dir = STORE_TABLES[name]
+            path = self.store.path / name if is_dir else self.store.path / f"{name}.parquet"
+            self._tables[name] = self._read(path, is_dir, f"store_{name}")
+        return self._tables[name]
+
+    def materialize(self, expr: ir.Table, name: str) -> ir.Table:
+        """Compute ``expr`` once into Parquet under the work folder and read it back."""
+        path = self.work / f"{name}-{next(self._names)}"
+        self._write(expr, path)
+        return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
+
+    def to_arrow(self, expr: ir.Expr) -> pa.Table:
+        return expr.to_pyarrow()
+
+    def scalar(self, expr: ir.Scalar) -> Any:
+        value = expr.to_pyarrow()
+        return value.as_py() if hasattr(value, "as_py") else value
+
+    def count(self, t: ir.Table) -> int:
+        return int(self.scalar(t.count()) or 0)
+
+    def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    # -- engine specific ---------------------------------------------------------------
+    _writes_dirs = False
+
+    def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
+        raise NotImplementedError
+
+    def _write(self, expr: ir.Table, path: Path) -> None:
+        raise NotImplementedError
+
+
+class DuckDBEngine(Engine):
+    """DuckDB in-process: out-of-core (spills to the work folder), all cores by default."""
+
+    name = "duckdb"
+
+    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None):
+        super().__init__(store, work)
+        self.con = ibis.duckdb.connect()
+        raw = self.con.con
+        raw.execute(f"SET temp_directory = '{self.work / 'spill'}'")
+        raw.execute("SET preserve_insertion_order = true")
+        if threads:
+            raw.execute(f"SET threads = {int(threads)}")
+        if memory_limit:
+            raw.execute(f"SET memory_limit = '{memory_limit}'")
+
+    def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
+        source = str(path / "*.parquet") if is_dir else str(path)
+        return self.con.read_parquet(source, table_name=name)
+
+    def _write(self, expr: ir.Table, path: Path) -> None:
+        self.con.to_parquet(expr, str(path))
+
+    def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        # Ibis 12's to_pyarrow_batches calls fetch_record_batch, which DuckDB 2.0 removed
+        self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
+        result = self.con.con.execute(self.con.compile(expr))
+        reader = (result.to_arrow_reader(50_000) if hasattr(result, "to_arrow_reader")
+                  else result.fetch_record_batch(50_000))  # DuckDB 1.x
+        for batch in reader:
+            if batch.num_rows:
+                yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
+
+    def close(self) -> None:
+        try:
+            self.con.disconnect()
+        finally:
+            super().close()
+
+
+class SparkEngine(Engine):
+    """Local PySpark (``local[*]``): the same expressions, compiled to Spark SQL by Ibis."""
+
+    name = "spark"
+    _writes_dirs = True
+
+    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None,
+                 master: str | None = None, session: Any = None):
+        super().__init__(store, work)
+        self._own_session = session is None
+        self.session = session if session is not None else local_spark_session(threads, master)
+        self.con = ibis.pyspark.connect(self.session)
+
+    def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
+        return self.con.read_parquet(str(path), table_name=name)
+
+    def _write(self, expr: ir.Table, path: Path) -> None:
+        self.con.to_parquet(expr, str(path), mode="overwrite")
+
+    def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
+        df = self.session.sql(self.con.compile(expr))
+        names = schema.names
+        rows = df.toLocalIterator(prefetchPartitions=True)
+        while True:
+            chunk = list(itertools.islice(rows, 20_000))
+            if not chunk:
+                return
+            columns = {n: [r[n] for r in chunk] for n in names}
+            yield pa.RecordBatch.from_pydict(columns, schema=schema)
+
+    def close(self) -> None:
+        try:
+            for name in list(self.con._cached_dataframes) if hasattr(self.con, "_cached_dataframes") else []:
+                self.con._drop_cached_table(name)
+            if self._own_session:
+                self.session.stop()
+        finally:
+            super().close()
+
+
+def local_spark_session(threads: int | None = None, master: str | None = None):
+    """A quiet local Spark session (UTC, no UI, few shuffle partitions for one machine)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise RuntimeError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
+                           "(and a Java 17+ runtime)") from err
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    cores = threads or os.cpu_count() or 2
+    session = (SparkSession.builder
+               .master(master or f"local[{threads or '*'}]")
+               .appName("pretriever-mine")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", str(max(2, min(cores * 2, 64))))
+               .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
+                memory_limit: str | None = None, spark_master: str | None = None,
+                spark_session: Any = None) -> Engine:
+    if name == "duckdb":
+        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit)
+    if name == "spark":
+        return SparkEngine(store, work, threads=threads, master=spark_master, session=spark_session)
+    raise ValueError(f"unknown engine {name!r}; choose duckdb or spark")

@@ -1,0 +1,50 @@
+"""Body first selection (BFS; Chang et al., 2020): a lead sentence of A, a body passage of A.
+
+Query: a sentence from the lead section (section 0) of document A. Positive: a random
+passage of A outside the lead (section_idx > 0). Each lead sentence gives one candidate.
+Needs a store with section structure (MediaWiki XML input; WikiExtractor output has
+only the lead section).
+"""
+
+from __future__ import annotations
+
+import ibis.expr.types as ir
+
+from pretriever.mine.context import MineContext
+from pretriever.mine.engine import hkey
+from pretriever.mine.methods.base import Method, register
+from pretriever.mine.methods.wlp import lead_sentences, numbered
+
+
+@register
+class BodyFirstSelection(Method):
+    name = "bfs"
+    title = "body first selection"
+    summary = "query = a sentence of A's lead section; positive = a random passage of A outside the lead"
+    cap_doc_pairs = False
+    uses_links = False
+
+    def candidates(self, ctx: MineContext) -> ir.Table:
+        body = ctx.positives.filter(ctx.positives.section_idx > 0)
+        body = body.select(b_pid=body.passage_id, b_doc=body.doc_id, b_text=body.text)
+        body = body.mutate(_h=hkey(ctx.seed, "bfs-body", body.b_pid))
+        body = numbered(body, "b_doc", ["_h", "b_pid"])
+        counts = body.group_by("b_doc").agg(b_n=body.count().cast("int64"))
+        counts = counts.select(c_doc=counts.b_doc, b_n=counts.b_n)
+        lead, _ = lead_sentences(ctx, "bfs-lead")
+        j = lead.join(counts, lead.l_doc == counts.c_doc)
+        j = j.mutate(_slot=j.l_k % j.b_n)
+        j = j.join(body, (j.l_doc == body.b_doc) & (j._slot == body._k))
+        return ctx.candidate(
+            j, key=j.l_doc + "|" + j.l_idx.cast("string"), query=j.l_text, query_doc_id=j.l_doc,
+            query_passage_id=j.l_pid, query_sentence_idx=j.l_idx, positive_passage_id=j.b_pid,
+            positive_doc_id=j.b_doc, positive_text=j.b_text)
+
+    def why_empty(self, ctx: MineContext) -> str:
+        body = ctx.positives.filter(ctx.positives.section_idx > 0)
+        if ctx.engine.count(body) == 0:
+            return ("no document has a passage outside its lead section (every passage has section_idx 0): "
+                    "the store has no section structure (WikiExtractor output keeps only the lead; build "
+                    "from the MediaWiki XML dump instead)")
+        return (f"no document has both a lead sentence of at least {ctx.config.min_query_words} words and a "
+                f"body passage of at least {ctx.config.min_passage_words} words")

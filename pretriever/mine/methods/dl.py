@@ -1,0 +1,50 @@
+"""Dual-link (DL): q links to P and p links to Q (HLP, section 3.2; ``IsDL`` in Appendix D).
+
+Query: the sentence of q holding the hypertext to P. Positive: p, without its title.
+Both directions give pairs (a passage pair (a, b) gives a->b and b->a). Each passage pair
+gives one candidate; when q links to P (or p to Q) more than once, the link is sampled.
+"""
+
+from __future__ import annotations
+
+import ibis.expr.types as ir
+
+from pretriever.mine.context import MineContext
+from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.methods.base import Method, links_reason, register
+
+
+@register
+class DualLink(Method):
+    name = "dl"
+    title = "dual-link"
+    summary = "t_P in M(q) and t_Q in M(p); query = the sentence of q linking to P; positive = p"
+
+    def candidates(self, ctx: MineContext) -> ir.Table:
+        links = ctx.doc_links
+        # query side: a link in q (document Q) to document P, in a sentence usable as a query
+        qs = links.filter(links.s_ok)
+        q = qs.select(q_doc=qs.doc_id, q_pid=qs.passage_id, q_link=qs.link_idx, q_sidx=qs.sentence_idx,
+                      q_text=qs.s_text, q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start),
+                      q_anchor=qs.anchor, q_target=qs.target_doc_id)
+        # positive side: a link in p (document P) back to Q
+        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
+        pl = links.join(pos, links.passage_id == pos.pp)
+        p = pl.select(p_doc=pl.doc_id, p_pid=pl.passage_id, p_link=pl.link_idx, p_text=pl.p_text,
+                      p_anchor=pl.anchor, p_astart=pl.passage_start, p_aend=pl.passage_end,
+                      p_target=pl.target_doc_id)
+        j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
+        j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
+        j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"])
+        return ctx.candidate(
+            j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
+            query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
+            query_anchor_end=j.q_aend, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
+            positive_text=j.p_text, positive_anchor=j.p_anchor, positive_anchor_start=j.p_astart,
+            positive_anchor_end=j.p_aend)
+
+    def why_empty(self, ctx: MineContext) -> str:
+        return links_reason(ctx, "dual-link") or (
+            "no two documents of the store link to each other from passages that pass the filters "
+            f"(query sentences of at least {ctx.config.min_query_words} words holding the anchor, "
+            f"positives of at least {ctx.config.min_passage_words} words)")

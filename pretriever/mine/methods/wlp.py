@@ -1,0 +1,65 @@
+"""Wiki link prediction (WLP; Chang et al., 2020): a lead sentence of A, a passage linking to A.
+
+Query: a sentence from the lead section (section 0) of document A. Positive: a passage p
+of another document B that links to A. Every (p, A) link gives a candidate; the lead
+sentences of A are dealt out to A's candidates in a seeded random order, so a much-linked
+A uses all its lead sentences evenly before the caps pick among them.
+"""
+
+from __future__ import annotations
+
+import ibis.expr.types as ir
+
+from pretriever.mine.context import MineContext
+from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.methods.base import Method, links_reason, register
+
+
+def numbered(t: ir.Table, group: str, order: list[str]) -> ir.Table:
+    """Add ``_k``: 0, 1, 2, ... within each group, in the given order."""
+    import ibis
+
+    return t.mutate(_k=ibis.row_number().over(group_by=t[group], order_by=[t[c] for c in order]).cast("int64"))
+
+
+def lead_sentences(ctx: MineContext, tag: str) -> tuple[ir.Table, ir.Table]:
+    """Query sentences of lead sections, numbered per document (``_k``), and their count per document."""
+    s = ctx.query_sentences
+    s = s.filter(s.section_idx == 0)
+    s = s.select(l_doc=s.doc_id, l_idx=s.sentence_idx, l_pid=s.passage_id, l_text=s.text)
+    s = s.mutate(_h=hkey(ctx.seed, tag, s.l_doc, s.l_idx))
+    s = numbered(s, "l_doc", ["_h", "l_idx"])
+    counts = s.group_by("l_doc").agg(l_n=s.count().cast("int64"))
+    return s.select("l_doc", "l_idx", "l_pid", "l_text", l_k=s._k), counts.select(n_doc=counts.l_doc, l_n=counts.l_n)
+
+
+@register
+class WikiLinkPrediction(Method):
+    name = "wlp"
+    title = "wiki link prediction"
+    summary = "query = a sentence of A's lead section; positive = a passage of another document linking to A"
+
+    def candidates(self, ctx: MineContext) -> ir.Table:
+        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
+        dl = ctx.doc_links
+        a = dl.join(pos, dl.passage_id == pos.pp)
+        a = a.select(p_pid=a.passage_id, b_doc=a.doc_id, a_doc=a.target_doc_id, link=a.link_idx,
+                     anchor=a.anchor, astart=a.passage_start, aend=a.passage_end, p_text=a.p_text)
+        a = a.mutate(_h=hkey(ctx.seed, "wlp-link", a.p_pid, a.a_doc, a.link))
+        a = first_per_group(a, ["p_pid", "a_doc"], ["_h", "link"])
+        a = a.mutate(_h=hkey(ctx.seed, "wlp", a.p_pid, a.a_doc))
+        a = numbered(a, "a_doc", ["_h", "p_pid"])
+        lead, counts = lead_sentences(ctx, "wlp-lead")
+        a = a.join(counts, a.a_doc == counts.n_doc)
+        a = a.mutate(_slot=a._k % a.l_n)
+        j = a.join(lead, (a.a_doc == lead.l_doc) & (a._slot == lead.l_k))
+        return ctx.candidate(
+            j, key=j.p_pid + "|" + j.a_doc, query=j.l_text, query_doc_id=j.a_doc, query_passage_id=j.l_pid,
+            query_sentence_idx=j.l_idx, positive_passage_id=j.p_pid, positive_doc_id=j.b_doc,
+            positive_text=j.p_text, positive_anchor=j.anchor, positive_anchor_start=j.astart,
+            positive_anchor_end=j.aend)
+
+    def why_empty(self, ctx: MineContext) -> str:
+        return links_reason(ctx, "wiki link prediction") or (
+            "no document that other documents link to has a lead-section sentence of at least "
+            f"{ctx.config.min_query_words} words")

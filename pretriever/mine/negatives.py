@@ -1,0 +1,116 @@
+"""One extra negative passage per pair (HLP paper, Appendix B).
+
+``random``: a passage drawn at random from the corpus. ``overlap``: a passage linking to
+an entity that the query sentence links to, which satisfies neither DL nor CM with the
+query's passage q; both of those need the passage to link to Q, so any passage that does
+not link to Q qualifies (passages that link to Q are left out altogether, which keeps
+every overlap negative provably outside DL and CM). Pairs without an overlap candidate
+fall back to a random negative (``negative_kind`` says which). A negative is never the
+positive, nor a passage of the query's document or of the positive's document.
+
+Random draws are engine-independent: passages are numbered 0..N-1 in the order of
+``md5(seed|neg|passage_id)``, pairs in the order of ``md5(seed|neg-pair|method|key)``,
+and pair i takes passage (i + offset) mod N, trying a few further offsets when that
+passage is excluded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+
+import ibis
+import ibis.expr.types as ir
+
+from pretriever.mine.context import MineContext
+from pretriever.mine.engine import first_per_group, hkey
+
+TRIES = 8
+
+
+class Negatives:
+    def __init__(self, ctx: MineContext):
+        self.ctx = ctx
+
+    @cached_property
+    def ranked(self) -> ir.Table:
+        """Candidate negatives numbered 0..N-1 in seeded random order (``_r``)."""
+        p = self.ctx.positives
+        p = p.select(n_pid=p.passage_id, n_doc=p.doc_id, n_text=p.text)
+        p = p.mutate(_h=hkey(self.ctx.seed, "neg", p.n_pid))
+        p = p.mutate(_r=ibis.row_number().over(order_by=[p._h, p.n_pid]).cast("int64"))
+        return self.ctx.engine.materialize(p.drop("_h"), "negatives")
+
+    @cached_property
+    def n(self) -> int:
+        return self.ctx.engine.count(self.ranked)
+
+    def random(self, pairs: ir.Table, method: str) -> ir.Table:
+        """(key, n_pid, n_doc, n_text) for the pairs that got a random negative."""
+        n = self.n
+        if n == 0:
+            return self._none()
+        offset = int(hashlib.md5(f"{self.ctx.seed}|neg-offset|{method}".encode()).hexdigest()[:12], 16) % n
+        stride = n // TRIES + 1
+        x = pairs.select("key", "query_doc_id", "positive_doc_id", "positive_passage_id")
+        x = x.mutate(_i=ibis.row_number().over(order_by=[hkey(self.ctx.seed, "neg-pair", method, x.key), x.key])
+                     .cast("int64"))
+        tries = ibis.memtable({"_j": list(range(TRIES))}, schema={"_j": "int64"})
+        x = x.cross_join(tries)
+        x = x.mutate(_c=(x._i + x._j * stride + offset) % n)
+        r = self.ranked
+        x = x.join(r, x._c == r._r)
+        x = x.filter(x.n_doc != x.query_doc_id, x.n_doc != x.positive_doc_id, x.n_pid != x.positive_passage_id)
+        x = first_per_group(x, ["key"], ["_j"])
+        return x.select("key", "n_pid", "n_doc", "n_text")
+
+    def overlap(self, pairs: ir.Table, method: str) -> ir.Table:
+        """(key, n_pid, n_doc, n_text) for the pairs that got an overlap negative."""
+        ctx = self.ctx
+        links = ctx.elinks
+        sent = links.select(e_doc=links.doc_id, e_sidx=links.sentence_idx, e_entity=links.entity).distinct()
+        pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id,
+                                   c_text=ctx.positives.text)
+        by_entity = links.join(pos, links.passage_id == pos.c_pid)
+        by_entity = by_entity.select(c_entity=by_entity.entity, c_pid=by_entity.c_pid, c_doc=by_entity.c_doc,
+                                     c_text=by_entity.c_text).distinct()
+        by_entity = by_entity.mutate(_h=hkey(ctx.seed, "ovl-entity", by_entity.c_entity, by_entity.c_pid))
+        by_entity = first_per_group(by_entity, ["c_entity"], ["_h", "c_pid"], ctx.config.overlap_candidates)
+        to_docs = ctx.doc_links
+        to_docs = to_docs.select(t_pid=to_docs.passage_id, t_doc=to_docs.target_doc_id).distinct()
+
+        x = pairs.select("key", "query_doc_id", "query_sentence_idx", "positive_doc_id", "positive_passage_id")
+        x = x.join(sent, (x.query_doc_id == sent.e_doc) & (x.query_sentence_idx == sent.e_sidx))
+        x = x.join(by_entity, x.e_entity == by_entity.c_entity)
+        x = x.filter(x.c_doc != x.query_doc_id, x.c_doc != x.positive_doc_id, x.c_pid != x.positive_passage_id)
+        x = x.anti_join(to_docs, (x.c_pid == to_docs.t_pid) & (x.query_doc_id == to_docs.t_doc))
+        x = x.select("key", "c_pid", "c_doc", "c_text").distinct()
+        x = x.mutate(_h=hkey(ctx.seed, "ovl-pick", method, x.key, x.c_pid))
+        x = first_per_group(x, ["key"], ["_h", "c_pid"])
+        return x.select("key", n_pid=x.c_pid, n_doc=x.c_doc, n_text=x.c_text)
+
+    def attach(self, pairs: ir.Table, method: str, kind: str) -> ir.Table:
+        """``pairs`` plus negative_passage_id, negative_doc_id, negative_text, negative_kind."""
+        if kind == "none":
+            return pairs.mutate(negative_passage_id=ibis.null("string"), negative_doc_id=ibis.null("string"),
+                                negative_text=ibis.null("string"), negative_kind=ibis.null("string"))
+        rnd = self.random(pairs, method)
+        rnd = rnd.select(r_key=rnd.key, r_pid=rnd.n_pid, r_doc=rnd.n_doc, r_text=rnd.n_text)
+        out = pairs.left_join(rnd, pairs.key == rnd.r_key)
+        if kind == "overlap":
+            ovl = self.overlap(pairs, method)
+            ovl = ovl.select(o_key=ovl.key, o_pid=ovl.n_pid, o_doc=ovl.n_doc, o_text=ovl.n_text)
+            out = out.left_join(ovl, out.key == ovl.o_key)
+            has = out.o_pid.notnull()
+            out = out.mutate(negative_passage_id=has.ifelse(out.o_pid, out.r_pid),
+                             negative_doc_id=has.ifelse(out.o_doc, out.r_doc),
+                             negative_text=has.ifelse(out.o_text, out.r_text),
+                             negative_kind=has.ifelse("overlap", out.r_pid.notnull().ifelse("random", ibis.null("string"))))
+            return out.drop("r_key", "r_pid", "r_doc", "r_text", "o_key", "o_pid", "o_doc", "o_text")
+        out = out.mutate(negative_passage_id=out.r_pid, negative_doc_id=out.r_doc, negative_text=out.r_text,
+                         negative_kind=out.r_pid.notnull().ifelse("random", ibis.null("string")))
+        return out.drop("r_key", "r_pid", "r_doc", "r_text")
+
+    def _none(self) -> ir.Table:
+        return ibis.memtable({"key": [], "n_pid": [], "n_doc": [], "n_text": []},
+                             schema={"key": "string", "n_pid": "string", "n_doc": "string", "n_text": "string"})

@@ -1,0 +1,225 @@
+"""``pretriever mine``: run the chosen strategies over a corpus store and write the pairs.
+
+For each strategy the candidates (see ``methods/``) get a sampling key
+``h = md5(seed|method|key)``; then, in this order and always keeping the rows with the
+smallest ``h``: exact duplicates (same query text and same positive text) are dropped,
+at most ``max_per_doc_pair`` pairs are kept per (query document, positive document) and
+at most ``max_per_query_passage`` per query passage, so hub documents cannot dominate.
+The ``--max-pairs`` budget is then split evenly across the strategies (what one cannot
+use goes to the others) and each keeps its pairs with the smallest ``h``: a seeded random
+sample. Negatives and titles are attached last, and each strategy's pairs are written to
+``OUT/<method>.parquet`` sorted by ``h`` (so a file's first rows are a random sample),
+atomically; ``pairs.json`` (the manifest) is written last.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import ibis
+import ibis.expr.types as ir
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pretriever import __version__
+from pretriever.corpus.store import CorpusStore
+from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
+from pretriever.mine.config import MineConfig
+from pretriever.mine.context import MineContext
+from pretriever.mine.engine import Engine, first_per_group, hkey, open_engine
+from pretriever.mine.methods import METHODS
+from pretriever.mine.negatives import Negatives
+from pretriever.mine.schema import PAIRS
+
+MANIFEST = "pairs.json"
+STATS = "stats.json"
+PLOT = "overlap.png"
+WORK = ".work"
+
+
+class MineError(Exception):
+    """Mining cannot start or go on; the message says why and what to do."""
+
+
+@dataclass
+class MethodResult:
+    name: str
+    candidates: int = 0
+    pairs: int = 0
+    file: str | None = None
+    reason: str | None = None  # why there are no pairs
+
+
+@dataclass
+class MineResult:
+    config: MineConfig
+    methods: dict[str, MethodResult] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return sum(m.pairs for m in self.methods.values())
+
+
+Step = Callable[[str], None]
+
+
+def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
+    """Split ``budget`` evenly over the methods; what one cannot use goes to the others (in order)."""
+    if budget is None:
+        return dict(available)
+    alloc = {m: 0 for m in available}
+    active = [m for m, n in available.items() if n > 0]
+    remaining = budget
+    while remaining > 0 and active:
+        share, extra = divmod(remaining, len(active))
+        for i, m in enumerate(active):
+            alloc[m] += min(available[m] - alloc[m], share + (1 if i < extra else 0))
+        remaining = budget - sum(alloc.values())
+        active = [m for m in active if alloc[m] < available[m]]
+    return alloc
+
+
+def prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise MineError(f"{out} exists and is not a folder")
+    if out.exists() and any(out.iterdir()):
+        ours = (out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
+        if not ours:
+            raise MineError(f"{out} is a non-empty folder that does not hold mined pairs; choose another --out")
+        if not overwrite:
+            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them")
+        for path in [out / MANIFEST, out / STATS, out / PLOT, *out.glob("*.parquet")]:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(out / WORK, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def sampled(ctx: MineContext, method: str, candidates: ir.Table) -> ir.Table:
+    """Candidates with their sampling key ``_h``, after exact dedup and the caps."""
+    cls = METHODS[method]
+    cfg = ctx.config
+    t = candidates.mutate(_h=hkey(ctx.seed, method, candidates.key))
+    t = t.mutate(_dup=hkey(0, "dedup", t.query, t.positive_text))
+    t = first_per_group(t, ["_dup"], ["_h", "key"]).drop("_dup")
+    if cls.cap_doc_pairs:
+        t = first_per_group(t, ["query_doc_id", "positive_doc_id"], ["_h", "key"], cfg.max_per_doc_pair)
+    if cls.cap_query_passages:
+        t = first_per_group(t, ["query_passage_id"], ["_h", "key"], cfg.max_per_query_passage)
+    return t
+
+
+def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives) -> ir.Table:
+    """Selected pairs -> the rows of ``PAIRS`` (plus ``_h`` and ``key`` to sort by), sorted."""
+    cfg = ctx.config
+    t = negatives.attach(pairs, method, cfg.negatives)
+    docs = ctx.engine.table("documents").select("doc_id", "title")
+    for prefix in ("query", "positive", "negative"):
+        d = docs.select(**{f"{prefix}_d": docs.doc_id, f"{prefix}_title": docs.title})
+        t = t.left_join(d, t[f"{prefix}_doc_id"] == d[f"{prefix}_d"]).drop(f"{prefix}_d")
+    cols: dict[str, Any] = {name: t[name] for name in PAIRS.names if name in t.columns}
+    cols["pair_id"] = ibis.literal(method) + "-" + t._h.substr(0, 16)
+    cols["method"] = ibis.literal(method)
+    if cfg.prepend_title:
+        for prefix in ("positive", "negative"):
+            title, text = t[f"{prefix}_title"], t[f"{prefix}_text"]
+            cols[f"{prefix}_text"] = title.isnull().ifelse(text, title + ". " + text)
+        shift = (t.positive_title.length() + 2).fill_null(0).cast("int32")
+        for name in ("positive_anchor_start", "positive_anchor_end", "entity_anchor_start", "entity_anchor_end"):
+            cols[name] = t[name] + shift
+    out = t.select(_h=t._h, key=t.key, **{name: cols[name] for name in PAIRS.names})
+    return out.order_by([out._h, out.key])
+
+
+def write_pairs(engine: Engine, expr: ir.Table, path: Path) -> int:
+    """Stream the rows into one Parquet file, atomically; returns the number of rows."""
+    rows = 0
+    with atomic_path(path) as tmp:
+        with pq.ParquetWriter(tmp, PAIRS, **PARQUET_OPTIONS) as writer:
+            for batch in engine.batches(expr, PAIRS):
+                writer.write_batch(batch)
+                rows += batch.num_rows
+    return rows
+
+
+def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None) -> MineResult:
+    """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring."""
+    started = time.perf_counter()
+    step = step or (lambda message: None)
+    store = CorpusStore(config.corpus)  # StoreError names a missing table or column
+    prepare_out(config.out, config.overwrite)
+    engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
+                         memory_limit=config.memory_limit, spark_master=config.spark_master,
+                         spark_session=spark_session)
+    result = MineResult(config)
+    try:
+        ctx = MineContext(engine, config)
+        candidates: dict[str, ir.Table] = {}
+        for name in config.methods:
+            step(f"{name}: finding candidate pairs")
+            method = METHODS[name]()
+            table = engine.materialize(sampled(ctx, name, method.candidates(ctx)), f"candidates-{name}")
+            candidates[name] = table
+            count = engine.count(table)
+            result.methods[name] = MethodResult(name, candidates=count)
+            if count == 0:
+                result.methods[name].reason = method.why_empty(ctx)
+        quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
+        negatives = Negatives(ctx)
+        for name in config.methods:
+            if quota[name] == 0:
+                continue
+            step(f"{name}: writing {quota[name]:,} pairs")
+            table = candidates[name]
+            chosen = table.order_by([table._h, table.key]).limit(quota[name])
+            chosen = engine.materialize(chosen, f"chosen-{name}")
+            path = config.out / f"{name}.parquet"
+            rows = write_pairs(engine, finish(ctx, name, chosen, negatives), path)
+            result.methods[name].pairs = rows
+            result.methods[name].file = path.name
+        cm = ctx.__dict__.get("indegree_threshold")
+    finally:
+        engine.close()
+
+    step("statistics")
+    from pretriever.mine.stats import compute_stats, plot_overlap
+
+    result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
+                                 sample=config.stats_sample, tokenizer=config.tokenizer)
+    write_json(config.out / STATS, result.stats)
+    plot_overlap(result.stats, config.out / PLOT)
+    result.seconds = time.perf_counter() - started
+    result.manifest = manifest(config, store, result, cm)
+    write_json(config.out / MANIFEST, result.manifest)
+    return result
+
+
+def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dict | None) -> dict[str, Any]:
+    return {
+        "pretriever_version": __version__,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "corpus": {"path": str(config.corpus), "input": store.manifest.get("input"),
+                   "counts": {k: v for k, v in store.counts.items() if not isinstance(v, dict)}},
+        "options": config.to_json(),
+        "total_pairs": result.total,
+        "methods": {
+            name: {"title": METHODS[name].title, "definition": METHODS[name].summary,
+                   "candidates": r.candidates, "pairs": r.pairs, "file": r.file,
+                   **({"why_no_pairs": r.reason} if r.reason else {})}
+            for name, r in result.methods.items()
+        },
+        **({"cm_indegree_threshold": cm} if cm else {}),
+        "columns": PAIRS.names,
+        "stats": STATS,
+        "overlap_plot": PLOT,
+        "seconds": round(result.seconds, 2),
+    }
