@@ -48,12 +48,15 @@ def build(
 ) -> None:
     """Build a corpus store from INPUT.
 
-    Streams the input page by page on all cores, writes each chunk of pages atomically,
-    then resolves redirects and link targets over the whole corpus. Exit status: 0 on
-    success, 3 when some pages could not be parsed (they are listed in manifest.json),
-    4 when the input is unreadable past some point (fix it and run again with --resume).
+    Streams the input page by page on all cores, writes each chunk of pages atomically, then resolves redirects and link targets over the whole corpus with DuckDB. The store is a folder of Parquet tables plus manifest.json (see docs/architecture.md).
 
-    Example: pretriever corpus build enwiki-20241101-pages-articles-multistream.xml.bz2 --out enwiki/
+    Exit status: 0 on success; 3 when some pages could not be parsed (they are listed under "errors" in manifest.json); 4 when the input is unreadable past some point (what was parsed is kept: fix the input and run again with --resume).
+
+    Examples:
+
+      pretriever corpus build enwiki-20241101-pages-articles-multistream.xml.bz2 --out enwiki/ --workers 16
+
+      pretriever corpus build scifact/ --out scifact-store/
     """
     from pretriever.corpus.build import build_corpus
 

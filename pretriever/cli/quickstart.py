@@ -31,8 +31,7 @@ def quickstart(
 ) -> None:
     """Run the pipeline end to end on the demo enwiki dump shipped with gensim (no network).
 
-    Today this builds the corpus store (documents, passages, sentences, links resolved
-    through redirects, citations) and prints its summary; each later stage adds itself here.
+    Today this builds the corpus store (documents, passages, sentences, links resolved through redirects, citations) and prints its summary; each later stage adds itself here.
     """
     from pretriever.cli.corpus import print_summary, run_build
     from pretriever.corpus.build import build_corpus

@@ -144,9 +144,9 @@ class DuckDBEngine(Engine):
     def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         # Ibis 12's to_pyarrow_batches calls fetch_record_batch, which DuckDB 2.0 removed
         self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
-        result = self.con.con.execute(self.con.compile(expr))
-        reader = (result.to_arrow_reader(50_000) if hasattr(result, "to_arrow_reader")
-                  else result.fetch_record_batch(50_000))  # DuckDB 1.x
+        relation = self.con.con.sql(self.con.compile(expr))
+        reader = (relation.to_arrow_reader(50_000) if hasattr(relation, "to_arrow_reader")
+                  else relation.fetch_arrow_reader(50_000))  # DuckDB 1.x
         for batch in reader:
             if batch.num_rows:
                 yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
