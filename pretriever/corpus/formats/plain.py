@@ -183,8 +183,28 @@ def _plain_page(doc_id: str, title: str, text: str) -> ParsedPage:
     )
 
 
+class JsonDocumentFormat(LineFormat):
+    """JSON lines of documents with an id key, an optional title and a text."""
+
+    ID_KEY = "id"
+    EXPECTED = '"id", "title" (optional), "text"'
+
+    @classmethod
+    def parse_item(cls, item: LineItem, context: Any) -> ParsedPage:
+        obj = decode_json_line(item, cls.EXPECTED)
+        where = _where(item)
+        doc_id = get_id(obj, cls.ID_KEY, where, cls.EXPECTED)
+        title = get_text(obj, "title", where, cls.EXPECTED, required=False)
+        text = get_text(obj, "text", where, cls.EXPECTED, required=True)
+        return _plain_page(doc_id, title, text)
+
+    @classmethod
+    def identify(cls, item: Any) -> tuple[str, str]:
+        return identify_json_line(item, cls.ID_KEY)
+
+
 @register
-class BeirFormat(LineFormat):
+class BeirFormat(JsonDocumentFormat):
     """BEIR ``corpus.jsonl``: ``{"_id", "title", "text", "metadata"}`` per line.
 
     The input may be the file (optionally compressed) or the BEIR dataset folder that
@@ -196,6 +216,7 @@ class BeirFormat(LineFormat):
     name = "beir"
     description = "BEIR corpus.jsonl (or a BEIR dataset folder): _id, title, text"
     default_words = 0
+    ID_KEY = "_id"
     EXPECTED = '"_id", "title", "text"'
 
     @classmethod
@@ -203,23 +224,9 @@ class BeirFormat(LineFormat):
         keys = _json_keys(_first_line(head))
         return keys is not None and "_id" in keys
 
-    @staticmethod
-    def parse_item(item: LineItem, context: Any) -> ParsedPage:
-        expected = BeirFormat.EXPECTED
-        obj = decode_json_line(item, expected)
-        where = _where(item)
-        doc_id = get_id(obj, "_id", where, expected)
-        title = get_text(obj, "title", where, expected, required=False)
-        text = get_text(obj, "text", where, expected, required=True)
-        return _plain_page(doc_id, title, text)
-
-    @staticmethod
-    def identify(item: Any) -> tuple[str, str]:
-        return identify_json_line(item, "_id")
-
 
 @register
-class JsonlFormat(LineFormat):
+class JsonlFormat(JsonDocumentFormat):
     """Generic JSON lines: ``{"id", "title", "text"}`` per line (``title`` may be missing).
 
     Other keys are ignored. The title is kept as given, stripped.
@@ -228,7 +235,6 @@ class JsonlFormat(LineFormat):
     name = "jsonl"
     description = "JSON lines with id, title (optional) and text"
     default_words = 100
-    EXPECTED = '"id", "title" (optional), "text"'
 
     @classmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
@@ -241,20 +247,6 @@ class JsonlFormat(LineFormat):
             and "_id" not in keys
             and not _looks_like_wikiextractor(keys, line)
         )
-
-    @staticmethod
-    def parse_item(item: LineItem, context: Any) -> ParsedPage:
-        expected = JsonlFormat.EXPECTED
-        obj = decode_json_line(item, expected)
-        where = _where(item)
-        doc_id = get_id(obj, "id", where, expected)
-        title = get_text(obj, "title", where, expected, required=False)
-        text = get_text(obj, "text", where, expected, required=True)
-        return _plain_page(doc_id, title, text)
-
-    @staticmethod
-    def identify(item: Any) -> tuple[str, str]:
-        return identify_json_line(item, "id")
 
 
 DPR_HEADER = ["id", "text", "title"]
