@@ -10,6 +10,7 @@ is written last, so a store with a manifest is a complete store.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import shutil
@@ -67,13 +68,18 @@ def _process_chunk(chunk: Chunk) -> ChunkSummary:
     fmt, options, work = _WORKER["fmt"], _WORKER["options"], _WORKER["work"]
     buffers = ChunkBuffers()
     pages = 0
-    for result in fmt.parse_chunk(chunk, _WORKER["context"]):
-        pages += 1
-        if isinstance(result, PageFailure):
-            buffers.add_failure(result)
-        else:
-            buffers.add_page(result, options)
-    tables = buffers.to_arrow()
+    gc.disable()  # a chunk allocates millions of small objects and no cycles; collect once at the end
+    try:
+        for result in fmt.parse_chunk(chunk, _WORKER["context"]):
+            pages += 1
+            if isinstance(result, PageFailure):
+                buffers.add_failure(result)
+            else:
+                buffers.add_page(result, options)
+        tables = buffers.to_arrow()
+    finally:
+        gc.enable()
+        gc.collect()
     for name, table in tables.items():
         write_parquet(table, work / name / part_name(chunk.index))
     summary = ChunkSummary(chunk.index, pages, dict(buffers.status), dict(buffers.dropped_links),
@@ -141,6 +147,7 @@ def _run_chunks(chunks: Iterator[Chunk], fmt_cls, context, options, work: Path, 
         _init_worker(fmt_cls, context, options, work)
         yield from map(_process_chunk, chunks)
         return
+    ChunkBuffers().to_arrow()  # pyarrow's first conversion is slow: pay it once, before the fork
     with ProcessPoolExecutor(workers, initializer=_init_worker,
                              initargs=(fmt_cls, context, options, work)) as pool:
         window: deque[Future[ChunkSummary]] = deque()

@@ -13,7 +13,6 @@ import re
 
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then space.
 _BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+")
-_LAST_WORD = re.compile(r"(\S+)$")
 
 ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st mt ft no nos vs etc e.g i.e cf ca c approx fig figs vol
@@ -45,8 +44,8 @@ def split_sentences(line: str) -> list[tuple[int, int]]:
         following = line[end]
         if not (following.isupper() or following.isdigit() or following in "\"'(\u201c\u2018["):
             continue
-        last = _LAST_WORD.search(line, 0, match.start() + 1)
-        if last and _is_abbreviation(last.group(1)):
+        word_start = max(line.rfind(" ", 0, match.start()), line.rfind("\n", 0, match.start())) + 1
+        if _is_abbreviation(line[word_start:match.start() + 1]):
             continue
         sentence_end = match.end() - (len(match.group()) - len(match.group().rstrip()))
         spans.append((start, sentence_end))
