@@ -41,7 +41,7 @@ class MineConfig:
     min_passage_words: int = 20  # positives and negatives shorter than this are not used
     skip_disambiguation: bool = True  # disambiguation pages give neither queries nor passages
     overlap_candidates: int = 16  # overlap negatives: passages sampled per shared entity
-    stats_sample: int = 20000  # pairs per method tokenized for the Q-P lexical overlap statistic
+    stats_sample: int = 10000  # pairs per method tokenized for the Q-P lexical overlap statistic
     overwrite: bool = False
     threads: int | None = None  # DuckDB threads / Spark local cores (None: all)
     memory_limit: str | None = None  # DuckDB memory limit before spilling to disk, e.g. "8GB"

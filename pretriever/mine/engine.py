@@ -13,7 +13,10 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,14 @@ from pretriever.corpus.schema import STORE_TABLES
 from pretriever.corpus.store import CorpusStore
 
 SEP = "|"
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Silence deprecation noise from the libraries' glue (Ibis 12 on DuckDB 2.0, PySpark on pandas 3)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(fetch_arrow_table|copy keyword).*")
+        yield
 
 
 def as_str(value: Any) -> ir.StringValue:
@@ -83,20 +94,24 @@ class Engine:
         if name not in self._tables:
             _, is_dir = STORE_TABLES[name]
             path = self.store.path / name if is_dir else self.store.path / f"{name}.parquet"
-            self._tables[name] = self._read(path, is_dir, f"store_{name}")
+            with quiet():
+                self._tables[name] = self._read(path, is_dir, f"store_{name}")
         return self._tables[name]
 
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"
-        self._write(expr, path)
-        return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
+        with quiet():
+            self._write(expr, path)
+            return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
 
     def to_arrow(self, expr: ir.Expr) -> pa.Table:
-        return expr.to_pyarrow()
+        with quiet():
+            return expr.to_pyarrow()
 
     def scalar(self, expr: ir.Scalar) -> Any:
-        value = expr.to_pyarrow()
+        with quiet():
+            value = expr.to_pyarrow()
         return value.as_py() if hasattr(value, "as_py") else value
 
     def count(self, t: ir.Table) -> int:
@@ -128,7 +143,7 @@ class DuckDBEngine(Engine):
         self.con = ibis.duckdb.connect()
         raw = self.con.con
         raw.execute(f"SET temp_directory = '{self.work / 'spill'}'")
-        raw.execute("SET preserve_insertion_order = true")
+        raw.execute("SET preserve_insertion_order = false")  # every output is explicitly sorted
         if threads:
             raw.execute(f"SET threads = {int(threads)}")
         if memory_limit:
@@ -168,10 +183,12 @@ class SparkEngine(Engine):
                  master: str | None = None, session: Any = None):
         super().__init__(store, work)
         self._own_session = session is None
+        self._views: list[str] = []
         self.session = session if session is not None else local_spark_session(threads, master)
         self.con = ibis.pyspark.connect(self.session)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
+        self._views.append(name)
         return self.con.read_parquet(str(path), table_name=name)
 
     def _write(self, expr: ir.Table, path: Path) -> None:
@@ -191,10 +208,11 @@ class SparkEngine(Engine):
 
     def close(self) -> None:
         try:
-            for name in list(self.con._cached_dataframes) if hasattr(self.con, "_cached_dataframes") else []:
-                self.con._drop_cached_table(name)
             if self._own_session:
                 self.session.stop()
+            else:  # a session we were lent: leave it as we found it
+                for name in self._views:
+                    self.session.catalog.dropTempView(name)
         finally:
             super().close()
 
@@ -206,17 +224,21 @@ def local_spark_session(threads: int | None = None, master: str | None = None):
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise RuntimeError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
                            "(and a Java 17+ runtime)") from err
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cores = threads or os.cpu_count() or 2
-    session = (SparkSession.builder
-               .master(master or f"local[{threads or '*'}]")
-               .appName("pretriever-mine")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", str(max(2, min(cores * 2, 64))))
-               .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
-               .getOrCreate())
+    try:
+        session = (SparkSession.builder
+                   .master(master or f"local[{threads or '*'}]")
+                   .appName("pretriever-mine")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.session.timeZone", "UTC")
+                   .config("spark.sql.shuffle.partitions", str(max(2, min(cores * 2, 64))))
+                   .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
+                   .getOrCreate())
+    except Exception as err:  # no Java, a port in use, ...: say so instead of a JVM stack trace
+        raise RuntimeError(f"could not start a local Spark session for --engine spark ({err}); "
+                           "PySpark needs a Java 17+ runtime on the PATH or in JAVA_HOME") from err
     session.sparkContext.setLogLevel("ERROR")
     return session
 

@@ -64,21 +64,35 @@ class Negatives:
         x = first_per_group(x, ["key"], ["_j"])
         return x.select("key", "n_pid", "n_doc", "n_text")
 
+    @cached_property
+    def by_entity(self) -> ir.Table:
+        """Up to ``overlap_candidates`` passages per entity, sampled among those linking to it."""
+        ctx = self.ctx
+        links = ctx.elinks
+        pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id,
+                                   c_text=ctx.positives.text)
+        t = links.join(pos, links.passage_id == pos.c_pid)
+        t = t.select(c_entity=t.entity, c_pid=t.c_pid, c_doc=t.c_doc, c_text=t.c_text).distinct()
+        t = t.mutate(_h=hkey(ctx.seed, "ovl-entity", t.c_entity, t.c_pid))
+        t = first_per_group(t, ["c_entity"], ["_h", "c_pid"], ctx.config.overlap_candidates)
+        return ctx.engine.materialize(t.drop("_h"), "overlap-candidates")
+
+    @cached_property
+    def sentence_entities(self) -> ir.Table:
+        links = self.ctx.elinks
+        t = links.select(e_doc=links.doc_id, e_sidx=links.sentence_idx, e_entity=links.entity).distinct()
+        return self.ctx.engine.materialize(t, "sentence-entities")
+
+    @cached_property
+    def links_to_docs(self) -> ir.Table:
+        t = self.ctx.doc_links
+        t = t.select(t_pid=t.passage_id, t_doc=t.target_doc_id).distinct()
+        return self.ctx.engine.materialize(t, "links-to-docs")
+
     def overlap(self, pairs: ir.Table, method: str) -> ir.Table:
         """(key, n_pid, n_doc, n_text) for the pairs that got an overlap negative."""
         ctx = self.ctx
-        links = ctx.elinks
-        sent = links.select(e_doc=links.doc_id, e_sidx=links.sentence_idx, e_entity=links.entity).distinct()
-        pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id,
-                                   c_text=ctx.positives.text)
-        by_entity = links.join(pos, links.passage_id == pos.c_pid)
-        by_entity = by_entity.select(c_entity=by_entity.entity, c_pid=by_entity.c_pid, c_doc=by_entity.c_doc,
-                                     c_text=by_entity.c_text).distinct()
-        by_entity = by_entity.mutate(_h=hkey(ctx.seed, "ovl-entity", by_entity.c_entity, by_entity.c_pid))
-        by_entity = first_per_group(by_entity, ["c_entity"], ["_h", "c_pid"], ctx.config.overlap_candidates)
-        to_docs = ctx.doc_links
-        to_docs = to_docs.select(t_pid=to_docs.passage_id, t_doc=to_docs.target_doc_id).distinct()
-
+        sent, by_entity, to_docs = self.sentence_entities, self.by_entity, self.links_to_docs
         x = pairs.select("key", "query_doc_id", "query_sentence_idx", "positive_doc_id", "positive_passage_id")
         x = x.join(sent, (x.query_doc_id == sent.e_doc) & (x.query_sentence_idx == sent.e_sidx))
         x = x.join(by_entity, x.e_entity == by_entity.c_entity)

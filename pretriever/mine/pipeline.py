@@ -157,9 +157,12 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     step = step or (lambda message: None)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     prepare_out(config.out, config.overwrite)
-    engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
-                         memory_limit=config.memory_limit, spark_master=config.spark_master,
-                         spark_session=spark_session)
+    try:
+        engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
+                             memory_limit=config.memory_limit, spark_master=config.spark_master,
+                             spark_session=spark_session)
+    except RuntimeError as err:
+        raise MineError(str(err)) from err
     result = MineResult(config)
     try:
         ctx = MineContext(engine, config)

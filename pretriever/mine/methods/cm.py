@@ -63,6 +63,13 @@ class CoMention(Method):
         if reason:
             return reason
         t = ctx.indegree_threshold
+        if t["k"] <= 2:
+            share = f"{1 - t['excluded'] / t['entities']:.0%} of the {t['entities']:,} link targets are" \
+                if t.get("entities") else "most link targets are"
+            return (f"the in-degree threshold is K={t['k']} ({t['rule']}): {share} linked from a single "
+                    "document, so only such entities pass, but a co-mentioned entity is linked from both Q and "
+                    "P (in-degree 2 or more). This happens on small samples (on a full wiki, where targets are "
+                    "linked from many documents, K is much larger); use --cm-indegree-percentile 99 or --cm-indegree-threshold K")
         return ("no passage p links back to a document Q while sharing an entity with in-degree below "
                 f"K={t['k']} ({t['rule']}) with a passage of Q; try a larger corpus or a higher "
                 "--cm-indegree-percentile")

@@ -1,0 +1,179 @@
+"""Read a pairs folder and export it for training code: DPR JSON, sentence-transformers, JSONL.
+
+``dpr``: a JSON list in the format of DPR's training files (Karpukhin et al., 2020):
+``question``, ``answers``, ``positive_ctxs``, ``negative_ctxs`` (random negatives),
+``hard_negative_ctxs`` (overlap negatives), each context with ``title``, ``text`` and
+``passage_id``. ``answers`` holds t_Q for the strategies whose positive links to the
+query's document (DL, CM, WLP: the paper's "answer containing"), else it is empty.
+
+``sentence-transformers``: columns ``anchor``, ``positive`` and, when the pairs have
+negatives, ``negative``; a Parquet file (``--out x.parquet``; ``datasets.load_dataset(
+"parquet", data_files=...)``) or a ``datasets.Dataset.save_to_disk`` folder (any other
+``--out``; ``datasets.load_from_disk``).
+
+``jsonl``: every column of every pair, one JSON object a line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pretriever.io import PARQUET_OPTIONS, atomic_path
+
+FORMATS = ("dpr", "sentence-transformers", "jsonl")
+ANSWER_CONTAINING = {"dl", "cm", "wlp"}
+
+
+class PairsError(Exception):
+    """The folder is not a usable pairs folder, or the request does not fit it."""
+
+
+class PairsDir:
+    def __init__(self, path: Path | str):
+        from pretriever.mine.pipeline import MANIFEST
+
+        self.path = Path(path)
+        manifest = self.path / MANIFEST
+        if not manifest.exists():
+            raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
+                             "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
+        try:
+            self.manifest: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise PairsError(f"{manifest}: not valid JSON ({err})") from err
+
+    @property
+    def methods(self) -> list[str]:
+        """Methods with a pairs file, in the order they were mined."""
+        return [m for m, info in self.manifest.get("methods", {}).items() if info.get("file")]
+
+    def select(self, methods: str | list[str] | None) -> list[str]:
+        if methods is None:
+            return self.methods
+        wanted = [m.strip().lower() for m in (methods.split(",") if isinstance(methods, str) else methods) if m.strip()]
+        mined = self.manifest.get("methods", {})
+        for m in wanted:
+            if m not in mined:
+                raise PairsError(f"method {m!r} was not mined into {self.path} (it has: {', '.join(mined) or 'none'})")
+            if not mined[m].get("file"):
+                why = mined[m].get("why_no_pairs", "no pairs")
+                raise PairsError(f"method {m!r} gave no pairs in {self.path}: {why}")
+        return wanted
+
+    def file(self, method: str) -> Path:
+        return self.path / self.manifest["methods"][method]["file"]
+
+    def batches(self, methods: list[str], columns: list[str] | None = None,
+                batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
+        for method in methods:
+            yield from pq.ParquetFile(self.file(method)).iter_batches(batch_size=batch_size, columns=columns)
+
+    def rows(self, methods: list[str], limit: int | None = None) -> Iterator[dict[str, Any]]:
+        n = 0
+        for batch in self.batches(methods):
+            for row in batch.to_pylist():
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                yield row
+
+
+def _ctx(title: str | None, text: str | None, passage_id: str | None) -> dict[str, Any]:
+    return {"title": title or "", "text": text or "", "passage_id": passage_id}
+
+
+def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
+    negative = (_ctx(row["negative_title"], row["negative_text"], row["negative_passage_id"])
+                if row.get("negative_passage_id") else None)
+    return {
+        "dataset": f"pretriever-{row['method']}",
+        "pair_id": row["pair_id"],
+        "question": row["query"],
+        "answers": [row["query_title"]] if row["method"] in ANSWER_CONTAINING and row.get("query_title") else [],
+        "positive_ctxs": [_ctx(row["positive_title"], row["positive_text"], row["positive_passage_id"])],
+        "negative_ctxs": [negative] if negative and row.get("negative_kind") == "random" else [],
+        "hard_negative_ctxs": [negative] if negative and row.get("negative_kind") == "overlap" else [],
+    }
+
+
+def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
+    """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written."""
+    out = Path(out)
+    if fmt == "dpr":
+        return _export_dpr(pairs, out, methods)
+    if fmt == "jsonl":
+        return _export_jsonl(pairs, out, methods)
+    if fmt == "sentence-transformers":
+        return _export_st(pairs, out, methods)
+    raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def _export_dpr(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    n = 0
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write("[")
+        for row in pairs.rows(methods):
+            f.write(("\n" if n == 0 else ",\n") + json.dumps(dpr_record(row), ensure_ascii=False))
+            n += 1
+        f.write("\n]\n")
+    return n
+
+
+def _export_jsonl(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    n = 0
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for row in pairs.rows(methods):
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def _st_batches(pairs: PairsDir, methods: list[str], with_negative: bool) -> Iterator[pa.RecordBatch]:
+    columns = ["query", "positive_text"] + (["negative_text"] if with_negative else [])
+    names = ["anchor", "positive"] + (["negative"] if with_negative else [])
+    for batch in pairs.batches(methods, columns=columns):
+        if with_negative:  # a triplet needs all three texts
+            batch = batch.filter(pc.is_valid(batch.column(2)))
+        yield pa.RecordBatch.from_arrays(batch.columns, names=names)
+
+
+def _export_st(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    with_negative = pairs.manifest.get("options", {}).get("negatives", "none") != "none"
+    schema = pa.schema([("anchor", pa.string()), ("positive", pa.string())]
+                       + ([("negative", pa.string())] if with_negative else []))
+    if out.suffix == ".parquet":
+        n = 0
+        with atomic_path(out) as tmp:
+            with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as writer:
+                for batch in _st_batches(pairs, methods, with_negative):
+                    writer.write_batch(batch)
+                    n += batch.num_rows
+        return n
+    try:
+        import datasets
+    except ImportError as err:
+        raise PairsError("writing a datasets folder needs the `datasets` package (pip install datasets); "
+                         "or give an --out ending in .parquet") from err
+    import shutil
+    import tempfile
+
+    table = pa.Table.from_batches(list(_st_batches(pairs, methods, with_negative)), schema=schema)
+    ds = datasets.Dataset(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        ds.save_to_disk(str(tmp))
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return table.num_rows

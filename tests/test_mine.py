@@ -1,0 +1,317 @@
+"""Mining on the real enwiki sample: every pair re-checked against the store in plain Python."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+
+from mine_fixtures import ALL, mined_all, pairs_of, percentile_threshold, py_store, run  # noqa: F401
+from pretriever.mine.pipeline import allocate
+from pretriever.mine.schema import PAIRS
+
+
+def sentence_of(store, row):
+    return store.sentences[(row["query_doc_id"], row["query_sentence_idx"])]
+
+
+def check_query_is_sentence(store, row):
+    sentence = sentence_of(store, row)
+    assert row["query"] == sentence["text"], row["pair_id"]
+    return sentence
+
+
+def check_anchor_in_query(store, row, target_ok):
+    """The query holds the evidential anchor, and that anchor is a link (of the query's sentence)
+    whose target satisfies ``target_ok``."""
+    q, a, b = row["query"], row["query_anchor_start"], row["query_anchor_end"]
+    assert q[a:b] == row["query_anchor"], row["pair_id"]
+    sentence = sentence_of(store, row)
+    matches = [l for l in store.links_by_sentence[(row["query_doc_id"], row["query_sentence_idx"])]
+               if l["passage_id"] == row["query_passage_id"] and l["start"] - sentence["start"] == a
+               and l["end"] - sentence["start"] == b and target_ok(l)]
+    assert matches, f"{row['pair_id']}: no link {row['query_anchor']!r} in the query sentence"
+
+
+def check_positive_is_passage(store, row):
+    passage = store.passages[row["positive_passage_id"]]
+    assert passage["doc_id"] == row["positive_doc_id"]
+    assert row["positive_text"] == passage["text"], f"{row['pair_id']}: positive is not the bare passage text"
+    return passage
+
+
+def check_positive_anchor(row, text_field="positive_text"):
+    text = row[text_field]
+    assert text[row["positive_anchor_start"]:row["positive_anchor_end"]] == row["positive_anchor"]
+
+
+# --- DL --------------------------------------------------------------------------------
+
+def test_dl_pairs_satisfy_dual_link(mined_all, py_store):
+    out, _ = mined_all
+    rows = pairs_of(out, "dl")
+    assert len(rows) >= 10
+    for row in rows:
+        Q, P, q, p = row["query_doc_id"], row["positive_doc_id"], row["query_passage_id"], row["positive_passage_id"]
+        assert Q != P
+        assert py_store.passages[q]["doc_id"] == Q and py_store.passages[p]["doc_id"] == P
+        assert P in py_store.M_docs(q), f"{row['pair_id']}: q does not link to P"  # t_P in M(q)
+        assert Q in py_store.M_docs(p), f"{row['pair_id']}: p does not link to Q"  # t_Q in M(p)
+        check_query_is_sentence(py_store, row)
+        check_anchor_in_query(py_store, row, lambda l: l["target_doc_id"] == P)
+        check_positive_is_passage(py_store, row)
+        check_positive_anchor(row)
+        assert row["query_title"] == py_store.docs[Q]["title"]
+        assert row["positive_title"] == py_store.docs[P]["title"]
+
+
+def test_dl_gives_both_directions(mined_all):
+    out, _ = mined_all
+    doc_pairs = {(r["query_doc_id"], r["positive_doc_id"]) for r in pairs_of(out, "dl")}
+    both = {pair for pair in doc_pairs if pair[::-1] in doc_pairs}
+    assert len(both) >= 10  # e.g. Ayn Rand <-> Aristotle, Apollo 8 <-> Apollo 11
+
+
+def test_dl_known_pair_by_content(mined_all):
+    """Ayn Rand's "Early life" says she read Aristotle (a link), and Aristotle's
+    "Post-Enlightenment thinkers" section links to Ayn Rand: a dual-link pair."""
+    out, _ = mined_all
+    rows = [r for r in pairs_of(out, "dl") if r["query_title"] == "Ayn Rand" and r["positive_title"] == "Aristotle"]
+    assert rows
+    row = next(r for r in rows if r["query"].startswith("At the university she was introduced"))
+    assert row["query"] == ("At the university she was introduced to the writings of Aristotle and Plato, "
+                            "who would be her greatest influence and counter-influence, respectively.")
+    assert row["query_anchor"] == "Aristotle"
+    assert row["positive_anchor"] == "Ayn Rand"
+    assert 'Ayn Rand accredited Aristotle as "the greatest philosopher in history"' in row["positive_text"]
+    assert not row["positive_text"].startswith("Aristotle")  # no title prepended
+    back = [r for r in pairs_of(out, "dl") if r["query_title"] == "Aristotle" and r["positive_title"] == "Ayn Rand"]
+    assert back and back[0]["query_anchor"] == "Ayn Rand" and back[0]["positive_anchor"] == "Aristotle"
+
+
+# --- CM --------------------------------------------------------------------------------
+
+def test_cm_pairs_satisfy_co_mention(mined_all, py_store):
+    out, result = mined_all
+    rows = pairs_of(out, "cm")
+    assert len(rows) >= 10
+    k = result.manifest["cm_indegree_threshold"]["k"]
+    assert k == percentile_threshold(py_store.indegree, 99.0)
+    for row in rows:
+        Q, P, q, p, E = (row["query_doc_id"], row["positive_doc_id"], row["query_passage_id"],
+                         row["positive_passage_id"], row["entity"])
+        assert Q != P
+        assert E not in (py_store.docs[Q]["title"], py_store.docs[P]["title"])
+        assert E in py_store.M(q), f"{row['pair_id']}: q does not link to E={E!r}"
+        assert E in py_store.M(p), f"{row['pair_id']}: p does not link to E={E!r}"
+        assert Q in py_store.M_docs(p), f"{row['pair_id']}: p does not link to Q"
+        assert py_store.indegree[E] < k and row["entity_indegree"] == py_store.indegree[E]
+        check_query_is_sentence(py_store, row)
+        check_anchor_in_query(py_store, row, lambda l: l["target_title"] == E)
+        check_positive_is_passage(py_store, row)
+        check_positive_anchor(row)
+        text = row["positive_text"]
+        assert text[row["entity_anchor_start"]:row["entity_anchor_end"]] == row["entity_anchor"]
+
+
+def test_cm_default_threshold_explains_zero_pairs(enwiki_store, tmp_path):
+    """Paper default (top 10% excluded): on 105 articles ~91% of link targets are linked once,
+    so K=2 and no entity can be co-mentioned; mining says so instead of failing silently."""
+    result = run(enwiki_store, tmp_path / "p", methods="dl,cm")
+    assert result.methods["cm"].pairs == 0
+    assert "K=2" in result.methods["cm"].reason and "--cm-indegree-percentile" in result.methods["cm"].reason
+    assert result.methods["dl"].pairs > 0
+    manifest = json.loads((tmp_path / "p" / "pairs.json").read_text())
+    assert "K=2" in manifest["methods"]["cm"]["why_no_pairs"]
+
+
+def test_cm_absolute_threshold(enwiki_store, tmp_path, py_store):
+    result = run(enwiki_store, tmp_path / "p", methods="cm", cm_indegree_threshold=3, negatives="none")
+    rows = pairs_of(tmp_path / "p", "cm")
+    assert result.manifest["cm_indegree_threshold"]["k"] == 3
+    assert rows and all(py_store.indegree[r["entity"]] == 2 for r in rows)
+
+
+# --- ICT, WLP, BFS --------------------------------------------------------------------
+
+def test_ict_pairs(mined_all, py_store):
+    out, _ = mined_all
+    rows = pairs_of(out, "ict")
+    assert len(rows) > 1000
+    kept = 0
+    for row in rows:
+        assert row["query_passage_id"] == row["positive_passage_id"]
+        passage = py_store.passages[row["positive_passage_id"]]
+        sentence = check_query_is_sentence(py_store, row)
+        start, end = sentence["start"] - passage["start"], sentence["end"] - passage["start"]
+        assert 0 <= start and end <= len(passage["text"])  # the sentence lies wholly inside the passage
+        assert passage["text"][start:end] == row["query"]
+        if row["query_sentence_kept"]:
+            kept += 1
+            assert row["positive_text"] == passage["text"]
+        else:
+            expected = (passage["text"][:start] + passage["text"][end:].lstrip(" \t\r\n")).strip(" \t\r\n")
+            assert row["positive_text"] == expected
+            assert row["query"] not in row["positive_text"] or passage["text"].count(row["query"]) > 1
+    assert 0.06 < kept / len(rows) < 0.14  # 10% kept by default
+
+
+def test_wlp_pairs(mined_all, py_store):
+    out, _ = mined_all
+    rows = pairs_of(out, "wlp")
+    assert len(rows) >= 20
+    for row in rows:
+        A, B = row["query_doc_id"], row["positive_doc_id"]
+        assert A != B
+        assert check_query_is_sentence(py_store, row)["section_idx"] == 0  # lead section of A
+        check_positive_is_passage(py_store, row)
+        assert A in py_store.M_docs(row["positive_passage_id"])  # the positive links to A
+        check_positive_anchor(row)
+
+
+def test_bfs_pairs(mined_all, py_store):
+    out, _ = mined_all
+    rows = pairs_of(out, "bfs")
+    assert len(rows) >= 100
+    for row in rows:
+        assert row["query_doc_id"] == row["positive_doc_id"]
+        assert check_query_is_sentence(py_store, row)["section_idx"] == 0
+        assert check_positive_is_passage(py_store, row)["section_idx"] > 0  # outside the lead
+
+
+def test_queries_hold_min_words_and_positives_min_length(mined_all):
+    out, _ = mined_all
+    for method in ALL.split(","):
+        for row in pairs_of(out, method):
+            assert len(row["query"].split()) >= 5
+            assert row["query"].count("\n") == 0
+
+
+# --- shared machinery --------------------------------------------------------------------
+
+def test_caps_and_dedup(mined_all):
+    out, result = mined_all
+    cfg = result.config
+    for method in ALL.split(","):
+        rows = pairs_of(out, method)
+        per_query_passage = Counter(r["query_passage_id"] for r in rows)
+        assert max(per_query_passage.values()) <= cfg.max_per_query_passage
+        if method in ("dl", "cm", "wlp"):
+            per_doc_pair = Counter((r["query_doc_id"], r["positive_doc_id"]) for r in rows)
+            assert max(per_doc_pair.values()) <= cfg.max_per_doc_pair
+        assert len({(r["query"], r["positive_text"]) for r in rows}) == len(rows)
+        assert len({r["pair_id"] for r in rows}) == len(rows)
+
+
+def test_random_negatives(mined_all, py_store):
+    out, _ = mined_all
+    for method in ALL.split(","):
+        for row in pairs_of(out, method):
+            assert row["negative_kind"] == "random"
+            n = py_store.passages[row["negative_passage_id"]]
+            assert row["negative_passage_id"] != row["positive_passage_id"]
+            assert n["doc_id"] not in (row["query_doc_id"], row["positive_doc_id"])
+            assert row["negative_text"] == n["text"]
+            assert row["negative_title"] == py_store.docs[n["doc_id"]]["title"]
+
+
+def test_overlap_negatives(enwiki_store, tmp_path, py_store):
+    out = tmp_path / "ovl"
+    run(enwiki_store, out, methods="dl,ict", negatives="overlap")
+    kinds = Counter()
+    for method in ("dl", "ict"):
+        for row in pairs_of(out, method):
+            kinds[row["negative_kind"]] += 1
+            n_pid, Q = row["negative_passage_id"], row["query_doc_id"]
+            n_doc = py_store.passages[n_pid]["doc_id"]
+            assert n_pid != row["positive_passage_id"] and n_doc not in (Q, row["positive_doc_id"])
+            if row["negative_kind"] != "overlap":
+                continue
+            query_entities = {l["target_title"] for l in py_store.links_by_sentence[(Q, row["query_sentence_idx"])]}
+            assert query_entities & py_store.M(n_pid), "an overlap negative shares a linked entity with the query"
+            q = row["query_passage_id"]
+            is_dl = n_doc in py_store.M_docs(q) and Q in py_store.M_docs(n_pid)
+            is_cm = Q in py_store.M_docs(n_pid) and bool(py_store.M(q) & py_store.M(n_pid))
+            assert not is_dl and not is_cm
+    assert kinds["overlap"] > 100
+
+
+def test_no_negatives(enwiki_store, tmp_path):
+    run(enwiki_store, tmp_path / "p", methods="dl", negatives="none")
+    rows = pairs_of(tmp_path / "p", "dl")
+    assert rows and all(r["negative_passage_id"] is None and r["negative_kind"] is None for r in rows)
+
+
+def test_prepend_title_is_an_option(enwiki_store, tmp_path, py_store):
+    run(enwiki_store, tmp_path / "p", methods="dl", prepend_title=True)
+    for row in pairs_of(tmp_path / "p", "dl"):
+        passage = py_store.passages[row["positive_passage_id"]]
+        assert row["positive_text"] == f"{row['positive_title']}. {passage['text']}"
+        check_positive_anchor(row)
+
+
+def test_same_seed_same_pairs_other_seed_other_sample(enwiki_store, tmp_path, mined_all):
+    out, _ = mined_all
+    again = tmp_path / "again"
+    run(enwiki_store, again, methods=ALL, cm_indegree_percentile=99.0, seed=0)
+    for method in ALL.split(","):
+        assert pq.read_table(again / f"{method}.parquet").equals(pq.read_table(out / f"{method}.parquet"))
+    other = tmp_path / "other"
+    run(enwiki_store, other, methods="ict,dl", seed=1)
+    a = {(r["positive_passage_id"], r["query"]) for r in pairs_of(out, "ict")}
+    b = {(r["positive_passage_id"], r["query"]) for r in pairs_of(other, "ict")}
+    assert len(a & b) < 0.5 * len(a)  # ICT picked other sentences
+    neg0 = {(r["query_passage_id"], r["positive_passage_id"]): r["negative_passage_id"] for r in pairs_of(out, "dl")}
+    neg1 = {(r["query_passage_id"], r["positive_passage_id"]): r["negative_passage_id"] for r in pairs_of(other, "dl")}
+    common = neg0.keys() & neg1.keys()
+    assert common and sum(neg0[k] != neg1[k] for k in common) > len(common) / 2  # other random negatives
+
+
+def test_max_pairs_budget_is_split_and_a_prefix(enwiki_store, tmp_path, mined_all):
+    out, full = mined_all
+    result = run(enwiki_store, tmp_path / "b", methods="dl,ict,wlp", max_pairs=150, seed=0)
+    counts = {m: r.pairs for m, r in result.methods.items()}
+    assert sum(counts.values()) == 150
+    assert counts["dl"] == full.methods["dl"].pairs  # fewer than its share: all of them, the rest to others
+    assert counts["ict"] - counts["wlp"] in (0, 1)
+    for method in ("ict", "wlp"):  # the budgeted sample is the first rows of the full run (same hash order)
+        budgeted = [r["pair_id"] for r in pairs_of(tmp_path / "b", method)]
+        assert budgeted == [r["pair_id"] for r in pairs_of(out, method)][:len(budgeted)]
+
+
+def test_allocate():
+    assert allocate(None, {"a": 3, "b": 5}) == {"a": 3, "b": 5}
+    assert allocate(10, {"a": 100, "b": 100, "c": 100}) == {"a": 4, "b": 3, "c": 3}
+    assert allocate(10, {"a": 1, "b": 100, "c": 0}) == {"a": 1, "b": 9, "c": 0}
+    assert allocate(1000, {"a": 1, "b": 2}) == {"a": 1, "b": 2}
+
+
+def test_output_files_manifest_and_stats(mined_all):
+    out, result = mined_all
+    manifest = json.loads((out / "pairs.json").read_text())
+    assert manifest["total_pairs"] == sum(m["pairs"] for m in manifest["methods"].values())
+    assert manifest["options"]["seed"] == 0 and manifest["columns"] == PAIRS.names
+    for method in ALL.split(","):
+        table = pq.read_table(out / f"{method}.parquet")
+        assert table.schema.equals(PAIRS)
+        assert manifest["methods"][method]["pairs"] == table.num_rows
+    assert not (out / ".work").exists()
+    stats = json.loads((out / "stats.json").read_text())
+    for method in ALL.split(","):
+        s = stats["methods"][method]
+        assert s["pairs"] == manifest["methods"][method]["pairs"]
+        assert 0 < s["mean_overlap"] < 1 and s["distinct_queries"] <= s["pairs"]
+    # ICT keeps the sentence sometimes and shares the passage's words: more overlap than WLP
+    assert stats["methods"]["ict"]["mean_overlap"] > stats["methods"]["wlp"]["mean_overlap"]
+    assert (out / "overlap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_lexical_overlap_matches_wordpiece():
+    from pretriever.mine.stats import lexical_overlap, load_tokenizer
+
+    tok = load_tokenizer()
+    assert tok.encode("Anarchism", add_special_tokens=False).tokens == ["ana", "##rch", "##ism"]
+    got = lexical_overlap(tok, ["Anarchism is old", "zebra"], ["anarchism is a philosophy", "nothing here"])
+    assert got == [pytest.approx(4 / 5), 0.0]  # ana ##rch ##ism is | old -> 4 of 5 tokens

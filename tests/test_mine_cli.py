@@ -1,0 +1,209 @@
+"""``pretriever mine`` and ``pretriever pairs ...`` through the command line, on the real sample:
+exports that load, the pair viewer, TOML settings and bad input with clear messages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mine_fixtures import pairs_of
+from pretriever.cli.mine import mine_command, pairs_app
+from pretriever.corpus.schema import LINKS
+
+
+@pytest.fixture(scope="module")
+def cli():
+    app = typer.Typer(pretty_exceptions_enable=False)
+    app.command("mine")(mine_command)
+    app.add_typer(pairs_app, name="pairs")
+    runner = CliRunner()
+
+    def invoke(*args):
+        result = runner.invoke(app, [str(a) for a in args])
+        result.text = " ".join(result.output.split())  # rich wraps long lines
+        return result
+
+    return invoke
+
+
+@pytest.fixture(scope="module")
+def pairs_dir(enwiki_store, tmp_path_factory, cli):
+    out = tmp_path_factory.mktemp("cli") / "pairs"
+    result = cli("mine", enwiki_store.path, "--out", out, "--method", "dl,cm,ict,wlp,bfs",
+                 "--cm-indegree-percentile", "99", "--negatives", "overlap", "--seed", "0")
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def test_mine_prints_stats_table(pairs_dir):
+    out, result = pairs_dir
+    for word in ("mined pairs", "distinct", "queries", "positives", "overlap", "dl", "cm", "ict", "wlp", "bfs"):
+        assert word in result.text
+    manifest = json.loads((out / "pairs.json").read_text())
+    assert f"{manifest['methods']['ict']['pairs']:,}" in result.text
+    assert manifest["options"]["negatives"] == "overlap"
+
+
+def test_export_dpr(pairs_dir, cli, tmp_path):
+    out, _ = pairs_dir
+    target = tmp_path / "train.json"
+    result = cli("pairs", "export", out, "--format", "dpr", "--method", "dl,cm", "--out", target)
+    assert result.exit_code == 0, result.output
+    records = json.loads(target.read_text())
+    expected = len(pairs_of(out, "dl")) + len(pairs_of(out, "cm"))
+    assert len(records) == expected
+    for rec in records:
+        assert {"question", "answers", "positive_ctxs", "negative_ctxs", "hard_negative_ctxs"} <= rec.keys()
+        for ctx in rec["positive_ctxs"] + rec["negative_ctxs"] + rec["hard_negative_ctxs"]:
+            assert set(ctx) == {"title", "text", "passage_id"}
+        assert len(rec["positive_ctxs"]) == 1 and len(rec["negative_ctxs"]) + len(rec["hard_negative_ctxs"]) == 1
+        assert rec["answers"] and rec["answers"][0]  # t_Q: the positive links to the query's document
+    assert any(rec["hard_negative_ctxs"] for rec in records)  # overlap negatives go to hard_negative_ctxs
+
+
+def test_export_sentence_transformers_loads_with_datasets(pairs_dir, cli, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    out, _ = pairs_dir
+    folder = tmp_path / "st"
+    result = cli("pairs", "export", out, "--format", "sentence-transformers", "--out", folder)
+    assert result.exit_code == 0, result.output
+    ds = datasets.load_from_disk(str(folder))
+    assert ds.column_names == ["anchor", "positive", "negative"]
+    total = sum(len(pairs_of(out, m)) for m in ("dl", "cm", "ict", "wlp", "bfs"))
+    assert len(ds) == total
+    first = pairs_of(out, "dl")[0]
+    assert ds[0] == {"anchor": first["query"], "positive": first["positive_text"], "negative": first["negative_text"]}
+
+    parquet = tmp_path / "st.parquet"
+    assert cli("pairs", "export", out, "--format", "sentence-transformers", "--method", "ict", "--out", parquet).exit_code == 0
+    ds2 = datasets.load_dataset("parquet", data_files=str(parquet), split="train")
+    assert ds2.column_names == ["anchor", "positive", "negative"] and len(ds2) == len(pairs_of(out, "ict"))
+
+
+def test_export_jsonl(pairs_dir, cli, tmp_path):
+    out, _ = pairs_dir
+    target = tmp_path / "pairs.jsonl"
+    assert cli("pairs", "export", out, "--format", "jsonl", "--method", "wlp", "--out", target).exit_code == 0
+    lines = target.read_text().splitlines()
+    assert len(lines) == len(pairs_of(out, "wlp"))
+    assert json.loads(lines[0]) == pairs_of(out, "wlp")[0]
+
+
+def test_pairs_show_highlights_evidence(pairs_dir, cli):
+    out, _ = pairs_dir
+    result = cli("pairs", "show", out, "--method", "cm", "-n", "3")
+    assert result.exit_code == 0, result.output
+    rows = pairs_of(out, "cm")[:3]
+    for row in rows:
+        assert row["pair_id"] in result.text
+        assert f"co-mentioned entity {row['entity']}" in result.text
+    assert result.output.count("Positive") == 3
+    info = cli("pairs", "info", out)
+    assert info.exit_code == 0 and "mined pairs" in info.text
+
+
+def test_export_errors(pairs_dir, cli, tmp_path, enwiki_store):
+    out, _ = pairs_dir
+    bad = cli("pairs", "export", enwiki_store.path, "--format", "dpr", "--out", tmp_path / "x.json")
+    assert bad.exit_code == 2 and "is not a pairs folder" in bad.text
+    bad = cli("pairs", "export", out, "--format", "csv", "--out", tmp_path / "x.csv")
+    assert bad.exit_code == 2 and "unknown format" in bad.text
+    bad = cli("pairs", "show", out, "--method", "xyz")
+    assert bad.exit_code == 2 and "was not mined" in bad.text
+
+
+def test_toml_config_and_cli_override(enwiki_store, cli, tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text('[mine]\nmethods = ["dl", "wlp"]\nseed = 3\nnegatives = "none"\nmax_per_doc_pair = 1\n')
+    out = tmp_path / "p"
+    result = cli("mine", enwiki_store.path, "--out", out, "--config", config, "--seed", "5")
+    assert result.exit_code == 0, result.output
+    options = json.loads((out / "pairs.json").read_text())["options"]
+    assert options["methods"] == ["dl", "wlp"] and options["seed"] == 5 and options["negatives"] == "none"
+    rows = pairs_of(out, "dl")
+    assert len({(r["query_doc_id"], r["positive_doc_id"]) for r in rows}) == len(rows)  # cap of 1
+    config.write_text("[mine]\nmethod = 'dl'\n")
+    bad = cli("mine", enwiki_store.path, "--out", tmp_path / "q", "--config", config)
+    assert bad.exit_code == 2 and "unknown key(s) in [mine]: method" in bad.text
+
+
+# --- bad input ---------------------------------------------------------------------------
+
+def copy_store(store, tmp_path):
+    target = tmp_path / "store"
+    shutil.copytree(store.path, target)
+    return target
+
+
+def test_max_pairs_zero(enwiki_store, cli, tmp_path):
+    result = cli("mine", enwiki_store.path, "--out", tmp_path / "p", "--max-pairs", "0")
+    assert result.exit_code == 2
+    assert "--max-pairs 0 leaves nothing to mine" in result.text
+    assert not (tmp_path / "p").exists()
+
+
+def test_unknown_method_and_engine(enwiki_store, cli, tmp_path):
+    result = cli("mine", enwiki_store.path, "--out", tmp_path / "p", "--method", "dl,xyz")
+    assert result.exit_code == 2 and "unknown mining method(s) xyz" in result.text
+    result = cli("mine", enwiki_store.path, "--out", tmp_path / "p", "--engine", "polars")
+    assert result.exit_code == 2 and "engine must be one of duckdb, spark" in result.text
+
+
+def test_not_a_store(cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = cli("mine", tmp_path / "empty", "--out", tmp_path / "p")
+    assert result.exit_code == 2 and "is not a corpus store: manifest.json is missing" in result.text
+
+
+def test_store_missing_a_table(enwiki_store, cli, tmp_path):
+    store = copy_store(enwiki_store, tmp_path)
+    shutil.rmtree(store / "sentences")
+    result = cli("mine", store, "--out", tmp_path / "p")
+    assert result.exit_code == 2 and "table 'sentences' is missing" in result.text
+
+
+def test_store_with_foreign_schema(enwiki_store, cli, tmp_path):
+    store = copy_store(enwiki_store, tmp_path)
+    for part in (store / "links").glob("*.parquet"):
+        table = pq.read_table(part)
+        pq.write_table(table.drop_columns(["target_doc_id"]), part)
+    result = cli("mine", store, "--out", tmp_path / "p")
+    assert result.exit_code == 2 and "lacks column(s) target_doc_id" in result.text
+
+
+def test_empty_links_table(enwiki_store, cli, tmp_path):
+    store = copy_store(enwiki_store, tmp_path)
+    for part in (store / "links").glob("*.parquet"):
+        part.unlink()
+    pq.write_table(pa.Table.from_pylist([], schema=LINKS), store / "links" / "part-000000.parquet")
+    out = tmp_path / "p"
+    result = cli("mine", store, "--out", out, "--method", "dl,cm,ict,bfs")
+    assert result.exit_code == 0, result.output
+    assert "dl: no pairs - the store's links table is empty" in result.text
+    assert "cm: no pairs - the store's links table is empty" in result.text
+    manifest = json.loads((out / "pairs.json").read_text())
+    assert manifest["methods"]["dl"]["pairs"] == manifest["methods"]["cm"]["pairs"] == 0
+    assert "links table is empty" in manifest["methods"]["cm"]["why_no_pairs"]
+    assert manifest["methods"]["ict"]["pairs"] > 1000 and manifest["methods"]["bfs"]["pairs"] > 100
+    show = cli("pairs", "show", out, "--method", "dl")
+    assert show.exit_code == 2 and "gave no pairs" in show.text and "links table is empty" in show.text
+
+
+def test_existing_output_needs_overwrite(enwiki_store, cli, tmp_path):
+    out = tmp_path / "p"
+    assert cli("mine", enwiki_store.path, "--out", out, "--method", "dl").exit_code == 0
+    again = cli("mine", enwiki_store.path, "--out", out, "--method", "dl")
+    assert again.exit_code == 2 and "pass --overwrite" in again.text
+    assert cli("mine", enwiki_store.path, "--out", out, "--method", "wlp", "--overwrite").exit_code == 0
+    assert not (out / "dl.parquet").exists() and (out / "wlp.parquet").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    result = cli("mine", enwiki_store.path, "--out", other, "--overwrite")
+    assert result.exit_code == 2 and "does not hold mined pairs" in result.text
