@@ -1,0 +1,109 @@
+"""What evaluation needs from a corpus store: passage -> document, text and title.
+
+A retriever returns passage ids only; judgments name documents, answers are matched against
+passage text and multi-hop gold sets may be titles. :class:`PassageLookup` answers these for
+the passages actually retrieved, in one DuckDB join per call; documents and titles are cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+
+from pretriever.corpus.store import CorpusStore
+
+
+class PassageLookup:
+    def __init__(self, store: CorpusStore | Path | str):
+        self.store = store if isinstance(store, CorpusStore) else CorpusStore(store)
+        self._con = self.store.connect()
+        self._doc: dict[str, str | None] = {}  # passage id -> document id (None: not in the store)
+        self._title: dict[str, str | None] = {}  # passage id -> its document's title
+        self._identity: bool | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    @property
+    def documents_whole(self) -> bool:
+        """True when every passage id is its document id (BEIR stores keep documents whole)."""
+        if self._identity is None:
+            rows = self._con.execute("SELECT 1 FROM passages WHERE passage_id <> doc_id LIMIT 1").fetchall()
+            self._identity = not rows
+        return self._identity
+
+    def _query(self, ids: list[str], sql: str) -> list[tuple]:
+        self._con.register("_wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
+        try:
+            return self._con.execute(sql).fetchall()
+        finally:
+            self._con.unregister("_wanted")
+
+    def texts(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """Passage text by id (None for an id that is not in the store). Texts are not cached:
+        they are the bulk of a store, and each system's hits are read once."""
+        todo = list(dict.fromkeys(ids))
+        out: dict[str, str | None] = dict.fromkeys(todo)
+        if todo:
+            for pid, doc_id, text in self._query(todo, "SELECT p.passage_id, p.doc_id, p.text FROM passages p "
+                                                       "JOIN _wanted w USING (passage_id)"):
+                self._doc[pid] = doc_id
+                out[pid] = text
+        return out
+
+    def titles(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The title of each passage's document (None for an id that is not in the store)."""
+        ids = list(ids)
+        todo = list(dict.fromkeys(i for i in ids if i not in self._title))
+        if todo:
+            self._title.update(dict.fromkeys(todo))
+            for pid, doc_id, title in self._query(todo, "SELECT p.passage_id, p.doc_id, d.title FROM passages p "
+                                                        "JOIN _wanted w USING (passage_id) "
+                                                        "LEFT JOIN documents d USING (doc_id)"):
+                self._doc[pid] = doc_id
+                self._title[pid] = title
+        return {i: self._title[i] for i in ids}
+
+    def doc_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """Each passage's document id (the id itself when documents are kept whole)."""
+        ids = list(ids)
+        if self.documents_whole:
+            return {i: i for i in ids}
+        todo = list(dict.fromkeys(i for i in ids if i not in self._doc))
+        if todo:
+            self._doc.update(dict.fromkeys(todo))
+            self._doc.update(self._query(todo, "SELECT p.passage_id, p.doc_id FROM passages p "
+                                               "JOIN _wanted w USING (passage_id)"))
+        return {i: self._doc[i] for i in ids}
+
+    def document_texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        """Whole documents' text (their passages in order, joined by a space)."""
+        todo = list(dict.fromkeys(doc_ids))
+        if not todo:
+            return {}
+        self._con.register("_docs", pa.table({"doc_id": pa.array(todo, pa.string())}))
+        try:
+            rows = self._con.execute("SELECT p.doc_id, string_agg(p.text, ' ' ORDER BY p.position) "
+                                     "FROM passages p JOIN _docs USING (doc_id) GROUP BY p.doc_id").fetchall()
+        finally:
+            self._con.unregister("_docs")
+        return dict(rows)
+
+    def title_documents(self, titles: Iterable[str]) -> dict[str, str]:
+        """Document id by title, for the titles found in the store."""
+        todo = list(dict.fromkeys(titles))
+        if not todo:
+            return {}
+        self._con.register("_titles", pa.table({"title": pa.array(todo, pa.string())}))
+        try:
+            rows = self._con.execute("SELECT d.title, min(d.doc_id) FROM documents d JOIN _titles USING (title) "
+                                     "GROUP BY d.title").fetchall()
+        finally:
+            self._con.unregister("_titles")
+        return dict(rows)
+
+    def close(self) -> None:
+        self._con.close()
