@@ -8,7 +8,12 @@ import typer
 
 from pretriever import __version__
 from pretriever.cli.corpus import corpus_app
+from pretriever.cli.evaluate import evaluate_command
+from pretriever.cli.index import index_app, search_command
+from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.quickstart import quickstart
+from pretriever.cli.refine import refine_app
+from pretriever.cli.train import train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
@@ -26,8 +31,15 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-app.add_typer(corpus_app, name="corpus")
 app.command("quickstart")(quickstart)
+app.add_typer(corpus_app, name="corpus")
+app.command("mine")(mine_command)
+app.add_typer(pairs_app, name="pairs")
+app.command("train")(train_command)
+app.add_typer(index_app, name="index")
+app.command("search")(search_command)
+app.command("evaluate")(evaluate_command)
+app.add_typer(refine_app, name="refine")
 
 
 def _version(value: bool) -> None:

@@ -51,15 +51,16 @@ def _index_store(meta: dict[str, Any], index_dir: Path, override: Path | None) -
 
 def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
     """The dense indexes of ``cfg.index`` and, with ``cfg.bm25``, BM25 over the same store."""
-    from pretriever.index import BM25Index, DenseIndex
+    from pretriever.index import BM25Index
     from pretriever.index.dense import BM25_DIR
+    from pretriever.refine import open_index
 
     say = step or (lambda message: None)
     systems = Systems()
     names: set[str] = set()
     for index_dir in cfg.index:
         say(f"opening {index_dir}")
-        index = DenseIndex.load(index_dir, device=cfg.device)
+        index = open_index(index_dir, device=cfg.device)  # a refined index brings its query side along
         store = _index_store(index.meta, index_dir, cfg.corpus)
         n_store = CorpusStore(store).counts.get("passages")
         if n_store is not None and n_store != len(index):

@@ -1,0 +1,284 @@
+"""A dense index folder and the :class:`DenseIndex` that searches it.
+
+An index folder holds::
+
+    index.json           what was encoded and how (model, corpus store, dim, dtype, index type
+                         and parameters, max_length, normalize, title, prompts, counts, version);
+                         written last, so its presence means the folder is complete
+    passage_ids.parquet  passage_id of row r (one column, index order)
+    embeddings.npy       the passage vectors, N x dim, float32 (or float16); np.load(mmap_mode="r")
+    index.faiss          the FAISS inner-product index over those rows (faiss.read_index)
+    bm25/                optional BM25 index of the same store (see pretriever.index.bm25)
+
+:func:`save_dense_index` writes such a folder from (ids, vectors, parameters) alone, so a
+stage that rewrites passage vectors (AOpt refinement) re-indexes with one call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pretriever import __version__
+from pretriever.index.errors import NotAnIndexError
+from pretriever.index.faiss_index import FaissParams, build_faiss_index, set_search_params
+from pretriever.io import atomic_path, write_json, write_parquet
+from pretriever.retrieval import Hit
+
+INDEX_JSON = "index.json"
+IDS_FILE = "passage_ids.parquet"
+EMBEDDINGS_FILE = "embeddings.npy"
+FAISS_FILE = "index.faiss"
+BM25_DIR = "bm25"
+KIND = "pretriever-dense-index"
+WRITE_BLOCK = 65536
+
+
+def encoder_info(model: str | None, max_length: int, normalize: bool, prepend_title: bool,
+                 passage_prompt: str = "", query_prompt: str = "") -> dict[str, Any]:
+    """How passages were (and queries must be) encoded; stored under ``encoder`` in index.json."""
+    from pretriever.models import DEFAULT_MODEL, model_label, resolve_model
+
+    packaged = model is None or resolve_model(model) == resolve_model(None)
+    reference = DEFAULT_MODEL if packaged else str(model)
+    if not packaged and Path(reference).exists():
+        reference = str(Path(reference).resolve())
+    return {"model": reference, "model_label": model_label(model), "max_length": int(max_length),
+            "normalize": bool(normalize), "prepend_title": bool(prepend_title),
+            "passage_prompt": passage_prompt, "query_prompt": query_prompt}
+
+
+def write_embeddings(path: Path, blocks, n: int, dim: int, dtype: str) -> None:
+    """Write N x dim vectors, given as an iterable of row blocks, to ``path`` (.npy) atomically."""
+    with atomic_path(path) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.dtype(dtype), shape=(n, dim))
+        row = 0
+        for block in blocks:
+            out[row:row + len(block)] = block
+            row += len(block)
+        if row != n:
+            raise ValueError(f"expected {n} vectors, got {row}")
+        out.flush()
+        del out
+
+
+def save_dense_index(out: Path | str, passage_ids: Sequence[str], vectors: np.ndarray, encoder: dict[str, Any],
+                     params: FaissParams | None = None, dtype: str = "float32",
+                     extra: dict[str, Any] | None = None, on_add=None) -> dict[str, Any]:
+    """Write a complete index folder (embeddings, ids, FAISS index, index.json) from vectors.
+
+    ``encoder`` says how queries must be encoded (:func:`encoder_info`; copy it from the
+    index whose vectors you rewrite); ``extra`` adds keys to index.json (e.g. ``corpus``).
+    Returns the index.json contents.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / INDEX_JSON).unlink(missing_ok=True)
+    n, dim = vectors.shape
+    if len(passage_ids) != n:
+        raise ValueError(f"{len(passage_ids)} passage ids for {n} vectors")
+    write_embeddings(out / EMBEDDINGS_FILE, (vectors[i:i + WRITE_BLOCK] for i in range(0, n, WRITE_BLOCK)),
+                     n, dim, dtype)
+    return finish_dense_index(out, passage_ids, encoder, params, dtype, extra, on_add)
+
+
+def finish_dense_index(out: Path, passage_ids: Sequence[str] | pa.Array, encoder: dict[str, Any],
+                       params: FaissParams | None, dtype: str, extra: dict[str, Any] | None = None,
+                       on_add=None) -> dict[str, Any]:
+    """Build the FAISS index over ``out/embeddings.npy``, write the ids and then index.json."""
+    import faiss
+
+    params = params or FaissParams()
+    vectors = np.load(out / EMBEDDINGS_FILE, mmap_mode="r")
+    n, dim = vectors.shape
+    started = time.perf_counter()
+    resolved = params.resolved(n, dim)
+    index = build_faiss_index(vectors, resolved, dtype, on_add=on_add)
+    with atomic_path(out / FAISS_FILE) as tmp:
+        faiss.write_index(index, str(tmp))
+    ids = passage_ids if isinstance(passage_ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(passage_ids), pa.string())
+    write_parquet(pa.table({"passage_id": ids}), out / IDS_FILE)
+    meta = {
+        "kind": KIND,
+        "pretriever_version": __version__,
+        "name": encoder["model_label"],
+        "encoder": encoder,
+        "dim": int(dim),
+        "count": int(n),
+        "dtype": dtype,
+        "index": resolved.to_json(),
+        "files": {"embeddings": EMBEDDINGS_FILE, "passage_ids": IDS_FILE, "faiss": FAISS_FILE},
+        **(extra or {}),
+        "index_seconds": round(time.perf_counter() - started, 3),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_json(out / INDEX_JSON, meta)
+    return meta
+
+
+def read_index_meta(path: Path | str) -> dict[str, Any]:
+    """index.json of a complete dense index folder, or a :class:`NotAnIndexError` saying why not."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NotAnIndexError(f"{path} is not a folder; build an index with "
+                              "`pretriever index build CORPUS_DIR --out INDEX_DIR`")
+    meta_path = path / INDEX_JSON
+    if not meta_path.exists():
+        if (path / "_work").exists():
+            hint = ("it holds an unfinished encode: continue it with `pretriever index build ... --resume`, "
+                    f"or merge finished shards with `pretriever index merge {path}`")
+        elif (path / "manifest.json").exists():
+            hint = "it is a corpus store; index it with `pretriever index build CORPUS_DIR --out INDEX_DIR`"
+        elif (path / "bm25.json").exists():
+            hint = "it is a BM25 index (load it with BM25Index.load)"
+        else:
+            hint = "build one with `pretriever index build CORPUS_DIR --out INDEX_DIR`"
+        raise NotAnIndexError(f"{path} is not a dense index: {INDEX_JSON} is missing; {hint}")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise NotAnIndexError(f"{meta_path}: not valid JSON ({err})") from err
+    if not isinstance(meta, dict) or meta.get("kind") != KIND:
+        raise NotAnIndexError(f"{meta_path} was not written by `pretriever index` (kind is not {KIND!r})")
+    for name in (IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE):
+        if not (path / name).exists():
+            raise NotAnIndexError(f"{path}: {name} is missing; rebuild the index")
+    return meta
+
+
+class DenseIndex:
+    """A dense index folder opened for search; implements :class:`pretriever.retrieval.Retriever`.
+
+    ``DenseIndex.load(path).search(["query"], k=10)`` encodes the queries with the index's
+    model (loaded on first use; pass ``model=`` to share one, whose ``max_seq_length`` is then
+    set to the index's) and returns hits best first.
+    """
+
+    def __init__(self, path: Path, meta: dict[str, Any], model=None, device: str | None = None):
+        import faiss
+
+        self.path = Path(path)
+        self.meta = meta
+        self.name: str = meta["name"]
+        self.encoder: dict[str, Any] = meta["encoder"]
+        self.params = FaissParams.from_json(meta["index"])
+        self.index = faiss.read_index(str(self.path / FAISS_FILE))
+        set_search_params(self.index, self.params)
+        self.device = device
+        self._model = model
+        if model is not None:  # queries must be cut like the passages were
+            model.max_seq_length = self.encoder["max_length"]
+        self._ids: np.ndarray | None = None
+        self._embeddings: np.ndarray | None = None
+        if self.index.ntotal != meta["count"]:
+            raise NotAnIndexError(f"{self.path}: {FAISS_FILE} holds {self.index.ntotal} vectors, index.json says "
+                                  f"{meta['count']}; rebuild the index")
+
+    @classmethod
+    def load(cls, path: Path | str, model=None, device: str | None = None) -> DenseIndex:
+        return cls(Path(path), read_index_meta(path), model=model, device=device)
+
+    def __len__(self) -> int:
+        return int(self.meta["count"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.meta["dim"])
+
+    @property
+    def passage_ids(self) -> np.ndarray:
+        """passage_id of each row (object array, index order)."""
+        if self._ids is None:
+            column = pq.read_table(self.path / IDS_FILE, columns=["passage_id"]).column(0)
+            self._ids = np.array(column.to_pylist(), dtype=object)
+        return self._ids
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """The stored passage vectors (N x dim, float32 or float16, memory-mapped read-only)."""
+        if self._embeddings is None:
+            self._embeddings = np.load(self.path / EMBEDDINGS_FILE, mmap_mode="r")
+        return self._embeddings
+
+    @property
+    def model(self):
+        if self._model is None:
+            from pretriever.models import load_model
+
+            reference = self.encoder["model"]
+            try:
+                self._model = load_model(reference, device=self.device)
+            except Exception as err:  # noqa: BLE001 - any loading failure gets the same advice
+                raise NotAnIndexError(f"{self.path}: cannot load the index's model {reference!r} ({err}); "
+                                      "pass model= to DenseIndex.load") from err
+            self._model.max_seq_length = self.encoder["max_length"]
+        return self._model
+
+    def encode_queries(self, queries: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Query vectors (float32), encoded as the index says (prompt, max length, normalisation)."""
+        vectors = self.model.encode_query(list(queries), batch_size=batch_size, convert_to_numpy=True,
+                                          show_progress_bar=False, normalize_embeddings=self.encoder["normalize"],
+                                          prompt=self.encoder.get("query_prompt") or None)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def set_search_params(self, ef_search: int | None = None, nprobe: int | None = None,
+                          rerank: int | None = None) -> None:
+        """Change HNSW efSearch, IVF nprobe or the exact re-ranking factor for later searches."""
+        if ef_search is not None:
+            self.params.hnsw_ef_search = ef_search
+        if nprobe is not None:
+            self.params.ivf_nprobe = nprobe
+        if rerank is not None:
+            self.params.rerank = rerank
+        set_search_params(self.index, self.params)
+
+    def search_arrays(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search: (scores, rows), each len(vectors) x k; row -1 where fewer than k were found.
+
+        With ``rerank`` (HNSW, IVF-PQ), ``rerank * k`` candidates are re-scored exactly
+        against the stored embeddings and the best ``k`` kept.
+        """
+        vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"query vectors have dimension {vectors.shape[1]}, the index {self.dim}")
+        factor = self.params.rerank if self.params.type != "flat" else 0
+        if factor == 0:
+            return self.index.search(vectors, k)
+        _, candidates = self.index.search(vectors, k * factor)
+        scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+        rows = np.full((len(vectors), k), -1, dtype=np.int64)
+        for i, (query, cand) in enumerate(zip(vectors, candidates)):
+            cand = cand[cand >= 0]
+            order = np.sort(cand)  # sorted rows read a memory map sequentially
+            exact = np.asarray(self.embeddings[order], dtype=np.float32) @ query
+            best = np.argsort(-exact, kind="stable")[:k]
+            scores[i, :len(best)], rows[i, :len(best)] = exact[best], order[best]
+        return scores, rows
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """The top ``k`` passages for each query vector, best first."""
+        scores, rows = self.search_arrays(vectors, k)
+        ids = self.passage_ids
+        return [[Hit(ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """The top ``k`` passages for each query, best first (Retriever protocol)."""
+        if not queries:
+            return []
+        return self.search_vectors(self.encode_queries(queries), k)
+
+    def reindex(self, out: Path | str, params: FaissParams | None = None, dtype: str | None = None,
+                vectors: np.ndarray | None = None) -> DenseIndex:
+        """A new index folder over these passages: other FAISS parameters, dtype, or new ``vectors``."""
+        extra = {key: self.meta[key] for key in ("corpus",) if key in self.meta}
+        save_dense_index(out, pa.array(self.passage_ids.tolist(), pa.string()),
+                         self.embeddings if vectors is None else vectors, self.encoder,
+                         params or self.params, dtype or self.meta["dtype"], extra)
+        return DenseIndex.load(out, model=self._model, device=self.device)

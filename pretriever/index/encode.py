@@ -1,0 +1,348 @@
+"""Encode a corpus store into a dense index: sharded, checkpointed, resumable.
+
+The passages (in index order, see :mod:`pretriever.index.passages`) are cut into
+*chunks* of ``checkpoint_every`` rows numbered over the whole corpus. A chunk is the
+unit of work, of checkpoints and of sharding:
+
+- each finished chunk is written atomically to ``OUT/_work/chunks/chunk-J.npy`` (vectors,
+  float32) beside ``chunk-J.ids.parquet`` (its passage ids); an interrupted run resumed
+  with ``resume=True`` skips the finished chunks;
+- shard ``i/n`` is the contiguous run of chunks ``i*J//n ... (i+1)*J//n - 1``; each machine
+  encodes its shard into its own ``--out`` (or a shared one), and :func:`merge_index`
+  gathers the chunks into one index;
+- within a chunk, passages are sorted by length and handed to ``SentenceTransformer.encode``
+  in slices of whole batches, so every batch holds the same passages whatever the
+  sharding or interruptions: resumed and sharded runs give identical vectors to a
+  one-process run (on the same hardware, software and thread count).
+
+``OUT/_work/encode.json`` records the settings; every shard, resume and merge checks
+that it is continuing the same encode.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pretriever import __version__
+from pretriever.index.config import IndexConfig, Shard
+from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
+                                    finish_dense_index, write_embeddings)
+from pretriever.index.errors import EncodeStateError, MergeError
+from pretriever.index.faiss_index import FaissParams
+from pretriever.index.passages import PassageSource
+from pretriever.io import atomic_path, write_json, write_parquet
+
+WORK = "_work"
+ENCODE_JSON = "encode.json"
+SUBCALL_BATCHES = 8  # batches per SentenceTransformer.encode call inside a chunk (progress granularity)
+
+# on_progress(stage, done, total): stage is "encode" (passages), "merge" (chunks), "index" (vectors added)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    shard: Shard | None
+    chunks: range  # the chunks this run is responsible for
+    chunks_encoded: int  # encoded by this run (the others were finished before: --resume)
+    passages_encoded: int
+    encode_seconds: float
+    stopped: bool  # stopped early by max_chunks
+    meta: dict[str, Any] | None  # index.json when the index was merged, else None
+
+    @property
+    def rate(self) -> float:
+        return self.passages_encoded / self.encode_seconds if self.encode_seconds > 0 else 0.0
+
+
+def n_chunks(n_passages: int, every: int) -> int:
+    return -(-n_passages // every)
+
+
+def shard_chunks(shard: Shard | None, total_chunks: int) -> range:
+    """The chunks shard i/n encodes (all of them without a shard)."""
+    if shard is None:
+        return range(total_chunks)
+    return range(shard.index * total_chunks // shard.count, (shard.index + 1) * total_chunks // shard.count)
+
+
+def chunk_path(work: Path, j: int) -> Path:
+    return work / "chunks" / f"chunk-{j:06d}.npy"
+
+
+def chunk_ids_path(work: Path, j: int) -> Path:
+    return work / "chunks" / f"chunk-{j:06d}.ids.parquet"
+
+
+def encode_texts(model, texts: list[str], batch_size: int, normalize: bool, prompt: str = "",
+                 on_step: Callable[[int], None] | None = None) -> np.ndarray:
+    """Vectors of ``texts`` in their order, longest first in whole-batch slices (deterministic batches)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out: np.ndarray | None = None
+    step = batch_size * SUBCALL_BATCHES
+    for start in range(0, len(order), step):
+        rows = order[start:start + step]
+        # encode_document: a model with separate query/passage encoders routes passages to its passage side
+        vectors = model.encode_document([texts[i] for i in rows], batch_size=batch_size, convert_to_numpy=True,
+                                        show_progress_bar=False, normalize_embeddings=normalize, prompt=prompt or None)
+        if out is None:
+            out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[rows] = vectors
+        if on_step is not None:
+            on_step(len(rows))
+    return out if out is not None else np.empty((0, embedding_dim(model)), dtype=np.float32)
+
+
+def embedding_dim(model) -> int:
+    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get())
+
+
+def _fingerprint(encoder: dict[str, Any], source: PassageSource, every: int) -> dict[str, Any]:
+    """What must be equal for two runs to be parts of the same encode."""
+    keys = ("model_label", "max_length", "normalize", "prepend_title", "passage_prompt")
+    return {**{k: encoder[k] for k in keys}, "checkpoint_every": every, **source.fingerprint()}
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _clear_index_files(out: Path) -> None:
+    for name in (INDEX_JSON, IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE):
+        (out / name).unlink(missing_ok=True)
+
+
+def _read_chunk(source: PassageSource, every: int, rows_of: dict[int, int], prepend_title: bool,
+                j: int) -> tuple[list[str], list[str]]:
+    return source.read(j * every, j * every + rows_of[j], prepend_title)
+
+
+def _chunk_done(work: Path, j: int, rows: int | None = None) -> bool:
+    path = chunk_path(work, j)
+    if not path.exists() or not chunk_ids_path(work, j).exists():
+        return False
+    if rows is None:
+        return True
+    try:
+        return np.load(path, mmap_mode="r").shape[0] == rows
+    except (ValueError, OSError):
+        return False
+
+
+def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = None) -> BuildResult:
+    """Encode ``cfg.corpus`` into ``cfg.out`` (one shard with ``cfg.shard``), then merge unless sharded.
+
+    Raises :class:`EncodeStateError` when ``cfg.out`` holds other work that ``resume`` or
+    ``overwrite`` would have to be asked for.
+    """
+    from pretriever.models import load_model
+
+    out, shard = cfg.out, cfg.shard_spec
+    if (out / INDEX_JSON).exists():
+        if not cfg.overwrite:
+            raise EncodeStateError(f"{out} already holds an index ({INDEX_JSON}); choose another --out or "
+                                   "pass --overwrite to replace it")
+        _clear_index_files(out)
+    source = PassageSource(cfg.corpus)
+    reader = None
+    try:
+        if model is None:
+            model = load_model(cfg.model, device=cfg.device)
+        if cfg.max_length is not None:
+            model.max_seq_length = cfg.max_length
+        encoder = encoder_info(cfg.model, model.max_seq_length, cfg.normalize, cfg.prepend_title,
+                               cfg.passage_prompt, cfg.query_prompt)
+        fingerprint = _fingerprint(encoder, source, cfg.checkpoint_every)
+        work = out / WORK
+        _prepare_work(work, fingerprint, cfg, shard)
+        state = {"fingerprint": fingerprint, "encoder": encoder, "dim": embedding_dim(model),
+                 "corpus": {"store": str(source.store.path.resolve()), "n_passages": source.total},
+                 "pretriever_version": __version__}
+        write_json(work / ENCODE_JSON, state)
+
+        total_chunks = n_chunks(source.total, cfg.checkpoint_every)
+        chunks = shard_chunks(shard, total_chunks)
+        every = cfg.checkpoint_every
+        rows_of = {j: min(source.total, (j + 1) * every) - j * every for j in chunks}
+        if not cfg.resume:
+            done = [j for j in chunks if _chunk_done(work, j)]
+            if done and not cfg.overwrite:
+                what = f"shard {shard}" if shard else "this encode"
+                raise EncodeStateError(f"{out} already holds {len(done)} finished chunk(s) of {what}; continue "
+                                       "with --resume, or start again with --overwrite")
+            for j in done:
+                chunk_path(work, j).unlink(missing_ok=True)
+                chunk_ids_path(work, j).unlink(missing_ok=True)
+        todo = [j for j in chunks if not _chunk_done(work, j, rows_of[j])]
+        stopped = cfg.max_chunks is not None and len(todo) > cfg.max_chunks
+        if stopped:
+            todo = todo[:cfg.max_chunks]
+        total_rows = sum(rows_of[j] for j in todo)
+        encoded = passages = 0
+        started = time.perf_counter()
+        if on_progress:
+            on_progress("encode", 0, total_rows)
+        # the next chunk is read from the store (DuckDB) while this one is encoded
+        reader = ThreadPoolExecutor(max_workers=1)
+        read = partial(_read_chunk, source, every, rows_of, cfg.prepend_title)
+        pending = reader.submit(read, todo[0]) if todo else None
+        for pos, j in enumerate(todo):
+            ids, texts = pending.result()
+            pending = reader.submit(read, todo[pos + 1]) if pos + 1 < len(todo) else None
+
+            def step(count: int) -> None:
+                nonlocal passages
+                passages += count
+                if on_progress:
+                    on_progress("encode", passages, total_rows)
+
+            vectors = encode_texts(model, texts, cfg.batch_size, cfg.normalize, cfg.passage_prompt, step)
+            write_parquet(pa.table({"passage_id": pa.array(ids, pa.string())}), chunk_ids_path(work, j))
+            with atomic_path(chunk_path(work, j)) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, vectors)
+            encoded += 1
+        seconds = time.perf_counter() - started
+    finally:
+        if reader is not None:
+            reader.shutdown(wait=True, cancel_futures=True)
+        source.close()
+
+    result = BuildResult(out, shard, chunks, encoded, passages, seconds, stopped, None)
+    if stopped:
+        return result
+    if shard is not None:
+        write_json(work / "shards" / f"{shard.index}-of-{shard.count}.json",
+                   {"shard": str(shard), "chunks": [chunks.start, chunks.stop], "encode_seconds": round(seconds, 3)})
+        return result
+    result.meta = merge_index(out, params=cfg.faiss_params(), dtype=cfg.dtype, keep_work=cfg.keep_work,
+                              on_progress=on_progress,
+                              encode_stats={"passages_per_second": round(result.rate, 2)})
+    return result
+
+
+def _prepare_work(work: Path, fingerprint: dict[str, Any], cfg: IndexConfig, shard: Shard | None) -> None:
+    state_path = work / ENCODE_JSON
+    if state_path.exists():
+        previous = json.loads(state_path.read_text(encoding="utf-8")).get("fingerprint", {})
+        if previous != fingerprint:
+            if not cfg.overwrite:
+                raise EncodeStateError(
+                    f"{cfg.out} holds an encode with other settings ({'; '.join(_differences(previous, fingerprint))}); "
+                    "use another --out, or --overwrite to discard that work")
+            shutil.rmtree(work)
+        elif cfg.overwrite and shard is None and not cfg.resume:
+            shutil.rmtree(work)
+    elif work.exists() and cfg.overwrite:
+        shutil.rmtree(work)
+    (work / "chunks").mkdir(parents=True, exist_ok=True)
+
+
+def _work_dir(path: Path) -> Path:
+    path = Path(path)
+    return path if (path / ENCODE_JSON).exists() else path / WORK
+
+
+def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: FaissParams | None = None,
+                dtype: str = "float32", keep_work: bool = False, on_progress: Progress | None = None,
+                encode_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Gather the chunks of a sharded encode into the index folder ``out`` and build its FAISS index.
+
+    Chunks are looked for in ``out/_work`` and in every folder of ``sources`` (the ``--out``
+    folders of shards encoded elsewhere, or their ``_work`` folders). All must come from the
+    same encode (same settings and corpus), and every chunk must be there; otherwise a
+    :class:`MergeError` names the missing shards. ``out/_work`` is removed afterwards unless
+    ``keep_work``. Returns the index.json contents.
+    """
+    out = Path(out)
+    works = [w for w in [out / WORK, *(_work_dir(Path(s)) for s in sources)] if (w / ENCODE_JSON).exists()]
+    if not works:
+        if (out / INDEX_JSON).exists():
+            raise MergeError(f"{out} is already a merged index (nothing left to merge)")
+        named = ", ".join(str(p) for p in [out, *sources])
+        raise MergeError(f"no encode to merge in {named}: none holds {WORK}/{ENCODE_JSON} "
+                         "(encode shards with `pretriever index build CORPUS_DIR --out DIR --shard i/n`)")
+    states = [json.loads((w / ENCODE_JSON).read_text(encoding="utf-8")) for w in works]
+    for work, state in zip(works[1:], states[1:]):
+        diff = _differences(states[0]["fingerprint"], state["fingerprint"])
+        if diff:
+            raise MergeError(f"{work} is part of another encode than {works[0]} ({'; '.join(diff)})")
+    state = states[0]
+    fingerprint = state["fingerprint"]
+    n, every, dim = fingerprint["n_passages"], fingerprint["checkpoint_every"], state["dim"]
+    total_chunks = n_chunks(n, every)
+    found: dict[int, Path] = {}
+    for j in range(total_chunks):
+        rows = min(n, (j + 1) * every) - j * every
+        for work in works:
+            if _chunk_done(work, j, rows):
+                found[j] = work
+                break
+    missing = [j for j in range(total_chunks) if j not in found]
+    if missing:
+        raise MergeError(_missing_message(missing, total_chunks, works))
+
+    if on_progress:
+        on_progress("merge", 0, total_chunks)
+    out.mkdir(parents=True, exist_ok=True)
+    _clear_index_files(out)
+
+    def blocks():
+        for j in range(total_chunks):
+            yield np.load(chunk_path(found[j], j))
+            if on_progress:
+                on_progress("merge", j + 1, total_chunks)
+
+    write_embeddings(out / EMBEDDINGS_FILE, blocks(), n, dim, dtype)
+    ids = pa.chunked_array([pq.read_table(chunk_ids_path(found[j], j)).column("passage_id")
+                            for j in range(total_chunks)], pa.string())
+    shard_counts = sorted({int(p.stem.split("-of-")[1]) for w in works for p in (w / "shards").glob("*-of-*.json")})
+    extra = {"corpus": state["corpus"],
+             "encode": {"checkpoint_every": every, "chunks": total_chunks, "shards": shard_counts or [1],
+                        **(encode_stats or {})}}
+    if on_progress:
+        on_progress("index", 0, n)
+    meta = finish_dense_index(out, ids.combine_chunks(), state["encoder"], params, dtype, extra,
+                              on_add=(lambda done: on_progress("index", done, n)) if on_progress else None)
+    if not keep_work and (out / WORK).exists():
+        shutil.rmtree(out / WORK)
+    return meta
+
+
+def _missing_message(missing: list[int], total_chunks: int, works: list[Path]) -> str:
+    spans: list[str] = []
+    start = prev = missing[0]
+    for j in missing[1:] + [None]:
+        if j is not None and j == prev + 1:
+            prev = j
+            continue
+        spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if j is not None:
+            start = prev = j
+    counts = sorted({int(p.stem.split("-of-")[1]) for w in works for p in (w / "shards").glob("*-of-*.json")})
+    shards = ""
+    if counts:
+        count = counts[-1]
+        lacking = sorted({i for i in range(count) for j in missing if j in shard_chunks(Shard(i, count), total_chunks)})
+        shards = (f"; shard(s) {', '.join(f'{i}/{count}' for i in lacking)} are not finished: run "
+                  f"`pretriever index build CORPUS_DIR --out DIR --shard i/{count} --resume` for each, "
+                  "then merge again, naming every shard's --out folder")
+    return (f"cannot merge: {len(missing)} of {total_chunks} chunk(s) are missing (chunks {', '.join(spans)}) "
+            f"in {', '.join(str(w) for w in works)}{shards}")
+
+
+def bm25_dir(index_dir: Path) -> Path:
+    return Path(index_dir) / BM25_DIR

@@ -1,0 +1,23 @@
+"""Errors of the index stage; each message says what is wrong and what to do."""
+
+from __future__ import annotations
+
+
+class IndexStageError(Exception):
+    """Base class: the CLI prints the message and exits with status 2."""
+
+
+class NotAnIndexError(IndexStageError):
+    """The folder holds no (complete) dense or BM25 index."""
+
+
+class ShardSpecError(IndexStageError, ValueError):
+    """A ``--shard`` value is not ``i/n`` with ``0 <= i < n``."""
+
+
+class EncodeStateError(IndexStageError):
+    """The output folder holds other work (a finished index, or an encode with other settings)."""
+
+
+class MergeError(IndexStageError):
+    """Shards are missing or were encoded with different settings."""

@@ -1,0 +1,90 @@
+"""The passages of a corpus store in index order, read a range of rows at a time.
+
+Index order is the store's own order: the part files of ``passages/`` by name, rows in
+file order. Row ``r`` of the embeddings, of ``passage_ids.parquet`` and of a FAISS
+result is row ``r`` of that order. Only the rows asked for are read, so a shard of a
+large corpus never holds the whole corpus in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from pretriever.corpus.store import CorpusStore
+
+
+def passage_text(title: str | None, text: str | None, prepend_title: bool) -> str:
+    """What is encoded or tokenized for a passage: ``title + " " + text`` (BEIR practice) or the text."""
+    text = text or ""
+    if prepend_title and title:
+        return f"{title} {text}".strip()
+    return text
+
+
+class PassageSource:
+    """Row ranges of a store's passages, with their document titles."""
+
+    def __init__(self, store: CorpusStore | Path | str):
+        self.store = store if isinstance(store, CorpusStore) else CorpusStore(store)
+        self.files: list[Path] = sorted((self.store.path / "passages").glob("*.parquet"))
+        self.counts: list[int] = [pq.ParquetFile(f).metadata.num_rows for f in self.files]
+        self.starts: list[int] = []
+        total = 0
+        for count in self.counts:
+            self.starts.append(total)
+            total += count
+        self.total = total
+        self._con = None
+
+    def __len__(self) -> int:
+        return self.total
+
+    @property
+    def con(self):
+        if self._con is None:
+            self._con = self.store.connect()
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def fingerprint(self) -> dict:
+        """What identifies the passage order: how many rows each part file holds."""
+        return {"n_passages": self.total, "parts": [[f.name, c] for f, c in zip(self.files, self.counts)]}
+
+    def read(self, lo: int, hi: int, prepend_title: bool) -> tuple[list[str], list[str]]:
+        """Passage ids and texts (title prepended when asked) of rows ``lo`` to ``hi - 1``."""
+        ids: list[str] = []
+        texts: list[str] = []
+        for passage_ids, titles, bodies in self._read_columns(lo, hi):
+            ids.extend(passage_ids)
+            texts.extend(passage_text(t, x, prepend_title) for t, x in zip(titles, bodies))
+        return ids, texts
+
+    def iter_parts(self, prepend_title: bool) -> Iterator[tuple[list[str], list[str]]]:
+        """Ids and texts, one part file at a time (the whole corpus, in index order)."""
+        for start, count in zip(self.starts, self.counts):
+            if count:
+                yield self.read(start, start + count, prepend_title)
+
+    def _read_columns(self, lo: int, hi: int) -> Iterator[tuple[list[str], list, list]]:
+        if not 0 <= lo <= hi <= self.total:
+            raise ValueError(f"rows {lo}..{hi} are outside 0..{self.total}")
+        for path, start, count in zip(self.files, self.starts, self.counts):
+            a, b = max(lo, start) - start, min(hi, start + count) - start
+            if a >= b:
+                continue
+            table = self.con.sql(
+                "SELECT p.passage_id, d.title, p.text "
+                "FROM read_parquet(?, file_row_number = true) p LEFT JOIN documents d ON p.doc_id = d.doc_id "
+                "WHERE p.file_row_number >= ? AND p.file_row_number < ? ORDER BY p.file_row_number",
+                params=[str(path), a, b]).to_arrow_table()
+            if table.num_rows != b - a:
+                raise ValueError(f"{path}: expected {b - a} passages in rows {a}..{b}, read {table.num_rows} "
+                                 "(is a document id repeated in documents.parquet?)")
+            yield (table.column(0).to_pylist(), table.column(1).to_pylist(), table.column(2).to_pylist())

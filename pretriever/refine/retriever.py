@@ -1,0 +1,111 @@
+"""A refined index as a :class:`pretriever.retrieval.Retriever`, with its query side.
+
+A refined index folder is a normal dense index: ``DenseIndex.load`` opens it and searches the
+refined passage vectors with plainly encoded queries. :class:`RefinedIndex` adds the query side
+that ``aopt-query`` and ``hybrid`` record in ``index.json``:
+
+* a query that was a feedback query (same text) is searched with its refined vector
+  (``refine/query_vectors.parquet``);
+* any other query, when the refinement says so (``refine.query_side.test_time``), is refined at
+  search time with label-free ``topk`` feedback: retrieve its top k, call the top k_pos relevant
+  and the rest irrelevant, run AOpt-query on it (all queries of a batch at once), repeat for the
+  recorded number of rounds, then search with the refined vector.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from pretriever.refine.labels import TopkJudge
+from pretriever.refine.pipeline import refine_queries
+from pretriever.refine.search import PatchedSearcher
+from pretriever.retrieval import Hit
+
+
+def topk_refine(dense, vectors: np.ndarray, settings: dict[str, Any], device: str | None = None,
+                threads: int | None = None) -> np.ndarray:
+    """Label-free AOpt-query on ``vectors`` against ``dense``'s passages (``settings``: k, k_pos, rounds, AOpt)."""
+    params = {key: settings[key] for key in ("lr", "max_epochs", "patience", "min_delta", "restore_best")
+              if key in settings}
+    refined, _, _ = refine_queries(PatchedSearcher.of(dense), vectors, TopkJudge(settings["k_pos"]),
+                                   settings["k"], settings.get("rounds", 1), params, device,
+                                   settings.get("normalize", False), threads=threads)
+    return refined
+
+
+class RefinedIndex:
+    """A refined index folder opened for search (passages as refined, queries as the refinement says)."""
+
+    def __init__(self, dense, query_vectors: dict[str, np.ndarray] | None = None,
+                 test_time: dict[str, Any] | None = None, name: str | None = None, device: str | None = None,
+                 threads: int | None = None):
+        self.dense = dense
+        self.meta = dense.meta  # so evaluate finds the corpus store, as for a DenseIndex
+        self.encoder = dense.encoder
+        self.path = dense.path
+        self.name = name or dense.name
+        self.query_vectors = query_vectors or {}
+        self.test_time = test_time
+        self.device = device
+        self.threads = threads
+        self.last_stats: dict[str, int] = {}
+
+    @classmethod
+    def load(cls, path: Path | str, model=None, device: str | None = None, test_time: bool | dict | None = None,
+             stored_queries: bool = True, name: str | None = None, threads: int | None = None) -> RefinedIndex:
+        """Open a refined index folder. ``test_time``: None = as index.json says, False = off,
+        a dict = these topk settings instead; ``stored_queries``: use the feedback queries' refined vectors."""
+        from pretriever.index.dense import DenseIndex
+
+        dense = DenseIndex.load(path, model=model, device=device)
+        side = (dense.meta.get("refine") or {}).get("query_side") or {}
+        vectors: dict[str, np.ndarray] = {}
+        stored = side.get("refined_vectors")
+        if stored_queries and stored and (Path(path) / stored).exists():
+            table = pq.read_table(Path(path) / stored, columns=["query", "vector"])
+            for text, vec in zip(table.column("query").to_pylist(), table.column("vector").to_pylist()):
+                vectors[text] = np.asarray(vec, dtype=np.float32)
+        settings = side.get("test_time") if test_time is None else (test_time or None)
+        return cls(dense, vectors, settings, name=name, device=device, threads=threads)
+
+    def __len__(self) -> int:
+        return len(self.dense)
+
+    @property
+    def passage_ids(self) -> np.ndarray:
+        return self.dense.passage_ids
+
+    def query_vectors_for(self, queries: list[str]) -> np.ndarray:
+        """The vectors ``search`` uses for ``queries``."""
+        known = [q in self.query_vectors for q in queries]
+        out = np.zeros((len(queries), self.dense.dim), dtype=np.float32)
+        fresh = [i for i, k in enumerate(known) if not k]
+        for i, k in enumerate(known):
+            if k:
+                out[i] = self.query_vectors[queries[i]]
+        if fresh:
+            encoded = self.dense.encode_queries([queries[i] for i in fresh])
+            if self.test_time:
+                encoded = topk_refine(self.dense, encoded, self.test_time, self.device, self.threads)
+            out[fresh] = encoded
+        self.last_stats = {"stored": int(sum(known)), "test_time_refined": len(fresh) if self.test_time else 0,
+                           "plain": 0 if self.test_time else len(fresh)}
+        return out
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        if not queries:
+            return []
+        return self.dense.search_vectors(self.query_vectors_for(list(queries)), k)
+
+
+def open_index(path: Path | str, model=None, device: str | None = None):
+    """A :class:`RefinedIndex` when the folder's index.json records a refinement, else a DenseIndex."""
+    from pretriever.index.dense import DenseIndex, read_index_meta
+
+    if "refine" in read_index_meta(path):
+        return RefinedIndex.load(path, model=model, device=device)
+    return DenseIndex.load(path, model=model, device=device)

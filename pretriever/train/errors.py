@@ -1,0 +1,7 @@
+"""Errors of the train stage; each message says what is wrong and what to do."""
+
+from __future__ import annotations
+
+
+class TrainError(Exception):
+    """Training cannot start or go on (the CLI prints the message and exits with status 2)."""

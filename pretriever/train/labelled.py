@@ -1,0 +1,411 @@
+"""Labelled training data for fine-tuning: BEIR qrels and DPR training JSON, with BM25 hard negatives.
+
+BEIR (``--beir DIR --split train``): ``queries.jsonl`` (``_id``, ``text``), ``qrels/<split>.tsv``
+(``query-id``, ``corpus-id``, ``score``; a header line; rows with score > 0 are relevant)
+and the passages, from ``corpus.jsonl`` (``_id``, ``title``, ``text``) or from a corpus
+store (``--corpus``) built from it. One training example per relevant (query, passage)
+row, as BEIR's own training scripts do.
+
+DPR (``--dpr FILE``): DPR's training JSON (a list of ``question``, ``answers``,
+``positive_ctxs``, ``negative_ctxs``, ``hard_negative_ctxs``; contexts have ``title``,
+``text`` and ``passage_id`` or ``psg_id``), which ``pretriever pairs export --format dpr``
+also writes. One example per question, with its first positive context, as in DPR.
+
+Hard negatives (``--hard-negatives``): ``bm25`` searches each query with BM25 and takes
+the best-ranked passage among the top ``bm25_depth`` that is not one of the query's
+positives (for DPR also: does not contain an answer string, DPR's rule); the index is
+the index stage's ``BM25Index`` (bm25s, Lucene variant, English stop words and stemmer)
+over the corpus store, or over the BEIR corpus / the DPR file's contexts. A query without
+such a passage gets a passage drawn with the seed instead (counted in ``train.json``).
+``file`` takes DPR's own ``hard_negative_ctxs`` (else ``negative_ctxs``); ``none`` trains
+with in-batch negatives only.
+
+Few-shot (``--limit m``): m queries (BEIR: with all their relevant rows) drawn with the seed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pretriever.retrieval import Hit
+from pretriever.train.errors import TrainError
+
+
+def passage_text(title: str | None, text: str | None, prepend_title: bool = True) -> str:
+    """``title + " " + text``: how the index stage encodes passages by default (BEIR practice)."""
+    text = (text or "").strip()
+    if prepend_title and title and title.strip():
+        return f"{title.strip()} {text}".strip()
+    return text
+
+
+@dataclass
+class Example:
+    qid: str
+    query: str
+    positive_id: str | None
+    positive: str
+    negative: str | None = None
+    exclude: set[str] = field(default_factory=set)  # passage ids that must not be this query's negative
+    answers: list[str] = field(default_factory=list)  # DPR: a negative must not contain these
+
+
+@dataclass
+class LabelledData:
+    name: str  # the source's key in train.json counts ("beir:train", "dpr")
+    examples: list[Example]
+    queries: int  # distinct queries kept
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def records(self, with_negatives: bool) -> dict[str, list[str]]:
+        out = {"anchor": [e.query for e in self.examples], "positive": [e.positive for e in self.examples]}
+        if with_negatives:
+            out["negative"] = [e.negative or "" for e in self.examples]
+        return out
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))]))
+
+
+def sample_queries(qids: Sequence[str], limit: int | None, seed: int) -> list[str]:
+    """``limit`` of the query ids (in their original order), drawn with the seed; all when None."""
+    if limit is None or limit >= len(qids):
+        return list(qids)
+    picked = set(_rng(seed, "few-shot").choice(len(qids), limit, replace=False).tolist())
+    return [q for i, q in enumerate(qids) if i in picked]
+
+
+# ---------------------------------------------------------------- BEIR
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise TrainError(f"{path}:{n}: not valid JSON ({err})") from err
+    return rows
+
+
+def read_beir_queries(folder: Path) -> dict[str, str]:
+    path = Path(folder) / "queries.jsonl"
+    if not path.exists():
+        raise TrainError(f"{folder} is not a BEIR dataset folder: queries.jsonl is missing")
+    out = {}
+    for row in _jsonl(path):
+        if "_id" not in row or "text" not in row:
+            raise TrainError(f"{path}: every line needs _id and text (found keys {', '.join(row)})")
+        out[str(row["_id"])] = str(row["text"])
+    return out
+
+
+def read_beir_qrels(folder: Path, split: str) -> dict[str, list[str]]:
+    """query id -> relevant corpus ids (score > 0), in file order."""
+    qrels_dir = Path(folder) / "qrels"
+    path = qrels_dir / f"{split}.tsv"
+    if not path.exists():
+        splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.exists() else []
+        raise TrainError(f"{folder}: no qrels for split {split!r} ({path} is missing; "
+                         f"splits found: {', '.join(splits) or 'none'})")
+    out: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for n, row in enumerate(csv.reader(f, delimiter="\t"), 1):
+            if not row or (n == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid")):
+                continue
+            if len(row) < 3:
+                raise TrainError(f"{path}:{n}: expected query-id, corpus-id and score separated by tabs")
+            try:
+                score = float(row[2])
+            except ValueError:
+                raise TrainError(f"{path}:{n}: score {row[2]!r} is not a number") from None
+            if score > 0:
+                docs = out.setdefault(row[0].strip(), [])
+                if row[1].strip() not in docs:
+                    docs.append(row[1].strip())
+    if not out:
+        raise TrainError(f"{path} holds no relevant (score > 0) query-passage rows")
+    return out
+
+
+def read_beir_corpus(folder: Path) -> dict[str, tuple[str, str]]:
+    path = Path(folder) / "corpus.jsonl"
+    if not path.exists():
+        raise TrainError(f"{folder}: corpus.jsonl is missing; give the passages with --corpus STORE instead")
+    return {str(r["_id"]): (str(r.get("title") or ""), str(r.get("text") or "")) for r in _jsonl(path)}
+
+
+# ---------------------------------------------------------------- passages and BM25
+
+class Passages:
+    """Passage texts by id, from an in-memory dict or a corpus store."""
+
+    def __init__(self, texts: dict[str, tuple[str, str]] | None = None, store=None, prepend_title: bool = True):
+        self.mem = texts
+        self.store = store
+        self.prepend_title = prepend_title
+        self._all: tuple[list[str], list[str]] | None = None
+
+    def get(self, ids: Sequence[str]) -> dict[str, str]:
+        if self.mem is not None:
+            return {i: passage_text(*self.mem[i], self.prepend_title) for i in ids if i in self.mem}
+        import pyarrow as pa
+
+        con = self.store.connect()
+        try:
+            con.register("wanted", pa.table({"pid": pa.array(list(dict.fromkeys(ids)), pa.string())}))
+            rows = con.execute(
+                "SELECT p.passage_id, d.title, p.text FROM passages p JOIN wanted w ON p.passage_id = w.pid "
+                "LEFT JOIN documents d ON p.doc_id = d.doc_id").fetchall()
+            found = {r[0]: passage_text(r[1], r[2], self.prepend_title) for r in rows}
+            rest = [i for i in ids if i not in found]
+            if rest:  # qrels may name documents of a store cut into passages: the whole document
+                con.register("rest", pa.table({"did": pa.array(rest, pa.string())}))
+                rows = con.execute(
+                    "SELECT p.doc_id, any_value(d.title), string_agg(p.text, ' ' ORDER BY p.position) "
+                    "FROM passages p JOIN rest r ON p.doc_id = r.did LEFT JOIN documents d ON p.doc_id = d.doc_id "
+                    "GROUP BY p.doc_id").fetchall()
+                found.update({r[0]: passage_text(r[1], r[2], self.prepend_title) for r in rows})
+            return found
+        finally:
+            con.close()
+
+    def sample(self, n: int, seed: int) -> list[tuple[str, str]]:
+        """``n`` passages (id, text) drawn with the seed (from a store without reading it all into memory)."""
+        if self.mem is not None or self._all is not None:
+            ids, texts = self.all()
+            picks = _rng(seed, "random-negative").choice(len(ids), min(n, len(ids)), replace=False)
+            return [(ids[j], texts[j]) for j in picks.tolist()]
+        con = self.store.connect()
+        try:
+            rows = con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
+                               "ON p.doc_id = d.doc_id ORDER BY md5(p.passage_id || ?) LIMIT ?",
+                               [f":{seed}", n]).fetchall()
+        finally:
+            con.close()
+        return [(r[0], passage_text(r[1], r[2], self.prepend_title)) for r in rows]
+
+    def all(self) -> tuple[list[str], list[str]]:
+        """Every passage (ids, texts), for a BM25 index built here."""
+        if self._all is None:
+            if self.mem is not None:
+                ids = list(self.mem)
+                self._all = (ids, [passage_text(*self.mem[i], self.prepend_title) for i in ids])
+            else:
+                con = self.store.connect()
+                try:
+                    rows = con.execute("SELECT p.passage_id, d.title, p.text FROM passages p "
+                                       "LEFT JOIN documents d ON p.doc_id = d.doc_id").fetchall()
+                finally:
+                    con.close()
+                self._all = ([r[0] for r in rows], [passage_text(r[1], r[2], self.prepend_title) for r in rows])
+        return self._all
+
+
+class Bm25sRetriever:
+    """BM25 over passages held in memory (bm25s, Lucene variant, k1 1.5, b 0.75, English stop words
+    and Snowball stemmer: the settings of the index stage's BM25)."""
+
+    name = "bm25"
+
+    def __init__(self, ids: list[str], texts: list[str]):
+        import bm25s
+        import Stemmer
+
+        if not ids:
+            raise TrainError("the corpus for BM25 hard negatives is empty")
+        self.ids = ids
+        self._bm25s = bm25s
+        self.stemmer = Stemmer.Stemmer("english")
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False)
+        self.index = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        self.index.index(tokens, show_progress=False)
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        tokens = self._bm25s.tokenize(queries, stopwords="en", stemmer=self.stemmer, show_progress=False,
+                                      return_ids=False)
+        k = min(k, len(self.ids))
+        out: list[list[Hit]] = [[] for _ in queries]
+        todo = [i for i, t in enumerate(tokens) if t]
+        if todo:
+            docs, scores = self.index.retrieve([tokens[i] for i in todo], k=k, show_progress=False, n_threads=1)
+            for row, i in enumerate(todo):
+                out[i] = [Hit(self.ids[int(d)], float(s)) for d, s in zip(docs[row], scores[row]) if s > 0]
+        return out
+
+
+def bm25_retriever(passages: Passages) -> tuple[Any, str]:
+    """A BM25 retriever over ``passages`` and what it is: the index stage's ``BM25Index`` when
+    installed (over the corpus store, or over the in-memory texts), else :class:`Bm25sRetriever`."""
+    try:
+        from pretriever.index.bm25 import BM25Index
+    except ImportError:
+        BM25Index = None  # noqa: N806
+    if BM25Index is not None and passages.store is not None:
+        return BM25Index.build(passages.store), "pretriever.index.BM25Index over the corpus store"
+    ids, texts = passages.all()
+    if BM25Index is not None:
+        return BM25Index.build_from_texts(ids, texts), f"pretriever.index.BM25Index over {len(ids):,} passages"
+    return Bm25sRetriever(ids, texts), f"bm25s over {len(ids):,} passages"
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text.lower()).strip()
+
+
+def mine_bm25_negatives(examples: list[Example], retriever, passages: Passages, depth: int, seed: int,
+                        batch: int = 256, on_batch: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Give each example the best BM25 hit that is not excluded; a seeded random passage when none is."""
+    stats = {"bm25": 0}
+    by_query: dict[str, list[Example]] = {}
+    for e in examples:
+        by_query.setdefault(e.query, []).append(e)
+    queries = list(by_query)
+    for start in range(0, len(queries), batch):
+        chunk = queries[start:start + batch]
+        hits = retriever.search(chunk, depth)
+        wanted = {h.passage_id for row in hits for h in row}
+        texts = passages.get(sorted(wanted))
+        for query, row in zip(chunk, hits):
+            for e in by_query[query]:
+                for h in row:
+                    text = texts.get(h.passage_id)
+                    if not text or h.passage_id in e.exclude or text == e.positive:
+                        continue
+                    if e.answers and any(a and _norm(a) in _norm(text) for a in e.answers):
+                        continue
+                    e.negative = text
+                    stats["bm25"] += 1
+                    break
+        if on_batch:
+            on_batch(len(chunk))
+    stats["random_fallback"] = fill_random_negatives(examples, passages, seed)
+    return stats
+
+
+def fill_random_negatives(examples: list[Example], passages: Passages, seed: int) -> int:
+    """A passage drawn with the seed for every example still without a negative; returns how many."""
+    lacking = [e for e in examples if e.negative is None]
+    if not lacking:
+        return 0
+    pool = passages.sample(4 * len(lacking) + 64, seed)
+    if not pool:
+        raise TrainError("no passages to draw negatives from; train with --hard-negatives none")
+    filled, j = 0, 0
+    for e in lacking:
+        for _ in range(len(pool)):
+            pid, text = pool[j % len(pool)]
+            j += 1
+            if pid not in e.exclude and text and text != e.positive:
+                e.negative = text
+                filled += 1
+                break
+    if any(e.negative is None for e in examples):
+        raise TrainError("could not find a negative passage for every query (the corpus is too small?); "
+                         "train with --hard-negatives none")
+    return filled
+
+
+# ---------------------------------------------------------------- loaders
+
+def load_beir(folder: Path, split: str, limit: int | None, seed: int, prepend_title: bool,
+              store=None) -> tuple[LabelledData, Passages]:
+    folder = Path(folder)
+    queries = read_beir_queries(folder)
+    qrels = read_beir_qrels(folder, split)
+    missing = [q for q in qrels if q not in queries]
+    qids = [q for q in qrels if q in queries]
+    if not qids:
+        raise TrainError(f"{folder}: none of the {len(qrels)} queries in qrels/{split}.tsv is in queries.jsonl")
+    passages = Passages(store=store, prepend_title=prepend_title) if store is not None else \
+        Passages(read_beir_corpus(folder), prepend_title=prepend_title)
+    kept = sample_queries(qids, limit, seed)
+    texts = passages.get([d for q in kept for d in qrels[q]])
+    examples, no_passage = [], 0
+    for q in kept:
+        for d in qrels[q]:
+            if d not in texts or not texts[d]:
+                no_passage += 1
+                continue
+            examples.append(Example(qid=q, query=queries[q], positive_id=d, positive=texts[d], exclude=set(qrels[q])))
+    if not examples:
+        raise TrainError(f"{folder}: no relevant passage of qrels/{split}.tsv was found in the corpus")
+    notes = {"qrels_queries": len(qrels), "qrels_rows": sum(len(v) for v in qrels.values()),
+             "queries_missing": len(missing), "positives_missing": no_passage}
+    return LabelledData(name=f"beir:{split}", examples=examples, queries=len({e.qid for e in examples}),
+                        notes=notes), passages
+
+
+def _ctx_id(ctx: dict[str, Any]) -> str:
+    for key in ("passage_id", "psg_id", "id"):
+        if ctx.get(key) not in (None, ""):
+            return str(ctx[key])
+    return "t:" + format(zlib.crc32(f"{ctx.get('title', '')}\n{ctx.get('text', '')}".encode("utf-8")), "08x")
+
+
+def read_dpr(path: Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    if not path.exists():
+        raise TrainError(f"{path} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TrainError(f"{path}: not valid JSON ({err}); a DPR training file is one JSON list") from err
+    if not isinstance(data, list) or (data and not isinstance(data[0], dict)):
+        raise TrainError(f"{path}: a DPR training file is a JSON list of objects")
+    for i, rec in enumerate(data[:1000]):
+        if "question" not in rec or "positive_ctxs" not in rec:
+            raise TrainError(f"{path}: record {i} lacks question or positive_ctxs (keys: {', '.join(rec)}); "
+                             "is this a DPR training file?")
+    return data
+
+
+def load_dpr(path: Path, limit: int | None, seed: int, prepend_title: bool, hard_negatives: str,
+             store=None) -> tuple[LabelledData, Passages]:
+    records = read_dpr(path)
+    usable = [i for i, r in enumerate(records) if r.get("positive_ctxs")]
+    if not usable:
+        raise TrainError(f"{path}: no record has a positive context")
+    kept = [int(i) for i in sample_queries([str(i) for i in usable], limit, seed)]
+    examples = []
+    from_file = 0
+    for i in kept:
+        rec = records[i]
+        pos = rec["positive_ctxs"][0]
+        e = Example(qid=str(i), query=str(rec["question"]), positive_id=_ctx_id(pos),
+                    positive=passage_text(pos.get("title"), pos.get("text"), prepend_title),
+                    exclude={_ctx_id(c) for c in rec["positive_ctxs"]},
+                    answers=[str(a) for a in rec.get("answers") or []])
+        if hard_negatives == "file":
+            ctxs = rec.get("hard_negative_ctxs") or rec.get("negative_ctxs") or []
+            if ctxs:
+                e.negative = passage_text(ctxs[0].get("title"), ctxs[0].get("text"), prepend_title)
+                from_file += 1
+        examples.append(e)
+    if store is not None:
+        passages = Passages(store=store, prepend_title=prepend_title)
+    else:  # the file's own contexts are the corpus for BM25
+        corpus: dict[str, tuple[str, str]] = {}
+        for rec in records:
+            for key in ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs"):
+                for c in rec.get(key) or []:
+                    corpus.setdefault(_ctx_id(c), (str(c.get("title") or ""), str(c.get("text") or "")))
+        passages = Passages(corpus, prepend_title=prepend_title)
+    notes = {"records": len(records), "records_without_positive": len(records) - len(usable)}
+    if hard_negatives == "file":
+        notes["negatives_from_file"] = from_file
+    return LabelledData(name="dpr", examples=examples, queries=len(examples), notes=notes), passages

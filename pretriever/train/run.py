@@ -1,0 +1,475 @@
+"""``pretriever train``: training data -> SentenceTransformerTrainer -> a sentence-transformers model folder.
+
+MODEL_DIR after a run::
+
+    MODEL_DIR/                  a sentence-transformers model (SentenceTransformer(MODEL_DIR) loads it)
+      train.json                config, data counts per method, loss curve, time, pairs/s
+      loss.png                  the loss curve
+      checkpoints/checkpoint-N  every --save-steps steps while training (removed at the end
+                                unless --keep-checkpoints); --resume continues from the newest
+
+Resuming: the Hugging Face Trainer restores the weights, optimizer, scheduler and RNG states
+of the newest checkpoint and skips the batches already seen; the data are rebuilt from the
+same inputs and seed (the settings must match the interrupted run, which is checked), so
+a resumed run ends with the same weights as an uninterrupted one (bit-identical on CPU).
+
+Multi-GPU: run the same command under ``accelerate launch`` or ``torchrun`` (see the CLI
+help); the Trainer shards each batch over the processes (``--batch-size`` is per device),
+and ``--gather-across-devices`` makes every device's passages negatives for every query.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pretriever import __version__
+from pretriever.io import write_json
+from pretriever.train.config import TrainConfig
+from pretriever.train.errors import TrainError
+
+REPORT = "train.json"
+PLOT = "loss.png"
+CHECKPOINTS = "checkpoints"
+WORK = ".work"
+RUN_SETTINGS = "pretriever-run.json"  # inside checkpoints/: the settings a --resume must match
+
+Step = Callable[[str], None]
+
+
+@dataclass
+class TrainingData:
+    path: Path  # Arrow stream file: anchor, positive[, negative]
+    pairs: int
+    counts: dict[str, int]  # pairs per method (mined) or per source (labelled)
+    with_negatives: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the data of a run: pairs per method and the input files with their sizes."""
+        files = self.info.get("files") or [self.info.get("path")]
+        inputs = [[Path(f).name, Path(f).stat().st_size if Path(f).is_file() else None] for f in files if f]
+        return {"pairs": self.pairs, "per_method": self.counts, "negatives": self.with_negatives, "inputs": inputs}
+
+    def dataset(self):
+        from datasets import Dataset
+
+        return Dataset.from_file(str(self.path))
+
+
+@dataclass
+class TrainResult:
+    config: TrainConfig
+    report: dict[str, Any]
+    model: Any = None  # the trained SentenceTransformer (in memory)
+
+    @property
+    def out(self) -> Path:
+        return self.config.out
+
+
+def _rank() -> int:
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _world() -> int:
+    return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+
+
+def _barrier() -> Callable[[], None]:
+    """Wait for every process (torchrun / accelerate launch); a no-op in a single process."""
+    if _world() == 1:
+        return lambda: None
+    from accelerate import PartialState
+
+    return PartialState().wait_for_everyone
+
+
+# ---------------------------------------------------------------- output folder and checkpoints
+
+def last_checkpoint(folder: Path) -> Path | None:
+    """The newest complete checkpoint (one with trainer_state.json) in ``folder``."""
+    if not folder.is_dir():
+        return None
+    found = []
+    for p in folder.iterdir():
+        if p.is_dir() and p.name.startswith("checkpoint-") and p.name[11:].isdigit() \
+                and (p / "trainer_state.json").exists():
+            found.append((int(p.name[11:]), p))
+    return max(found)[1] if found else None
+
+
+def prepare_out(cfg: TrainConfig) -> Path | None:
+    """Check (and on --overwrite clear) MODEL_DIR; returns the checkpoint to resume from."""
+    out = cfg.out
+    if out.exists() and not out.is_dir():
+        raise TrainError(f"{out} exists and is not a folder")
+    checkpoints = out / CHECKPOINTS
+    last = last_checkpoint(checkpoints)
+    if cfg.resume:
+        if last is None:
+            done = " (that run finished: train.json is there)" if (out / REPORT).exists() else ""
+            raise TrainError(f"nothing to resume in {out}{done}: no checkpoint in {checkpoints}; checkpoints are "
+                             "written every --save-steps steps")
+        saved = checkpoints / RUN_SETTINGS
+        if saved.exists():
+            before = json.loads(saved.read_text(encoding="utf-8")).get("settings", {})
+            now = cfg.run_settings()
+            changed = sorted(k for k in now if k in before and before[k] != now[k])
+            if changed:
+                detail = "; ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in changed)
+                raise TrainError(f"--resume must use the settings of the interrupted run; changed: {detail}")
+        return last
+    if out.exists() and any(out.iterdir()):
+        ours = any((out / name).exists() for name in (REPORT, CHECKPOINTS, WORK, "modules.json"))
+        if not ours:
+            raise TrainError(f"{out} is a non-empty folder that does not hold a pretriever model; choose another --out")
+        if not cfg.overwrite:
+            hint = " or continue the interrupted run with --resume" if last is not None else ""
+            raise TrainError(f"{out} already holds a model or a run; pass --overwrite to replace it{hint}")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+# ---------------------------------------------------------------- data
+
+def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
+    """Read, sample and write the training set (anchor, positive[, negative]) for this config."""
+    path = cfg.out / WORK / f"train-pairs-rank{_rank()}.arrow"
+    if cfg.pairs is not None:
+        from pretriever.train.pairs import scan_pairs, select_rows, write_selected
+
+        step(f"reading pairs in {cfg.pairs}")
+        scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
+        rows, counts = select_rows(scan, cfg.mix, cfg.limit, cfg.seed)
+        step(f"writing {len(rows):,} training pairs")
+        n = write_selected(scan, rows, path)
+        info = {"source": "pairs", "path": str(cfg.pairs), "files": [str(f.path) for f in scan.files],
+                "methods_available": scan.total, "eligible": scan.available,
+                "without_negative": {m: v for m, v in scan.without_negative.items() if v},
+                "without_text": {m: v for m, v in scan.without_text.items() if v},
+                "negatives_note": scan.negatives_note, "mix": cfg.mix, "limit": cfg.limit}
+        return TrainingData(path, n, counts, scan.with_negatives, info)
+
+    from pretriever.train import labelled as lab
+
+    store = None
+    if cfg.corpus is not None:
+        from pretriever.corpus.store import CorpusStore, StoreError
+
+        try:
+            store = CorpusStore(cfg.corpus)
+        except StoreError as err:
+            raise TrainError(str(err)) from err
+    if cfg.beir is not None:
+        step(f"reading BEIR {cfg.beir.name} ({cfg.split})")
+        data, passages = lab.load_beir(cfg.beir, cfg.split, cfg.limit, cfg.seed, cfg.prepend_title, store)
+    else:
+        step(f"reading DPR training file {cfg.dpr.name}")
+        data, passages = lab.load_dpr(cfg.dpr, cfg.limit, cfg.seed, cfg.prepend_title, cfg.hard_negatives, store)
+    info: dict[str, Any] = {"source": cfg.source, "path": str(cfg.beir or cfg.dpr), "queries": data.queries,
+                            **data.notes, "limit": cfg.limit, "hard_negatives": cfg.hard_negatives}
+    with_negatives = cfg.use_negatives and cfg.hard_negatives != "none"
+    if with_negatives:
+        if cfg.hard_negatives == "bm25":
+            step("building a BM25 index for hard negatives")
+            retriever, info["bm25_index"] = lab.bm25_retriever(passages)
+            step(f"mining BM25 hard negatives for {data.queries:,} queries")
+            info["negatives_found"] = lab.mine_bm25_negatives(data.examples, retriever, passages, cfg.bm25_depth,
+                                                              cfg.seed)
+        else:
+            info["negatives_found"] = {"file": data.notes.get("negatives_from_file", 0),
+                                       "random_fallback": lab.fill_random_negatives(data.examples, passages, cfg.seed)}
+    n = lab_write(data, with_negatives, path)
+    return TrainingData(path, n, {data.name: n}, with_negatives, info)
+
+
+def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:
+    """A resumed run must see the same training pairs (counts per method, input files and sizes)."""
+    if not saved.exists():
+        return
+    before = json.loads(saved.read_text(encoding="utf-8")).get("data")
+    if before is not None and before != json.loads(json.dumps(fingerprint)):
+        raise TrainError(f"--resume: the training data differ from the interrupted run's (then: {before}; now: "
+                         f"{fingerprint}); were the pairs re-mined? start again with --overwrite")
+
+
+def lab_write(data, with_negatives: bool, path: Path) -> int:
+    from pretriever.train.pairs import write_records
+
+    return write_records(data.records(with_negatives), path)
+
+
+# ---------------------------------------------------------------- trainer
+
+def plan_steps(cfg: TrainConfig, pairs: int) -> tuple[int, int]:
+    """(steps per epoch, total optimizer steps)."""
+    per_epoch = max(1, math.ceil(pairs / (cfg.batch_size * _world())))
+    total = cfg.max_steps or max(1, math.ceil(cfg.epochs * per_epoch))
+    return per_epoch, total
+
+
+def training_args(cfg: TrainConfig, data: TrainingData, logging_steps: int, output_dir: Path | None = None):
+    import transformers
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    columns = ["anchor", "positive"] + (["negative"] if data.with_negatives else [])
+    from pretriever.train.model import ROUTES
+
+    warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
+              else {"warmup_ratio": cfg.warmup_ratio})
+    return SentenceTransformerTrainingArguments(
+        output_dir=str(output_dir or cfg.out / CHECKPOINTS),
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps or -1,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="linear",
+        weight_decay=cfg.weight_decay,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        batch_sampler=BatchSamplers.NO_DUPLICATES if cfg.no_duplicates else BatchSamplers.BATCH_SAMPLER,
+        router_mapping={c: ROUTES[c] for c in columns},
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        logging_strategy="steps",
+        logging_steps=logging_steps,
+        logging_first_step=True,
+        report_to="none",
+        disable_tqdm=True,
+        fp16=cfg.precision == "fp16",
+        bf16=cfg.precision == "bf16",
+        dataloader_num_workers=cfg.dataloader_workers,
+        dataloader_pin_memory=_cuda(),
+        ddp_find_unused_parameters=False,
+        **warmup,
+    )
+
+
+def make_trainer(model, loss, args, dataset, callbacks: Sequence = ()):
+    from sentence_transformers import SentenceTransformerTrainer
+
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
+                                         callbacks=list(callbacks))
+    return _quiet(trainer)
+
+
+def _quiet(trainer):
+    """No printed log dicts or tqdm bars: progress is ours (rich), the logs go to train.json."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    return trainer
+
+
+def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
+    """Mean loss of ``model`` over ``dataset`` (anchor, positive[, negative]) in fixed batches, no dropout."""
+    import tempfile
+
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    from pretriever.train.model import build_loss
+
+    with_negatives = "negative" in dataset.column_names
+    data = TrainingData(Path("-"), len(dataset), {}, with_negatives)
+    with tempfile.TemporaryDirectory(prefix="pretriever-eval-") as tmp:
+        args = training_args(cfg, data, logging_steps=1, output_dir=Path(tmp))
+        args.batch_sampler = BatchSamplers.BATCH_SAMPLER  # fixed batches in file order
+        trainer = SentenceTransformerTrainer(model=model, args=args, eval_dataset=dataset, loss=build_loss(model, cfg))
+        _quiet(trainer)
+        return float(trainer.evaluate()["eval_loss"])
+
+
+def progress_callback():
+    """A rich progress bar over optimizer steps with the running loss and pairs/s."""
+    from transformers import TrainerCallback
+
+    from pretriever.progress import console
+
+    class RichProgress(TrainerCallback):
+        def __init__(self):
+            self.progress = None
+            self.loss = float("nan")
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if not state.is_world_process_zero:
+                return
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.pairs_per_step = args.per_device_train_batch_size * max(1, args.world_size)
+            self.start_step, self.t0 = state.global_step, time.perf_counter()
+            self.progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("steps  loss {task.fields[loss]}  {task.fields[rate]}"),
+                                     TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+            self.progress.start()
+            self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step,
+                                               loss="-", rate="")
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.progress is None:
+                return
+            seconds = time.perf_counter() - self.t0
+            rate = (state.global_step - self.start_step) * self.pairs_per_step / seconds if seconds > 0 else 0
+            self.progress.update(self.task, completed=state.global_step, rate=f"{rate:,.1f} pairs/s")
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.progress is not None and logs and "loss" in logs:
+                self.progress.update(self.task, loss=f"{float(logs['loss']):.4f}")
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.close()
+
+        def close(self):
+            if self.progress is not None:
+                self.progress.stop()
+                self.progress = None
+
+    return RichProgress()
+
+
+# ---------------------------------------------------------------- the run
+
+def loss_curve(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"step": int(e["step"]), "epoch": round(float(e.get("epoch", 0.0)), 4), "loss": float(e["loss"]),
+             "learning_rate": float(e.get("learning_rate", 0.0))} for e in log_history if "loss" in e]
+
+
+def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pretriever.io import atomic_path
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    if curve:
+        ax.plot([c["step"] for c in curve], [c["loss"] for c in curve], marker="o" if len(curve) < 30 else None,
+                linewidth=1.5)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss (NLL of the positive)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
+          step: Step = lambda _: None, device: str | None = None) -> TrainResult:
+    """Train as ``cfg`` says and write MODEL_DIR; ``callbacks`` are extra transformers TrainerCallbacks."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    t_start = time.perf_counter()
+    main = _rank() == 0
+    barrier = _barrier()
+    existed = cfg.out.exists()
+    if main:
+        resume_from = prepare_out(cfg)
+    barrier()
+    if not main:
+        resume_from = last_checkpoint(cfg.out / CHECKPOINTS) if cfg.resume else None
+    try:
+        data = build_data(cfg, step)
+        if data.pairs == 0:
+            raise TrainError("no training pairs were selected")
+        fingerprint = data.fingerprint()
+        if resume_from is not None:
+            check_same_data(cfg.out / CHECKPOINTS / RUN_SETTINGS, fingerprint)
+
+        from pretriever.train.model import build_loss, build_model
+
+        step("loading the model")
+        import transformers
+
+        transformers.set_seed(cfg.seed)  # layers added to a plain checkpoint start alike
+        model, model_info = build_model(cfg, device=device)
+    except BaseException:
+        if main:  # leave MODEL_DIR as it was: nothing was trained yet
+            shutil.rmtree(cfg.out / WORK, ignore_errors=True)
+            if not existed and cfg.out.is_dir() and not any(cfg.out.iterdir()):
+                cfg.out.rmdir()
+        raise
+    loss = build_loss(model, cfg)
+    per_epoch, total_steps = plan_steps(cfg, data.pairs)
+    logging_steps = cfg.logging_steps or max(1, total_steps // 50)
+    args = training_args(cfg, data, logging_steps)
+    bar = progress_callback() if progress else None
+    trainer = make_trainer(model, loss, args, data.dataset(), list(callbacks) + ([bar] if bar else []))
+    if main:
+        (cfg.out / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
+        write_json(cfg.out / CHECKPOINTS / RUN_SETTINGS, {"settings": cfg.run_settings(), "data": fingerprint})
+    start_step = 0
+    if resume_from is not None:
+        start_step = int(json.loads((resume_from / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
+    step(f"training on {data.pairs:,} pairs")
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()  # an interrupted run leaves no live progress display behind
+    train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
+    state = trainer.state
+    steps_run = state.global_step - start_step
+    if cfg.max_steps:
+        pairs_trained = steps_run * min(cfg.batch_size * _world(), data.pairs)
+    else:
+        # the trainer's own step count: a no-duplicates sampler can need more batches than pairs / batch size
+        pairs_trained = round(steps_run * data.pairs * cfg.epochs / max(state.max_steps or total_steps, 1))
+        per_epoch = max(1, round((state.max_steps or total_steps) / cfg.epochs))
+
+    step(f"saving the model to {cfg.out}")
+    trainer.save_model(str(cfg.out))
+    curve = loss_curve(state.log_history)
+    report = {
+        "pretriever_version": __version__,
+        "config": cfg.to_json(),
+        "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
+        "model": model_info,
+        "training": {"steps": state.global_step, "steps_per_epoch": per_epoch,
+                     "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
+                     "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size
+                     else "MultipleNegativesRankingLoss",
+                     "resumed_from": str(resume_from) if resume_from is not None else None,
+                     "resumed_at_step": start_step if resume_from is not None else None,
+                     "final_loss": curve[-1]["loss"] if curve else None},
+        "loss_curve": curve,
+        "seconds": {"train": round(train_seconds, 3), "total": round(time.perf_counter() - t_start, 3),
+                    "train_cpu": round(train_cpu, 3)},  # CPU seconds of this process (all threads)
+        "pairs_trained": pairs_trained,
+        "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
+    }
+    barrier()
+    if main:
+        write_json(cfg.out / REPORT, report)
+        plot_loss(curve, cfg.out / PLOT, f"{model_info['base']} on {data.pairs:,} pairs "
+                  f"({', '.join(f'{k} {v:,}' for k, v in data.counts.items())})")
+        if not cfg.keep_checkpoints:
+            shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
+    if main:
+        shutil.rmtree(cfg.out / WORK, ignore_errors=True)
+    else:
+        data.path.unlink(missing_ok=True)
+    return TrainResult(config=cfg, report=report, model=model)
