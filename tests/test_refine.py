@@ -211,6 +211,9 @@ class FakeModel:
     def encode(self, texts, **kwargs):
         return np.stack([self.vectors[t] for t in texts]).astype(np.float32)
 
+    # sentence-transformers routes queries and passages through these (one encoder here)
+    encode_query = encode_document = encode
+
 
 @pytest.fixture()
 def toy(tmp_path):
