@@ -170,6 +170,8 @@ class NullModel:
     def encode(self, texts, **kwargs):
         return np.zeros((len(texts), self.dim), dtype=np.float32)
 
+    encode_document = encode_query = encode
+
 
 def model_label(name):
     from pretriever.models import model_label as label
