@@ -44,7 +44,7 @@ class BodyFirstSelection(Method):
         body = ctx.positives.filter(ctx.positives.section_idx > 0)
         if ctx.engine.count(body) == 0:
             return ("no document has a passage outside its lead section (every passage has section_idx 0): "
-                    "the store has no section structure (WikiExtractor output keeps only the lead; build "
-                    "from the MediaWiki XML dump instead)")
+                    "the store has no section structure (BEIR, JSONL, DPR and WikiExtractor inputs have "
+                    "only a lead; a MediaWiki XML dump has sections)")
         return (f"no document has both a lead sentence of at least {ctx.config.min_query_words} words and a "
                 f"body passage of at least {ctx.config.min_passage_words} words")
