@@ -1,0 +1,157 @@
+"""Benchmark of ``pretriever mine`` (dl,cm, random negatives) on synthetic stores of 10^5..10^7 links.
+
+    python bench/bench_mine.py [--sizes 1e5,1e6,1e7] [--spark-size 1e6] [--json bench/out/mine.json]
+
+For each size a store is generated (``synthetic_corpus.py``, not timed with mining), then
+``mine`` runs in a subprocess with the paper's default settings on DuckDB; the wall clock
+of that subprocess (imports included) is timed and the RSS of its process tree sampled by
+psutil. The growth exponent between consecutive sizes is log(t2/t1)/log(n2/n1); the largest
+size's time is projected to full English Wikipedia (about 150M links) with the last exponent.
+Spark (local mode) is run once on ``--spark-size``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_corpus import generate  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+ENWIKI_LINKS, ENWIKI_PASSAGES = 150_000_000, 22_000_000
+SAMPLE_EVERY_S = 0.05
+
+MINE_SNIPPET = """
+import sys
+from pretriever.mine.config import MineConfig
+from pretriever.mine.pipeline import mine
+r = mine(MineConfig(corpus=sys.argv[1], out=sys.argv[2], methods="dl,cm", negatives="random",
+                    engine=sys.argv[3], overwrite=True, memory_limit=sys.argv[4] or None))
+"""
+
+
+def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "") -> dict:
+    cmd = [sys.executable, "-c", MINE_SNIPPET, str(store), str(out), engine, memory_limit]
+    peak_sum = peak_one = 0
+    started = time.perf_counter()
+    with psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while proc.poll() is None:
+            rss = []
+            try:
+                tree = [proc, *proc.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                break
+            for p in tree:
+                try:
+                    rss.append(p.memory_info().rss)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    pass
+            peak_sum, peak_one = max(peak_sum, sum(rss)), max(peak_one, max(rss, default=0))
+            time.sleep(SAMPLE_EVERY_S)
+        stdout, stderr = proc.communicate()
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"mine failed ({engine}):\n{stderr[-3000:]}")
+    manifest = json.loads((out / "pairs.json").read_text())
+    methods = {m: {"candidates": v["candidates"], "pairs": v["pairs"]} for m, v in manifest["methods"].items()}
+    return {"engine": engine, "seconds": round(seconds, 2), "mine_seconds": manifest["seconds"],
+            "peak_rss_sum_mib": round(peak_sum / 2**20, 1), "peak_rss_largest_mib": round(peak_one / 2**20, 1),
+            "memory_limit": memory_limit or None, "methods": methods, "cm_indegree_threshold": manifest.get("cm_indegree_threshold")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1e5,1e6,1e7")
+    ap.add_argument("--spark-size", default="1e6", help="size to run Spark on ('' to skip)")
+    ap.add_argument("--workdir", type=Path, default=None, help="where stores and pairs go (default: a temp dir)")
+    ap.add_argument("--memory-limit", default="", help="DuckDB memory limit, e.g. 6GB (default: DuckDB's, 80%% of RAM)")
+    ap.add_argument("--merge", action="store_true", help="keep other sizes already in --json")
+    ap.add_argument("--json", type=Path, default=REPO / "bench" / "out" / "mine.json")
+    args = ap.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s]
+    spark_size = int(float(args.spark_size)) if args.spark_size else None
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-mine-"))
+    work.mkdir(parents=True, exist_ok=True)
+    console = Console()
+    info = {"cores": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "python": platform.python_version(), "load_1m_at_start": os.getloadavg()[0]}
+    runs, spark = [], None
+    if args.merge and args.json.exists():  # keep the sizes measured by an earlier invocation
+        old = json.loads(args.json.read_text())
+        runs = [r for r in old.get("runs", []) if r["links"] not in sizes]
+        spark = old.get("spark") if spark_size not in sizes else None
+    for n in sizes:
+        store = work / f"store-{n}"
+        t0 = time.perf_counter()
+        m = generate(store, n)
+        gen_s = time.perf_counter() - t0
+        console.print(f"[dim]{n:,} links: store generated in {gen_s:.1f}s, mining...[/dim]")
+        r = run_mine(store, work / f"pairs-{n}", "duckdb", args.memory_limit)
+        r.update(links=n, passages=m["counts"]["passages"], documents=m["counts"]["documents"],
+                 generate_seconds=round(gen_s, 2), load_1m_before=info["load_1m_at_start"])
+        runs.append(r)
+        console.print(f"[dim]  {r['seconds']}s, peak {r['peak_rss_sum_mib']} MiB, {r['methods']}[/dim]")
+        if spark_size == n:
+            spark = run_mine(store, work / f"pairs-{n}-spark", "spark")
+            spark["links"] = n
+            spark["ratio_spark_over_duckdb"] = round(spark["seconds"] / r["seconds"], 2)
+            console.print(f"[dim]  spark {spark['seconds']}s[/dim]")
+            shutil.rmtree(work / f"pairs-{n}-spark", ignore_errors=True)
+        shutil.rmtree(work / f"pairs-{n}", ignore_errors=True)
+        shutil.rmtree(store, ignore_errors=True)
+        info["load_1m_at_start"] = os.getloadavg()[0]
+        save(args.json, info, runs, spark)  # after every size, so a cut-short run keeps what it measured
+    report(console, *save(args.json, info, runs, spark))
+
+
+def save(path: Path, info: dict, runs: list[dict], spark: dict | None) -> tuple:
+    runs = sorted(runs, key=lambda r: r["links"])
+    for r in runs:
+        r.pop("exponent", None)
+    for prev, cur in zip(runs, runs[1:]):
+        cur["exponent"] = round(math.log(cur["seconds"] / prev["seconds"]) / math.log(cur["links"] / prev["links"]), 3)
+    projection = None
+    if runs:
+        last = runs[-1]
+        e = last.get("exponent", 1.0)
+        projection = {"links": ENWIKI_LINKS, "passages": ENWIKI_PASSAGES, "exponent": e,
+                      "from_links": last["links"],
+                      "hours": round(last["seconds"] * (ENWIKI_LINKS / last["links"]) ** e / 3600, 2)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": info, "runs": runs, "spark": spark, "projection": projection}, indent=1))
+    return path, runs, spark, projection
+
+
+def report(console: Console, path: Path, runs: list[dict], spark: dict | None, projection: dict | None) -> None:
+    table = Table(title="pretriever mine (dl,cm + random negatives, DuckDB)")
+    for col in ("links", "passages", "seconds", "peak RSS MiB (tree)", "dl pairs", "cm pairs", "exponent"):
+        table.add_column(col, justify="right")
+    for r in runs:
+        table.add_row(f"{r['links']:,}", f"{r['passages']:,}", f"{r['seconds']:.1f}", f"{r['peak_rss_sum_mib']:,.0f}",
+                      f"{r['methods']['dl']['pairs']:,}", f"{r['methods']['cm']['pairs']:,}",
+                      str(r.get("exponent", "")))
+    console.print(table)
+    if spark:
+        console.print(f"Spark local on {spark['links']:,} links: {spark['seconds']}s "
+                      f"(Spark/DuckDB = {spark['ratio_spark_over_duckdb']}), peak {spark['peak_rss_sum_mib']} MiB")
+    if projection:
+        console.print(f"Projection to English Wikipedia ({ENWIKI_LINKS:,} links) with exponent "
+                      f"{projection['exponent']}: {projection['hours']} h")
+    console.print(f"saved {path}")
+
+if __name__ == "__main__":
+    main()
