@@ -30,10 +30,10 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_corpus import generate  # noqa: E402
+from process_tree import watch_peak_rss  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENWIKI_LINKS, ENWIKI_PASSAGES = 150_000_000, 22_000_000
-SAMPLE_EVERY_S = 0.05
 
 MINE_SNIPPET = """
 import sys
@@ -46,22 +46,9 @@ r = mine(MineConfig(corpus=sys.argv[1], out=sys.argv[2], methods="dl,cm", negati
 
 def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "") -> dict:
     cmd = [sys.executable, "-c", MINE_SNIPPET, str(store), str(out), engine, memory_limit]
-    peak_sum = peak_one = 0
     started = time.perf_counter()
     with psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        while proc.poll() is None:
-            rss = []
-            try:
-                tree = [proc, *proc.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                break
-            for p in tree:
-                try:
-                    rss.append(p.memory_info().rss)
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    pass
-            peak_sum, peak_one = max(peak_sum, sum(rss)), max(peak_one, max(rss, default=0))
-            time.sleep(SAMPLE_EVERY_S)
+        peak_sum, peak_one = watch_peak_rss(proc)
         stdout, stderr = proc.communicate()
     seconds = time.perf_counter() - started
     if proc.returncode != 0:

@@ -36,13 +36,13 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_big_dump import make_big_dump  # noqa: E402
+from process_tree import watch_peak_rss  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 OUT_DIR = REPO / "bench" / "out"
 MB = 1_000_000  # throughput is in MB (10^6 bytes) of decompressed XML
 ENWIKI_XML_GB = 100  # full English Wikipedia, pages-articles, decompressed (approximate)
-SAMPLE_EVERY_S = 0.02
 OK_EXIT = (0, 3)  # pretriever exits 3 when the store is built but some pages failed to parse
 
 PRODUCES = {"WikiExtractor": "text with links (JSON lines)",
@@ -181,25 +181,9 @@ def time_tools(jobs: list[Job], repeat: int) -> None:
 
 
 def peak_rss(cmd: list[str]) -> tuple[float, float, int]:
-    """(peak of the summed RSS of the process tree, peak RSS of its largest process) in MiB, and the exit code.
-
-    The sum counts pages shared between forked workers once per process, so it overstates a little.
-    """
-    peak_sum = peak_one = 0
+    """(peak of the summed RSS of the process tree, peak RSS of its largest process) in MiB, and the exit code."""
     with psutil.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
-        while proc.poll() is None:
-            rss = []
-            try:
-                tree = [proc, *proc.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                break
-            for p in tree:
-                try:
-                    rss.append(p.memory_info().rss)
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    pass
-            peak_sum, peak_one = max(peak_sum, sum(rss)), max(peak_one, max(rss, default=0))
-            time.sleep(SAMPLE_EVERY_S)
+        peak_sum, peak_one = watch_peak_rss(proc)
     return peak_sum / 2**20, peak_one / 2**20, proc.returncode
 
 
