@@ -31,6 +31,14 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
+def read_json(path: Path, error: type[Exception]) -> Any:
+    """A JSON file's content; ``error`` (naming the file) when it is not valid JSON."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise error(f"{path}: not valid JSON ({err})") from err
+
+
 def write_json(path: Path, data: Any) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")

@@ -7,7 +7,6 @@ starts, so a wrong folder fails at once with a message naming what is missing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from pretriever.corpus.schema import STORE_TABLES
+from pretriever.io import read_json
 
 
 class StoreError(Exception):
@@ -29,10 +29,7 @@ class CorpusStore:
             hint = " (an interrupted build? continue it with --resume)" if (self.path / "_work").exists() else ""
             raise StoreError(f"{self.path} is not a corpus store: {manifest.name} is missing{hint}; "
                              "build one with `pretriever corpus build INPUT --out DIR`")
-        try:
-            self.manifest: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise StoreError(f"{manifest}: not valid JSON ({err})") from err
+        self.manifest: dict[str, Any] = read_json(manifest, StoreError)
         for name in STORE_TABLES:
             self.check_table(name)
 

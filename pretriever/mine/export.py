@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pretriever.io import PARQUET_OPTIONS, atomic_path
+from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
@@ -44,10 +44,7 @@ class PairsDir:
         if not manifest.exists():
             raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
                              "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
-        try:
-            self.manifest: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise PairsError(f"{manifest}: not valid JSON ({err})") from err
+        self.manifest: dict[str, Any] = read_json(manifest, PairsError)
 
     @property
     def methods(self) -> list[str]:
