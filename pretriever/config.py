@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
+
+from pretriever.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,10 +21,49 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 T = TypeVar("T")
+_MISSING = dataclasses.MISSING
 
 
-class ConfigError(ValueError):
-    """A config file or value is wrong; the message names the file and the key."""
+def option(default: Any = _MISSING, help: str = "", *, default_factory: Any = _MISSING,
+           **metadata: Any) -> Any:
+    """A config field whose default and help text live here once (the CLI shows them from here).
+
+    ``default_help`` in ``metadata`` replaces the printed default when the value is computed
+    (for example "all cores").
+    """
+    meta = {"help": help, **metadata}
+    if default_factory is not _MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _default_text(f: dataclasses.Field) -> str | None:
+    if "default_help" in f.metadata:
+        return f.metadata["default_help"]
+    if f.default is not _MISSING:
+        value = f.default
+    elif f.default_factory is not _MISSING:  # type: ignore[misc]
+        value = f.default_factory()  # type: ignore[misc]
+    else:
+        return None
+    if value is None or value == "" or value == [] or value == {}:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def help_for(cls: type, name: str, extra: str = "") -> str:
+    """The help text of ``cls.name`` with its default appended, for a typer option."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if name not in fields:
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+    f = fields[name]
+    text = " ".join(part for part in (f.metadata.get("help", ""), extra) if part)
+    default = _default_text(f)
+    return f"{text} Default: {default}." if default is not None else text
 
 
 def load_section(path: Path | None, section: str) -> dict[str, Any]:
@@ -38,16 +80,57 @@ def load_section(path: Path | None, section: str) -> dict[str, Any]:
     return table
 
 
-def build_config(cls: type[T], path: Path | None, section: str, **cli: Any) -> T:
-    """Defaults < TOML ``[section]`` < command-line values that were actually given (not None)."""
+def _is_config(tp: Any) -> bool:
+    return dataclasses.is_dataclass(tp) and isinstance(tp, type)
+
+
+def _coerce(cls: type, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """Paths from strings and nested tables into their dataclasses (``[index.bm25]``)."""
+    hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    values = load_section(path, section)
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [{section}]: {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(fields))}")
-    values.update({k: v for k, v in cli.items() if v is not None})
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}")
+    out = dict(values)
     for name, value in values.items():
-        if isinstance(value, str) and fields[name].type in ("Path", "Path | None"):
-            values[name] = Path(value)
-    return cls(**values)
+        hint = hints.get(name)
+        if _is_config(hint) and isinstance(value, dict):
+            out[name] = construct(hint, _coerce(hint, value, f"{where}.{name}"), f"{where}.{name}")
+        elif isinstance(value, str) and hint in (Path, Path | None):
+            out[name] = Path(value)
+    return out
+
+
+def construct(cls: type[T], values: dict[str, Any], where: str) -> T:
+    """``cls(**values)``, with a missing required key or a bad value reported as a :class:`ConfigError`."""
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is _MISSING and f.default_factory is _MISSING and f.name not in values]  # type: ignore[misc]
+    if required:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in required)
+        raise ConfigError(f"{where}: {', '.join(required)} is required (give {flags}, or set it in the "
+                          "TOML table of --config)")
+    try:
+        return cls(**values)
+    except ConfigError:
+        raise
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from err
+
+
+def build_config(cls: type[T], path: Path | None, section: str, **cli: Any) -> T:
+    """Defaults < TOML ``[section]`` < command-line values that were actually given (not None).
+
+    A field whose type is itself a config dataclass is filled from the nested table
+    ``[section.field]`` (``[index.bm25]``) or from a dict on the command line.
+    """
+    values = load_section(path, section)
+    where = f"{path} [{section}]" if path is not None else f"[{section}]"
+    values = _coerce(cls, values, where)
+    for name, value in cli.items():
+        if value is None:
+            continue
+        if isinstance(value, dict) and isinstance(values.get(name), dict):
+            values[name] = {**values[name], **value}
+        else:
+            values[name] = value
+    return construct(cls, _coerce(cls, values, where), where)
