@@ -8,7 +8,7 @@ import pytest
 
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.evaluate import (EvaluateConfig, EvaluationError, MultiHopExample, QAExample, evaluate_retrievers,
-                                 load_multihop, load_qrels, load_queries)
-from pretriever.evaluate.metrics import bucket_of, overlap_ratio, trec_order
+from pretriever.data import MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
+from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrievers
+from pretriever.metrics import bucket_of, overlap_ratio, trec_order
 from pretriever.retrieval import Hit
 
 runner = CliRunner()
@@ -121,7 +121,7 @@ def chunked_store(tmp_path_factory):
 
 
 def passage_texts(store_dir: Path) -> dict[str, str]:
-    from pretriever.corpus.store import CorpusStore
+    from pretriever.data.store import CorpusStore
 
     return dict(CorpusStore(store_dir).connect().execute("SELECT passage_id, text FROM passages").fetchall())
 

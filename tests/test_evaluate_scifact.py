@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.evaluate import evaluate_retrievers, load_qrels, load_queries, queries_in_qrels
+from pretriever.data import load_qrels, load_queries, queries_in_qrels
+from pretriever.evaluate import evaluate_retrievers
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TOLERANCE = 0.01

@@ -348,7 +348,7 @@ def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
 def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     from pretriever.cli.refine import refine_app
 
-    monkeypatch.setattr("pretriever.models.load_model", lambda *a, **k: toy["model"])
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     app = typer.Typer()
     app.add_typer(refine_app, name="refine")
 

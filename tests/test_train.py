@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from pretriever.cli.train import train_command
 from pretriever.train import TrainConfig, train
-from pretriever.train.labelled import read_beir_corpus, read_beir_qrels, read_beir_queries
+from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 from pretriever.train.model import build_model
 from pretriever.train.run import pairs_loss
 
@@ -46,7 +46,7 @@ def scifact_pairs(tmp_path_factory) -> Path:
     """40 real (claim, cited abstract, other abstract) pairs in the layout `pretriever mine` writes (dl + cm)."""
     if not SCIFACT.exists():
         pytest.skip(f"real test data not found: {SCIFACT}")
-    queries, qrels, corpus = read_beir_queries(SCIFACT), read_beir_qrels(SCIFACT, "train"), read_beir_corpus(SCIFACT)
+    queries, qrels, corpus = load_queries(SCIFACT), relevant(load_qrels(qrels_path(SCIFACT, "train"))), load_corpus(SCIFACT)
     qids = [q for q in qrels if qrels[q][0] in corpus][:40]
     docs = list(corpus)
     folder = tmp_path_factory.mktemp("pairs")

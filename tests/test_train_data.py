@@ -15,8 +15,14 @@ from typer.testing import CliRunner
 from pretriever.cli.train import train_command
 from pretriever.train.config import TrainConfig, parse_mix
 from pretriever.train.errors import TrainError
-from pretriever.train.labelled import (Bm25sRetriever, Example, Passages, fill_random_negatives, load_beir,
-                                       load_dpr, mine_bm25_negatives, read_beir_qrels, read_beir_queries)
+from pretriever.data import DatasetError, load_qrels, load_queries, qrels_path, relevant
+from pretriever.index.bm25 import BM25Index
+from pretriever.train.labelled import (Example, Passages, fill_random_negatives, load_beir, load_dpr,
+                                       mine_bm25_negatives)
+
+
+def read_relevant(folder, split):
+    return relevant(load_qrels(qrels_path(folder, split)))
 from pretriever.train.pairs import plan_mix, scan_pairs, select_rows, write_selected
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -221,13 +227,13 @@ def test_cli_help_reads_like_a_manual():
 
 def test_beir_qrels_reader_on_scifact_train():
     folder = scifact()
-    queries = read_beir_queries(folder)
-    qrels = read_beir_qrels(folder, "train")
+    queries = load_queries(folder)
+    qrels = read_relevant(folder, "train")
     assert len(qrels) == 809
     assert sum(len(v) for v in qrels.values()) == 919
     assert all(q in queries for q in qrels)
-    with pytest.raises(TrainError, match="splits found: test, train"):
-        read_beir_qrels(folder, "dev")
+    with pytest.raises(DatasetError, match="splits found: test, train"):
+        qrels_path(folder, "dev")
 
 
 def test_beir_few_shot_is_seeded_and_bm25_negatives_are_not_positives():
@@ -237,10 +243,10 @@ def test_beir_few_shot_is_seeded_and_bm25_negatives_are_not_positives():
     c, _ = load_beir(folder, "train", 16, seed=1, prepend_title=True)
     qids = [e.qid for e in a.examples]
     assert a.queries == 16 and qids == [e.qid for e in b.examples] and set(qids) != {e.qid for e in c.examples}
-    qrels = read_beir_qrels(folder, "train")
+    qrels = read_relevant(folder, "train")
     assert len(a.examples) == sum(len(qrels[q]) for q in set(qids))
     ids, texts = passages.all()
-    retriever = Bm25sRetriever(ids, texts)
+    retriever = BM25Index.build_from_texts(ids, texts)
     stats = mine_bm25_negatives(a.examples, retriever, passages, depth=10, seed=0)
     assert stats["bm25"] == len(a.examples) and stats["random_fallback"] == 0
     by_text = dict(zip(texts, ids))
@@ -291,7 +297,7 @@ def test_dpr_reader_takes_the_first_positive_and_skips_answer_holding_negatives(
     assert data.examples[1].negative.startswith("Lyon ")  # falls back to negative_ctxs
 
     data, passages = load_dpr(path, None, 0, True, "bm25")
-    stats = mine_bm25_negatives(data.examples, Bm25sRetriever(*passages.all()), passages, 10, 0)
+    stats = mine_bm25_negatives(data.examples, BM25Index.build_from_texts(*passages.all()), passages, 10, 0)
     first = data.examples[0]
     # the best BM25 hit "Origin ... wrote Charles Darwin" holds the answer: DPR's rule skips it
     assert first.negative is not None and "Charles Darwin" not in first.negative
@@ -307,7 +313,7 @@ def test_dpr_reader_takes_the_first_positive_and_skips_answer_holding_negatives(
 def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
     from pretriever.corpus.build import build_corpus
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.corpus.store import CorpusStore
+    from pretriever.data.store import CorpusStore
     from pretriever.train.labelled import bm25_retriever
 
     folder = scifact()
@@ -322,7 +328,7 @@ def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
     retriever, what = bm25_retriever(passages)
     assert "corpus store" in what
     stats = mine_bm25_negatives(from_store.examples, retriever, passages, depth=10, seed=0)
-    qrels = read_beir_qrels(folder, "train")
+    qrels = read_relevant(folder, "train")
     assert stats["bm25"] == len(from_store.examples)
     texts = passages.get([h.passage_id for e in from_store.examples for h in retriever.search([e.query], 10)[0]])
     for e in from_store.examples:

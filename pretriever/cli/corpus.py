@@ -11,7 +11,7 @@ from rich.table import Table
 from pretriever.config import ConfigError, build_config
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
-from pretriever.corpus.store import CorpusStore, StoreError
+from pretriever.data.store import CorpusStore, StoreError
 from pretriever.progress import byte_progress, console
 
 corpus_app = typer.Typer(

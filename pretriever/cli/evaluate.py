@@ -114,11 +114,11 @@ def evaluate_command(
 
       pretriever evaluate --index hlp/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
     """
-    from pretriever.corpus.store import StoreError
-    from pretriever.evaluate.answers import QAFileError
+    from pretriever.data.store import StoreError
+    from pretriever.data.qa import QAFileError
     from pretriever.evaluate.config import EvaluateConfig
     from pretriever.evaluate.core import EvaluationError
-    from pretriever.evaluate.datasets import DatasetError
+    from pretriever.data.beir import DatasetError
     from pretriever.evaluate.pipeline import run_evaluation
     from pretriever.evaluate.report import metrics_table, overlap_table
 

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from pretriever.config import ConfigError, build_config
-from pretriever.corpus.store import StoreError
+from pretriever.data.store import StoreError
 from pretriever.progress import console
 
 EXIT_USAGE = 2  # bad options, or a folder that is not a store / pairs folder

@@ -56,9 +56,9 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _errors():
-    from pretriever.corpus.store import StoreError
-    from pretriever.evaluate.answers import QAFileError
-    from pretriever.evaluate.datasets import DatasetError
+    from pretriever.data.store import StoreError
+    from pretriever.data.qa import QAFileError
+    from pretriever.data.beir import DatasetError
     from pretriever.index.errors import IndexStageError
     from pretriever.refine.pipeline import RefineError
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pretriever.errors import PretrieverError
+
 
 @dataclass(slots=True)
 class Link:
@@ -88,5 +90,7 @@ class PageError(Exception):
         self.reason = reason
 
 
-class InputError(Exception):
+class InputError(PretrieverError):
     """The input as a whole is unreadable past some point (truncated, corrupt, wrong format)."""
+
+    exit_code = 4  # what was parsed is kept: fix the input and run again with --resume

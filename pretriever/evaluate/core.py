@@ -1,7 +1,7 @@
 """``evaluate_retrievers``: run every system over the same questions and score them alike.
 
 Systems are anything with the :class:`pretriever.retrieval.Retriever` interface; nothing here
-knows how a system searches. The corpus store (see :mod:`pretriever.evaluate.lookup`) supplies
+knows how a system searches. The corpus store (see :mod:`pretriever.data.lookup`) supplies
 what the hits alone do not: passage -> document for judgments, passage text for answers and
 overlap, titles for multi-hop gold titles.
 """
@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pretriever.corpus.store import CorpusStore
-from pretriever.evaluate.answers import AnswerMatcher, QAExample, invalid_patterns, word_tokens
+from pretriever.data.store import CorpusStore
+from pretriever.errors import PretrieverError
+from pretriever.data.qa import AnswerMatcher, QAExample, invalid_patterns, word_tokens
 from pretriever.evaluate.config import DEFAULT_MULTIHOP_KS, DEFAULT_QA_KS, DEFAULT_QRELS_DEPTH
-from pretriever.evaluate.datasets import MultiHopExample
-from pretriever.evaluate.lookup import PassageLookup
-from pretriever.evaluate.metrics import (CURVE_CUTOFFS, NO_REFERENCE, OVERLAP_EDGES, QRELS_METRICS, accuracy_at,
+from pretriever.data.multihop import MultiHopExample
+from pretriever.data.lookup import PassageLookup
+from pretriever.metrics import (CURVE_CUTOFFS, NO_REFERENCE, OVERLAP_EDGES, QRELS_METRICS, accuracy_at,
                                          bucket_labels, bucket_of, overlap_ratio, qrels_metrics, recall_curve,
                                          trec_order)
 from pretriever.retrieval import Hit, Retriever
@@ -28,7 +29,7 @@ StoreLike = CorpusStore | PassageLookup | Path | str
 Progress = Callable[[str, int, int], None]  # (system, queries done, queries in all)
 
 
-class EvaluationError(ValueError):
+class EvaluationError(PretrieverError, ValueError):
     """The inputs cannot be evaluated as given (no store for answer matching, duplicate names, ...)."""
 
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pretriever.corpus.store import CorpusStore, StoreError
-from pretriever.evaluate.answers import guess_match_mode, load_qa_file
+from pretriever.data import CorpusStore, StoreError, load_multihop, load_qa_file, load_qrels, load_queries, queries_in_qrels
+from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, Progress, evaluate_retrievers
-from pretriever.evaluate.datasets import load_multihop, load_qrels, load_queries, queries_in_qrels
 from pretriever.evaluate.report import write_results
+from pretriever.index import bm25_beside, open_retriever, retriever_kind
+from pretriever.index.dense import BM25_DIR
 from pretriever.retrieval import Hit
 
 Step = Callable[[str], None]
@@ -50,56 +51,38 @@ def _index_store(meta: dict[str, Any], index_dir: Path, override: Path | None) -
 
 
 def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
-    """The dense indexes of ``cfg.index`` and, with ``cfg.bm25``, BM25 over the same store."""
-    from pretriever.index import BM25Index
-    from pretriever.index.dense import BM25_DIR
-    from pretriever.refine import open_index
-
+    """The indexes of ``cfg.index`` (any kind :func:`open_retriever` knows) and, with ``cfg.bm25``,
+    BM25 over the same store."""
     say = step or (lambda message: None)
     systems = Systems()
     names: set[str] = set()
+
+    def add(retriever, store: Path, described: dict[str, Any]) -> None:
+        if retriever.name in names:
+            where = Path(described["index"]).name if "index" in described else "corpus"
+            retriever = Renamed(retriever, f"{retriever.name}@{where}")
+        names.add(retriever.name)
+        systems.retrievers.append(retriever)
+        systems.stores[retriever.name] = store
+        systems.described[retriever.name] = described
+
     for index_dir in cfg.index:
         say(f"opening {index_dir}")
-        index = open_index(index_dir, device=cfg.device)  # a refined index brings its query side along
+        index = open_retriever(index_dir, device=cfg.device)  # a refined index brings its query side along
         store = _index_store(index.meta, index_dir, cfg.corpus)
         n_store = CorpusStore(store).counts.get("passages")
         if n_store is not None and n_store != len(index):
             raise EvaluationError(f"{index_dir} holds {len(index):,} passages but the store {store} has "
                                   f"{n_store:,}: the index was not built from this store")
-        retriever = index if index.name not in names else Renamed(index, f"{index.name}@{Path(index_dir).name}")
-        names.add(retriever.name)
-        systems.retrievers.append(retriever)
-        systems.stores[retriever.name] = store
-        systems.described[retriever.name] = {"type": "dense", "index": str(index_dir), "store": str(store),
-                                             "model": index.encoder.get("model"), "index_type":
-                                             index.meta.get("index", {}).get("type")}
+        add(index, store, {"type": retriever_kind(index_dir), "index": str(index_dir), "store": str(store),
+                           "model": getattr(index, "encoder", {}).get("model"),
+                           "index_type": index.meta.get("index", {}).get("type")})
     if cfg.bm25:
         store = cfg.corpus or systems.stores[systems.retrievers[0].name]
-        bm25 = None
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]
-        for candidate in candidates:
-            if (candidate / "bm25.json").exists():
-                loaded = BM25Index.load(candidate)
-                built_on = (loaded.meta.get("corpus") or {}).get("store")
-                if built_on and Path(built_on).resolve() != Path(store).resolve():
-                    if candidate == cfg.bm25_dir:
-                        raise EvaluationError(f"{candidate} is a BM25 index of {built_on}, not of {store}")
-                    continue
-                say(f"loaded BM25 from {candidate}")
-                bm25, source = loaded, str(candidate)
-                break
-        if bm25 is None:
-            say(f"building BM25 over {store}")
-            bm25 = BM25Index.build(store)
-            source = "built for this run"
-            if cfg.bm25_dir is not None:
-                bm25.save(cfg.bm25_dir)
-                source = f"built and saved to {cfg.bm25_dir}"
-        name = "bm25" if "bm25" not in names else "bm25@corpus"
-        systems.retrievers.append(bm25 if name == "bm25" else Renamed(bm25, name))
-        systems.stores[name] = Path(store)
-        systems.described[name] = {"type": "bm25", "store": str(store), "source": source,
-                                   "options": bm25.meta.get("options")}
+        bm25, source = bm25_beside(store, candidates, cfg.bm25_dir, say)
+        add(bm25, Path(store), {"type": "bm25", "store": str(store), "source": source,
+                                "options": bm25.meta.get("options")})
     return systems
 
 

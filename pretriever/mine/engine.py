@@ -25,7 +25,7 @@ import ibis.expr.types as ir
 import pyarrow as pa
 
 from pretriever.corpus.schema import STORE_TABLES
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 
 SEP = "|"
 

@@ -25,20 +25,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json
+from pretriever.mine.schema import MANIFEST
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
 
 
-class PairsError(Exception):
+class PairsError(PretrieverError):
     """The folder is not a usable pairs folder, or the request does not fit it."""
 
 
 class PairsDir:
     def __init__(self, path: Path | str):
-        from pretriever.mine.pipeline import MANIFEST
-
         self.path = Path(path)
         manifest = self.path / MANIFEST
         if not manifest.exists():

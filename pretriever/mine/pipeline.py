@@ -29,22 +29,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever import __version__
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
+from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.engine import Engine, first_per_group, hkey, open_engine
-from pretriever.mine.methods import METHODS
+from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
-from pretriever.mine.schema import PAIRS
+from pretriever.mine.schema import MANIFEST, PAIRS, PLOT, STATS
+from pretriever.mine.stats import compute_stats, plot_overlap
 
-MANIFEST = "pairs.json"
-STATS = "stats.json"
-PLOT = "overlap.png"
 WORK = ".work"
 
 
-class MineError(Exception):
+class MineError(PretrieverError):
     """Mining cannot start or go on; the message says why and what to do."""
 
 
@@ -155,6 +154,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring."""
     started = time.perf_counter()
     step = step or (lambda message: None)
+    check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     prepare_out(config.out, config.overwrite)
     try:
@@ -194,8 +194,6 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
         engine.close()
 
     step("statistics")
-    from pretriever.mine.stats import compute_stats, plot_overlap
-
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
                                  sample=config.stats_sample, tokenizer=config.tokenizer)
     write_json(config.out / STATS, result.stats)

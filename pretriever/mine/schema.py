@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# the files of a pairs folder besides METHOD.parquet
+MANIFEST = "pairs.json"
+STATS = "stats.json"
+PLOT = "overlap.png"
+
 STR, I32, I64, BOOL = pa.string(), pa.int32(), pa.int64(), pa.bool_()
 
 # What a strategy (pretriever/mine/methods/*) returns, one row per candidate pair.

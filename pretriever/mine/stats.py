@@ -14,6 +14,8 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
+from pretriever.io import atomic_path
+
 BINS = 20
 
 
@@ -102,8 +104,6 @@ def plot_overlap(stats: dict[str, Any], path: Path) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from pretriever.io import atomic_path
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     edges = [i / BINS for i in range(BINS)]

@@ -42,11 +42,11 @@ from pretriever.refine.config import METHODS, RefineConfig
 from pretriever.refine.labels import FeedbackSet, Labels, build_labels, load_feedback
 from pretriever.refine.ops import AOptResult, aopt, aopt_loss, linear_update
 from pretriever.refine.pipeline import RefineError, run_refine
-from pretriever.refine.retriever import RefinedIndex, open_index, topk_refine
+from pretriever.refine.retriever import RefinedIndex, open_refined, topk_refine
 from pretriever.refine.search import PatchedSearcher, PatchedVectors
 
 __all__ = [
     "AOptResult", "FeedbackSet", "Labels", "METHODS", "PatchedSearcher", "PatchedVectors", "RefineConfig",
     "RefineError", "RefinedIndex", "aopt", "aopt_loss", "build_labels", "linear_update", "load_feedback",
-    "open_index", "run_refine", "topk_refine",
+    "open_refined", "run_refine", "topk_refine",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pretriever.index.dense import DenseIndex
 from pretriever.io import atomic_path, write_json
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import build_labels
@@ -40,8 +41,6 @@ def split_queries(n: int, validation: float, seed: int) -> tuple[np.ndarray, np.
 
 def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
              model=None, plot: bool = True) -> dict[str, Any]:
-    from pretriever.index.dense import DenseIndex
-
     say = step or (lambda m: None)
     if cfg.feedback == "topk":
         raise RefineError("the grid is scored with labels: use --feedback qrels or answers")

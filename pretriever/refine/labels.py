@@ -2,7 +2,7 @@
 retrieved passage relevant or irrelevant.
 
 * ``answers``: relevant when the passage contains one of the query's answers (DPR matching,
-  :class:`pretriever.evaluate.answers.AnswerMatcher`), as in eq. 8;
+  :class:`pretriever.data.qa.AnswerMatcher`), as in eq. 8;
 * ``qrels``: relevant when the passage's document is judged relevant (grade >= 1);
 * ``topk``: classic pseudo-relevance feedback without labels: the top ``k_pos`` are relevant,
   the rest of the top k irrelevant.
@@ -15,12 +15,15 @@ passages), written as Parquet for inspection.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+from pretriever.data import AnswerMatcher, load_qa_file, load_qrels, load_queries, queries_in_qrels, tokenize
 
 FEEDBACK_KINDS = ("answers", "qrels", "topk")
 
@@ -89,8 +92,6 @@ class AnswersJudge(Judge):
     kind = "answers"
 
     def __init__(self, answers: Sequence[Sequence[str]], passage_ids: np.ndarray, texts, match: str = "string"):
-        from pretriever.evaluate.answers import AnswerMatcher, tokenize
-
         self.answers = [list(a) for a in answers]
         self.passage_ids = passage_ids
         self.texts = texts  # callable: passage ids -> {passage id: text}
@@ -258,9 +259,6 @@ def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batc
 def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = None,
                   answers: Path | None = None) -> FeedbackSet:
     """Feedback queries from files: BEIR queries (+ qrels) or a QA file (questions + answers)."""
-    from pretriever.evaluate.answers import load_qa_file
-    from pretriever.evaluate.datasets import load_qrels, load_queries, queries_in_qrels
-
     if kind not in FEEDBACK_KINDS:
         raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
     sources = {k: str(v) for k, v in (("queries", queries), ("qrels", qrels), ("answers", answers)) if v is not None}
@@ -292,8 +290,6 @@ def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = N
 
 
 def _looks_like_qa(path: Path) -> bool:
-    import json
-
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():

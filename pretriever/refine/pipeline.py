@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pretriever.io import write_parquet
+from pretriever.data import DatasetError, PassageLookup, QAFileError, load_qa_file, load_qrels, load_queries
+from pretriever.errors import PretrieverError
+from pretriever.index.dense import INDEX_JSON, DenseIndex, save_dense_index
+from pretriever.io import write_json, write_parquet
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
@@ -46,7 +49,7 @@ ORACLE_WARNING = ("ORACLE PROTOCOL: the feedback labels belong to the evaluation
                   "JSON labels them 'oracle'.")
 
 
-class RefineError(ValueError):
+class RefineError(PretrieverError, ValueError):
     """The inputs cannot be refined as given (a leak without --oracle, no store for answers, ...)."""
 
 
@@ -55,9 +58,6 @@ class RefineError(ValueError):
 def _holdout_keys(path: Path) -> tuple[set[str], set[str]]:
     """(ids, texts) of the evaluation queries in ``path``: BEIR qrels, BEIR queries or a QA file
     (matched by question text, since QA files number their questions by line)."""
-    from pretriever.evaluate.answers import QAFileError, load_qa_file
-    from pretriever.evaluate.datasets import DatasetError, load_qrels, load_queries
-
     path = Path(path)
     for reader in (load_qrels, load_queries):
         try:
@@ -109,8 +109,6 @@ def open_feedback(cfg: RefineConfig, say: Step | None = None) -> tuple[FeedbackS
 
 
 def _store_lookup(meta: dict[str, Any]):
-    from pretriever.evaluate.lookup import PassageLookup
-
     store = (meta.get("corpus") or {}).get("store")
     if store and Path(store, "manifest.json").exists():
         return PassageLookup(store)
@@ -206,8 +204,6 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
     after the protocol checks); else they are encoded with the index's model (``model`` shares
     one already loaded).
     """
-    from pretriever.index.dense import DenseIndex, INDEX_JSON, save_dense_index
-
     say = step or (lambda m: None)
     started = time.perf_counter()
     out = Path(cfg.out)
@@ -316,13 +312,11 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
             "config": cfg.to_json(),
         }
         extra = {key: dense.meta[key] for key in ("corpus",) if key in dense.meta}
-        extra.update(name=name, refine=refine_meta)
+        extra.update(name=name, retriever="refined", refine=refine_meta)
         vectors = searcher.patched() if len(searcher.rows) else dense.embeddings
         meta = save_dense_index(out, pa.array(passage_ids.tolist(), pa.string()), vectors, dense.encoder,
                                 dense.params, dense.meta.get("dtype", "float32"), extra)
         meta["refine"]["seconds"] = round(time.perf_counter() - started, 3)
-        from pretriever.io import write_json
-
         write_json(out / INDEX_JSON, meta)
         return meta
     finally:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from pretriever.index.dense import DenseIndex
 from pretriever.refine.labels import TopkJudge
 from pretriever.refine.pipeline import refine_queries
 from pretriever.refine.search import PatchedSearcher
@@ -59,8 +60,6 @@ class RefinedIndex:
              stored_queries: bool = True, name: str | None = None, threads: int | None = None) -> RefinedIndex:
         """Open a refined index folder. ``test_time``: None = as index.json says, False = off,
         a dict = these topk settings instead; ``stored_queries``: use the feedback queries' refined vectors."""
-        from pretriever.index.dense import DenseIndex
-
         dense = DenseIndex.load(path, model=model, device=device)
         side = (dense.meta.get("refine") or {}).get("query_side") or {}
         vectors: dict[str, np.ndarray] = {}
@@ -102,10 +101,7 @@ class RefinedIndex:
         return self.dense.search_vectors(self.query_vectors_for(list(queries)), k)
 
 
-def open_index(path: Path | str, model=None, device: str | None = None):
-    """A :class:`RefinedIndex` when the folder's index.json records a refinement, else a DenseIndex."""
-    from pretriever.index.dense import DenseIndex, read_index_meta
-
-    if "refine" in read_index_meta(path):
-        return RefinedIndex.load(path, model=model, device=device)
-    return DenseIndex.load(path, model=model, device=device)
+def open_refined(path: Path | str, *, device: str | None = None, model=None) -> RefinedIndex:
+    """The opener of the ``refined`` index kind (an entry point of ``pretriever.retrievers``):
+    ``pretriever.index.open_retriever`` calls it for folders written by ``pretriever refine``."""
+    return RefinedIndex.load(path, model=model, device=device)

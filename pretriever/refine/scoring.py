@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pretriever.evaluate.metrics import qrels_metrics
+from pretriever.metrics import qrels_metrics
 from pretriever.refine.labels import FeedbackSet, Judge
 
 QRELS_GRID_METRICS = ("nDCG@10", "MRR@10", "Recall@20", "Recall@100")

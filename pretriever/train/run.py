@@ -31,9 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.io import write_json
+from pretriever.data import CorpusStore
+from pretriever.io import atomic_path, write_json
+from pretriever.progress import console
+from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
+from pretriever.train.model import ROUTES, build_loss, build_model
+from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -151,8 +156,6 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     """Read, sample and write the training set (anchor, positive[, negative]) for this config."""
     path = cfg.out / WORK / f"train-pairs-rank{_rank()}.arrow"
     if cfg.pairs is not None:
-        from pretriever.train.pairs import scan_pairs, select_rows, write_selected
-
         step(f"reading pairs in {cfg.pairs}")
         scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
         rows, counts = select_rows(scan, cfg.mix, cfg.limit, cfg.seed)
@@ -165,16 +168,9 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
                 "negatives_note": scan.negatives_note, "mix": cfg.mix, "limit": cfg.limit}
         return TrainingData(path, n, counts, scan.with_negatives, info)
 
-    from pretriever.train import labelled as lab
-
     store = None
     if cfg.corpus is not None:
-        from pretriever.corpus.store import CorpusStore, StoreError
-
-        try:
-            store = CorpusStore(cfg.corpus)
-        except StoreError as err:
-            raise TrainError(str(err)) from err
+        store = CorpusStore(cfg.corpus)
     if cfg.beir is not None:
         step(f"reading BEIR {cfg.beir.name} ({cfg.split})")
         data, passages = lab.load_beir(cfg.beir, cfg.split, cfg.limit, cfg.seed, cfg.prepend_title, store)
@@ -209,8 +205,6 @@ def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def lab_write(data, with_negatives: bool, path: Path) -> int:
-    from pretriever.train.pairs import write_records
-
     return write_records(data.records(with_negatives), path)
 
 
@@ -229,8 +223,6 @@ def training_args(cfg: TrainConfig, data: TrainingData, logging_steps: int, outp
     from sentence_transformers.base.sampler import BatchSamplers
 
     columns = ["anchor", "positive"] + (["negative"] if data.with_negatives else [])
-    from pretriever.train.model import ROUTES
-
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
     return SentenceTransformerTrainingArguments(
@@ -287,8 +279,6 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.base.sampler import BatchSamplers
 
-    from pretriever.train.model import build_loss
-
     with_negatives = "negative" in dataset.column_names
     data = TrainingData(Path("-"), len(dataset), {}, with_negatives)
     with tempfile.TemporaryDirectory(prefix="pretriever-eval-") as tmp:
@@ -302,8 +292,6 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
 def progress_callback():
     """A rich progress bar over optimizer steps with the running loss and pairs/s."""
     from transformers import TrainerCallback
-
-    from pretriever.progress import console
 
     class RichProgress(TrainerCallback):
         def __init__(self):
@@ -360,8 +348,6 @@ def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pretriever.io import atomic_path
-
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     if curve:
         ax.plot([c["step"] for c in curve], [c["loss"] for c in curve], marker="o" if len(curve) < 30 else None,
@@ -397,8 +383,6 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
         fingerprint = data.fingerprint()
         if resume_from is not None:
             check_same_data(cfg.out / CHECKPOINTS / RUN_SETTINGS, fingerprint)
-
-        from pretriever.train.model import build_loss, build_model
 
         step("loading the model")
         import transformers

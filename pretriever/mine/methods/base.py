@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import ibis.expr.types as ir
 
+from pretriever.errors import ConfigError
 from pretriever.mine.context import MineContext
 
 
@@ -39,6 +40,13 @@ def register(cls: type[Method]) -> type[Method]:
         raise ValueError(f"mining method {cls.name!r} registered twice")
     METHODS[cls.name] = cls
     return cls
+
+
+def check_methods(names: list[str]) -> None:
+    """Refuse names that no registered strategy has (a :class:`ConfigError` listing the known ones)."""
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise ConfigError(f"unknown mining method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
 
 
 def links_reason(ctx: MineContext, what: str) -> str | None:

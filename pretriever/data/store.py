@@ -14,10 +14,11 @@ import duckdb
 import pyarrow.parquet as pq
 
 from pretriever.corpus.schema import STORE_TABLES
+from pretriever.errors import PretrieverError
 from pretriever.io import read_json
 
 
-class StoreError(Exception):
+class StoreError(PretrieverError):
     """The folder is not a usable corpus store."""
 
 
