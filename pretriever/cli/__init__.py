@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import typer
+from typer.core import TyperGroup
 
 from pretriever import __version__
 from pretriever.cli.corpus import corpus_app
@@ -17,7 +18,19 @@ from pretriever.cli.train import train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
+# `pretriever --help` lists the commands in the order a user runs them
+PIPELINE_ORDER = ("quickstart", "corpus", "references", "mine", "pairs", "generate", "pretrain", "train", "index",
+                  "search", "refine", "evaluate", "reader", "answer", "serve")
+
+
+class PipelineOrder(TyperGroup):
+    def list_commands(self, ctx) -> list[str]:
+        rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
+
+
 app = typer.Typer(
+    cls=PipelineOrder,
     name="pretriever",
     help=(
         "Turn the structure text collections already have (hyperlinks, citations, document "
