@@ -401,3 +401,39 @@ def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
     rows = np.array([[2, 0, 1], [2, 0, 1]])  # q0: answer at rank 2; q1: answer at rank 3
     acc = scorer.score(np.zeros(rows.shape), rows)
     assert acc == {"Acc@1": 0.0, "Acc@5": 1.0, "Acc@20": 1.0, "Acc@100": 1.0}
+
+
+def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(toy, tmp_path, monkeypatch):
+    """`pretriever search` opens the folder by its recorded kind (open_retriever), so an aopt-query index
+    searches feedback queries with their refined vectors, exactly as `evaluate` ranks them."""
+    from pretriever.cli.index import search_command
+    from pretriever.index import open_retriever, retriever_kind
+
+    out = tmp_path / "refined-query"
+    run_refine(_cfg(toy, out, method="aopt-query", test_time_queries=False), query_vectors=toy["train_vectors"])
+    assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
+    refined = open_retriever(out)
+    assert isinstance(refined, RefinedIndex)
+    plain = DenseIndex.load(out, model=toy["model"])
+    # feedback queries whose refined vector changes the top 5
+    moved = [toy["texts"][f"q{i}"] for i in range(40)
+             if [h.passage_id for h in refined.search([toy["texts"][f"q{i}"]], 5)[0]]
+             != [h.passage_id for h in plain.search([toy["texts"][f"q{i}"]], 5)[0]]]
+    assert moved, "refinement moved no feedback query's top 5"
+    query = moved[0]
+
+    app = typer.Typer()
+    app.command("search")(search_command)
+
+    @app.callback()
+    def _main() -> None:
+        """test app"""
+
+    result = runner.invoke(app, ["search", str(out), query, "-k", "5"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
+    qid = next(q for q, t in toy["texts"].items() if t == query)
+    evaluated = evaluate_retrievers([open_retriever(out)], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
+    assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
+    assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
