@@ -30,10 +30,8 @@ def _beir_file(path: Path, name: str) -> Path:
     return path
 
 
-def load_queries(path: Path | str) -> dict[str, str]:
-    """BEIR queries: ``{_id: text}`` in file order."""
-    path = _beir_file(Path(path), "queries.jsonl")
-    queries: dict[str, str] = {}
+def _json_lines(path: Path, expected: str):
+    """(line number, object) for every non-blank line of a JSONL file; ``expected`` names the record."""
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
@@ -42,9 +40,20 @@ def load_queries(path: Path | str) -> dict[str, str]:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DatasetError(f"{path}, line {line_no}: not JSON ({err.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj or not isinstance(obj.get("text"), str):
-                raise DatasetError(f"{path}, line {line_no}: expected a BEIR query {{\"_id\": ..., \"text\": ...}}")
-            queries[str(obj["_id"])] = obj["text"]
+            if not isinstance(obj, dict) or "_id" not in obj:
+                raise DatasetError(f"{path}, line {line_no}: expected {expected}")
+            yield line_no, obj
+
+
+def load_queries(path: Path | str) -> dict[str, str]:
+    """BEIR queries: ``{_id: text}`` in file order."""
+    path = _beir_file(Path(path), "queries.jsonl")
+    expected = 'a BEIR query {"_id": ..., "text": ...}'
+    queries: dict[str, str] = {}
+    for line_no, obj in _json_lines(path, expected):
+        if not isinstance(obj.get("text"), str):
+            raise DatasetError(f"{path}, line {line_no}: expected {expected}")
+        queries[str(obj["_id"])] = obj["text"]
     if not queries:
         raise DatasetError(f"{path}: holds no queries")
     return queries
@@ -106,19 +115,8 @@ def queries_in_qrels(queries: dict[str, str], qrels: dict[str, dict[str, int]],
 def load_corpus(path: Path | str) -> dict[str, tuple[str, str]]:
     """A BEIR corpus as ``{_id: (title, text)}`` in file order (a dataset folder: its corpus.jsonl)."""
     path = _beir_file(Path(path), "corpus.jsonl")
-    corpus: dict[str, tuple[str, str]] = {}
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}, line {line_no}: not JSON ({err.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj:
-                raise DatasetError(f"{path}, line {line_no}: expected a BEIR document {{\"_id\", \"title\", \"text\"}}")
-            corpus[str(obj["_id"])] = (str(obj.get("title") or ""), str(obj.get("text") or ""))
-    return corpus
+    return {str(obj["_id"]): (str(obj.get("title") or ""), str(obj.get("text") or ""))
+            for _, obj in _json_lines(path, 'a BEIR document {"_id", "title", "text"}')}
 
 
 def relevant(qrels: dict[str, dict[str, int]]) -> dict[str, list[str]]:
