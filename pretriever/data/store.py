@@ -34,9 +34,14 @@ class CorpusStore:
         for name in STORE_TABLES:
             self.check_table(name)
 
-    def table_glob(self, name: str) -> str:
+    def table_path(self, name: str) -> tuple[Path, bool]:
+        """Where table ``name`` lives: (a folder of part files, True) or (one Parquet file, False)."""
         _, is_dir = STORE_TABLES[name]
-        return str(self.path / name / "*.parquet") if is_dir else str(self.path / f"{name}.parquet")
+        return (self.path / name, True) if is_dir else (self.path / f"{name}.parquet", False)
+
+    def table_glob(self, name: str) -> str:
+        path, is_dir = self.table_path(name)
+        return str(path / "*.parquet") if is_dir else str(path)
 
     def check_table(self, name: str) -> None:
         schema, is_dir = STORE_TABLES[name]

@@ -24,7 +24,6 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from pretriever.corpus.schema import STORE_TABLES
 from pretriever.data.store import CorpusStore
 
 SEP = "|"
@@ -92,8 +91,7 @@ class Engine:
     def table(self, name: str) -> ir.Table:
         """A table of the corpus store (``documents``, ``passages``, ``links``, ...)."""
         if name not in self._tables:
-            _, is_dir = STORE_TABLES[name]
-            path = self.store.path / name if is_dir else self.store.path / f"{name}.parquet"
+            path, is_dir = self.store.table_path(name)
             with quiet():
                 self._tables[name] = self._read(path, is_dir, f"store_{name}")
         return self._tables[name]
