@@ -437,3 +437,22 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     evaluated = evaluate_retrievers([open_retriever(out)], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
     assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
     assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
+
+
+def test_aopt_loss_is_finite_when_positives_score_far_below_a_negative():
+    """Each log-sum-exp uses its own maximum: with one shared maximum, exp(-200) underflows to 0 in
+    float32, the loss is infinite and the gradient nan."""
+    c = np.array([[1.0, 0.0]], dtype=np.float32)
+    others = np.array([[-100.0, 0.0], [100.0, 0.0]], dtype=np.float32)  # a positive at -100, a negative at +100
+    loss = aopt_loss(c, others, [0, 0], [0, 1], [True, False], dtype="float32")
+    assert loss[0] == pytest.approx(200.0, rel=1e-4)  # -log(e^-100 / (e^-100 + e^100))
+    res = aopt(c, others, [0, 0], [0, 1], [True, False], lr=1e-3, max_epochs=3, restore_best=False)
+    assert np.isfinite(res.vectors).all() and res.loss_end[0] < 200.0
+
+
+def test_an_overflowing_vector_is_never_written():
+    c = np.array([[1.0, 0.0]], dtype=np.float32)
+    others = np.array([[-1e20, 0.0], [1e20, 0.0]], dtype=np.float32)  # gradient ~ 2e20: one step overflows float32
+    res = aopt(c, others, [0, 0], [0, 1], [True, False], lr=1e20, max_epochs=3, restore_best=False)
+    assert np.isfinite(res.vectors).all()
+    assert res.vectors[0] == pytest.approx([1.0, 0.0])  # kept where it started
