@@ -197,6 +197,10 @@ def test_labels_qrels_topk_and_both_views():
     assert labels.stats()["passages_trainable"] == 2  # d1 and d2 have a positive and a negative
     topk = build_labels(queries, searcher, 3, TopkJudge(1))
     assert topk.positive.tolist() == [True, False, False, True, False, False]
+    # a query's own document is no label at all (BEIR's ignore_identical_ids): q "d0" retrieves d0 first
+    own = FeedbackSet("qrels", ["d0", "q2"], ["first", "second"], {"d0": {"d1": 1}, "q2": {"d2": 2}})
+    labels = build_labels(queries, searcher, 3, QrelsJudge(own.ids, own.qrels, ids))
+    assert labels.row.tolist() == [1, 2, 2, 3, 1] and labels.positive.tolist() == [True, False, True, False, False]
 
 
 # --- the refined index folder ---------------------------------------------------------------------

@@ -36,6 +36,10 @@ class Judge:
     def __call__(self, queries: np.ndarray, rows: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def ignored(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Retrieved (query, passage row) pairs that are no label at all (default: none)."""
+        return np.zeros(len(rows), dtype=bool)
+
 
 class TopkJudge(Judge):
     kind = "topk"
@@ -48,15 +52,18 @@ class TopkJudge(Judge):
 
 
 class QrelsJudge(Judge):
-    """Relevant when the passage's document has grade >= 1 for the query."""
+    """Relevant when the passage's document has grade >= 1 for the query. A query's own document
+    (same id) is no label at all, as BEIR leaves it out of the results (``ignore_identical_ids``)."""
 
     kind = "qrels"
 
     def __init__(self, query_ids: Sequence[str], qrels: dict[str, dict[str, int]], passage_ids: np.ndarray,
                  doc_ids=None):
         self.passage_ids = passage_ids
+        self.query_ids = list(query_ids)
         self.doc_ids = doc_ids  # callable: passage ids -> {passage id: doc id}; None: passages are documents
         self._doc_code: dict[str, int] = {}
+        self._row_doc: dict[int, str | None] = {}
         pairs = [(qi, self._code(doc)) for qi, qid in enumerate(query_ids)
                  for doc, grade in (qrels.get(qid) or {}).items() if grade >= 1]
         self._stride = max(1, len(self._doc_code))
@@ -76,9 +83,14 @@ class QrelsJudge(Judge):
             pids = [self.passage_ids[r] for r in todo]
             docs = dict(zip(pids, pids)) if self.doc_ids is None else self.doc_ids(pids)
             for r, pid in zip(todo, pids):
-                doc = docs.get(pid)
+                doc = self._row_doc[r] = docs.get(pid)
                 self._row_code[r] = self._doc_code.get(doc, -1) if doc is not None else -1
         return np.fromiter((self._row_code[int(r)] for r in rows), dtype=np.int64, count=len(rows))
+
+    def ignored(self, queries, rows):
+        self.row_docs(np.asarray(rows))
+        return np.fromiter((self._row_doc[int(r)] == self.query_ids[int(q)] for q, r in zip(queries, rows)),
+                           dtype=bool, count=len(rows))
 
     def __call__(self, queries, rows, ranks):
         docs = self.row_docs(np.asarray(rows))
@@ -253,6 +265,8 @@ def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batc
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     rk = np.concatenate(ranks) if ranks else np.zeros(0, np.int32)
     sc = np.concatenate(scores) if scores else np.zeros(0, np.float32)
+    keep = ~judge.ignored(q, r)
+    q, r, rk, sc = q[keep], r[keep], rk[keep], sc[keep]
     return Labels(q, r, rk, sc, judge(q, r, rk))
 
 
