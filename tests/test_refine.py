@@ -175,6 +175,24 @@ def test_patched_searcher_equals_an_index_rebuilt_over_the_new_vectors(kind):
     assert np.vstack([patched[0:250], patched[250:500]]) == pytest.approx(expected)
 
 
+def test_ivfpq_base_hits_are_rescored_exactly_before_merging_with_rewritten_rows():
+    """PQ scores are approximate; merged with the exact scores of rewritten rows they would rank the two
+    parts inconsistently, so every base hit is re-scored with its stored vector."""
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((2000, 16)).astype(np.float32)
+    params = FaissParams(type="ivfpq", ivf_nlist=8, ivf_nprobe=8, pq_m=4, pq_nbits=4)
+    searcher = PatchedSearcher(build_faiss_index(base, params), base, params)
+    queries = rng.standard_normal((10, 16)).astype(np.float32)
+    for rewritten in (False, True):
+        if rewritten:
+            rows = rng.choice(2000, 50, replace=False)
+            searcher.set_rows(rows, rng.standard_normal((50, 16)).astype(np.float32))
+        scores, got = searcher.search(queries, 20)
+        current = searcher.current(got.ravel()).reshape(10, 20, 16)
+        assert scores == pytest.approx(np.einsum("qd,qkd->qk", queries, current), abs=1e-4)
+        assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
+
+
 # --- pseudo-labels --------------------------------------------------------------------------------
 
 def test_labels_qrels_topk_and_both_views():
