@@ -98,30 +98,35 @@ async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceW
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(cfg.extract_workers) as pool:
         pending: set[asyncio.Future] = set()
-        for path in cfg.files:
-            for raw_url, page, source, when in records(path, cfg.max_bytes):
-                counts["records"] += 1
-                url = normalise_url(raw_url)
-                if url is None or (wanted is not None and url not in wanted):
-                    counts["not_cited" if url else "bad_url"] += 1
-                    continue
-                if url in writer.done:
-                    counts["duplicates"] += 1
-                    continue
-                writer.done.add(url)
-                try:
-                    check_page(page, cfg)
-                except FetchFailure as failure:
-                    failure.final_url, failure.content_type = page.final_url, page.content_type
-                    writer.add(failure_row(url, failure, source, when))
-                    continue
-                pending.add(loop.create_task(extract_row(url, page, pool, source, False, when)))
-                if len(pending) >= 4 * cfg.extract_workers:
-                    finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:
-                        writer.add(task.result())
-        for task in asyncio.as_completed(pending):
-            writer.add(await task)
+        try:
+            for path in cfg.files:
+                for raw_url, page, source, when in records(path, cfg.max_bytes):
+                    counts["records"] += 1
+                    url = normalise_url(raw_url)
+                    if url is None or (wanted is not None and url not in wanted):
+                        counts["not_cited" if url else "bad_url"] += 1
+                        continue
+                    if url in writer.done:
+                        counts["duplicates"] += 1
+                        continue
+                    writer.done.add(url)
+                    try:
+                        check_page(page, cfg)
+                    except FetchFailure as failure:
+                        failure.final_url, failure.content_type = page.final_url, page.content_type
+                        writer.add(failure_row(url, failure, source, when))
+                        continue
+                    pending.add(loop.create_task(extract_row(url, page, pool, source, False, when)))
+                    if len(pending) >= 4 * cfg.extract_workers:
+                        finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                        for task in finished:
+                            writer.add(task.result())
+            for task in asyncio.as_completed(pending):
+                writer.add(await task)
+        except BaseException:  # a bad input line: drop the extractions not yet run
+            for task in pending:
+                task.cancel()
+            raise
     return counts
 
 
