@@ -26,7 +26,7 @@ import httpx
 
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
-from pretriever.references.safety import AddressGuard, CheckedTransport, _ip_literal
+from pretriever.references.safety import AddressGuard, CheckedTransport, ip_literal
 from pretriever.references.urls import host_of, normalise_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -197,8 +197,7 @@ class PageClient:
                 await asyncio.sleep(wait * random.uniform(1.0, 1.25))
             try:
                 async with gate.slot():
-                    async with asyncio.timeout(self.cfg.total_timeout):
-                        return await self._once(url, robots_file)
+                    return await asyncio.wait_for(self._once(url, robots_file), self.cfg.total_timeout)
             except _Retry as err:
                 retry = err
                 if err.wait is not None:
@@ -208,7 +207,7 @@ class PageClient:
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
                     httpx.WriteError) as err:
                 retry = _Retry("connection", f"{url}: {type(err).__name__}: {err}")
-            except (TimeoutError, httpx.TimeoutException) as err:
+            except (asyncio.TimeoutError, httpx.TimeoutException) as err:
                 raise FetchFailure("timeout", f"{url}: timed out ({type(err).__name__})", final_url=url) from err
             except httpx.HTTPError as err:
                 raise FetchFailure("connection", f"{url}: {type(err).__name__}: {err}", final_url=url) from err
@@ -218,7 +217,7 @@ class PageClient:
 
     async def _once(self, url: str, robots_file: bool) -> Page | str:
         if self.cfg.proxy is not None:  # the proxy resolves names; literal addresses are checked here
-            literal = _ip_literal(urlsplit(url).hostname or "")
+            literal = ip_literal(urlsplit(url).hostname or "")
             if literal is not None:
                 self.guard.check(literal, [literal])
         async with self._http.stream("GET", url) as response:

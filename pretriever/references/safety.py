@@ -29,7 +29,7 @@ def is_public(address: str) -> bool:
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
 
 
-def _ip_literal(host: str) -> str | None:
+def ip_literal(host: str) -> str | None:
     try:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
@@ -61,7 +61,7 @@ class AddressGuard:
         name = host.lower()
         if name in self.pinned:
             return self.pinned[name]
-        literal = _ip_literal(name)
+        literal = ip_literal(name)
         if literal is not None:
             self.check(host, [literal])
             return literal
