@@ -14,6 +14,7 @@ from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.quickstart import quickstart
 from pretriever.cli.refine import refine_app
+from pretriever.cli.references import references_app
 from pretriever.cli.train import train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
@@ -46,6 +47,7 @@ app = typer.Typer(
 )
 app.command("quickstart")(quickstart)
 app.add_typer(corpus_app, name="corpus")
+app.add_typer(references_app, name="references")
 app.command("mine")(mine_command)
 app.add_typer(pairs_app, name="pairs")
 app.command("train")(train_command)
