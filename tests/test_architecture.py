@@ -122,4 +122,4 @@ def test_help_lists_the_commands_in_pipeline_order():
     listed = [line.split()[1] for line in result.output.splitlines()
               if line.startswith("│ ") and len(line.split()) > 1 and line.split()[1] in PIPELINE_ORDER]
     assert listed == sorted(listed, key=PIPELINE_ORDER.index)
-    assert listed[:3] == ["quickstart", "corpus", "mine"] and "evaluate" in listed
+    assert listed[:2] == ["quickstart", "corpus"] and "mine" in listed and "evaluate" in listed

@@ -8,9 +8,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from pretriever.cli.common import stage
 from pretriever.config import build_config, help_for
-from pretriever.corpus.store import StoreError
-from pretriever.errors import PretrieverError
 from pretriever.progress import count_progress, console
 from pretriever.references.config import FetchConfig, ImportConfig
 from pretriever.references.fetch import Progress, fetch_references
@@ -84,7 +83,7 @@ def fetch(
 
       pretriever references fetch enwiki/ --out refs/ --concurrency 64
     """
-    try:
+    with stage():
         cfg = build_config(FetchConfig, config, "references", corpus=corpus, out=out, concurrency=concurrency,
                            per_host=per_host, host_delay=host_delay, connect_timeout=connect_timeout,
                            read_timeout=read_timeout, total_timeout=total_timeout, max_bytes=max_bytes,
@@ -94,16 +93,13 @@ def fetch(
                            archive_fallback=archive_fallback, extract_workers=extract_workers,
                            checkpoint_rows=checkpoint_rows, limit=limit, resume=resume or None,
                            overwrite=overwrite or None)
-        with count_progress() as bar:
-            task = bar.add_task("fetching", total=None, rate="")
+    with count_progress() as bar, stage(bar):
+        task = bar.add_task("fetching", total=None, rate="")
 
-            def on_row(progress: Progress) -> None:
-                bar.update(task, total=progress.total, completed=progress.done, rate=progress.line())
+        def on_row(progress: Progress) -> None:
+            bar.update(task, total=progress.total, completed=progress.done, rate=progress.line())
 
-            manifest = fetch_references(cfg, on_row)
-    except (PretrieverError, StoreError) as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(err.exit_code) from err
+        manifest = fetch_references(cfg, on_row)
     print_manifest(manifest)
 
 
@@ -123,13 +119,10 @@ def import_(
 
       pretriever references import CC-MAIN-*.warc.gz --corpus enwiki/ --out refs/
     """
-    try:
+    with stage():
         cfg = build_config(ImportConfig, None, "references_import", files=files, out=out, corpus=corpus,
                            max_bytes=max_bytes, pdf=pdf, extract_workers=extract_workers,
                            overwrite=overwrite or None)
         manifest = import_references(cfg)
-    except (PretrieverError, StoreError) as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(err.exit_code) from err
     console.print("records: " + ", ".join(f"{k} {v:,}" for k, v in manifest["records"].items()))
     print_manifest(manifest)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever.corpus.schema import STORE_TABLES
@@ -53,6 +54,15 @@ class CorpusStore:
         if missing:
             raise StoreError(f"{files[0]}: table {name!r} lacks column(s) {', '.join(missing)}; "
                              "was it written by another tool or an older pretriever? rebuild the store")
+
+    def read_table(self, name: str, columns: list[str] | None = None,
+                   sort_by: list[str] | None = None) -> pa.Table:
+        """A whole table (or some of its columns) as Arrow, optionally sorted; for tables that fit in memory."""
+        path, is_dir = self.table_path(name)
+        files = sorted(path.glob("*.parquet")) if is_dir else [path]
+        tables = [pq.read_table(f, columns=columns) for f in files]
+        table = pa.concat_tables(tables) if tables else pa.table({})
+        return table.sort_by([(c, "ascending") for c in sort_by]) if sort_by else table
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table (``documents``, ``passages``, ``links``, ...)."""

@@ -5,24 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import duckdb
 import pyarrow as pa
 
-from pretriever.corpus.store import CorpusStore
+from pretriever.data import CorpusStore
 from pretriever.references.table import CITATIONS_SCHEMA
 from pretriever.references.urls import host_of, normalise_url
 
 
 def load_citation_urls(store: CorpusStore) -> pa.Table:
-    """Every citation of the store: doc_id, citation_idx, url, archive_url (url/archive_url may be null).
-
-    The one place this stage reads the store.
-    """
-    glob = store.table_glob("citations").replace("'", "''")
-    with duckdb.connect() as con:
-        return con.sql(
-            "SELECT CAST(doc_id AS VARCHAR) AS doc_id, CAST(citation_idx AS INTEGER) AS citation_idx, url, archive_url "
-            f"FROM read_parquet('{glob}') ORDER BY doc_id, citation_idx").to_arrow_table()
+    """Every citation of the store: doc_id, citation_idx, url, archive_url (url/archive_url may be null)."""
+    return store.read_table("citations", ["doc_id", "citation_idx", "url", "archive_url"],
+                            sort_by=["doc_id", "citation_idx"])
 
 
 @dataclass

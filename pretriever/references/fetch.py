@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 from pretriever.io import write_json, write_parquet
 from pretriever.references.citations import CitedUrls, cited_urls, load_citation_urls
 from pretriever.references.client import Page, PageClient

@@ -19,7 +19,7 @@ from typing import Any
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 from pretriever.errors import PretrieverError
 from pretriever.references.citations import cited_urls, load_citation_urls
 from pretriever.references.client import Page, media_type
