@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 
-from pretriever.config import ConfigError, build_config
+from pretriever.cli.common import fail, stage
+from pretriever.config import build_config, help_for
+from pretriever.evaluate.config import EvaluateConfig
+from pretriever.evaluate.pipeline import run_evaluation
+from pretriever.evaluate.report import metrics_table, overlap_table
 from pretriever.progress import console, count_progress
-
-EXIT_USAGE = 2  # bad options, unreadable inputs, a folder that is not an index or store
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
 
 
 def _ks(value: Optional[str]) -> Optional[list[int]]:
@@ -27,70 +25,40 @@ def _ks(value: Optional[str]) -> Optional[list[int]]:
     try:
         return [int(k) for k in value.replace(" ", "").split(",") if k]
     except ValueError:
-        raise _fail(f"--k takes comma-separated numbers such as 1,5,20,100; got {value!r}") from None
+        fail(f"--k takes comma-separated numbers such as 1,5,20,100; got {value!r}")
 
 
 def evaluate_command(
-    index: Optional[List[Path]] = typer.Option(
-        None, "--index", "-i", show_default=False,
-        help="A dense index folder (from `pretriever index build`); repeat it to compare several (the base "
-             "model and the pre-trained one). Each is reported under its model's name. Its index.json names "
-             "the corpus store that answers, titles and passage -> document mapping come from."),
-    bm25: bool = typer.Option(False, "--bm25", help="Also evaluate BM25 over the same corpus store (reported "
-                              "as bm25): INDEX_DIR/bm25 when the first index has one, else --bm25-dir, else "
-                              "built for this run (bm25s Lucene, English stop words, Snowball stemmer, "
-                              "title + text)."),
-    queries: Optional[Path] = typer.Option(
-        None, "--queries", "-q", show_default=False,
-        help="BEIR queries.jsonl ({\"_id\", \"text\"}) or a BEIR dataset folder (then --qrels defaults to its "
-             "qrels/test.tsv); only the queries that --qrels judges are searched."),
-    qrels: Optional[Path] = typer.Option(
-        None, "--qrels", show_default=False,
-        help="Judgments: a BEIR qrels TSV (header query-id, corpus-id, score) or TREC qrels. Reports "
-             "nDCG@10, MRR@10, Recall@20/100/1000 and MAP (pytrec_eval)."),
-    answers: Optional[Path] = typer.Option(
-        None, "--answers", "-a", show_default=False,
-        help="Open-domain QA questions with answers: NQ-open JSONL ({\"question\", \"answer\": [...]}), "
-             "DPR qas TSV (question<TAB>['a', 'b']) or DPR JSON. Reports top-k accuracy with DPR's answer "
-             "matching."),
-    multihop: Optional[Path] = typer.Option(
-        None, "--multihop", show_default=False,
-        help="Multi-hop questions (HotpotQA style JSONL): question plus gold_passages (passage ids) or "
-             "gold_titles (or HotpotQA's supporting_facts). A question counts at k when ALL its gold are "
-             "in the top k."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False,
-                                       help="EVAL_DIR: results.json and the plots are written here (created)."),
-    corpus: Optional[Path] = typer.Option(
-        None, "--corpus", show_default=False,
-        help="The corpus store, when it is not where index.json says (moved), or for --bm25 without --index."),
-    match: Optional[str] = typer.Option(
-        None, "--match", help="Answer matching: string (DPR: token sequence, case-insensitive), regex "
-                              "(CuratedTREC: answers are regular expressions) or auto (regex when the file "
-                              "name contains 'trec'). Default: auto."),
-    k: Optional[str] = typer.Option(None, "--k", help="Accuracy cut-offs, comma-separated. Default: 1,5,20,100 "
-                                    "(multi-hop: 2,10,20,100)."),
-    depth: Optional[int] = typer.Option(None, "--depth", help="Results kept per query. Default: 1000 documents "
-                                        "with --qrels (for Recall@1000 and MAP), else the largest k."),
-    maxp_factor: Optional[int] = typer.Option(
-        None, "--maxp-factor", help="When the store splits documents into passages, fetch depth x this many "
-                                    "passages and score each document by its best passage (MaxP). Default: 3."),
+    index: Optional[List[Path]] = typer.Option(None, "--index", "-i", show_default=False,
+                                               help=help_for(EvaluateConfig, "index", "Repeat --index for each "
+                                                             "(e.g. the base model and the pre-trained one).")),
+    bm25: bool = typer.Option(False, "--bm25", help=help_for(EvaluateConfig, "bm25")),
+    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False,
+                                           help=help_for(EvaluateConfig, "queries")),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=help_for(EvaluateConfig, "qrels")),
+    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False,
+                                           help=help_for(EvaluateConfig, "answers")),
+    multihop: Optional[Path] = typer.Option(None, "--multihop", show_default=False,
+                                            help=help_for(EvaluateConfig, "multihop")),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=help_for(EvaluateConfig, "out")),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", show_default=False,
+                                          help=help_for(EvaluateConfig, "corpus")),
+    match: Optional[str] = typer.Option(None, "--match", help=help_for(EvaluateConfig, "match")),
+    k: Optional[str] = typer.Option(None, "--k", help=help_for(EvaluateConfig, "ks")),
+    depth: Optional[int] = typer.Option(None, "--depth", help=help_for(EvaluateConfig, "depth")),
+    maxp_factor: Optional[int] = typer.Option(None, "--maxp-factor", help=help_for(EvaluateConfig, "maxp_factor")),
     keep_identical_ids: bool = typer.Option(
         False, "--keep-identical-ids", help="Count a document whose id equals the query id (BEIR leaves such "
                                             "results out; so does pretriever unless this is given)."),
-    overlap_k: Optional[int] = typer.Option(None, "--overlap-k", help="The top-k accuracy reported per "
-                                            "question-passage overlap bucket. Default: 20 (HLP Fig. 4)."),
-    overlap: Optional[bool] = typer.Option(None, "--overlap/--no-overlap", help="The Q-P overlap analysis "
-                                           "(table and overlap.png). Default: on."),
-    plots: Optional[bool] = typer.Option(None, "--plots/--no-plots", help="Write PNG plots. Default: on."),
-    save_runs: bool = typer.Option(False, "--save-runs", help="Also write each system's ranking as a TREC "
-                                   "run file under EVAL_DIR/runs/."),
-    bm25_dir: Optional[Path] = typer.Option(None, "--bm25-dir", help="A BM25 index folder: loaded when it "
-                                            "holds one, else built and saved there for the next run."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N questions (a quick look)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Questions per search call. Default: 256."),
-    device: Optional[str] = typer.Option(None, "--device", help="Where queries are encoded: cpu, cuda, "
-                                         "cuda:1, mps. Default: automatic."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [evaluate] table sets any "
+    overlap_k: Optional[int] = typer.Option(None, "--overlap-k", help=help_for(EvaluateConfig, "overlap_k")),
+    overlap: Optional[bool] = typer.Option(None, "--overlap/--no-overlap", help=help_for(EvaluateConfig, "overlap")),
+    plots: Optional[bool] = typer.Option(None, "--plots/--no-plots", help=help_for(EvaluateConfig, "plots")),
+    save_runs: bool = typer.Option(False, "--save-runs", help=help_for(EvaluateConfig, "save_runs")),
+    bm25_dir: Optional[Path] = typer.Option(None, "--bm25-dir", help=help_for(EvaluateConfig, "bm25_dir")),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(EvaluateConfig, "limit")),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(EvaluateConfig, "batch_size")),
+    device: Optional[str] = typer.Option(None, "--device", help=help_for(EvaluateConfig, "device")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[evaluate] table sets any "
                                           "of these options (keys as in EvaluateConfig, e.g. index = [\"a\", "
                                           "\"b\"], ks = [1, 5, 20, 100])."),
 ) -> None:
@@ -114,37 +82,15 @@ def evaluate_command(
 
       pretriever evaluate --index hlp/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
     """
-    from pretriever.data.store import StoreError
-    from pretriever.data.qa import QAFileError
-    from pretriever.evaluate.config import EvaluateConfig
-    from pretriever.evaluate.core import EvaluationError
-    from pretriever.data.beir import DatasetError
-    from pretriever.evaluate.pipeline import run_evaluation
-    from pretriever.evaluate.report import metrics_table, overlap_table
-
-    try:
+    with stage():
         cfg = build_config(EvaluateConfig, config, "evaluate", out=out, index=index or None, bm25=bm25 or None,
                            corpus=corpus, queries=queries, qrels=qrels, answers=answers, multihop=multihop,
                            match=match, ks=_ks(k), depth=depth, maxp_factor=maxp_factor,
                            ignore_identical_ids=False if keep_identical_ids else None, overlap=overlap,
                            overlap_k=overlap_k, batch_size=batch_size, limit=limit, plots=plots,
                            save_runs=save_runs or None, bm25_dir=bm25_dir, device=device)
-    except TypeError as err:
-        if "out" in str(err):
-            raise _fail("--out EVAL_DIR is required (or `out` in the [evaluate] table of --config)") from err
-        raise _fail(str(err)) from err
-    except (ConfigError, ValueError) as err:
-        raise _fail(str(err)) from err
 
-    errors = (ConfigError, DatasetError, QAFileError, EvaluationError, StoreError, ValueError, OSError)
-    try:
-        from pretriever.index.errors import IndexStageError
-
-        errors = errors + (IndexStageError,)
-    except ImportError:  # pragma: no cover - the index stage is part of the package
-        pass
-
-    with count_progress() as progress:
+    with count_progress() as progress, stage(progress):
         tasks: dict[str, int] = {}
 
         def on_batch(system: str, done: int, total: int) -> None:
@@ -155,13 +101,9 @@ def evaluate_command(
                             rate=f"{done / elapsed:,.0f} q/s" if elapsed > 0 else "")
 
         def on_step(message: str) -> None:
-            progress.console.print(f"[dim]{message}[/dim]")
+            progress.console.print(f"[dim]{escape(message)}[/dim]")
 
-        try:
-            result, written = run_evaluation(cfg, progress=on_batch, step=on_step)
-        except errors as err:
-            progress.stop()
-            raise _fail(str(err)) from err
+        result, written = run_evaluation(cfg, progress=on_batch, step=on_step)
 
     console.print(metrics_table(result))
     table = overlap_table(result)
@@ -170,6 +112,6 @@ def evaluate_command(
     if result.kind == "answers":
         console.print(f"answer matching: {result.config.get('match')}")
     for note in result.dataset.get("notes", []):
-        console.print(f"[yellow]{note}[/yellow]")
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(f"results: {written['results']}" + "".join(f", {p.name}" for key, p in written.items()
                                                               if key in ("curve", "overlap")))

@@ -362,6 +362,50 @@ def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def trained_pairs(cfg: TrainConfig, pairs: int, state, start_step: int, planned_steps: int,
+                  per_epoch: int) -> tuple[int, int]:
+    """(pairs trained by this run, steps per epoch), from the trainer's own step count ``state``."""
+    steps_run = state.global_step - start_step
+    if cfg.max_steps:
+        return steps_run * min(cfg.batch_size * _world(), pairs), per_epoch
+    # a no-duplicates sampler can need more batches than pairs / batch size
+    max_steps = state.max_steps or planned_steps
+    return round(steps_run * pairs * cfg.epochs / max(max_steps, 1)), max(1, round(max_steps / cfg.epochs))
+
+
+def training_summary(cfg: TrainConfig, state, per_epoch: int, resume_from: Path | None, start_step: int,
+                     curve: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``training`` section of train.json: steps, batch, loss, where a resumed run started."""
+    resumed = resume_from is not None
+    return {"steps": state.global_step, "steps_per_epoch": per_epoch,
+            "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
+            "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size else "MultipleNegativesRankingLoss",
+            "resumed_from": str(resume_from) if resumed else None,
+            "resumed_at_step": start_step if resumed else None,
+            "final_loss": curve[-1]["loss"] if curve else None}
+
+
+def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, Any], training: dict[str, Any],
+                    curve: list[dict[str, Any]], pairs_trained: int, *, train_seconds: float, train_cpu: float,
+                    total_seconds: float) -> dict[str, Any]:
+    """train.json: the config, the data (pairs per method), the model, the run, its loss curve and speed.
+
+    ``train_cpu`` is the CPU seconds of this process (all threads) while training.
+    """
+    return {
+        "pretriever_version": __version__,
+        "config": cfg.to_json(),
+        "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
+        "model": model_info,
+        "training": training,
+        "loss_curve": curve,
+        "seconds": {"train": round(train_seconds, 3), "total": round(total_seconds, 3),
+                    "train_cpu": round(train_cpu, 3)},
+        "pairs_trained": pairs_trained,
+        "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
+    }
+
+
 def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
           step: Step = lambda _: None, device: str | None = None) -> TrainResult:
     """Train as ``cfg`` says and write MODEL_DIR; ``callbacks`` are extra transformers TrainerCallbacks."""
@@ -416,35 +460,15 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
             bar.close()  # an interrupted run leaves no live progress display behind
     train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     state = trainer.state
-    steps_run = state.global_step - start_step
-    if cfg.max_steps:
-        pairs_trained = steps_run * min(cfg.batch_size * _world(), data.pairs)
-    else:
-        # the trainer's own step count: a no-duplicates sampler can need more batches than pairs / batch size
-        pairs_trained = round(steps_run * data.pairs * cfg.epochs / max(state.max_steps or total_steps, 1))
-        per_epoch = max(1, round((state.max_steps or total_steps) / cfg.epochs))
+    pairs_trained, per_epoch = trained_pairs(cfg, data.pairs, state, start_step, total_steps, per_epoch)
 
     step(f"saving the model to {cfg.out}")
     trainer.save_model(str(cfg.out))
     curve = loss_curve(state.log_history)
-    report = {
-        "pretriever_version": __version__,
-        "config": cfg.to_json(),
-        "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
-        "model": model_info,
-        "training": {"steps": state.global_step, "steps_per_epoch": per_epoch,
-                     "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
-                     "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size
-                     else "MultipleNegativesRankingLoss",
-                     "resumed_from": str(resume_from) if resume_from is not None else None,
-                     "resumed_at_step": start_step if resume_from is not None else None,
-                     "final_loss": curve[-1]["loss"] if curve else None},
-        "loss_curve": curve,
-        "seconds": {"train": round(train_seconds, 3), "total": round(time.perf_counter() - t_start, 3),
-                    "train_cpu": round(train_cpu, 3)},  # CPU seconds of this process (all threads)
-        "pairs_trained": pairs_trained,
-        "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
-    }
+    training = training_summary(cfg, state, per_epoch, resume_from, start_step, curve)
+    report = training_report(cfg, data, model_info, training, curve, pairs_trained,
+                             train_seconds=train_seconds, train_cpu=train_cpu,
+                             total_seconds=time.perf_counter() - t_start)
     barrier()
     if main:
         write_json(cfg.out / REPORT, report)
