@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
+from pretriever.index.hybrid import HybridOptions
 
 MATCH_CHOICES = ("auto", "string", "regex")
 DEFAULT_QA_KS = (1, 5, 20, 100)  # DPR's top-k accuracy table
@@ -25,6 +26,12 @@ class EvaluateConfig:
     bm25: bool = option(False, "Also evaluate BM25 over the same corpus store (reported as bm25): INDEX_DIR/bm25 when "
                                "the first index has one, else bm25_dir, else built for this run (bm25s Lucene, "
                                "English stop words, Snowball stemmer, title + text).")
+    hybrid: bool = option(False, "Also evaluate each index fused with BM25 (label-free; see fusion).")
+    fusion: HybridOptions = option(default_factory=HybridOptions,
+                                   help="How hybrid fuses the rankings ([evaluate.fusion] in TOML).")
+    alpha_from: Path | None = option(None, "Judgments of validation queries (e.g. qrels/train.tsv, with the same "
+                                           "queries file) on which the convex weight alpha is chosen; never the "
+                                           "test split.")
     corpus: Path | None = option(None, "The corpus store, when it is not where index.json says (moved), or for BM25 "
                                        "without an index.", default_help="the store the first index names")
     queries: Path | None = option(None, "BEIR queries.jsonl ({\"_id\", \"text\"}) or a BEIR dataset folder (then "
@@ -67,7 +74,7 @@ class EvaluateConfig:
         if isinstance(self.index, (str, Path)):
             self.index = [self.index]
         self.index = [Path(p) for p in (self.index or [])]
-        for name in ("corpus", "queries", "qrels", "answers", "multihop", "bm25_dir"):
+        for name in ("corpus", "queries", "qrels", "answers", "multihop", "bm25_dir", "alpha_from"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, Path(value))
@@ -85,6 +92,10 @@ class EvaluateConfig:
             raise ValueError("qrels need the queries they judge: give queries (a BEIR queries.jsonl)")
         if self.qrels is None and self.queries is not None:
             raise ValueError("queries go with qrels; answers and multihop files hold their own questions")
+        if self.alpha_from is not None and not (self.hybrid and self.fusion.fusion == "convex" and self.queries):
+            raise ValueError("alpha_from chooses the convex weight of hybrid: give hybrid, fusion convex and queries")
+        if self.hybrid and not self.index:
+            raise ValueError("hybrid fuses an index with BM25: give an index")
         if not self.index and not self.bm25:
             raise ValueError("nothing to evaluate: give at least one index, or bm25 (with corpus)")
         if not self.index and self.corpus is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, Progress, evaluate_retrievers
 from pretriever.evaluate.report import write_results
-from pretriever.index import bm25_beside, open_retriever, retriever_kind
+from pretriever.index import HybridRetriever, bm25_beside, choose_alpha, open_retriever, retriever_kind
 from pretriever.index.dense import BM25_DIR
 from pretriever.retrieval import Hit
 
@@ -77,13 +77,31 @@ def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
         add(index, store, {"type": retriever_kind(index_dir), "index": str(index_dir), "store": str(store),
                            "model": getattr(index, "encoder", {}).get("model"),
                            "index_type": index.meta.get("index", {}).get("type")})
-    if cfg.bm25:
+    if cfg.bm25 or cfg.hybrid:
         store = cfg.corpus or systems.stores[systems.retrievers[0].name]
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]
         bm25, source = bm25_beside(store, candidates, cfg.bm25_dir, say)
-        add(bm25, Path(store), {"type": "bm25", "store": str(store), "source": source,
-                                "options": bm25.meta.get("options")})
+        if cfg.bm25:
+            add(bm25, Path(store), {"type": "bm25", "store": str(store), "source": source,
+                                    "options": bm25.meta.get("options")})
+        if cfg.hybrid:
+            for dense in list(systems.retrievers[:len(cfg.index)]):
+                hybrid, chosen = _hybrid(dense, bm25, cfg, say)
+                add(hybrid, systems.stores[dense.name], {"type": "hybrid", "of": [dense.name, bm25.name],
+                                                         "fusion": asdict(hybrid.options), **chosen})
     return systems
+
+
+def _hybrid(dense, bm25, cfg: EvaluateConfig, say: Step) -> tuple[HybridRetriever, dict[str, Any]]:
+    """``dense`` fused with BM25; with ``alpha_from``, the convex weight chosen on those judgments."""
+    hybrid = HybridRetriever(dense, bm25, cfg.fusion)
+    if cfg.alpha_from is None:
+        return hybrid, {}
+    say(f"choosing alpha for {dense.name} on {cfg.alpha_from}")
+    alpha, scores = choose_alpha(hybrid, load_queries(cfg.queries), load_qrels(cfg.alpha_from))
+    options = replace(cfg.fusion, alpha=alpha)
+    return HybridRetriever(dense, bm25, options), {"alpha_chosen_on": str(cfg.alpha_from),
+                                                   "alpha_scores": {f"{a:g}": round(v, 4) for a, v in scores.items()}}
 
 
 def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
