@@ -17,6 +17,7 @@ from pretriever.cli.common import stage
 from pretriever.config import build_config, help_for
 from pretriever.progress import console
 from pretriever.train import TrainConfig, train
+from pretriever.train.heldout import smoothed
 
 
 def train_command(
@@ -58,6 +59,7 @@ def train_command(
                                                          help=help_for(TrainConfig, "gather_across_devices")),
     save_steps: Optional[int] = typer.Option(None, "--save-steps", help=help_for(TrainConfig, "save_steps")),
     keep_checkpoints: Optional[bool] = typer.Option(None, "--keep-checkpoints", help=help_for(TrainConfig, "keep_checkpoints")),
+    heldout_pairs: Optional[int] = typer.Option(None, "--heldout-pairs", help=help_for(TrainConfig, "heldout_pairs")),
     logging_steps: Optional[int] = typer.Option(None, "--logging-steps", help=help_for(TrainConfig, "logging_steps")),
     resume: bool = typer.Option(False, "--resume", help=help_for(TrainConfig, "resume")),
     overwrite: bool = typer.Option(False, "--overwrite", help=help_for(TrainConfig, "overwrite")),
@@ -94,6 +96,7 @@ def train_command(
             learning_rate=learning_rate, warmup_ratio=warmup_ratio, weight_decay=weight_decay, seed=seed,
             no_duplicates=no_duplicates, precision=precision, gather_across_devices=gather_across_devices,
             save_steps=save_steps, keep_checkpoints=keep_checkpoints, logging_steps=logging_steps,
+            heldout_pairs=heldout_pairs,
             resume=resume or None, overwrite=overwrite or None)
     _quiet_libraries()
     with stage():
@@ -131,9 +134,16 @@ def print_summary(report: dict, cfg) -> None:
     table.add_row("steps", f"{training['steps']:,} (batch {training['batch_size']}, epoch {training['epochs']:g}"
                            + (f", resumed at step {training['resumed_at_step']}" if training.get("resumed_from") else "")
                            + ")")
-    curve = report["loss_curve"]
-    if curve:
-        table.add_row("loss first -> last", f"{curve[0]['loss']:.4f} -> {curve[-1]['loss']:.4f}")
+    trend = smoothed(report["loss_curve"])
+    if trend:
+        table.add_row("training loss", f"{trend[0]:.4f} -> {trend[1]:.4f} (mean of the first and last fifth of "
+                                       "the logged steps; noisy on small runs)")
+    held = report.get("heldout")
+    if held:
+        before, after = held["before"], held["after"]
+        table.add_row(f"held-out pairs ({held['pairs']:,})",
+                      f"query ranks its own positive first: {before['acc@1']:.0%} -> {after['acc@1']:.0%}; "
+                      f"MRR {before['mrr']:.3f} -> {after['mrr']:.3f}; loss {before['loss']:.4f} -> {after['loss']:.4f}")
     table.add_row("time", f"{report['seconds']['train']:.1f} s training, {report['seconds']['total']:.1f} s in all")
     if report.get("pairs_per_second"):
         table.add_row("throughput", f"{report['pairs_per_second']:,.1f} pairs/s")

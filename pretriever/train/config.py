@@ -37,7 +37,7 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "prepend_title",
             "limit", "mix", "use_negatives", "pooling", "normalize", "shared_encoder", "similarity", "scale",
             "max_query_length", "max_passage_length", "epochs", "max_steps", "batch_size", "mini_batch_size",
-            "learning_rate", "warmup_ratio", "weight_decay", "seed", "no_duplicates", "precision",
+            "learning_rate", "warmup_ratio", "weight_decay", "seed", "no_duplicates", "precision", "heldout_pairs",
             "gather_across_devices", "save_steps")
 
 
@@ -154,6 +154,9 @@ class TrainConfig:
                                  "as the interrupted run).")
     overwrite: bool = option(False, "Replace a model already in MODEL_DIR.")
     keep_checkpoints: bool = option(False, "Keep MODEL_DIR/checkpoints after a successful run.")
+    heldout_pairs: int = option(0, "Pairs kept out of training (at most a fifth of them) to check the model a person "
+                                   "can read: their loss, and how often a query ranks its own positive first among "
+                                   "the held-out positives, before and after training (0: off).")
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -185,6 +188,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if self.hard_negatives == "file" and self.dpr is None:
             raise ValueError("hard_negatives = 'file' reads DPR's hard_negative_ctxs; it needs --dpr")
+        if self.heldout_pairs < 0:
+            raise ValueError(f"heldout_pairs must be 0 (off) or more, got {self.heldout_pairs}")
         for name in ("batch_size", "max_query_length", "max_passage_length", "save_steps", "bm25_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -37,6 +37,7 @@ from pretriever.progress import console
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
+from pretriever.train.heldout import retrieval_check, split_heldout
 from pretriever.train.model import ROUTES, build_loss, build_model
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 
@@ -385,12 +386,19 @@ def training_summary(cfg: TrainConfig, state, per_epoch: int, resume_from: Path 
             "final_loss": curve[-1]["loss"] if curve else None}
 
 
+def heldout_figures(model, cfg: TrainConfig, heldout) -> dict[str, float]:
+    """Loss, accuracy@1 and MRR of the held-out pairs (see :mod:`pretriever.train.heldout`)."""
+    return {"loss": round(pairs_loss(model, cfg, heldout), 4),
+            **{k: round(v, 4) for k, v in retrieval_check(model, heldout["anchor"], heldout["positive"]).items()}}
+
+
 def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, Any], training: dict[str, Any],
                     curve: list[dict[str, Any]], pairs_trained: int, *, train_seconds: float, train_cpu: float,
-                    total_seconds: float) -> dict[str, Any]:
+                    total_seconds: float, heldout: dict[str, Any] | None = None) -> dict[str, Any]:
     """train.json: the config, the data (pairs per method), the model, the run, its loss curve and speed.
 
-    ``train_cpu`` is the CPU seconds of this process (all threads) while training.
+    ``train_cpu`` is the CPU seconds of this process (all threads) while training; ``heldout``: the
+    held-out check before and after training, when pairs were held out.
     """
     return {
         "pretriever_version": __version__,
@@ -403,6 +411,7 @@ def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, 
                     "train_cpu": round(train_cpu, 3)},
         "pairs_trained": pairs_trained,
         "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
+        **({"heldout": heldout} if heldout else {}),
     }
 
 
@@ -440,18 +449,23 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
                 cfg.out.rmdir()
         raise
     loss = build_loss(model, cfg)
-    per_epoch, total_steps = plan_steps(cfg, data.pairs)
+    dataset, heldout = split_heldout(data.dataset(), cfg.heldout_pairs, cfg.seed)
+    per_epoch, total_steps = plan_steps(cfg, len(dataset))
     logging_steps = cfg.logging_steps or max(1, total_steps // 50)
     args = training_args(cfg, data, logging_steps)
     bar = progress_callback() if progress else None
-    trainer = make_trainer(model, loss, args, data.dataset(), list(callbacks) + ([bar] if bar else []))
+    trainer = make_trainer(model, loss, args, dataset, list(callbacks) + ([bar] if bar else []))
     if main:
         (cfg.out / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
         write_json(cfg.out / CHECKPOINTS / RUN_SETTINGS, {"settings": cfg.run_settings(), "data": fingerprint})
     start_step = 0
     if resume_from is not None:
         start_step = int(json.loads((resume_from / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
-    step(f"training on {data.pairs:,} pairs")
+    checks: dict[str, Any] = {}
+    if heldout is not None:
+        step(f"checking {len(heldout):,} held-out pairs before training")
+        checks = {"pairs": len(heldout), "before": {"at_step": start_step, **heldout_figures(model, cfg, heldout)}}
+    step(f"training on {len(dataset):,} pairs")
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
@@ -460,7 +474,9 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
             bar.close()  # an interrupted run leaves no live progress display behind
     train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     state = trainer.state
-    pairs_trained, per_epoch = trained_pairs(cfg, data.pairs, state, start_step, total_steps, per_epoch)
+    pairs_trained, per_epoch = trained_pairs(cfg, len(dataset), state, start_step, total_steps, per_epoch)
+    if heldout is not None:
+        checks["after"] = heldout_figures(model, cfg, heldout)
 
     step(f"saving the model to {cfg.out}")
     trainer.save_model(str(cfg.out))
@@ -468,7 +484,7 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
     training = training_summary(cfg, state, per_epoch, resume_from, start_step, curve)
     report = training_report(cfg, data, model_info, training, curve, pairs_trained,
                              train_seconds=train_seconds, train_cpu=train_cpu,
-                             total_seconds=time.perf_counter() - t_start)
+                             total_seconds=time.perf_counter() - t_start, heldout=checks)
     barrier()
     if main:
         write_json(cfg.out / REPORT, report)
