@@ -7,6 +7,7 @@ crawl of Wikipedia's citations; the C-MORE paper does not say how its references
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,9 @@ PROJECT_URL = "https://github.com/pretriever/pretriever"
 DEFAULT_USER_AGENT = f"pretriever/{__version__} (+{PROJECT_URL}; citation fetcher)"
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 PDF_TYPE = "application/pdf"
+
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 
 @dataclass
@@ -43,7 +47,8 @@ class FetchConfig:
     robots: bool = option(True, "Honour robots.txt (cached per host).")
     pdf: bool = option(False, "Also accept PDF (text from pypdf: pip install 'pretriever[pdf]').")
     allow_private: bool = option(False, "Allow private, loopback, link-local and reserved addresses.")
-    proxy: str | None = option(None, "Send every request through this HTTP proxy URL.")
+    proxy: str | None = option(None, "Send every request through this HTTP proxy URL.",
+                               default_help="$HTTPS_PROXY or $HTTP_PROXY when set, else none")
     resolve: dict[str, str] = option(default_factory=dict, help=(
         "Pin host names to addresses, like curl --resolve HOST:ADDR (pinned addresses are trusted)."))
     prefer_archive: bool = option(False, "Fetch the citation's archive-url first, the original "
@@ -66,6 +71,8 @@ class FetchConfig:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.resume and self.overwrite:
             raise ValueError("give --resume or --overwrite, not both")
+        if self.proxy is None:  # behind a gateway, as curl and pip do
+            self.proxy = next((os.environ[v] for v in PROXY_VARIABLES if os.environ.get(v)), None)
 
     @property
     def content_types(self) -> tuple[str, ...]:
