@@ -41,3 +41,10 @@ def enwiki_con(enwiki_store):
     con = enwiki_store.connect()
     yield con
     con.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch):
+    """Network tests talk to servers on 127.0.0.1 directly; a proxy set for the machine must not reroute them."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
