@@ -304,7 +304,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
         stored = pq.read_table(out / "refine" / "query_vectors.parquet")
         assert stored.num_rows == 40 and "refined" in stored.column_names
         refined.query_vectors_for([toy["texts"]["q0"]])
-        assert refined.last_stats["stored"] == 1  # a feedback query uses its refined vector
+        assert refined.last_stats["stored"] == 0  # honest protocol: stored feedback vectors serve no search
     else:
         assert ref["query_side"]["test_time"] is None
     labels = pq.read_table(out / "refine" / ("labels_passages.parquet")).to_pylist()

@@ -128,6 +128,42 @@ def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
             "dataset": {"name": cfg.multihop.stem, "multihop_file": str(cfg.multihop)}}
 
 
+def _questions(data: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(ids, texts) of the questions about to be evaluated."""
+    if "qrels" in data:
+        return list(data["qrels"]), [data["queries"][q] for q in data["qrels"]]
+    examples = data.get("answers") or data.get("multihop") or []
+    return [e.qid for e in examples], [e.question for e in examples]
+
+
+def check_protocols(systems: Systems, data: dict[str, Any]) -> list[str]:
+    """Refuse to score a refined index on questions whose labels refined it (unless it was refined with
+    --oracle), by id and by normalised text, whatever the files are called; record what was found and
+    return the notes a reader of the results must see."""
+    ids, texts = _questions(data)
+    notes = []
+    for retriever in systems.retrievers:
+        parts = [retriever, getattr(retriever, "inner", None), getattr(retriever, "dense", None)]
+        refined = next((p for p in parts if hasattr(p, "feedback_overlap")), None)
+        if refined is None:
+            continue
+        found = refined.feedback_overlap(ids, texts)
+        systems.described[retriever.name]["refine_protocol"] = found
+        if found["leak"] and found["protocol"] != "oracle":
+            raise EvaluationError(
+                f"{retriever.name}: {found['evaluation_queries_in_feedback']:,} of the {len(ids):,} evaluation "
+                f"questions were feedback queries of its refinement ({found['feedback']} labels): scoring it on "
+                "them leaks their labels. Evaluate on other questions, or refine with --oracle to reproduce the "
+                "paper's protocol (reported as ORACLE).")
+        if found["protocol"] == "oracle":
+            notes.append(f"{retriever.name}: ORACLE protocol: refined with the labels of the questions it is "
+                         "scored on; not a held-out result")
+        elif found["transductive"]:
+            notes.append(f"{retriever.name}: transductive: refined with label-free feedback on "
+                         f"{found['evaluation_queries_in_feedback']:,} of these very questions")
+    return notes
+
+
 def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
                    step: Step | None = None) -> tuple[EvaluationResult, dict[str, Path]]:
     """Evaluate every system of ``cfg`` and write ``cfg.out``; returns the result and the files written."""
@@ -137,6 +173,7 @@ def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
         systems = open_systems(cfg, step)
     except StoreError as err:
         raise EvaluationError(str(err)) from err
+    protocol_notes = check_protocols(systems, data)
     dataset = {**data.pop("dataset"), "systems": systems.described}
     result = evaluate_retrievers(
         systems.retrievers, store=systems.stores, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
@@ -144,5 +181,7 @@ def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
         batch_size=cfg.batch_size, progress=progress, dataset=dataset, **data)
     result.config = {**cfg.to_json(), **{k: v for k, v in result.config.items() if v is not None}}
     result.dataset["seconds"] = round(time.perf_counter() - started, 2)
+    if protocol_notes:
+        result.dataset["notes"] = result.dataset.get("notes", []) + protocol_notes
     written = write_results(result, cfg.out, plots=cfg.plots, save_runs=cfg.save_runs)
     return result, written
