@@ -427,22 +427,22 @@ def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
 
 def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(toy, tmp_path, monkeypatch):
     """`pretriever search` opens the folder by its recorded kind (open_retriever), so an aopt-query index
-    searches feedback queries with their refined vectors, exactly as `evaluate` ranks them."""
+    refines each query at search time (label-free top-k feedback), exactly as `evaluate` ranks it."""
     from pretriever.cli.index import search_command
     from pretriever.index import open_retriever, retriever_kind
 
     out = tmp_path / "refined-query"
-    run_refine(_cfg(toy, out, method="aopt-query", test_time_queries=False), query_vectors=toy["train_vectors"])
+    run_refine(_cfg(toy, out, method="aopt-query", lr=1.0), query_vectors=toy["train_vectors"])
     assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     refined = open_retriever(out)
     assert isinstance(refined, RefinedIndex)
     plain = DenseIndex.load(out, model=toy["model"])
-    # feedback queries whose refined vector changes the top 5
-    moved = [toy["texts"][f"q{i}"] for i in range(40)
+    # queries whose search-time refinement changes the top 5
+    moved = [toy["texts"][f"q{i}"] for i in range(40, 60)
              if [h.passage_id for h in refined.search([toy["texts"][f"q{i}"]], 5)[0]]
              != [h.passage_id for h in plain.search([toy["texts"][f"q{i}"]], 5)[0]]]
-    assert moved, "refinement moved no feedback query's top 5"
+    assert moved, "refinement moved no query's top 5"
     query = moved[0]
 
     app = typer.Typer()
