@@ -82,15 +82,15 @@ def evaluate_command(
 
     Examples:
 
-      pretriever evaluate --index scifact-minilm/ --bm25 --queries scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval-scifact/
+      pretriever evaluate --index scifact-index/ --bm25 --queries scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval-scifact/
 
-      pretriever evaluate --index scifact-minilm/ --bm25 --queries scifact/ --out eval-scifact/     (BEIR folder: test split)
+      pretriever evaluate --index scifact-index/ --bm25 --queries scifact/ --out eval-scifact/     (BEIR folder: test split)
 
-      pretriever evaluate --index scifact-minilm/ --hybrid --fusion convex --alpha-from scifact/qrels/train.tsv --queries scifact/ --out eval-hybrid/
+      pretriever evaluate --index scifact-index/ --hybrid --fusion convex --alpha-from scifact/qrels/train.tsv --queries scifact/ --out eval-hybrid/
 
-      pretriever evaluate --index dpr-base/ --index hlp/ --bm25 --answers nq-open-dev.jsonl --out eval-nq/
+      pretriever evaluate --index enwiki-index/ --bm25 --answers nq-open-dev.jsonl --limit 500 --out eval-nq/
 
-      pretriever evaluate --index hlp/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
+      pretriever evaluate --index enwiki-index/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
     """
     with stage():
         cfg = build_config(EvaluateConfig, config, "evaluate", out=out, index=index or None, bm25=bm25 or None,

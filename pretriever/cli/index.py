@@ -97,9 +97,9 @@ def build(
 
       pretriever index build scifact-store/ --out scifact-index/ --bm25
 
-      pretriever index build enwiki/ --out enwiki-index/ --model my-model/ --device cuda --batch-size 512 --shard 0/8
+      pretriever index build enwiki/ --out enwiki-index/ --model hlp-minilm/ --max-length 128 --bm25
 
-      pretriever index merge enwiki-index/ shard1-out/ shard2-out/ ...   (once every shard is done)
+      pretriever index build scifact-store/ --out scifact-shards/ --shard 0/2      (then 1/2, on another machine, then `pretriever index merge`)
     """
     with stage():
         cfg = build_config(IndexConfig, config, "index", corpus=corpus, out=out, model=model, device=device,
@@ -157,11 +157,11 @@ def merge(
 
     Chunks are gathered from INDEX_DIR/_work and from each SHARD_DIR (another machine's --out); every chunk must be there and all must come from the same encode (model, settings, corpus), else the missing shards are named.
 
-    Example (4 machines sharing a file system, each running its shard into the same folder):
+    Example (2 machines sharing a file system, each running its shard into the same folder):
 
-      pretriever index build enwiki/ --out idx/ --shard 2/4      (on machine 2; likewise 0, 1, 3)
+      pretriever index build scifact-store/ --out scifact-shards/ --shard 1/2      (on machine 1; machine 0 ran 0/2)
 
-      pretriever index merge idx/ --index-type hnsw
+      pretriever index merge scifact-shards/ --index-type hnsw
     """
     corpus = Path(".")
     for work in [index_dir / WORK, *((d / WORK) for d in shard_dirs or [])]:

@@ -81,7 +81,9 @@ def fetch(
 
     Example:
 
-      pretriever references fetch enwiki/ --out refs/ --concurrency 64
+      pretriever references fetch enwiki/ --out refs/ --limit 100      (a first look: 100 of the cited pages)
+
+    Without --limit every cited page is fetched; after a crash run the same command with --resume.
     """
     with stage():
         cfg = build_config(FetchConfig, config, "references", corpus=corpus, out=out, concurrency=concurrency,
@@ -117,7 +119,7 @@ def import_(
 
     Example:
 
-      pretriever references import CC-MAIN-*.warc.gz --corpus enwiki/ --out refs/
+      pretriever references import pages.jsonl --corpus enwiki/ --out refs-imported/      (JSONL of {url, html})
     """
     with stage():
         cfg = build_config(ImportConfig, None, "references_import", files=files, out=out, corpus=corpus,

@@ -79,9 +79,9 @@ def train_command(
 
     Examples:
 
-      pretriever train pairs/ --out hlp-minilm/ --mix dl:0.5,cm:0.5 --limit 200000 --batch-size 128
+      pretriever train pairs/ --out hlp-minilm/ --mix dl:0.5,cm:0.5 --batch-size 32 --heldout-pairs 32
 
-      pretriever train --beir scifact/ --split train --limit 128 --separate-encoders --out scifact-128/
+      pretriever train --beir scifact/ --split train --limit 16 --separate-encoders --out scifact-16/
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bar
