@@ -1,9 +1,11 @@
 """Every example in `pretriever ... --help` runs as written, in pipeline order, against small real data.
 
 The workspace holds what the examples name: the enwiki sample dump (as ``enwiki.xml.bz2``), a
-200-document SciFact subset in BEIR layout (``scifact/``, with its test and train judgments) and the
-NQ-open and CuratedTREC question files; every other folder an example reads was written by an earlier
-example.
+200-document SciFact subset in BEIR layout (``scifact/``, with its test and train judgments), the
+NQ-open and CuratedTREC question files and a JSONL of crawled pages; every other folder an example
+reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
+a proxy on 127.0.0.1 (``$HTTP_PROXY``, ``$HTTPS_PROXY``) that answers every page with 404 and refuses
+tunnels, so they run their whole course (politeness, retries, the table) offline.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import typer
 from typer.testing import CliRunner
 
 from pretriever.cli import PIPELINE_ORDER, app
+from references_server import LoopbackServer, send
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DUMP = SHARED / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -86,6 +89,9 @@ def workspace(tmp_path_factory) -> Path:
     for name in ("nq-open-dev.jsonl", "curatedtrec-test.jsonl"):
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
+    page = "<html><head><title>Anarchism</title></head><body><p>Anarchism is a political philosophy.</p></body></html>"
+    (root / "pages.jsonl").write_text(json.dumps({"url": "http://www.example.org/anarchism", "html": page}) + "\n",
+                                      encoding="utf-8")
     return root
 
 
@@ -94,9 +100,11 @@ def test_every_help_example_runs_as_written(workspace, monkeypatch):
     monkeypatch.chdir(workspace)
     runner = CliRunner()
     ran = []
-    for path, example in help_examples():
-        args = shlex.split(example)[1:]
-        result = runner.invoke(app, args, env={"COLUMNS": "160"})
-        assert result.exit_code == 0, f"`{example}` (from `pretriever {path} --help`) failed:\n{result.output[-3000:]}"
-        ran.append(example)
+    with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
+        env = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}
+        for path, example in help_examples():
+            args = shlex.split(example)[1:]
+            result = runner.invoke(app, args, env=env)
+            assert result.exit_code == 0, f"`{example}` (from `pretriever {path} --help`) failed:\n{result.output[-3000:]}"
+            ran.append(example)
     assert len(ran) >= 20
