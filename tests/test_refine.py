@@ -409,6 +409,36 @@ def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "method must be one of" in result.output
 
 
+def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retriever(toy, tmp_path, monkeypatch):
+    from pretriever.cli.refine import refine_app
+
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
+    app = typer.Typer()
+    app.add_typer(refine_app, name="refine")
+
+    @app.callback()
+    def _main() -> None:
+        """test app"""
+
+    queries = ["--queries", str(toy["data"] / "queries.jsonl")]
+    for command in ("run", "grid"):  # no --out: the config names the key, not a TypeError turned into a guess
+        result = runner.invoke(app, ["refine", command, str(toy["index"]), *queries], env={"COLUMNS": "200"})
+        assert result.exit_code == 2 and "out is required (give --out" in result.output, result.output
+    # qrels feedback without --qrels: a RefineError (exit 2), not a traceback
+    result = runner.invoke(app, ["refine", "run", str(toy["index"]), *queries, "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "--feedback qrels needs --queries" in result.output, result.output
+    assert not (tmp_path / "x" / "index.json").exists()
+    # the defaults shown in --help come from RefineConfig
+    result = runner.invoke(app, ["refine", "run", "--help"], env={"COLUMNS": "300"})
+    assert "Default: aopt-passage." in result.output and "Default: string." in result.output
+    # a refined query side: the note names the openers that use it
+    result = runner.invoke(app, ["refine", "run", str(toy["index"]), *queries, "--qrels",
+                                 str(toy["data"] / "qrels" / "train.tsv"), "--method", "aopt-query", "-k", "10",
+                                 "--max-epochs", "2", "--out", str(tmp_path / "q")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "pretriever.index.open_retriever" in result.output and "pretriever.refine.open_index" not in result.output
+
+
 def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
     from pretriever.refine.labels import AnswersJudge
     from pretriever.refine.scoring import Scorer

@@ -24,7 +24,8 @@ from pretriever.io import atomic_path, write_json
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import build_labels
 from pretriever.refine.ops import linear_terms
-from pretriever.refine.pipeline import ORACLE_WARNING, RefineError, Step, _store_lookup, open_feedback
+from pretriever.refine.errors import RefineError
+from pretriever.refine.pipeline import ORACLE_WARNING, Step, _store_lookup, open_feedback
 from pretriever.refine.scoring import Scorer, default_metric, metric_names
 from pretriever.refine.search import PatchedSearcher
 

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from pretriever.data import AnswerMatcher, load_qa_file, load_qrels, load_queries, queries_in_qrels, tokenize
+from pretriever.refine.errors import RefineError
 
 FEEDBACK_KINDS = ("answers", "qrels", "topk")
 
@@ -161,7 +162,7 @@ class FeedbackSet:
             doc_ids = None if lookup is None or lookup.documents_whole else lookup.doc_ids
             return QrelsJudge(self.ids, self.qrels or {}, passage_ids, doc_ids)
         if lookup is None:
-            raise ValueError("answer feedback needs passage texts: the index must name its corpus store")
+            raise RefineError("answer feedback needs passage texts: the index must name its corpus store")
         return AnswersJudge(self.answers or [], passage_ids, lookup.texts, match)
 
 
@@ -274,17 +275,17 @@ def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = N
                   answers: Path | None = None) -> FeedbackSet:
     """Feedback queries from files: BEIR queries (+ qrels) or a QA file (questions + answers)."""
     if kind not in FEEDBACK_KINDS:
-        raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
+        raise RefineError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
     sources = {k: str(v) for k, v in (("queries", queries), ("qrels", qrels), ("answers", answers)) if v is not None}
     if kind == "qrels":
         if qrels is None or queries is None:
-            raise ValueError("--feedback qrels needs --queries (BEIR queries.jsonl) and --qrels (judgments)")
+            raise RefineError("--feedback qrels needs --queries (BEIR queries.jsonl) and --qrels (judgments)")
         judged = load_qrels(qrels)
         texts = queries_in_qrels(load_queries(queries), judged, queries, qrels)
         return FeedbackSet("qrels", list(texts), list(texts.values()), judged, None, sources)
     if kind == "answers":
         if answers is None:
-            raise ValueError("--feedback answers needs --answers (NQ-open JSONL, DPR qas TSV or DPR JSON)")
+            raise RefineError("--feedback answers needs --answers (NQ-open JSONL, DPR qas TSV or DPR JSON)")
         examples = load_qa_file(answers)
         return FeedbackSet("answers", [e.qid for e in examples], [e.question for e in examples], None,
                            [list(e.answers) for e in examples], sources)
@@ -293,7 +294,7 @@ def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = N
         examples = load_qa_file(answers)
         return FeedbackSet("topk", [e.qid for e in examples], [e.question for e in examples], None, None, sources)
     if queries is None:
-        raise ValueError("--feedback topk needs --queries (BEIR queries.jsonl or a QA file)")
+        raise RefineError("--feedback topk needs --queries (BEIR queries.jsonl or a QA file)")
     if Path(queries).suffix in (".tsv", ".json") or (Path(queries).is_file() and _looks_like_qa(Path(queries))):
         examples = load_qa_file(queries)
         return FeedbackSet("topk", [e.qid for e in examples], [e.question for e in examples], None, None, sources)

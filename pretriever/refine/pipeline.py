@@ -30,10 +30,10 @@ import numpy as np
 import pyarrow as pa
 
 from pretriever.data import DatasetError, PassageLookup, QAFileError, load_qa_file, load_qrels, load_queries
-from pretriever.errors import PretrieverError
 from pretriever.index.dense import INDEX_JSON, DenseIndex, save_dense_index
 from pretriever.io import write_json, write_parquet
 from pretriever.refine.config import RefineConfig
+from pretriever.refine.errors import RefineError
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
 from pretriever.refine.search import PatchedSearcher
@@ -47,10 +47,6 @@ FEEDBACK_QUERIES = "feedback_queries.parquet"
 ORACLE_WARNING = ("ORACLE PROTOCOL: the feedback labels belong to the evaluation queries themselves (the paper's "
                   "setting). Scores of this index on those queries are NOT held-out results; every table and "
                   "JSON labels them 'oracle'.")
-
-
-class RefineError(PretrieverError, ValueError):
-    """The inputs cannot be refined as given (a leak without --oracle, no store for answers, ...)."""
 
 
 # --- feedback and protocol -------------------------------------------------------------------
@@ -194,6 +190,58 @@ def test_time_settings(cfg: RefineConfig) -> dict[str, Any] | None:
             "normalize": cfg.normalize, **cfg.aopt_params()}
 
 
+# --- index.json["refine"] ------------------------------------------------------------------
+
+def refine_params(cfg: RefineConfig) -> dict[str, Any]:
+    """The settings that shaped the vectors: depth and rounds, then eq. 9's weights or AOpt's."""
+    params: dict[str, Any] = {"k": cfg.k, "rounds": cfg.rounds if cfg.rewrites_passages else 0,
+                              "query_rounds": cfg.query_rounds if cfg.refines_queries else 0,
+                              "normalize": cfg.normalize}
+    if cfg.feedback == "topk":
+        params["k_pos"] = cfg.k_pos
+    if cfg.method == "linear":
+        params.update(alpha=1.0, beta=cfg.beta, gamma=cfg.gamma)
+    else:
+        params.update(cfg.aopt_params(), loss="multi-positive softmax: -log(sum_pos exp(s) / sum_all exp(s))")
+    return params
+
+
+def query_side(cfg: RefineConfig, query_vectors: bool) -> dict[str, Any]:
+    """What happens to queries at search time: stored refined vectors, test-time topk, or nothing."""
+    test_time = test_time_settings(cfg)
+    if cfg.refines_queries:
+        note = ("refined query vectors exist only for the feedback queries; other queries are "
+                + ("refined at search time with label-free topk feedback (test_time)" if test_time
+                   else "encoded as usual"))
+    else:
+        note = "query vectors are not refined (encoded as usual)"
+    return {"refined_vectors": f"{REFINE_DIR}/{QUERY_VECTORS}" if query_vectors else None,
+            "note": note, "test_time": test_time}
+
+
+def build_refine_meta(cfg: RefineConfig, feedback: FeedbackSet, protocol: dict[str, Any],
+                      log: list[dict[str, Any]], *, passages_changed: int, base_name: str, query_vectors: bool,
+                      passage_labels: bool, query_labels: bool) -> dict[str, Any]:
+    """``index.json["refine"]`` (without ``seconds``): method, params, feedback, protocol, rounds, files."""
+    return {
+        "method": cfg.method,
+        "order": "passages first (all rounds), then queries" if cfg.method == "hybrid" else None,
+        "params": refine_params(cfg),
+        "feedback": {"kind": cfg.feedback, **feedback.sources,
+                     **({"match": cfg.match} if cfg.feedback == "answers" else {})},
+        "protocol": protocol,
+        "queries": {"count": len(feedback), "file": f"{REFINE_DIR}/{FEEDBACK_QUERIES}"},
+        "query_side": query_side(cfg, query_vectors),
+        "passages_changed": int(passages_changed),
+        "rounds": log,
+        "labels": {"passage_centric": f"{REFINE_DIR}/{PASSAGE_LABELS}" if passage_labels else None,
+                   "query_centric": f"{REFINE_DIR}/{QUERY_LABELS}" if query_labels else None},
+        "base_index": str(Path(cfg.index).resolve()),
+        "base_name": base_name,
+        "config": cfg.to_json(),
+    }
+
+
 # --- the command -----------------------------------------------------------------------------
 
 def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
@@ -277,40 +325,9 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
 
         base_name = dense.meta.get("name", dense.encoder.get("model_label", "dense"))
         name = f"{base_name}+{cfg.method}" + ("+oracle" if cfg.oracle else "")
-        test_time = test_time_settings(cfg)
-        params: dict[str, Any] = {"k": cfg.k, "rounds": cfg.rounds if cfg.rewrites_passages else 0,
-                                  "query_rounds": cfg.query_rounds if cfg.refines_queries else 0,
-                                  "normalize": cfg.normalize}
-        if cfg.feedback == "topk":
-            params["k_pos"] = cfg.k_pos
-        if cfg.method == "linear":
-            params.update(alpha=1.0, beta=cfg.beta, gamma=cfg.gamma)
-        else:
-            params.update(cfg.aopt_params(), loss="multi-positive softmax: -log(sum_pos exp(s) / sum_all exp(s))")
-        refine_meta = {
-            "method": cfg.method,
-            "order": "passages first (all rounds), then queries" if cfg.method == "hybrid" else None,
-            "params": params,
-            "feedback": {"kind": cfg.feedback, **feedback.sources,
-                         **({"match": cfg.match} if cfg.feedback == "answers" else {})},
-            "protocol": protocol,
-            "queries": {"count": len(feedback), "file": f"{REFINE_DIR}/{FEEDBACK_QUERIES}"},
-            "query_side": {
-                "refined_vectors": f"{REFINE_DIR}/{QUERY_VECTORS}" if refined_queries is not None else None,
-                "note": ("refined query vectors exist only for the feedback queries; other queries are "
-                         + ("refined at search time with label-free topk feedback (test_time)" if test_time
-                            else "encoded as usual")) if cfg.refines_queries else
-                        "query vectors are not refined (encoded as usual)",
-                "test_time": test_time,
-            },
-            "passages_changed": int(len(searcher.rows)),
-            "rounds": log,
-            "labels": {"passage_centric": f"{REFINE_DIR}/{PASSAGE_LABELS}" if passage_tables else None,
-                       "query_centric": f"{REFINE_DIR}/{QUERY_LABELS}" if query_tables else None},
-            "base_index": str(Path(cfg.index).resolve()),
-            "base_name": base_name,
-            "config": cfg.to_json(),
-        }
+        refine_meta = build_refine_meta(cfg, feedback, protocol, log, passages_changed=len(searcher.rows),
+                                        base_name=base_name, query_vectors=refined_queries is not None,
+                                        passage_labels=bool(passage_tables), query_labels=bool(query_tables))
         extra = {key: dense.meta[key] for key in ("corpus",) if key in dense.meta}
         extra.update(name=name, retriever="refined", refine=refine_meta)
         vectors = searcher.patched() if len(searcher.rows) else dense.embeddings
