@@ -61,3 +61,12 @@ def test_stored_refined_query_vectors_serve_only_the_oracle_protocol(toy, tmp_pa
     oracle = RefinedIndex.load(tmp_path / "oracle", model=toy["model"])
     oracle.query_vectors_for(feedback_query)
     assert oracle.last_stats["stored"] == 1
+
+
+def test_answer_matching_defaults_to_auto_like_evaluate(tmp_path):
+    from pretriever.refine import RefineConfig
+
+    base = dict(index=tmp_path / "i", out=tmp_path / "o", feedback="answers")
+    assert RefineConfig(**base, answers=tmp_path / "curatedtrec-train.jsonl").match == "regex"
+    assert RefineConfig(**base, answers=tmp_path / "nq-train.jsonl").match == "string"
+    assert RefineConfig(**base, answers=tmp_path / "curatedtrec-train.jsonl", match="string").match == "string"

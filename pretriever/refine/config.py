@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
+from pretriever.data.qa import guess_match_mode
 from pretriever.refine.labels import FEEDBACK_KINDS
 
 METHODS = ("linear", "aopt-passage", "aopt-query", "hybrid")
@@ -34,7 +35,8 @@ class RefineConfig:
                                          "queries).")
     k: int = option(100, "Passages retrieved and labelled per feedback query (the pseudo-label depth).")
     k_pos: int = option(5, "topk feedback (and test-time query refinement): the top k' that count as relevant.")
-    match: str = option("string", "Answer matching: string (DPR) or regex (CuratedTREC).")
+    match: str = option("auto", "Answer matching: string (DPR), regex (CuratedTREC: answers are patterns) or auto "
+                                "(regex when the answers file's name contains 'trec', as evaluate does).")
     # linear re-weighting, eq. 9 (alpha fixed at 1; the paper's best NQ point is beta 0.6, gamma -0.1)
     beta: float = option(0.6, "linear: weight of the mean positive query.")
     gamma: float = option(-0.1, "linear: weight of the mean negative query.")
@@ -85,8 +87,10 @@ class RefineConfig:
             raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {self.feedback!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.match == "auto":
+            self.match = guess_match_mode(self.answers) if self.answers is not None else "string"
         if self.match not in ("string", "regex"):
-            raise ValueError(f"match must be string or regex, got {self.match!r}")
+            raise ValueError(f"match must be auto, string or regex, got {self.match!r}")
         for name in ("k", "k_pos", "rounds", "query_rounds", "patience", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
