@@ -430,7 +430,7 @@ def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retr
     assert not (tmp_path / "x" / "index.json").exists()
     # the defaults shown in --help come from RefineConfig
     result = runner.invoke(app, ["refine", "run", "--help"], env={"COLUMNS": "300"})
-    assert "Default: aopt-passage." in result.output and "Default: string." in result.output
+    assert "Default: aopt-passage." in result.output and "Default: auto." in result.output
     # a refined query side: the note names the openers that use it
     result = runner.invoke(app, ["refine", "run", str(toy["index"]), *queries, "--qrels",
                                  str(toy["data"] / "qrels" / "train.tsv"), "--method", "aopt-query", "-k", "10",
