@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from pretriever.cli.common import fail
 from pretriever.progress import console
 
 DEMO_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -62,8 +63,7 @@ def quickstart(
     try:
         dump = demo_dump_path()
     except FileNotFoundError as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from err
+        fail(err)
     started = time.perf_counter()
     corpus, pair_dir, model, index = (str(out / name) for name in ("corpus", "pairs", "model", "index"))
     _run("1/5 corpus: parse the demo dump into a linked passage store",

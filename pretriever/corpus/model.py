@@ -82,7 +82,12 @@ class ParsedPage:
 
 
 class PageError(Exception):
-    """A single page could not be parsed; the build records it and carries on."""
+    """A single page could not be parsed; the build records it and carries on.
+
+    Internal on purpose, hence a plain Exception and not a PretrieverError: every one is caught
+    per page in the worker (``formats/base.py``), listed under "errors" in manifest.json and
+    counted; it never reaches the command line, which reports the count with exit status 3.
+    """
 
     def __init__(self, where: str, reason: str):
         super().__init__(f"{where}: {reason}")

@@ -9,9 +9,11 @@ pretriever's own choices, as the paper gives no numbers for them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from pretriever.config import option
 
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
@@ -20,33 +22,49 @@ DEFAULT_METHODS = ("dl", "cm")
 
 @dataclass
 class MineConfig:
-    corpus: Path
-    out: Path
-    # which strategies to run, in this order: dl, cm, ict, wlp, bfs (a list or "dl,cm")
-    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
-    negatives: str = "random"  # random | overlap | none: one extra negative passage per pair
-    max_pairs: int | None = None  # total budget over all methods (None: every pair that passes the caps)
-    seed: int = 0  # every sampling decision is a hash of (seed, key): same seed, same pairs
-    engine: str = "duckdb"  # duckdb (out-of-core, one machine) | spark (local PySpark)
-    prepend_title: bool = False  # HLP: the positive's title is NOT prepended to its text
-    # co-mention: entities whose in-degree (number of documents linking to them) is in the
-    # top (100 - percentile)% of all link targets are not used as co-mentioned entities ...
-    cm_indegree_percentile: float = 90.0
-    # ... or, when set, an absolute threshold K: only entities with in-degree < K are used
-    cm_indegree_threshold: int | None = None
-    ict_keep_fraction: float = 0.1  # ICT: share of pairs whose positive keeps the query sentence
-    max_per_doc_pair: int = 4  # DL/CM/WLP: at most this many pairs per (query document, positive document)
-    max_per_query_passage: int = 2  # at most this many pairs whose query comes from the same passage
-    min_query_words: int = 5  # query sentences shorter than this are not used
-    min_passage_words: int = 20  # positives and negatives shorter than this are not used
-    skip_disambiguation: bool = True  # disambiguation pages give neither queries nor passages
-    overlap_candidates: int = 16  # overlap negatives: passages sampled per shared entity
-    stats_sample: int = 10000  # pairs per method tokenized for the Q-P lexical overlap statistic
-    overwrite: bool = False
-    threads: int | None = None  # DuckDB threads / Spark local cores (None: all)
-    memory_limit: str | None = None  # DuckDB memory limit before spilling to disk, e.g. "8GB"
-    spark_master: str | None = None  # default local[THREADS or *]
-    tokenizer: Path | None = None  # a tokenizer.json (default: all-MiniLM-L6-v2's BERT uncased WordPiece)
+    corpus: Path = option(help="A corpus store folder (from `pretriever corpus build`).")
+    out: Path = option(help="Folder for the pairs: one METHOD.parquet per method, pairs.json (manifest), "
+                            "stats.json and overlap.png.")
+    methods: list[str] = option(
+        default_factory=lambda: list(DEFAULT_METHODS),
+        help="Strategies to run, in this order (comma-separated, or a list in TOML): dl (dual-link: q links to P "
+             "and p links to Q), cm (co-mention: q and p link to a third entity E and p links to Q), ict (inverse "
+             "cloze task), wlp (wiki link prediction), bfs (body first selection). HLP: dl,cm.")
+    negatives: str = option("random", "One extra negative passage per pair: random (the paper's choice: any "
+                                      "passage of another document), overlap (shares a linked entity with the "
+                                      "query but is neither DL nor CM; falls back to random) or none.")
+    max_pairs: int | None = option(None, "Total number of pairs, split evenly over the methods (a method that has "
+                                         "fewer gives the rest to the others); each keeps a seeded random sample.",
+                                   default_help="no limit: every pair that passes the caps")
+    seed: int = option(0, "Seed of every sampling decision (each is a hash of seed and key); the same seed gives "
+                          "the same pairs on either engine.")
+    engine: str = option("duckdb", "duckdb (one machine, out-of-core) or spark (local PySpark; same pairs as "
+                                   "duckdb for the same seed).")
+    prepend_title: bool = option(False, "Prepend the document title to positive and negative passages "
+                                        "(\"Title. text\"). HLP does not, to avoid superficial entity overlap.")
+    cm_indegree_percentile: float = option(
+        90.0, "CM: co-mentioned entities must have an in-degree (documents linking to them) below the top "
+              "(100 - this)% of all link targets. Paper: 90 (the top 10% are excluded). On a small sample "
+              "almost every target is linked once, so try 99.")
+    cm_indegree_threshold: int | None = option(
+        None, "CM: an absolute in-degree threshold K instead of the percentile (entities with in-degree >= K "
+              "are excluded).")
+    ict_keep_fraction: float = option(0.1, "ICT: share of pairs whose positive keeps the query sentence.")
+    max_per_doc_pair: int = option(4, "DL/CM/WLP: at most this many pairs per (query document, positive "
+                                      "document), so hub documents do not dominate.")
+    max_per_query_passage: int = option(2, "At most this many pairs whose query comes from the same passage.")
+    min_query_words: int = option(5, "Shortest query sentence, in words.")
+    min_passage_words: int = option(20, "Shortest positive or negative passage, in words.")
+    skip_disambiguation: bool = option(True, "Disambiguation pages give neither queries nor passages.")
+    overlap_candidates: int = option(16, "Overlap negatives: passages sampled per shared entity.")
+    stats_sample: int = option(10000, "Pairs per method tokenized for the query-passage lexical overlap statistic.")
+    overwrite: bool = option(False, "Replace pairs already in --out.")
+    threads: int | None = option(None, "Cores to use (DuckDB threads, Spark local cores).", default_help="all")
+    memory_limit: str | None = option(None, "DuckDB memory before it spills to disk, e.g. 16GB.",
+                                      default_help="DuckDB's own")
+    spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
+    tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
+                                    default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)

@@ -25,8 +25,13 @@ import ibis.expr.types as ir
 import pyarrow as pa
 
 from pretriever.data.store import CorpusStore
+from pretriever.errors import PretrieverError
 
 SEP = "|"
+
+
+class MineError(PretrieverError):
+    """Mining cannot start or go on; the message says why and what to do."""
 
 
 @contextmanager
@@ -218,9 +223,9 @@ class SparkEngine(Engine):
 def local_spark_session(threads: int | None = None, master: str | None = None):
     """A quiet local Spark session (UTC, no UI, few shuffle partitions for one machine)."""
     try:
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession  # optional dependency (pretriever[spark])
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise RuntimeError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
+        raise MineError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
                            "(and a Java 17+ runtime)") from err
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cores = threads or os.cpu_count() or 2
@@ -235,7 +240,7 @@ def local_spark_session(threads: int | None = None, master: str | None = None):
                    .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
                    .getOrCreate())
     except Exception as err:  # no Java, a port in use, ...: say so instead of a JVM stack trace
-        raise RuntimeError(f"could not start a local Spark session for --engine spark ({err}); "
+        raise MineError(f"could not start a local Spark session for --engine spark ({err}); "
                            "PySpark needs a Java 17+ runtime on the PATH or in JAVA_HOME") from err
     session.sparkContext.setLogLevel("ERROR")
     return session

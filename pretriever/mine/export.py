@@ -17,6 +17,8 @@ negatives, ``negative``; a Parquet file (``--out x.parquet``; ``datasets.load_da
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,13 +156,10 @@ def _export_st(pairs: PairsDir, out: Path, methods: list[str]) -> int:
                     n += batch.num_rows
         return n
     try:
-        import datasets
+        import datasets  # optional and slow to import: only this export format needs it
     except ImportError as err:
         raise PairsError("writing a datasets folder needs the `datasets` package (pip install datasets); "
                          "or give an --out ending in .parquet") from err
-    import shutil
-    import tempfile
-
     table = pa.Table.from_batches(list(_st_batches(pairs, methods, with_negative)), schema=schema)
     ds = datasets.Dataset(table)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ atomically; ``pairs.json`` (the manifest) is written last.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -25,26 +24,20 @@ from typing import Any
 
 import ibis
 import ibis.expr.types as ir
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever import __version__
 from pretriever.data.store import CorpusStore
-from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import Engine, first_per_group, hkey, open_engine
+from pretriever.mine.engine import Engine, MineError, first_per_group, hkey, open_engine
 from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
 from pretriever.mine.schema import MANIFEST, PAIRS, PLOT, STATS
 from pretriever.mine.stats import compute_stats, plot_overlap
 
 WORK = ".work"
-
-
-class MineError(PretrieverError):
-    """Mining cannot start or go on; the message says why and what to do."""
 
 
 @dataclass
@@ -157,12 +150,9 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     prepare_out(config.out, config.overwrite)
-    try:
-        engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
-                             memory_limit=config.memory_limit, spark_master=config.spark_master,
-                             spark_session=spark_session)
-    except RuntimeError as err:
-        raise MineError(str(err)) from err
+    engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
+                         memory_limit=config.memory_limit, spark_master=config.spark_master,
+                         spark_session=spark_session)  # MineError when Spark is missing or cannot start
     result = MineResult(config)
     try:
         ctx = MineContext(engine, config)
