@@ -13,6 +13,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.markup import escape
+
 from pretriever.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -56,14 +58,15 @@ def _default_text(f: dataclasses.Field) -> str | None:
 
 
 def help_for(cls: type, name: str, extra: str = "") -> str:
-    """The help text of ``cls.name`` with its default appended, for a typer option."""
+    """The help text of ``cls.name`` with its default appended, for a typer option (rich markup escaped, so
+    ``[index.faiss]`` is shown as written)."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if name not in fields:
         raise KeyError(f"{cls.__name__} has no field {name!r}")
     f = fields[name]
     text = " ".join(part for part in (f.metadata.get("help", ""), extra) if part)
     default = _default_text(f)
-    return f"{text} Default: {default}." if default is not None else text
+    return escape(f"{text} Default: {default}." if default is not None else text)
 
 
 def load_section(path: Path | None, section: str) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def build(
     train_size: Optional[int] = typer.Option(None, "--train-size", help=help_for(FaissParams, "train_size")),
     rerank: Optional[int] = typer.Option(None, "--rerank", help=help_for(FaissParams, "rerank")),
     bm25: Optional[bool] = typer.Option(None, "--bm25", help=help_for(IndexConfig, "build_bm25")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [index] table (and [index.faiss], [index.bm25]) sets any of these options."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index] table (and \\[index.faiss], \\[index.bm25]) sets any of these options."),
 ) -> None:
     """Encode the passages of CORPUS into a dense index in OUT.
 
@@ -151,7 +151,7 @@ def merge(
     rerank: Optional[int] = typer.Option(None, "--rerank", help=help_for(FaissParams, "rerank")),
     keep_work: Optional[bool] = typer.Option(None, "--keep-work", help=help_for(IndexConfig, "keep_work")),
     bm25: Optional[bool] = typer.Option(None, "--bm25", help=help_for(IndexConfig, "build_bm25")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [index] table sets any of these options."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index] table sets any of these options."),
 ) -> None:
     """Merge the shards of an encode into one index and build its FAISS index.
 
@@ -192,7 +192,7 @@ def bm25_command(
     stopwords: Optional[str] = typer.Option(None, "--stopwords", help=help_for(BM25Options, "stopwords")),
     stemmer: Optional[str] = typer.Option(None, "--stemmer", help=help_for(BM25Options, "stemmer")),
     title: Optional[bool] = typer.Option(None, "--title/--no-title", help=help_for(BM25Options, "prepend_title")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [index.bm25] table sets k1, b, ..."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index.bm25] table sets k1, b, ..."),
 ) -> None:
     """Build a BM25 index (bm25s) over the passages of CORPUS.
 

@@ -73,7 +73,7 @@ def fetch(
     limit: Optional[int] = typer.Option(None, "--limit", help=help_for(FetchConfig, "limit")),
     resume: bool = typer.Option(False, "--resume", help=help_for(FetchConfig, "resume")),
     overwrite: bool = typer.Option(False, "--overwrite", help=help_for(FetchConfig, "overwrite")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [references] table sets any of these options."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[references] table sets any of these options."),
 ) -> None:
     """Download the pages the citations of CORPUS point at, into OUT/references.parquet.
 

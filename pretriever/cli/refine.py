@@ -90,7 +90,7 @@ def run_command(
     device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
     threads: Optional[int] = typer.Option(None, "--threads", help=_help("threads")),
     overwrite: bool = typer.Option(False, "--overwrite", help=_help("overwrite")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [refine] table sets any of these."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of these."),
 ) -> None:
     """Refine INDEX_DIR's vectors with feedback and write REFINED_INDEX_DIR (a normal index folder).
 
@@ -167,7 +167,7 @@ def grid_command(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help=_help("limit")),
     match: Optional[str] = typer.Option(None, "--match", help=_help("match")),
     device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [refine] table sets any of "
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of "
                                           "these (betas, gammas lists too)."),
 ) -> None:
     """Sweep linear re-weighting p' = p + beta*mean(pos q) + gamma*mean(neg q), beta 0..0.9, gamma 0..-0.9 (Figure 6).
