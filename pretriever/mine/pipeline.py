@@ -54,6 +54,7 @@ class MethodResult:
     pairs: int = 0
     file: str | None = None
     reason: str | None = None  # why there are no pairs
+    report: dict[str, Any] | None = None  # the method's own counts (qac: its funnel)
 
 
 @dataclass
@@ -128,6 +129,7 @@ def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives)
     cols: dict[str, Any] = {name: t[name] for name in PAIRS.names if name in t.columns}
     cols["pair_id"] = ibis.literal(method) + "-" + t._h.substr(0, 16)
     cols["method"] = ibis.literal(method)
+    cols["positive_title"] = t.positive_title.fill_null(t.reference_title)  # qac: the cited page's title
     if cfg.prepend_title:
         for prefix in ("positive", "negative"):
             title, text = t[f"{prefix}_title"], t[f"{prefix}_text"]
@@ -173,7 +175,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             table = engine.materialize(sampled(ctx, name, method.candidates(ctx)), f"candidates-{name}")
             candidates[name] = table
             count = engine.count(table)
-            result.methods[name] = MethodResult(name, candidates=count)
+            result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
         quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
@@ -196,6 +198,9 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     step("statistics")
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
                                  sample=config.stats_sample, tokenizer=config.tokenizer)
+    for name, r in result.methods.items():
+        if r.report:
+            result.stats["methods"].setdefault(name, {}).update(r.report)
     write_json(config.out / STATS, result.stats)
     plot_overlap(result.stats, config.out / PLOT)
     result.seconds = time.perf_counter() - started
@@ -214,7 +219,7 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
         "total_pairs": result.total,
         "methods": {
             name: {"title": METHODS[name].title, "definition": METHODS[name].summary,
-                   "candidates": r.candidates, "pairs": r.pairs, "file": r.file,
+                   "candidates": r.candidates, "pairs": r.pairs, "file": r.file, **(r.report or {}),
                    **({"why_no_pairs": r.reason} if r.reason else {})}
             for name, r in result.methods.items()
         },

@@ -8,7 +8,7 @@ writing) is done once for all strategies by ``pretriever.mine.pipeline``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import ibis.expr.types as ir
 
@@ -26,6 +26,13 @@ class Method:
 
     def candidates(self, ctx: MineContext) -> ir.Table:
         raise NotImplementedError
+
+    def report(self, ctx: MineContext, candidates: int) -> dict[str, Any] | None:
+        """What the method counted while finding its candidates (kept in pairs.json and stats.json), or None.
+
+        ``candidates`` is the number left after the shared dedup and caps.
+        """
+        return None
 
     def why_empty(self, ctx: MineContext) -> str:
         """A sentence saying why the store gives this strategy no pairs."""
