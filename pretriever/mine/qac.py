@@ -61,7 +61,7 @@ WH_PHRASES: dict[str, tuple[str, ...]] = {
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
 _SPACE = re.compile(r"\s+")
-_END = re.compile(r"[\s.!;:,]+$")
+_END = re.compile("[\\s.!;:,]+$|[.!;:,]+(?=[)\\]\"'\u201d]+\\s*$)")
 
 
 class ModelError(PretrieverError):
@@ -171,7 +171,7 @@ def make_question(statement: str, start: int, end: int, phrase: str) -> str:
     head = statement[:start]
     if not head.strip():
         phrase = phrase[:1].upper() + phrase[1:]
-    return _END.sub("", head + phrase + statement[end:]) + "?"
+    return _END.sub("", (head + phrase + statement[end:]).rstrip()) + "?"
 
 
 @dataclass
