@@ -13,8 +13,9 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pretriever.config import ConfigError, build_config
-from pretriever.data.store import StoreError
+from pretriever.config import ConfigError, build_config, help_for
+from pretriever.errors import PretrieverError
+from pretriever.mine.config import MineConfig as _MineConfig  # for help texts; imports nothing heavy
 from pretriever.progress import console
 
 EXIT_USAGE = 2  # bad options, or a folder that is not a store / pairs folder
@@ -33,7 +34,8 @@ def mine_command(
         None, "--method", "-m",
         help="Comma-separated strategies: dl (dual-link: q links to P and p links to Q), cm (co-mention: q and p "
              "link to a third entity E and p links to Q), ict (inverse cloze task), wlp (wiki link prediction), "
-             "bfs (body first selection). Default: dl,cm (HLP). Example: --method dl,cm,ict,wlp,bfs"),
+             "bfs (body first selection), qac (C-MORE question-answer-context triplets from citations; needs "
+             "--references or --context links). Default: dl,cm (HLP). Example: --method dl,cm,ict,wlp,bfs"),
     negatives: Optional[str] = typer.Option(
         None, "--negatives",
         help="One extra negative passage per pair: random (the paper's choice: any passage of another document), "
@@ -73,6 +75,11 @@ def mine_command(
                                                   help="Shortest query sentence, in words. Default: 5."),
     min_passage_words: Optional[int] = typer.Option(None, "--min-passage-words",
                                                     help="Shortest positive or negative passage, in words. Default: 20."),
+    references: Optional[Path] = typer.Option(None, "--references", help=help_for(_MineConfig, "references")),
+    context: Optional[str] = typer.Option(None, "--context", help=help_for(_MineConfig, "context")),
+    block_words: Optional[int] = typer.Option(None, "--block-words", help=help_for(_MineConfig, "block_words")),
+    block_stride: Optional[int] = typer.Option(None, "--block-stride", help=help_for(_MineConfig, "block_stride")),
+    ner_model: Optional[str] = typer.Option(None, "--ner-model", help=help_for(_MineConfig, "ner_model")),
     threads: Optional[int] = typer.Option(None, "--threads", help="Cores to use (default: all)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit",
                                                help="DuckDB memory before it spills to disk, e.g. 16GB."),
@@ -95,9 +102,11 @@ def mine_command(
       pretriever mine enwiki/ --method dl,cm,ict,wlp,bfs --negatives overlap --out pairs-all/
 
       pretriever mine enwiki/ --out pairs/ --engine spark
+
+      pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/
     """
     from pretriever.mine.config import MineConfig
-    from pretriever.mine.pipeline import MineError, mine
+    from pretriever.mine.pipeline import mine
 
     if max_pairs is not None and max_pairs <= 0:
         raise _fail(f"--max-pairs {max_pairs} leaves nothing to mine: give a positive number of pairs, or leave "
@@ -109,6 +118,8 @@ def mine_command(
                            cm_indegree_threshold=cm_indegree_threshold, ict_keep_fraction=ict_keep_fraction,
                            max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
                            min_query_words=min_query_words, min_passage_words=min_passage_words,
+                           references=references, context=context, block_words=block_words,
+                           block_stride=block_stride, ner_model=ner_model,
                            threads=threads, memory_limit=memory_limit, overwrite=overwrite or None)
     except (ConfigError, ValueError, TypeError) as err:
         raise _fail(str(err)) from err
@@ -118,9 +129,9 @@ def mine_command(
         task = progress.add_task(f"mining {', '.join(cfg.methods)} on {cfg.engine}", total=None)
         try:
             result = mine(cfg, step=lambda message: progress.update(task, description=message))
-        except (StoreError, MineError) as err:
+        except PretrieverError as err:  # a bad store, a missing spaCy model, an unknown method, ...
             progress.stop()
-            raise _fail(str(err)) from err
+            raise _fail(str(err), err.exit_code) from err
     print_result(result)
 
 
@@ -131,6 +142,10 @@ def print_result(result) -> None:
     for name, r in result.methods.items():
         if r.reason:
             console.print(f"[yellow]{name}: no pairs[/yellow] - {escape(r.reason)}")
+    for name, r in result.methods.items():
+        funnel = (r.report or {}).get("funnel")
+        if funnel:
+            console.print(f"{name} funnel: " + escape(" -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())))
     cm = result.manifest.get("cm_indegree_threshold")
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} link targets excluded" if cm.get("entities") else ""
@@ -206,7 +221,8 @@ def export(
     pairs_dir: Path = typer.Argument(..., help="A folder written by `pretriever mine`.", show_default=False),
     format: str = typer.Option(..., "--format", "-f", help="dpr (DPR training JSON), sentence-transformers "
                                "(anchor/positive/negative: Parquet when --out ends in .parquet, else a "
-                               "datasets.save_to_disk folder) or jsonl (every column)."),
+                               "datasets.save_to_disk folder), jsonl (every column) or squad (SQuAD v1.1 with "
+                               "answer_start, for readers; qac pairs)."),
     out: Path = typer.Option(..., "--out", "-o", help="File (or, for a datasets folder, folder) to write."),
     method: Optional[str] = typer.Option(None, "--method", "-m", help="Comma-separated methods to export "
                                          "(default: all mined)."),
