@@ -255,3 +255,25 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 LINKS_FUNNEL = {"citations": 8261, "no_statement": 0, "no_reference_text": 8261, "no_linked_passage": 8201,
                 "no_entity": 7, "no_entity_in_block": 23, "answer_in_question": 1, "answer_span_not_found": 0,
                 "triplets": 29, "duplicate": 9, "candidates": 20}
+
+
+def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_store, refs, tmp_path):
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+
+    def run(*args):
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        return result.exit_code, " ".join(result.output.split())
+
+    code, text = run("mine", enwiki_store.path, "--method", "qac", "--references", refs, "--out", tmp_path / "p",
+                     "--block-words", "256", "--block-stride", "128")
+    assert code == 0 and "qac funnel: citations 8,261" in text and "no reference text 8,217" in text
+    assert json.loads((tmp_path / "p" / "pairs.json").read_text())["options"]["block_words"] == 256
+    code, text = run("pairs", "show", tmp_path / "p", "-n", "1")
+    assert code == 0 and "answer " in text and "statement: " in text
+    code, text = run("mine", enwiki_store.path, "--method", "qac", "--references", refs, "--out", tmp_path / "q",
+                     "--ner-model", "en_core_web_trf")
+    assert code == 2 and "pip install en-core-web-trf" in text
+    code, text = run("mine", enwiki_store.path, "--method", "qac", "--out", tmp_path / "r")
+    assert code == 2 and "needs references" in text
