@@ -145,7 +145,8 @@ def print_result(result) -> None:
     for name, r in result.methods.items():
         funnel = (r.report or {}).get("funnel")
         if funnel:
-            console.print(f"{name} funnel: " + escape(" -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())))
+            steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
+            console.print(f"{name} funnel: " + escape(steps))
     cm = result.manifest.get("cm_indegree_threshold")
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} link targets excluded" if cm.get("entities") else ""

@@ -95,7 +95,8 @@ class QAC(Method):
         null = ibis.null("string")
         ref_rows = with_ref.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
                                    source=ibis.literal("reference"), ctx_id=with_ref.url, ctx_doc=null,
-                                   ctx_title=with_ref.r_title, ctx_text=with_ref.r_text, ctx_pos=ibis.literal(0, "int32"))
+                                   ctx_title=with_ref.r_title, ctx_text=with_ref.r_text,
+                                   ctx_pos=ibis.literal(0, "int32"))
         n_ref = engine.count(with_ref)
         without = c.filter(c.r_text.isnull())
         if cfg.context != "links":
