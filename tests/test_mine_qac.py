@@ -124,7 +124,7 @@ def test_qac_needs_references_or_links(enwiki_store, tmp_path):
 def test_funnel_counts_are_exact(mined, refs):
     result, out, _, rows = mined
     funnel = result.manifest["methods"]["qac"]["funnel"]
-    assert load_references(refs).with_text == 34  # 35 pages, the script-only shell has no text
+    assert load_references(refs).with_text() == 34 and load_references(refs).rows == 36  # 35 pages, the script-only shell has no text
     # 8,262 citations, one of them in a page that is not a usable document; 44 cite one of the 34 pages
     # with text (the Sports Business Daily page by two statements, the Aikido Journal page by five)
     assert funnel["citations"] == 8261 and funnel["no_statement"] == 0
@@ -293,7 +293,7 @@ def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_st
     assert code == 0 and "answer " in text and "statement: " in text
     code, text = run("mine", enwiki_store.path, "--method", "qac", "--references", refs, "--out", tmp_path / "q",
                      "--ner-model", "en_core_web_trf")
-    assert code == 2 and "pip install en-core-web-trf" in text
+    assert code == 2 and "pip install en-core-web-trf" in text and not (tmp_path / "q").exists()
     code, text = run("mine", enwiki_store.path, "--method", "qac", "--out", tmp_path / "r")
     assert code == 2 and "needs references" in text
 

@@ -31,13 +31,20 @@ class ReferencesError(PretrieverError):
 
 @dataclass(frozen=True)
 class References:
-    """A checked REFS_DIR: the Parquet files to read and how many references have text."""
+    """A checked REFS_DIR: the Parquet files to read (checking reads only their schemas and row counts)."""
 
     path: Path
     references: Path
     citations: Path | None  # None: cited URLs are matched by the store's citations.url
     rows: int
-    with_text: int
+
+    def with_text(self) -> int:
+        """How many references have a non-blank main text (streams the text column: GBs at scale)."""
+        count = 0
+        for batch in pq.ParquetFile(self.references).iter_batches(columns=["text"], batch_size=10_000):
+            length = pc.utf8_length(pc.utf8_trim_whitespace(batch.column(0)))
+            count += int(pc.sum(pc.greater(length, 0).fill_null(False).cast(pa.int64())).as_py() or 0)
+        return count
 
 
 def _check_columns(path: Path, needed: tuple[str, ...]) -> pa.Schema:
@@ -55,7 +62,7 @@ def _check_columns(path: Path, needed: tuple[str, ...]) -> pa.Schema:
 def load_references(refs_dir: Path | str) -> References:
     """Check ``refs_dir`` and say where its tables are; a :class:`ReferencesError` names what is wrong.
 
-    Example: ``refs = load_references("refs/"); refs.with_text`` is the number of URLs with main text.
+    Example: ``refs = load_references("refs/"); refs.rows`` URLs, ``refs.with_text()`` of them with main text.
     """
     path = Path(refs_dir)
     table = path / REFERENCES
@@ -67,10 +74,5 @@ def load_references(refs_dir: Path | str) -> References:
     citations = path / CITATIONS
     if citations.exists():
         _check_columns(citations, CITATION_COLUMNS)
-    rows = with_text = 0
-    for batch in pq.ParquetFile(table).iter_batches(columns=["text"], batch_size=10_000):  # texts can be GBs
-        rows += batch.num_rows
-        length = pc.utf8_length(pc.utf8_trim_whitespace(batch.column(0)))
-        with_text += int(pc.sum(pc.greater(length, 0).fill_null(False).cast(pa.int64())).as_py() or 0)
     return References(path=path, references=table, citations=citations if citations.exists() else None,
-                      rows=rows, with_text=with_text)
+                      rows=pq.ParquetFile(table).metadata.num_rows)

@@ -158,6 +158,8 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     step = step or (lambda message: None)
     check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
+    for name in config.methods:
+        METHODS[name].preflight(config)
     prepare_out(config.out, config.overwrite)
     try:
         engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,

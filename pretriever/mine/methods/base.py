@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import ibis.expr.types as ir
 
 from pretriever.errors import ConfigError
+from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 
 
@@ -23,6 +24,10 @@ class Method:
     cap_doc_pairs: ClassVar[bool] = True  # apply max_per_doc_pair over (query doc, positive doc)
     cap_query_passages: ClassVar[bool] = True  # apply max_per_query_passage over the query's passage
     uses_links: ClassVar[bool] = True
+
+    @classmethod
+    def preflight(cls, config: MineConfig) -> None:
+        """Refuse, before any output is written, a run this method cannot do (a missing model, input, ...)."""
 
     def candidates(self, ctx: MineContext) -> ir.Table:
         raise NotImplementedError

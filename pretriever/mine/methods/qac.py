@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from pretriever.data.references import load_references
 from pretriever.io import PARQUET_OPTIONS
+from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
 from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner
@@ -63,6 +64,12 @@ class QAC(Method):
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
+
+    @classmethod
+    def preflight(cls, config: MineConfig) -> None:
+        load_ner(config.ner_model)  # a ModelError with the pip command; cached for candidates()
+        if config.references is not None:
+            load_references(config.references)
 
     # -- the rows to process -------------------------------------------------------------
     def _citations(self, ctx: MineContext) -> ir.Table:
