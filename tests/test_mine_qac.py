@@ -309,3 +309,20 @@ def test_no_fetched_text_says_why(enwiki_store, tmp_path):
     assert result.total == 0 and result.manifest["methods"]["qac"]["funnel"]["no_reference_text"] == 8261
     assert "no reference text (8,261 of 8,261)" in result.methods["qac"].reason
     assert "pretriever references fetch" in result.methods["qac"].reason
+
+
+@pytest.mark.slow
+def test_spark_gives_the_same_triplets(enwiki_store, refs, mined, tmp_path):
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("PySpark needs a Java runtime")
+    _, _, _, rows = mined
+    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
+                             engine="spark", threads=2))
+    assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
+    spark_rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
+    strip = ("negative_passage_id", "negative_doc_id", "negative_title", "negative_text")
+    assert sorted(({k: v for k, v in r.items() if k not in strip} for r in spark_rows), key=lambda r: r["pair_id"]) \
+        == sorted(({k: v for k, v in r.items() if k not in strip} for r in rows), key=lambda r: r["pair_id"])
