@@ -326,3 +326,33 @@ def test_spark_gives_the_same_triplets(enwiki_store, refs, mined, tmp_path):
     strip = ("negative_passage_id", "negative_doc_id", "negative_title", "negative_text")
     assert sorted(({k: v for k, v in r.items() if k not in strip} for r in spark_rows), key=lambda r: r["pair_id"]) \
         == sorted(({k: v for k, v in r.items() if k not in strip} for r in rows), key=lambda r: r["pair_id"])
+
+
+def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, refs, mined, tmp_path, monkeypatch):
+    from pretriever.mine.methods import qac as method
+
+    _, _, _, rows = mined
+    monkeypatch.setattr(method, "BATCH", 10)  # 44 citations with text: batches of 10, 10, 10, 10, 4
+    calls = []
+    real = method.build_triplet
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) > 25:  # dies in the third batch
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(method, "build_triplet", interrupted)
+    config = dict(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0)
+    with pytest.raises(KeyboardInterrupt):
+        mine(MineConfig(**config))
+    parts = tmp_path / ".checkpoints" / "qac"
+    assert json.loads((parts / "_checkpoint.json").read_text())["batches"] == 2
+    calls.clear()
+    monkeypatch.setattr(method, "build_triplet", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
+    result = mine(MineConfig(**config, resume=True))
+    assert len(calls) == 44 - 20  # the two finished batches were not redone
+    assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
+    assert pq.read_table(tmp_path / "qac.parquet").to_pylist() == rows
+    with pytest.raises(Exception, match="other options"):
+        mine(MineConfig(**{**config, "seed": 5}, resume=True))

@@ -84,6 +84,7 @@ def mine_command(
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit",
                                                help="DuckDB memory before it spills to disk, e.g. 16GB."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace pairs already in --out."),
+    resume: bool = typer.Option(False, "--resume", help=help_for(_MineConfig, "resume")),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [mine] table sets any of these "
                                           "options (keys as in MineConfig, e.g. methods = [\"dl\", \"cm\"])."),
 ) -> None:
@@ -119,7 +120,7 @@ def mine_command(
                            max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
                            min_query_words=min_query_words, min_passage_words=min_passage_words,
                            references=references, context=context, block_words=block_words,
-                           block_stride=block_stride, ner_model=ner_model,
+                           block_stride=block_stride, ner_model=ner_model, resume=resume or None,
                            threads=threads, memory_limit=memory_limit, overwrite=overwrite or None)
     except (ConfigError, ValueError, TypeError) as err:
         raise _fail(str(err)) from err

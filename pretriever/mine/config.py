@@ -59,6 +59,9 @@ class MineConfig:
                       "one of its entities (pretriever's offline fallback, not in the paper).")
     block_words: int = option(128, "QAC: words per block of a reference text (paper: 128, 256 or 512).")
     block_stride: int = option(64, "QAC: words between block starts (paper: 64, 128 or 256).")
+    resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
+                                 "keeps the batches of triplets it finished (the relational methods rerun; "
+                                 "they are quick).")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
 

@@ -37,7 +37,7 @@ from pretriever.mine.context import MineContext
 from pretriever.mine.engine import Engine, first_per_group, hkey, open_engine
 from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
-from pretriever.mine.schema import MANIFEST, PAIRS, PLOT, STATS
+from pretriever.mine.schema import CHECKPOINTS, MANIFEST, PAIRS, PLOT, STATS
 from pretriever.mine.stats import compute_stats, plot_overlap
 
 WORK = ".work"
@@ -89,18 +89,23 @@ def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
     return alloc
 
 
-def prepare_out(out: Path, overwrite: bool) -> None:
+def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
+    """Check ``out``; replace earlier pairs with ``overwrite``, or keep what methods checkpointed with ``resume``."""
     if out.exists() and not out.is_dir():
         raise MineError(f"{out} exists and is not a folder")
     if out.exists() and any(out.iterdir()):
-        ours = (out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
+        ours = ((out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
+                or (out / CHECKPOINTS).exists())
         if not ours:
             raise MineError(f"{out} is a non-empty folder that does not hold mined pairs; choose another --out")
-        if not overwrite:
-            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them")
+        if not (overwrite or resume):
+            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them (or --resume to "
+                            "continue an interrupted run)")
         for path in [out / MANIFEST, out / STATS, out / PLOT, *out.glob("*.parquet")]:
             path.unlink(missing_ok=True)
         shutil.rmtree(out / WORK, ignore_errors=True)
+        if not resume:
+            shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -160,7 +165,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     for name in config.methods:
         METHODS[name].preflight(config)
-    prepare_out(config.out, config.overwrite)
+    prepare_out(config.out, config.overwrite, config.resume)
     try:
         engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
                              memory_limit=config.memory_limit, spark_master=config.spark_master,

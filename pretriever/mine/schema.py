@@ -13,6 +13,7 @@ import pyarrow as pa
 MANIFEST = "pairs.json"
 STATS = "stats.json"
 PLOT = "overlap.png"
+CHECKPOINTS = ".checkpoints"  # what methods keep across an interruption (qac: finished batches), for --resume
 
 STR, I32, I64, BOOL = pa.string(), pa.int32(), pa.int64(), pa.bool_()
 

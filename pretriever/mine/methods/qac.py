@@ -14,9 +14,10 @@ reference text takes its block from the articles linked in the statement: the pa
 among those that mention one of the statement's entities, that BM25 ranks first.
 
 The work is Python (spaCy, bm25s): rows stream from the engine ordered by citation, are
-processed in batches (``nlp.pipe``) and written to ``qac-candidates.parquet`` in the work
-folder, which the shared steps (dedup, budget, negatives, writing) then read like any
-other method's candidates. Every filter is counted (:meth:`QAC.report`).
+processed in batches (``nlp.pipe``), and each batch is written to ``OUT/.checkpoints/qac/``
+with a checkpoint, so ``--resume`` after an interruption redoes at most one batch; the
+shared steps (dedup, budget, negatives, writing) then read the parts like any other
+method's candidates. Every filter is counted (:meth:`QAC.report`).
 
 Example: ``pretriever mine enwiki/ --method qac --references refs/ --out pairs/``.
 """
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any
 
 import ibis
 import ibis.expr.types as ir
@@ -35,19 +38,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever.data.references import load_references
-from pretriever.io import PARQUET_OPTIONS
+from pretriever.errors import ConfigError
+from pretriever.io import read_json, write_json, write_parquet
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
 from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner
-from pretriever.mine.schema import CANDIDATE
+from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
-FILE = "qac-candidates.parquet"
 ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passage_id", pa.string()),
                   ("sentence_idx", pa.int32()), ("statement", pa.string()), ("source", pa.string()),
                   ("ctx_id", pa.string()), ("ctx_doc", pa.string()), ("ctx_title", pa.string()),
                   ("ctx_text", pa.string())])
+CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
+FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
 FUNNEL = ("citations", "no_statement", "no_reference_text", "no_linked_passage", "no_entity", "no_entity_in_block",
           "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
 
@@ -134,20 +139,51 @@ class QAC(Method):
 
     # -- candidates ------------------------------------------------------------------------
     def candidates(self, ctx: MineContext) -> ir.Table:
+        """Triplets in batches of ``BATCH`` citations, each batch a part file plus a checkpoint (``--resume``)."""
         cfg = ctx.config
         nlp = load_ner(cfg.ner_model)
         rows = self._rows(ctx)
-        path = ctx.engine.work / FILE
-        with pq.ParquetWriter(path, CANDIDATE, **PARQUET_OPTIONS) as writer:
-            groups = self._groups(ctx, rows)
-            while batch := list(itertools.islice(groups, BATCH)):
-                docs = nlp.pipe([g[0]["statement"] for g in batch], batch_size=128)
-                out = [self._candidate(ctx, group, doc) for group, doc in zip(batch, docs)]
-                out = [o for o in out if o is not None]
-                if out:
-                    writer.write_table(pa.Table.from_pylist(out, schema=CANDIDATE))
-        self.counts["triplets"] = pq.ParquetFile(path).metadata.num_rows
-        return ctx.engine.read(path, "qac_candidates")
+        parts = cfg.out / CHECKPOINTS / self.name
+        done = self._restart(parts, cfg)
+        groups = self._groups(ctx, rows)
+        for _ in itertools.islice(groups, done * BATCH):  # finished before an interruption
+            pass
+        while batch := list(itertools.islice(groups, BATCH)):
+            docs = nlp.pipe([g[0]["statement"] for g in batch], batch_size=128)
+            out = [self._candidate(ctx, group, doc) for group, doc in zip(batch, docs)]
+            write_parquet(pa.Table.from_pylist([o for o in out if o is not None], schema=CANDIDATE),
+                          parts / f"part-{done:06d}.parquet")
+            done += 1
+            write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
+                                                   "counts": {k: self.counts[k] for k in FILTERS}})
+        if done == 0:  # no citation to process: one empty part, so there is a table to read
+            write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
+        self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        return ctx.engine.read(parts, "qac_candidates", is_dir=True)
+
+    @staticmethod
+    def _options(cfg: MineConfig) -> dict[str, Any]:
+        """What the triplets depend on: a resumed run must have the same."""
+        return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
+                "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
+                "skip_disambiguation": cfg.skip_disambiguation}
+
+    def _restart(self, parts: Path, cfg: MineConfig) -> int:
+        """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
+        checkpoint = parts / CHECKPOINT
+        if cfg.resume and checkpoint.exists():
+            state = read_json(checkpoint, ConfigError)
+            if state["options"] != self._options(cfg):
+                raise ConfigError(f"{parts} holds triplets made with other options ({state['options']}); "
+                                  "run with --overwrite instead of --resume")
+            for path in parts.glob("part-*.parquet"):  # a part written after the last checkpoint
+                if int(path.stem.split("-")[1]) >= state["batches"]:
+                    path.unlink()
+            self.counts.update(state["counts"])
+            return int(state["batches"])
+        shutil.rmtree(parts, ignore_errors=True)
+        parts.mkdir(parents=True)
+        return 0
 
     def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> dict[str, Any] | None:
         cfg = ctx.config
