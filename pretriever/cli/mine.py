@@ -48,9 +48,15 @@ def mine_command(
     min_query_words: Optional[int] = typer.Option(None, "--min-query-words", help=help_for(MineConfig, "min_query_words")),
     min_passage_words: Optional[int] = typer.Option(None, "--min-passage-words",
                                                     help=help_for(MineConfig, "min_passage_words")),
+    references: Optional[Path] = typer.Option(None, "--references", help=help_for(MineConfig, "references")),
+    context: Optional[str] = typer.Option(None, "--context", help=help_for(MineConfig, "context")),
+    block_words: Optional[int] = typer.Option(None, "--block-words", help=help_for(MineConfig, "block_words")),
+    block_stride: Optional[int] = typer.Option(None, "--block-stride", help=help_for(MineConfig, "block_stride")),
+    ner_model: Optional[str] = typer.Option(None, "--ner-model", help=help_for(MineConfig, "ner_model")),
     threads: Optional[int] = typer.Option(None, "--threads", help=help_for(MineConfig, "threads")),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=help_for(MineConfig, "memory_limit")),
     overwrite: bool = typer.Option(False, "--overwrite", help=help_for(MineConfig, "overwrite")),
+    resume: bool = typer.Option(False, "--resume", help=help_for(MineConfig, "resume")),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[mine] table sets any of these "
                                           "options (keys as in MineConfig, e.g. methods = [\"dl\", \"cm\"])."),
 ) -> None:
@@ -69,6 +75,10 @@ def mine_command(
       pretriever mine enwiki/ --method dl,cm,ict,wlp,bfs --negatives overlap --out pairs-all/
 
       pretriever mine enwiki/ --out pairs-spark/ --engine spark
+
+      pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/      (C-MORE triplets from the fetched references)
+
+      pretriever mine enwiki/ --method qac --context links --out qac-links/      (offline: contexts from linked articles)
     """
     if max_pairs is not None and max_pairs <= 0:
         fail(f"--max-pairs {max_pairs} leaves nothing to mine: give a positive number of pairs, or leave "
@@ -80,7 +90,9 @@ def mine_command(
                            cm_indegree_threshold=cm_indegree_threshold, ict_keep_fraction=ict_keep_fraction,
                            max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
                            min_query_words=min_query_words, min_passage_words=min_passage_words,
-                           threads=threads, memory_limit=memory_limit, overwrite=overwrite or None)
+                           references=references, context=context, block_words=block_words,
+                           block_stride=block_stride, ner_model=ner_model, threads=threads,
+                           memory_limit=memory_limit, overwrite=overwrite or None, resume=resume or None)
 
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress, stage(progress):
@@ -94,6 +106,11 @@ def print_result(result) -> None:
     for name, r in result.methods.items():
         if r.reason:
             console.print(f"[yellow]{name}: no pairs[/yellow] - {escape(r.reason)}")
+    for name, r in result.methods.items():
+        funnel = (r.report or {}).get("funnel")
+        if funnel:
+            steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
+            console.print(f"{name} funnel: " + escape(steps))
     cm = result.manifest.get("cm_indegree_threshold")
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} link targets excluded" if cm.get("entities") else ""
@@ -157,7 +174,8 @@ def export(
     pairs_dir: Path = typer.Argument(..., help="A folder written by `pretriever mine`.", show_default=False),
     format: str = typer.Option(..., "--format", "-f", help="dpr (DPR training JSON), sentence-transformers "
                                "(anchor/positive/negative: Parquet when --out ends in .parquet, else a "
-                               "datasets.save_to_disk folder) or jsonl (every column)."),
+                               "datasets.save_to_disk folder), jsonl (every column) or squad (SQuAD v1.1 with "
+                               "answer_start, for readers; qac pairs)."),
     out: Path = typer.Option(..., "--out", "-o", help="File (or, for a datasets folder, folder) to write."),
     method: Optional[str] = typer.Option(None, "--method", "-m", help="Comma-separated methods to export "
                                          "(default: all mined)."),
@@ -171,6 +189,8 @@ def export(
       pretriever pairs export pairs/ --format dpr --out hlp-train.json
 
       pretriever pairs export pairs/ --format sentence-transformers --method dl,cm --out hlp-st/
+
+      pretriever pairs export qac-links/ --format squad --out qac-squad.json      (question-answer-context triplets for a reader)
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")

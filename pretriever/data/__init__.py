@@ -8,7 +8,9 @@
 * :mod:`~pretriever.data.beir` - BEIR queries, qrels (BEIR or TREC) and corpus;
 * :mod:`~pretriever.data.qa` - open-domain QA files (NQ-open, DPR TSV/JSON, WebQ, CuratedTREC)
   and DPR's answer matching;
-* :mod:`~pretriever.data.multihop` - multi-hop questions and gold sets.
+* :mod:`~pretriever.data.multihop` - multi-hop questions and gold sets;
+* :mod:`~pretriever.data.references` - a references folder (the cited pages' texts) for C-MORE
+  (:func:`load_references`).
 
 No stage writes SQL against a store: a new read belongs here, with a test.
 """
@@ -19,10 +21,12 @@ from pretriever.data.lookup import PassageLookup
 from pretriever.data.multihop import MultiHopExample, load_multihop
 from pretriever.data.passages import PassageSource, passage_text
 from pretriever.data.qa import AnswerMatcher, QAExample, QAFileError, has_answer, load_qa_file, tokenize
+from pretriever.data.references import References, ReferencesError, load_references
 from pretriever.data.store import CorpusStore, StoreError
 
 __all__ = [
     "AnswerMatcher", "CorpusStore", "DatasetError", "MultiHopExample", "PassageLookup", "PassageSource",
-    "QAExample", "QAFileError", "StoreError", "has_answer", "load_corpus", "load_multihop", "load_qa_file",
-    "load_qrels", "load_queries", "passage_text", "qrels_path", "queries_in_qrels", "relevant", "tokenize",
+    "QAExample", "QAFileError", "References", "ReferencesError", "StoreError", "has_answer", "load_corpus",
+    "load_multihop", "load_qa_file", "load_references", "load_qrels", "load_queries", "passage_text", "qrels_path",
+    "queries_in_qrels", "relevant", "tokenize",
 ]

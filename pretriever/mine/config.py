@@ -17,6 +17,7 @@ from pretriever.config import option
 
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
+QAC_CONTEXTS = ("references", "links")
 DEFAULT_METHODS = ("dl", "cm")
 
 
@@ -65,6 +66,20 @@ class MineConfig:
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
     tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")
+    references: Path | None = option(
+        None, "QAC: a references folder (REFS_DIR from `pretriever references fetch/import`) whose page texts "
+              "give the contexts.")
+    context: str = option(
+        "references", "QAC: where contexts come from. references: the cited page (C-MORE). links: the cited page "
+                      "when it has text, else the passage of an article linked from the statement that mentions "
+                      "one of its entities (pretriever's offline fallback, not in the paper).")
+    block_words: int = option(128, "QAC: words per block of a reference text (paper: 128, 256 or 512).")
+    block_stride: int = option(64, "QAC: words between block starts (paper: 64, 128 or 256).")
+    resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
+                                 "keeps the batches of triplets it finished (the relational methods rerun; "
+                                 "they are quick).")
+    ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
+                                              "answer entities.")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
@@ -89,6 +104,17 @@ class MineConfig:
         for name in ("max_per_doc_pair", "max_per_query_passage", "overlap_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.references is not None:
+            self.references = Path(self.references)
+        self.context = str(self.context).lower()
+        if self.context not in QAC_CONTEXTS:
+            raise ValueError(f"context must be one of {', '.join(QAC_CONTEXTS)}, got {self.context!r}")
+        if "qac" in self.methods and self.references is None and self.context == "references":
+            raise ValueError("method qac needs references (--references REFS_DIR from `pretriever references "
+                             "fetch`), or --context links to build contexts from the linked articles")
+        if self.block_words < 1 or not 1 <= self.block_stride <= self.block_words:
+            raise ValueError(f"block_words must be at least 1 and block_stride between 1 and block_words, got "
+                             f"{self.block_words} and {self.block_stride}")
         for name in ("min_query_words", "min_passage_words", "stats_sample"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")

@@ -101,6 +101,12 @@ class Engine:
                 self._tables[name] = self._read(path, is_dir, f"store_{name}")
         return self._tables[name]
 
+    def read(self, path: Path, name: str, is_dir: bool = False) -> ir.Table:
+        """A Parquet file (or folder of them) that is not a store table (a method's own output, a references
+        table) as a table."""
+        with quiet():
+            return self._read(Path(path), is_dir, f"f_{name}_{next(self._names)}")
+
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"
