@@ -73,8 +73,8 @@ def quickstart(
     _run("2/5 mine: dual-link, co-mention and ICT pairs",
          ["mine", corpus, "--method", "dl,cm,ict", "--max-pairs", str(pairs), "--cm-indegree-percentile", "99",
           "--out", pair_dir, "--overwrite"])
-    _run("3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch)",
-         ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16",
+    _run("3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
+         ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16", "--heldout-pairs", "32",
           "--max-query-length", "64", "--max-passage-length", "128", "--overwrite"])
     _run("4/5 index: encode every passage with the trained model; BM25 beside it",
          ["index", "build", corpus, "--model", model, "--out", index, "--max-length", "128", "--bm25", "--overwrite"])
