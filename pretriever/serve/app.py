@@ -103,7 +103,8 @@ def _key_check(cfg: ServeConfig):
 def _message(errors: list[dict]) -> str:
     parts = []
     for err in errors:
-        where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path"))
+        loc = list(err.get("loc", ()))
+        where = ".".join(str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc))
         parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
     return "; ".join(parts) or "invalid request"
 
