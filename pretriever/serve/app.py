@@ -264,10 +264,13 @@ def _pairs_view(request: Request) -> PairsView:
 def create_app(cfg: ServeConfig, routers: Sequence[APIRouter] = (), engine: Engine | None = None) -> FastAPI:
     """The application serving ``cfg.index`` (and ``cfg.pairs``); ``routers`` add endpoints such as a
     reader's ``POST /answer`` under the same key and limits; ``engine`` shares an already opened one."""
+    owned = engine is None  # an engine passed in belongs to the caller, who closes it
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
-        await app.state.engine.close()
+        if owned:
+            await app.state.engine.close()
         for closing in (app.state.pairs, app.state.stores["pairs"]):
             if closing is not None:
                 closing.close()
