@@ -51,8 +51,10 @@ def rrf(rankings: Sequence[Sequence[Hit]], k: int, rrf_k: int = RRF_K) -> list[H
 class MicroBatcher:
     """Encode texts from many concurrent callers in shared batches (``await batcher.encode(text)``).
 
-    ``encode`` maps a list of texts to an (n, dim) array and runs in ``executor``. A batch is
-    sent when ``max_batch`` texts are waiting or ``max_wait`` seconds passed since the first.
+    ``encode`` maps a list of texts to an (n, dim) array and runs in ``executor``. When a text
+    arrives the batcher waits ``max_wait`` seconds (unless ``max_batch`` are already waiting),
+    then encodes up to ``max_batch`` waiting texts in one call; texts that arrive meanwhile
+    queue for the next batch.
     """
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], executor: ThreadPoolExecutor,
@@ -81,20 +83,12 @@ class MicroBatcher:
         queue = self._queue
         while True:
             batch = [await queue.get()]
-            deadline = loop.time() + self.max_wait
-            while len(batch) < self.max_batch:
-                try:
-                    batch.append(queue.get_nowait())
-                    continue
-                except asyncio.QueueEmpty:
-                    pass
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(queue.get(), remaining))
-                except asyncio.TimeoutError:
-                    break
+            if self.max_wait > 0 and queue.qsize() < self.max_batch - 1:
+                # let concurrent requests join; a plain sleep, not wait_for(queue.get()), which on
+                # Python < 3.12 can drop an item taken just as the timeout fires
+                await asyncio.sleep(self.max_wait)
+            while len(batch) < self.max_batch and not queue.empty():
+                batch.append(queue.get_nowait())
             live = [(text, fut) for text, fut in batch if not fut.cancelled()]
             if not live:
                 continue

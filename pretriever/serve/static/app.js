@@ -111,7 +111,7 @@ async function loadPairs(e) {
 function histogram(stats) {
   const methods = Object.entries(stats.methods || {}).filter(([, s]) => s.overlap_histogram);
   if (!methods.length) return el("p", { class: "muted" }, "no overlap statistics");
-  const W = 760, H = 220, L = 40, B = 30, bins = methods[0][1].overlap_histogram.length;
+  const W = 760, R = 30, B = 30, L = 40, T = 24 + methods.length * 16, H = T + 170, bins = methods[0][1].overlap_histogram.length;
   const colors = ["#1a56a8", "#e37400", "#1e8e3e", "#a142f4", "#c5221f"];
   const shares = methods.map(([, s]) => { const t = s.overlap_histogram.reduce((a, b) => a + b, 0) || 1; return s.overlap_histogram.map((v) => v / t); });
   const top = Math.max(...shares.flat(), 0.01);
@@ -119,15 +119,15 @@ function histogram(stats) {
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`); svg.setAttribute("role", "img");
   const add = (tag, attrs, text) => { const n = document.createElementNS(ns, tag); for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v); if (text) n.textContent = text; svg.append(n); return n; };
-  const bw = (W - L - 10) / bins, w = bw / methods.length;
+  const bw = (W - L - R) / bins, w = bw / methods.length;
   shares.forEach((row, m) => row.forEach((v, i) => {
-    const h = (v / top) * (H - B - 25);
+    const h = (v / top) * (H - B - T);
     add("rect", { x: L + i * bw + m * w, y: H - B - h, width: Math.max(w - 1, 1), height: h, fill: colors[m % colors.length] }).append(Object.assign(document.createElementNS(ns, "title"), { textContent: `${methods[m][0]} ${(i / bins).toFixed(2)}-${((i + 1) / bins).toFixed(2)}: ${(v * 100).toFixed(1)}%` }));
   }));
-  add("line", { x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: "#888" });
-  for (let t = 0; t <= 4; t++) add("text", { x: L + (t / 4) * (W - L - 10), y: H - B + 16, "font-size": 12, "text-anchor": "middle" }, (t / 4).toFixed(2));
-  add("text", { x: L, y: 14, "font-size": 12 }, `Q-P word overlap (share of pairs; highest bar ${(top * 100).toFixed(0)}%)`);
-  methods.forEach(([name, s], m) => { add("rect", { x: W - 170, y: 6 + m * 16, width: 10, height: 10, fill: colors[m % colors.length] }); add("text", { x: W - 155, y: 15 + m * 16, "font-size": 12 }, `${name} (mean ${s.mean_overlap ?? "-"})`); });
+  add("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888" });
+  for (let t = 0; t <= 4; t++) add("text", { x: L + (t / 4) * (W - L - R), y: H - B + 18, "font-size": 14, "text-anchor": "middle" }, (t / 4).toFixed(2));
+  add("text", { x: L, y: 16, "font-size": 14, "font-weight": 600 }, `Query-positive word overlap (share of each method's pairs; top bar ${(top * 100).toFixed(0)}%)`);
+  methods.forEach(([name, s], m) => { add("rect", { x: L, y: 24 + m * 16, width: 11, height: 11, fill: colors[m % colors.length] }); add("text", { x: L + 16, y: 34 + m * 16, "font-size": 13 }, `${name}: ${s.overlap_pairs ?? s.pairs} pairs, mean ${s.mean_overlap ?? "-"}`); });
   return svg;
 }
 
