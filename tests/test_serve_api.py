@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from serve_fixtures import served  # noqa: F401 - a fixture
 from pretriever.cli import app as cli_app
 from pretriever.retrieval import Hit
-from pretriever.serve import ServeConfig, ServeError, create_app
+from pretriever.serve import ServeError, create_app
 from pretriever.serve.engine import rrf
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
