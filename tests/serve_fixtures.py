@@ -1,5 +1,5 @@
 """Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs mined from
-the enwiki sample, and one opened engine (the model is loaded once per module)."""
+the enwiki sample, and one opened engine (built once per session; the model is loaded once)."""
 
 from __future__ import annotations
 
@@ -45,11 +45,12 @@ def scifact_subset(out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def served(tmp_path_factory, enwiki_store) -> Served:
     root = tmp_path_factory.mktemp("serve")
     beir = scifact_subset(root / "scifact300")
-    store = build(beir / "corpus.jsonl", root / "store")
+    store = build(beir / "corpus.jsonl", root / "store", workers=1)  # no worker processes forked from a
+    # test process that already runs torch and browser threads
     build_index(IndexConfig(corpus=store.path, out=root / "index"))
     BM25Index.build(store).save(root / "index" / "bm25")
     run(enwiki_store, root / "pairs", methods="dl,cm,ict", cm_indegree_percentile=99.0, negatives="overlap", seed=0)
