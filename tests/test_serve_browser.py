@@ -64,6 +64,7 @@ def shot(page, name: str) -> None:
 def test_search_shows_three_systems_side_by_side(browser, base_url, width):
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.goto(base_url + "/")
+    page.wait_for_function("document.querySelector('#info').textContent.includes('passages')")
     page.keyboard.press("/")  # the keyboard reaches the search box
     page.keyboard.type("Albendazole is used to treat lymphatic filariasis.")
     page.keyboard.press("Enter")

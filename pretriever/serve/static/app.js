@@ -182,13 +182,7 @@ function route() {
 }
 
 async function init() {
-  try {
-    state.info = await api("/info");
-    $("info").textContent = `${state.info.index} \u00b7 ${state.info.kind} \u00b7 ${state.info.model || "bm25"} \u00b7 ${state.info.passages.toLocaleString()} passages`;
-    const sets = Object.keys(state.info.sets.qrels);
-    $("qset").replaceChildren(...sets.map((s) => el("option", { value: s }, s)));
-    if (!sets.length) $("judged-status").textContent = "No judgments are loaded (start with --qrels NAME=PATH --queries queries.jsonl).";
-  } catch (err) { $("info").textContent = err.message; }
+  // listeners first: the keyboard works while /info is still loading
   $("search-form").addEventListener("submit", runSearch);
   $("pairs-form").addEventListener("submit", (e) => { state.page = 1; loadPairs(e); });
   $("method").addEventListener("change", () => { state.page = 1; loadPairs(); });
@@ -197,13 +191,25 @@ async function init() {
   $("qset").addEventListener("change", () => { state.qpage = 1; loadQueries(); });
   $("qprev").addEventListener("click", () => { state.qpage = Math.max(1, state.qpage - 1); loadQueries(); });
   $("qnext").addEventListener("click", () => { state.qpage = Math.min(state.qpages, state.qpage + 1); loadQueries(); });
-  $("savekey").addEventListener("click", () => { localStorage.setItem("pretriever-key", $("apikey").value); $("keybox").hidden = true; init(); });
   document.addEventListener("keydown", (e) => {
     if (e.key === "/" && !["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) { e.preventDefault(); show("search"); $("q").focus(); }
   });
   window.addEventListener("hashchange", route);
+  await loadInfo();
   route();
   initPairs();
   loadQueries();
 }
+
+async function loadInfo() {
+  try {
+    state.info = await api("/info");
+    $("info").textContent = `${state.info.index} \u00b7 ${state.info.kind} \u00b7 ${state.info.model || "bm25"} \u00b7 ${state.info.passages.toLocaleString()} passages`;
+    const sets = Object.keys(state.info.sets.qrels);
+    $("qset").replaceChildren(...sets.map((s) => el("option", { value: s }, s)));
+    if (!sets.length) $("judged-status").textContent = "No judgments are loaded (start with --qrels NAME=PATH --queries queries.jsonl).";
+  } catch (err) { $("info").textContent = err.message; }
+}
+
+$("savekey").addEventListener("click", async () => { localStorage.setItem("pretriever-key", $("apikey").value); $("keybox").hidden = true; await loadInfo(); route(); initPairs(); loadQueries(); });
 init();
