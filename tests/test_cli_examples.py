@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import traceback
 from pathlib import Path
 
 import pytest
 import typer
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from pretriever.cli import PIPELINE_ORDER, app
@@ -95,9 +97,25 @@ def workspace(tmp_path_factory) -> Path:
     return root
 
 
+def _probe_instead_of_serving(served: list[dict]):
+    """A stand-in for ``uvicorn.run``: the app the example built answers /health and a search, then returns."""
+
+    def run(app, **_):
+        with TestClient(app) as client:
+            health = client.get("/health")
+            assert health.status_code == 200, health.text
+            search = client.get("/search", params={"q": "cancer prognosis", "k": 3})
+            assert search.status_code == 200, search.text
+            served.append(search.json())
+
+    return run
+
+
 @pytest.mark.slow
 def test_every_help_example_runs_as_written(workspace, monkeypatch):
     monkeypatch.chdir(workspace)
+    served: list[dict] = []
+    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", _probe_instead_of_serving(served))
     runner = CliRunner()
     ran = []
     with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
@@ -105,6 +123,9 @@ def test_every_help_example_runs_as_written(workspace, monkeypatch):
         for path, example in help_examples():
             args = shlex.split(example)[1:]
             result = runner.invoke(app, args, env=env)
-            assert result.exit_code == 0, f"`{example}` (from `pretriever {path} --help`) failed:\n{result.output[-3000:]}"
+            trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+            assert result.exit_code == 0, (f"`{example}` (from `pretriever {path} --help`) failed:\n"
+                                           f"{result.output[-3000:]}\n{trace[-3000:]}")
             ran.append(example)
     assert len(ran) >= 20
+    assert served and all(len(answer["hits"]) == 3 for answer in served)  # the serve examples built a working app

@@ -15,6 +15,7 @@ from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.quickstart import quickstart
 from pretriever.cli.refine import refine_app
 from pretriever.cli.references import references_app
+from pretriever.cli.serve import serve_command
 from pretriever.cli.train import train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
@@ -55,6 +56,7 @@ app.add_typer(index_app, name="index")
 app.command("search")(search_command)
 app.command("evaluate")(evaluate_command)
 app.add_typer(refine_app, name="refine")
+app.command("serve")(serve_command)
 
 
 def _version(value: bool) -> None:

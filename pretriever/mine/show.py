@@ -75,7 +75,7 @@ def stats_table(stats: dict[str, Any], manifest: dict[str, Any] | None = None) -
     methods = list((manifest or {}).get("methods", {})) or list(stats.get("methods", {}))
     for method in methods:
         s = stats.get("methods", {}).get(method)
-        if s is None:
+        if s is None or "pairs" not in s:  # no pairs (a report may still say why)
             table.add_row(method, "0", "-", "-", "-", "-", "-")
             continue
         overlap = f"{s['mean_overlap']:.3f}" if "mean_overlap" in s else "-"
