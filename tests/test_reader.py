@@ -204,11 +204,16 @@ def test_training_lowers_the_loss_and_the_saved_reader_reloads(trained, tiny, to
         with torch.no_grad():
             losses.append(module.eval()(**batch)["loss"].item())
     assert losses[1] < losses[0] / 2
-    # a standard transformers question-answering folder
-    from transformers import pipeline
+    # a standard transformers question-answering folder: AutoModelForQuestionAnswering reads it and its
+    # span head alone finds the answer
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    qa = pipeline("question-answering", model=str(out), tokenizer=str(out), device="cpu")
-    assert qa(question="Who wrote Hamlet?", context=DOCS[1][2])["answer"] == "William Shakespeare"
+    plain, tok = AutoModelForQuestionAnswering.from_pretrained(out), AutoTokenizer.from_pretrained(out)
+    inputs = tok("Who wrote Hamlet?", DOCS[1][2], return_tensors="pt")
+    with torch.no_grad():
+        logits = plain(**inputs)
+    start, end = int(logits.start_logits[0].argmax()), int(logits.end_logits[0].argmax())
+    assert tok.decode(inputs["input_ids"][0][start:end + 1]) == "william shakespeare"
 
 
 @pytest.mark.slow
@@ -247,6 +252,13 @@ def test_prepare_writes_dpr_reader_json_that_trains_and_evaluates(trained, tiny,
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "eval.json").read_text())["metrics"]
     assert metrics["top-3 accuracy"] == 1.0 and metrics["EM"] >= 0.5 and metrics["questions"] == 8
+    # the same through `pretriever evaluate --reader`, beside the retrieval metrics
+    result = runner.invoke(app, ["evaluate", "--bm25", "--corpus", str(root / "store"), "--answers", str(qa),
+                                 "--reader", str(trained.out), "--reader-k", "3", "--k", "1,3", "--no-plots",
+                                 "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert saved["reader"]["systems"]["bm25"] == metrics
 
 
 # ---------------------------------------------------------------- bad input

@@ -90,6 +90,12 @@ def evaluate_command(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Questions per search call. Default: 256."),
     device: Optional[str] = typer.Option(None, "--device", help="Where queries are encoded: cpu, cuda, "
                                          "cuda:1, mps. Default: automatic."),
+    reader: Optional[Path] = typer.Option(None, "--reader", help="With --answers: also read the top --reader-k "
+                                          "passages of every system with this READER_DIR (`pretriever reader "
+                                          "train`) and report end-to-end EM/F1 (SQuAD normalisation; regex "
+                                          "answers in regex mode) beside top-k accuracy, and reader-only EM on "
+                                          "the gold passages when the file gives them (DPR JSON)."),
+    reader_k: int = typer.Option(20, "--reader-k", help="Passages the reader reads per question."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [evaluate] table sets any "
                                           "of these options (keys as in EvaluateConfig, e.g. index = [\"a\", "
                                           "\"b\"], ks = [1, 5, 20, 100])."),
@@ -113,6 +119,8 @@ def evaluate_command(
       pretriever evaluate --index dpr-base/ --index hlp/ --bm25 --answers nq-open-dev.jsonl --out eval-nq/
 
       pretriever evaluate --index hlp/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
+
+      pretriever evaluate --index idx/ --bm25 --answers nq-open-dev.jsonl --limit 10 --reader reader/ --reader-k 5 --out eval-reader/
     """
     from pretriever.data.store import StoreError
     from pretriever.data.qa import QAFileError
@@ -169,7 +177,44 @@ def evaluate_command(
         console.print(table)
     if result.kind == "answers":
         console.print(f"answer matching: {result.config.get('match')}")
+    if reader is not None:
+        if result.kind != "answers":
+            raise _fail("--reader needs --answers (questions with answers)")
+        _evaluate_reader(cfg, reader, reader_k, result.config.get("match") or "string", written["results"])
     for note in result.dataset.get("notes", []):
         console.print(f"[yellow]{note}[/yellow]")
     console.print(f"results: {written['results']}" + "".join(f", {p.name}" for key, p in written.items()
                                                               if key in ("curve", "overlap")))
+
+
+def _evaluate_reader(cfg, reader_dir: Path, k: int, match: str, results_json: Path) -> None:
+    """End-to-end EM/F1 of a reader behind every evaluated system, printed and added to results.json."""
+    from rich.table import Table
+
+    from pretriever.cli.common import stage
+    from pretriever.data import PassageLookup, load_qa_file
+    from pretriever.evaluate.pipeline import open_systems
+    from pretriever.io import read_json, write_json
+    from pretriever.reader.evaluate import evaluate_reader
+    from pretriever.reader.predict import Reader
+
+    with stage():
+        examples = load_qa_file(cfg.answers)[:cfg.limit]
+        systems = open_systems(cfg)
+        reader = Reader.load(reader_dir)
+        scores = {}
+        for retriever in systems.retrievers:
+            lookup = PassageLookup(systems.stores[retriever.name])
+            scores[retriever.name] = evaluate_reader(retriever, lookup, examples, reader, k, match).metrics
+        data = read_json(results_json, ValueError)
+        data["reader"] = {"reader": str(reader_dir), "k": k, "match": match, "systems": scores}
+        write_json(results_json, data)
+    table = Table(title=f"end-to-end QA: reader {reader_dir} over the top {k}")
+    columns = list(next(iter(scores.values())))
+    table.add_column("system")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for name, metrics in scores.items():
+        table.add_row(name, *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
+                              for c in columns))
+    console.print(table)
