@@ -104,6 +104,8 @@ def evaluate_command(
 
     Give exactly one kind of question set. Judgments (--queries with --qrels, BEIR or TREC): nDCG@10, MRR@10, Recall@20/100/1000 and MAP via pytrec_eval; judged ids are documents, so when the store splits documents into passages each document scores its best passage (MaxP), and a result whose id is the query's own id is left out (as in BEIR). Open-domain QA (--answers): the share of questions with an answer in the top 1, 5, 20, 100 passages, matched as DPR does (NFD, simple tokenizer, case-insensitive; regex mode for CuratedTREC). Multi-hop (--multihop): the share of questions with ALL gold passages or titles in the top k.
 
+    With --answers and --reader READER_DIR (`pretriever reader train`), each system's top --reader-k passages are also read: end-to-end exact match and F1 beside top-k accuracy, and reader-only EM on gold passages when the file gives them; added to results.json under "reader".
+
     A Q-P overlap analysis (HLP section 6.2) buckets questions by the share of their words found in the gold or answer-bearing passage and reports each system's accuracy per bucket.
 
     Prints a table per analysis and writes EVAL_DIR/results.json ({"systems": {name: {metric: value}}, "per_query", "config", "dataset", "overlap", "curves"}; see `pydoc pretriever.evaluate`) with accuracy_at_k.png or recall_at_k.png and overlap.png.
@@ -119,8 +121,6 @@ def evaluate_command(
       pretriever evaluate --index dpr-base/ --index hlp/ --bm25 --answers nq-open-dev.jsonl --out eval-nq/
 
       pretriever evaluate --index hlp/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
-
-      pretriever evaluate --index idx/ --bm25 --answers nq-open-dev.jsonl --limit 10 --reader reader/ --reader-k 5 --out eval-reader/
     """
     from pretriever.data.store import StoreError
     from pretriever.data.qa import QAFileError
