@@ -13,6 +13,7 @@ from pretriever.cli.evaluate import evaluate_command
 from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.quickstart import quickstart
+from pretriever.cli.reader import answer_command, reader_app
 from pretriever.cli.refine import refine_app
 from pretriever.cli.references import references_app
 from pretriever.cli.serve import serve_command
@@ -56,6 +57,8 @@ app.add_typer(index_app, name="index")
 app.command("search")(search_command)
 app.command("evaluate")(evaluate_command)
 app.add_typer(refine_app, name="refine")
+app.add_typer(reader_app, name="reader")
+app.command("answer")(answer_command)
 app.command("serve")(serve_command)
 
 

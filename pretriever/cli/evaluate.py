@@ -18,6 +18,7 @@ from pretriever.evaluate.pipeline import run_evaluation
 from pretriever.evaluate.report import metrics_table, overlap_table
 from pretriever.index import HybridOptions
 from pretriever.progress import console, count_progress
+from pretriever.reader.evaluate import read_behind_systems, reader_table
 
 
 def _ks(value: Optional[str]) -> Optional[list[int]]:
@@ -64,6 +65,8 @@ def evaluate_command(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(EvaluateConfig, "limit")),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(EvaluateConfig, "batch_size")),
     device: Optional[str] = typer.Option(None, "--device", help=help_for(EvaluateConfig, "device")),
+    reader: Optional[Path] = typer.Option(None, "--reader", help=help_for(EvaluateConfig, "reader")),
+    reader_k: Optional[int] = typer.Option(None, "--reader-k", help=help_for(EvaluateConfig, "reader_k")),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[evaluate] table sets any "
                                           "of these options (keys as in EvaluateConfig, e.g. index = [\"a\", "
                                           "\"b\"], ks = [1, 5, 20, 100])."),
@@ -71,6 +74,8 @@ def evaluate_command(
     """Evaluate retrievers: dense indexes (--index, repeatable), BM25 (--bm25) and their fusion (--hybrid), side by side.
 
     Give exactly one kind of question set. Judgments (--queries with --qrels, BEIR or TREC): nDCG@10, MRR@10, Recall@20/100/1000 and MAP via pytrec_eval; judged ids are documents, so when the store splits documents into passages each document scores its best passage (MaxP), and a result whose id is the query's own id is left out (as in BEIR). Open-domain QA (--answers): the share of questions with an answer in the top 1, 5, 20, 100 passages, matched as DPR does (NFD, simple tokenizer, case-insensitive; regex mode for CuratedTREC). Multi-hop (--multihop): the share of questions with ALL gold passages or titles in the top k.
+
+    With --answers and --reader READER_DIR (`pretriever reader train`), each system's top --reader-k passages are also read: end-to-end exact match and F1 beside top-k accuracy, and reader-only EM on gold passages when the file gives them; added to results.json under "reader".
 
     --hybrid adds each index fused with BM25: reciprocal rank fusion (k = 60), or --fusion convex, a weighted sum of min-max normalised scores with --alpha given or chosen on validation judgments (--alpha-from qrels/train.tsv). On SciFact test with all-MiniLM-L6-v2 this gives nDCG@10 0.722 (RRF) and 0.731 (convex, alpha 0.5), against BM25 0.686 and dense 0.649.
 
@@ -99,7 +104,8 @@ def evaluate_command(
                            ignore_identical_ids=False if keep_identical_ids else None, overlap=overlap,
                            overlap_k=overlap_k, batch_size=batch_size, limit=limit, plots=plots,
                            save_runs=save_runs or None, bm25_dir=bm25_dir, device=device, hybrid=hybrid or None,
-                           fusion=given(fusion=fusion, alpha=alpha, rrf_k=rrf_k), alpha_from=alpha_from)
+                           fusion=given(fusion=fusion, alpha=alpha, rrf_k=rrf_k), alpha_from=alpha_from,
+                           reader=reader, reader_k=reader_k)
 
     with count_progress() as progress, stage(progress):
         tasks: dict[str, int] = {}
@@ -115,6 +121,8 @@ def evaluate_command(
             progress.console.print(f"[dim]{escape(message)}[/dim]")
 
         result, written = run_evaluation(cfg, progress=on_batch, step=on_step)
+        if cfg.reader is not None:
+            read = read_behind_systems(cfg, written["results"], step=on_step)
 
     console.print(metrics_table(result))
     table = overlap_table(result)
@@ -122,6 +130,8 @@ def evaluate_command(
         console.print(table)
     if result.kind == "answers":
         console.print(f"answer matching: {result.config.get('match')}")
+    if cfg.reader is not None:
+        console.print(reader_table(read, cfg))
     for note in result.dataset.get("notes", []):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(f"results: {written['results']}" + "".join(f", {p.name}" for key, p in written.items()

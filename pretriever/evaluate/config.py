@@ -68,13 +68,18 @@ class EvaluateConfig:
                                    default_help="INDEX_DIR/bm25 when the first index has one, else built in memory "
                                                 "for this run")
     device: str | None = option(None, "Where queries are encoded: cpu, cuda, cuda:1, mps.", default_help="automatic")
+    reader: Path | None = option(None, "With answers: a READER_DIR (`pretriever reader train`) that reads the top "
+                                       "reader_k passages of every system: end-to-end EM/F1 (SQuAD normalisation; "
+                                       "regex answers in regex mode) beside top-k accuracy, and reader-only EM on "
+                                       "the gold passages when the file gives them (DPR JSON).")
+    reader_k: int = option(20, "Passages the reader reads per question.")
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if isinstance(self.index, (str, Path)):
             self.index = [self.index]
         self.index = [Path(p) for p in (self.index or [])]
-        for name in ("corpus", "queries", "qrels", "answers", "multihop", "bm25_dir", "alpha_from"):
+        for name in ("corpus", "queries", "qrels", "answers", "multihop", "bm25_dir", "alpha_from", "reader"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, Path(value))
@@ -96,6 +101,10 @@ class EvaluateConfig:
             raise ValueError("alpha_from chooses the convex weight of hybrid: give hybrid, fusion convex and queries")
         if self.hybrid and not self.index:
             raise ValueError("hybrid fuses an index with BM25: give an index")
+        if self.reader is not None and self.answers is None:
+            raise ValueError("reader reads answers out of passages: give answers (questions with answers)")
+        if self.reader_k < 1:
+            raise ValueError(f"reader_k must be at least 1, got {self.reader_k}")
         if not self.index and not self.bm25:
             raise ValueError("nothing to evaluate: give at least one index, or bm25 (with corpus)")
         if not self.index and self.corpus is None:
