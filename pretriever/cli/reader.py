@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pretriever.cli.common import fail, stage
-from pretriever.config import ConfigError, build_config, help_for
+from pretriever.config import build_config, help_for
 from pretriever.progress import console, count_progress
 from pretriever.reader.config import PrepareConfig, ReadOptions, ReaderConfig
 
@@ -38,13 +38,10 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
 
 
 def _config(cls, config: Optional[Path], section: str, **values):
-    try:
+    with stage():
         return build_config(cls, config, section, **values)
-    except (ConfigError, ValueError) as err:
-        fail(err)
 
 
-@reader_app.command("train")
 def train_command(
     data: Path = typer.Argument(..., help=help_for(ReaderConfig, "data"), show_default=False),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=help_for(ReaderConfig, "out"), show_default=False),
@@ -73,11 +70,9 @@ def train_command(
 
     Examples:
 
-      pretriever reader train qac-squad.json --out qac-reader/ --passages 4 --max-steps 2000
+      pretriever reader train qac-squad.json --out qac-reader/ --passages 2 --batch-size 2 --max-steps 4     (C-MORE pre-training on qac triplets; a real run: --passages 4 --max-steps 2000)
 
-      pretriever reader train nq-reader-train.json --model qac-reader/ --dev nq-reader-dev.json --out nq-reader/
-
-      pretriever reader train nq-reader.json --out reader/ --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2
+      pretriever reader train nq-reader.json --model qac-reader/ --dev trec-reader.json --out nq-reader/ --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2     (then fine-tuning on NQ)
     """
     from pretriever.reader.train import train_reader
 
@@ -92,7 +87,6 @@ def train_command(
     console.print(f"{dev_text}{result.seconds:.0f} s; reader written to {result.out}")
 
 
-@reader_app.command("prepare")
 def prepare_command(
     index: Path = typer.Argument(..., help=help_for(PrepareConfig, "index"), show_default=False),
     questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
@@ -110,9 +104,9 @@ def prepare_command(
 
     Examples:
 
-      pretriever reader prepare idx/ nq-open-dev.jsonl --bm25 -k 20 --limit 300 --out nq-reader.json
+      pretriever reader prepare enwiki-index/ nq-open-dev.jsonl --bm25 -k 20 --limit 300 --out nq-reader.json
 
-      pretriever reader prepare idx/ curatedtrec-test.jsonl --hybrid --match regex --limit 50 --out trec-reader.json
+      pretriever reader prepare enwiki-index/ curatedtrec-test.jsonl --hybrid --match regex --limit 50 --out trec-reader.json
     """
     from pretriever.reader.prepare import prepare_reader_data
 
@@ -130,7 +124,6 @@ def _read_options(**values) -> ReadOptions:
     return _config(ReadOptions, None, "answer", **values)
 
 
-@reader_app.command("evaluate")
 def evaluate_command(
     index: Path = typer.Argument(..., help="INDEX_DIR: a dense, refined or BM25 index folder.", show_default=False),
     questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
@@ -149,7 +142,7 @@ def evaluate_command(
 
     Examples:
 
-      pretriever reader evaluate idx/ nq-open-dev.jsonl --reader reader/ --bm25 -k 5 --limit 20
+      pretriever reader evaluate enwiki-index/ nq-open-dev.jsonl --reader nq-reader/ --bm25 -k 5 --limit 20
     """
     from pretriever.data import load_qa_file
     from pretriever.data.qa import guess_match_mode
@@ -196,9 +189,9 @@ def answer_command(
 
     Examples:
 
-      pretriever answer idx/ --reader reader/ "who founded the Academy Awards" -k 5 --bm25
+      pretriever answer enwiki-index/ --reader nq-reader/ "who founded the Academy Awards" -k 5 --bm25
 
-      pretriever answer idx/ --reader reader/ "when did Alexander the Great die" -k 5 --hybrid --json
+      pretriever answer enwiki-index/ --reader nq-reader/ "when did Alexander the Great die" -k 5 --hybrid --json
     """
     from pretriever.reader.predict import Reader
     from pretriever.reader.prepare import answer_questions, open_system
@@ -223,3 +216,8 @@ def answer_command(
         if others:
             stdout.print(f"[dim]also: {escape(' | '.join(others))}[/dim]")
         stdout.print()
+
+
+reader_app.command("prepare")(prepare_command)  # in the order they are used
+reader_app.command("train")(train_command)
+reader_app.command("evaluate")(evaluate_command)
