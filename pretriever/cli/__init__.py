@@ -9,6 +9,7 @@ import typer
 from pretriever import __version__
 from pretriever.cli.corpus import corpus_app
 from pretriever.cli.evaluate import evaluate_command
+from pretriever.cli.generate import generate_command
 from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.quickstart import quickstart
@@ -35,6 +36,7 @@ app.command("quickstart")(quickstart)
 app.add_typer(corpus_app, name="corpus")
 app.command("mine")(mine_command)
 app.add_typer(pairs_app, name="pairs")
+app.command("generate")(generate_command)
 app.command("train")(train_command)
 app.add_typer(index_app, name="index")
 app.command("search")(search_command)
