@@ -145,3 +145,29 @@ def test_cli_generate(store, t5, tmp_path):
     assert len(rows(tmp_path / "c")) == 6
     again = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--out", str(tmp_path / "c")])
     assert again.exit_code == 2 and "--overwrite" in again.output
+
+
+def test_mine_qc_and_cc(store, whole, tmp_path):
+    from pretriever.mine import MineConfig, mine
+
+    queries, _ = whole
+    result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries,
+                             negatives="none", stats_sample=10))
+    qc = pq.read_table(tmp_path / "pairs" / "qc.parquet").to_pylist()
+    generated = {(r["passage_id"], r["candidate"]): r["text"] for r in rows(queries)}
+    texts = dict(store.connect().sql("SELECT passage_id, text FROM passages WHERE n_words >= 20").fetchall())
+    # every candidate of every long-enough passage, the query being that candidate's text
+    assert sorted((r["positive_passage_id"], r["candidate"]) for r in qc) == sorted(
+        k for k in generated if k[0] in texts)
+    assert all(r["query"] == generated[(r["positive_passage_id"], r["candidate"])] for r in qc)
+    assert all(r["positive_text"] == texts[r["positive_passage_id"]] for r in qc)
+    assert len({r["pair_id"] for r in qc}) == len(qc)
+    cc = pq.read_table(tmp_path / "pairs" / "cc.parquet").to_pylist()
+    docs = dict(store.connect().sql("SELECT passage_id, doc_id FROM passages").fetchall())
+    assert cc and result.methods["cc"].pairs == len(cc)
+    assert all(docs[r["query_passage_id"]] == docs[r["positive_passage_id"]] == r["query_doc_id"] for r in cc)
+    assert all(r["query_passage_id"] != r["positive_passage_id"] and r["candidate"] is None for r in cc)
+    # each passage of a multi-passage document is a query once and a positive once
+    assert len({r["query_passage_id"] for r in cc}) == len({r["positive_passage_id"] for r in cc}) == len(cc)
+    with pytest.raises(ValueError, match="--queries"):
+        MineConfig(corpus=store.path, out=tmp_path / "x", methods="qc")

@@ -13,7 +13,8 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pretriever.config import ConfigError, build_config
+from pretriever.config import ConfigError, build_config, help_for
+from pretriever.mine.config import MineConfig
 from pretriever.corpus.store import StoreError
 from pretriever.progress import console
 
@@ -33,7 +34,8 @@ def mine_command(
         None, "--method", "-m",
         help="Comma-separated strategies: dl (dual-link: q links to P and p links to Q), cm (co-mention: q and p "
              "link to a third entity E and p links to Q), ict (inverse cloze task), wlp (wiki link prediction), "
-             "bfs (body first selection). Default: dl,cm (HLP). Example: --method dl,cm,ict,wlp,bfs"),
+             "bfs (body first selection), cc (two passages of one document: coCondenser), qc (a passage and its "
+             "generated queries; needs --queries). Default: dl,cm (HLP). Example: --method dl,cm,ict,wlp,bfs"),
     negatives: Optional[str] = typer.Option(
         None, "--negatives",
         help="One extra negative passage per pair: random (the paper's choice: any passage of another document), "
@@ -73,6 +75,7 @@ def mine_command(
                                                   help="Shortest query sentence, in words. Default: 5."),
     min_passage_words: Optional[int] = typer.Option(None, "--min-passage-words",
                                                     help="Shortest positive or negative passage, in words. Default: 20."),
+    queries: Optional[Path] = typer.Option(None, "--queries", help=help_for(MineConfig, "queries")),
     threads: Optional[int] = typer.Option(None, "--threads", help="Cores to use (default: all)."),
     memory_limit: Optional[str] = typer.Option(None, "--memory-limit",
                                                help="DuckDB memory before it spills to disk, e.g. 16GB."),
@@ -96,7 +99,6 @@ def mine_command(
 
       pretriever mine enwiki/ --out pairs/ --engine spark
     """
-    from pretriever.mine.config import MineConfig
     from pretriever.mine.pipeline import MineError, mine
 
     if max_pairs is not None and max_pairs <= 0:
@@ -109,7 +111,7 @@ def mine_command(
                            cm_indegree_threshold=cm_indegree_threshold, ict_keep_fraction=ict_keep_fraction,
                            max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
                            min_query_words=min_query_words, min_passage_words=min_passage_words,
-                           threads=threads, memory_limit=memory_limit, overwrite=overwrite or None)
+                           queries=queries, threads=threads, memory_limit=memory_limit, overwrite=overwrite or None)
     except (ConfigError, ValueError, TypeError) as err:
         raise _fail(str(err)) from err
 

@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pretriever.config import option
+from pretriever.generate.run import QUERIES_FILE
+
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
 DEFAULT_METHODS = ("dl", "cm")
@@ -47,12 +50,19 @@ class MineConfig:
     memory_limit: str | None = None  # DuckDB memory limit before spilling to disk, e.g. "8GB"
     spark_master: str | None = None  # default local[THREADS or *]
     tokenizer: Path | None = None  # a tokenizer.json (default: all-MiniLM-L6-v2's BERT uncased WordPiece)
+    queries: Path | None = option(None, "QUERIES_DIR from `pretriever generate` (or its generated_queries.parquet): "
+                                        "the generated queries that method qc pairs with their passages.")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
         if self.tokenizer is not None:
             self.tokenizer = Path(self.tokenizer)
         self.methods = parse_methods(self.methods)
+        if self.queries is not None:
+            self.queries = Path(self.queries)
+        if "qc" in self.methods and (self.queries is None or not queries_table(self.queries).is_file()):
+            raise ValueError(f"method qc needs generated queries: give --queries QUERIES_DIR written by `pretriever "
+                             f"generate CORPUS --model NAME --out QUERIES_DIR` (got {self.queries or 'none'})")
         self.engine = str(self.engine).lower()
         self.negatives = str(self.negatives).lower()
         if self.engine not in ENGINES:
@@ -77,6 +87,11 @@ class MineConfig:
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+
+
+def queries_table(queries: Path) -> Path:
+    """The generated_queries.parquet of a QUERIES_DIR (or the file itself)."""
+    return queries / QUERIES_FILE if queries.is_dir() else queries
 
 
 def parse_methods(value: Any) -> list[str]:

@@ -15,7 +15,7 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from pretriever.mine.config import MineConfig
+from pretriever.mine.config import MineConfig, queries_table
 from pretriever.mine.engine import Engine, word_count
 from pretriever.mine.schema import CANDIDATE
 
@@ -59,6 +59,11 @@ class MineContext:
         """Passages long enough to be positives or negatives."""
         p = self.passages
         return p.filter(p.n_words >= self.config.min_passage_words)
+
+    @cached_property
+    def generated_queries(self) -> ir.Table:
+        """(passage_id, candidate, text) from ``--queries`` (``pretriever generate``; checked by the config)."""
+        return self.engine.read_parquet(queries_table(self.config.queries), "generated_queries")
 
     @cached_property
     def elinks(self) -> ir.Table:

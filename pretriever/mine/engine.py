@@ -98,6 +98,11 @@ class Engine:
                 self._tables[name] = self._read(path, is_dir, f"store_{name}")
         return self._tables[name]
 
+    def read_parquet(self, path: Path, name: str) -> ir.Table:
+        """A Parquet file from outside the store (e.g. generated queries) as a table."""
+        with quiet():
+            return self._read(Path(path), False, name)
+
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"

@@ -34,6 +34,7 @@ CANDIDATE = pa.schema([
     ("entity_anchor_start", I32),
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),   # ICT: the query sentence was left in the positive
+    ("candidate", I32),              # QC: which of the passage's C generated queries (0..C-1)
 ])
 
 PAIRS = pa.schema([
@@ -61,6 +62,7 @@ PAIRS = pa.schema([
     ("entity_anchor_start", I32),
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),
+    ("candidate", I32),              # QC: index of the generated query; NULL for other methods
     ("negative_passage_id", STR),
     ("negative_doc_id", STR),
     ("negative_title", STR),
