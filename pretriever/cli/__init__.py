@@ -12,6 +12,7 @@ from pretriever.cli.evaluate import evaluate_command
 from pretriever.cli.generate import generate_command
 from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
+from pretriever.cli.pretrain import pretrain_command
 from pretriever.cli.quickstart import quickstart
 from pretriever.cli.refine import refine_app
 from pretriever.cli.train import train_command
@@ -37,6 +38,7 @@ app.add_typer(corpus_app, name="corpus")
 app.command("mine")(mine_command)
 app.add_typer(pairs_app, name="pairs")
 app.command("generate")(generate_command)
+app.command("pretrain")(pretrain_command)
 app.command("train")(train_command)
 app.add_typer(index_app, name="index")
 app.command("search")(search_command)
