@@ -49,21 +49,22 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2) -> Path:
 
 
 def scifact_mini(folder: Path, scifact: Path, n_docs: int = 30, n_queries: int = 6) -> Path:
-    """A BEIR folder with the first ``n_docs`` SciFact documents and the test queries judged on them."""
+    """A BEIR folder: the documents judged for the first ``n_queries`` SciFact test queries, then others up to
+    ``n_docs``, with those queries and their judgements (split test)."""
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "qrels").mkdir(exist_ok=True)
+    qrels = [line.split("\t") for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    wanted = list(dict.fromkeys(q[0] for q in qrels))[:n_queries]
+    judged = [q for q in qrels if q[0] in wanted]
+    needed = {q[1] for q in judged}
     docs = []
     with (scifact / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
-            docs.append(json.loads(line))
-            if len(docs) == n_docs:
-                break
-    ids = {d["_id"] for d in docs}
-    qrels = [line.rstrip("\n").split("\t") for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]]
-    judged = [q for q in qrels if q[1] in ids][:n_queries]
-    wanted = {q[0] for q in judged}
+            doc = json.loads(line)
+            if doc["_id"] in needed or len(docs) < n_docs - len(needed):
+                docs.append(doc)
     queries = [json.loads(line) for line in (scifact / "queries.jsonl").read_text().splitlines()]
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in wanted),
