@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from pretriever.cli import app
 from pretriever.generate import GenerateConfig, GenerateError, generate, import_queries
 from pretriever.generate.run import QUERIES_FILE, generate_batch
+from pretriever.mine import MineConfig, mine
 from tests.conftest import SCIFACT, build, shared
 from tests.pretrain_fixtures import scifact_mini, tiny_t5
 
@@ -148,8 +149,6 @@ def test_cli_generate(store, t5, tmp_path):
 
 
 def test_mine_qc_and_cc(store, whole, tmp_path):
-    from pretriever.mine import MineConfig, mine
-
     queries, _ = whole
     result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries,
                              negatives="none", stats_sample=10))
@@ -171,3 +170,18 @@ def test_mine_qc_and_cc(store, whole, tmp_path):
     assert len({r["query_passage_id"] for r in cc}) == len({r["positive_passage_id"] for r in cc}) == len(cc)
     with pytest.raises(ValueError, match="--queries"):
         MineConfig(corpus=store.path, out=tmp_path / "x", methods="qc")
+
+
+def test_train_mixes_qc_and_cc(store, whole, tmp_path):
+    from tests.pretrain_fixtures import tiny_bert_st
+
+    queries, _ = whole
+    mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries, negatives="none",
+                    stats_sample=10))
+    model = tiny_bert_st(tmp_path / "tiny")
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "pairs"), "--mix", "qc:0.5,cc:0.5", "--limit", "16",
+                                      "--model", str(model), "--batch-size", "4", "--max-steps", "2",
+                                      "--max-passage-length", "64", "--out", str(tmp_path / "m")], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "m" / "train.json").read_text())
+    assert report["data"]["per_method"] == {"qc": 8, "cc": 8}
