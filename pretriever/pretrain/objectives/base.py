@@ -28,10 +28,12 @@ def register(cls: type["Objective"]) -> type["Objective"]:
     return cls
 
 
-def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the masked positions (labels -100 elsewhere; eqs 4, 6, 10 averaged)."""
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                                       ignore_index=-100)
+def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``head(hidden)`` over the masked positions (labels -100 elsewhere; eqs 4, 6, 10
+    averaged). Only masked positions go through the head: the vocabulary projection is the costly part."""
+    keep = labels != -100
+    logits = head(hidden[keep])
+    return nn.functional.cross_entropy(logits.float(), labels[keep])
 
 
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -66,15 +68,11 @@ class Objective(nn.Module):
         head = getattr(mlm_model, "cls", None) or getattr(mlm_model, "lm_head", None)  # BERT-like / RoBERTa-like
         if head is None:
             raise TypeError(f"{type(mlm_model).__name__} has no MLM head named cls or lm_head")
-        self.mlm_head = head
+        self.mlm_head = head  # phi: hidden states -> vocabulary logits, shared by every reconstruction
 
     @property
     def encoder(self) -> nn.Module:
         return self.mlm.base_model
-
-    def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        """phi: hidden states -> vocabulary logits (the MLM head, shared by every reconstruction)."""
-        return self.mlm_head(hidden)
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.tokenizer(texts, max_length=self.max_length, truncation=True, padding=True, return_tensors="pt",

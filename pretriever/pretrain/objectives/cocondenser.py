@@ -50,9 +50,9 @@ class CoCondenser(Objective):
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         last = out.hidden_states[-1]
         cls = last[:, 0]
-        mlm = mlm_loss(self.head(last), labels)
+        mlm = mlm_loss(self.mlm_head, last, labels)
         head_in = torch.cat([cls.unsqueeze(1), out.hidden_states[self.from_layer][:, 1:]], dim=1)
-        aux = mlm_loss(self.head(run_layers(self.condenser, head_in, attention_mask)), labels)
+        aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, attention_mask), labels)
         n = cls.shape[0] // 2
         scores = cls[:n] @ cls[n:].T / self.temperature
         cl = nn.functional.cross_entropy(scores.float(), torch.arange(n, device=scores.device))

@@ -50,7 +50,7 @@ class CoTMAE(Objective):
     def forward(self, x_ids: torch.Tensor, x_mask: torch.Tensor, x_labels: torch.Tensor, y_ids: torch.Tensor,
                 y_mask: torch.Tensor, y_labels: torch.Tensor) -> dict[str, torch.Tensor]:
         last = self.encoder(input_ids=x_ids, attention_mask=x_mask).last_hidden_state
-        mlm = mlm_loss(self.head(last), x_labels)
+        mlm = mlm_loss(self.mlm_head, last, x_labels)
         decoded = run_layers(self.decoder, self.decoder_input(last[:, 0], y_ids), y_mask)
-        ctx = mlm_loss(self.head(decoded), y_labels)
+        ctx = mlm_loss(self.mlm_head, decoded, y_labels)
         return {"loss": mlm + ctx, "mlm": mlm, "ctx_mlm": ctx}
