@@ -142,7 +142,7 @@ def test_one_generated_query_per_passage_per_epoch(tmp_path):
     pairs = load_pairs(tmp_path)
     assert pairs.per_method == {"qc": 8, "cc": 8} and len(pairs.x) == 32
     picked = {e: [pairs.y[i] for b in epoch_batches(pairs, e, 4, 0, None) for i in b] for e in range(3)}
-    for e, ys in picked.items():
+    for ys in picked.values():
         qc = [y for y in ys if y.startswith("q")]
         assert len(qc) == 8 and len({y.split("-")[0] for y in qc}) == 8  # each passage once, one candidate
     assert len({y for ys in picked.values() for y in ys if y.startswith("q")}) > 8  # other candidates next epochs

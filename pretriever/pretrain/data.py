@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pretriever.pretrain.errors import PretrainError
-from pretriever.train.pairs import describe_file, find_pair_files
 from pretriever.train.errors import TrainError
+from pretriever.train.pairs import describe_file, find_pair_files
 
 
 @dataclass

@@ -43,6 +43,7 @@ class PretrainResult:
     steps: int = 0
     pairs_seen: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time inside the training loop (this run only)
     curve: list[dict[str, float]] = field(default_factory=list)
     report: dict[str, Any] | None = None
 
@@ -187,7 +188,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     sums: dict[str, float] = {}
     count = 0
     batches: tuple[int, list] = (-1, [])
-    loop_start = time.perf_counter()
+    loop_start, cpu_start = time.perf_counter(), time.process_time()
     while step < total_steps:
         epoch, index = divmod(micro, per_epoch)
         if batches[0] != epoch:
@@ -221,6 +222,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
             _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, elapsed)
     result.steps = step
     result.seconds = seconds_before + time.perf_counter() - loop_start
+    result.cpu_seconds = time.process_time() - cpu_start
     save_encoder(st, objective, cfg.out)
     result.report = report(cfg, pairs, notes, result, per_epoch, total_steps, device, time.perf_counter() - started)
     write_json(cfg.out / REPORT, result.report)
@@ -257,6 +259,7 @@ def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], res
         "pairs_seen": result.pairs_seen,
         "device": device,
         "train_seconds": round(result.seconds, 2),
+        "train_cpu_seconds": round(result.cpu_seconds, 2),
         "pairs_per_second": round(result.rate, 2),
         "wall_seconds": round(wall, 2),
         "loss_curve": result.curve,
