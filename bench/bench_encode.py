@@ -70,7 +70,7 @@ def main() -> None:
     import torch
 
     from pretriever.index import IndexConfig, build_index
-    from pretriever.index.passages import PassageSource
+    from pretriever.data.passages import PassageSource
     from pretriever.models import load_model
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-encode-"))

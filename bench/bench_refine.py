@@ -241,7 +241,7 @@ def evaluate(systems, queries, qrels) -> dict:
 
 
 def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
-    from pretriever.evaluate import load_qrels, load_queries, queries_in_qrels
+    from pretriever.data import load_qrels, load_queries, queries_in_qrels
     from pretriever.index import DenseIndex
     from pretriever.refine import RefineConfig, RefinedIndex, run_refine
     from pretriever.refine.grid import run_grid, split_queries

@@ -45,9 +45,9 @@ def make_pairs(folder: Path, n: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pretriever.train.labelled import read_beir_corpus, read_beir_qrels, read_beir_queries
+    from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 
-    queries, qrels, corpus = read_beir_queries(SCIFACT), read_beir_qrels(SCIFACT, "train"), read_beir_corpus(SCIFACT)
+    queries, qrels, corpus = load_queries(SCIFACT), relevant(load_qrels(qrels_path(SCIFACT, "train"))), load_corpus(SCIFACT)
     qids = [q for q in qrels if qrels[q][0] in corpus][:n]
     if len(qids) < n:
         sys.exit(f"SciFact has only {len(qids)} usable training queries; ask for fewer --pairs")

@@ -141,7 +141,6 @@ def generate(out: Path, links: int, seed: int = 0, part_links: int = 1_000_000, 
         s_pass = np.repeat(np.arange(np_), nsp)
         ns = len(s_pass)
         s_first = np.cumsum(nsp) - nsp
-        s_in_p = np.arange(ns) - s_first[s_pass]
         # links: link j of a passage with L links goes to sentence j * S // L
         ll_pass = np.repeat(np.arange(np_), nlp)
         nl = len(ll_pass)

@@ -13,6 +13,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.markup import escape
+
 from pretriever.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -56,14 +58,15 @@ def _default_text(f: dataclasses.Field) -> str | None:
 
 
 def help_for(cls: type, name: str, extra: str = "") -> str:
-    """The help text of ``cls.name`` with its default appended, for a typer option."""
+    """The help text of ``cls.name`` with its default appended, for a typer option (rich markup escaped, so
+    ``[index.faiss]`` is shown as written)."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if name not in fields:
         raise KeyError(f"{cls.__name__} has no field {name!r}")
     f = fields[name]
     text = " ".join(part for part in (f.metadata.get("help", ""), extra) if part)
     default = _default_text(f)
-    return f"{text} Default: {default}." if default is not None else text
+    return escape(f"{text} Default: {default}." if default is not None else text)
 
 
 def load_section(path: Path | None, section: str) -> dict[str, Any]:
@@ -84,21 +87,26 @@ def _is_config(tp: Any) -> bool:
     return dataclasses.is_dataclass(tp) and isinstance(tp, type)
 
 
-def _coerce(cls: type, values: dict[str, Any], where: str) -> dict[str, Any]:
+def _coerce(cls: type, values: dict[str, Any], path: Path | None, table: str) -> dict[str, Any]:
     """Paths from strings and nested tables into their dataclasses (``[index.bm25]``)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}")
+        raise ConfigError(f"{path or 'options'}: unknown key(s) in [{table}]: {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(fields))}")
     out = dict(values)
     for name, value in values.items():
         hint = hints.get(name)
         if _is_config(hint) and isinstance(value, dict):
-            out[name] = construct(hint, _coerce(hint, value, f"{where}.{name}"), f"{where}.{name}")
+            out[name] = construct(hint, _coerce(hint, value, path, f"{table}.{name}"), _where(path, f"{table}.{name}"))
         elif isinstance(value, str) and hint in (Path, Path | None):
             out[name] = Path(value)
     return out
+
+
+def _where(path: Path | None, table: str) -> str:
+    return f"{path} [{table}]" if path is not None else f"[{table}]"
 
 
 def construct(cls: type[T], values: dict[str, Any], where: str) -> T:
@@ -124,8 +132,6 @@ def build_config(cls: type[T], path: Path | None, section: str, **cli: Any) -> T
     ``[section.field]`` (``[index.bm25]``) or from a dict on the command line.
     """
     values = load_section(path, section)
-    where = f"{path} [{section}]" if path is not None else f"[{section}]"
-    values = _coerce(cls, values, where)
     for name, value in cli.items():
         if value is None:
             continue
@@ -133,4 +139,4 @@ def build_config(cls: type[T], path: Path | None, section: str, **cli: Any) -> T
             values[name] = {**values[name], **value}
         else:
             values[name] = value
-    return construct(cls, _coerce(cls, values, where), where)
+    return construct(cls, _coerce(cls, values, path, section), _where(path, section))

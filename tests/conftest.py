@@ -8,7 +8,7 @@ import pytest
 
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -41,3 +41,10 @@ def enwiki_con(enwiki_store):
     con = enwiki_store.connect()
     yield con
     con.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch):
+    """Network tests talk to servers on 127.0.0.1 directly; a proxy set for the machine must not reroute them."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import regex
 
-from pretriever.evaluate.answers import (AnswerMatcher, QAFileError, guess_match_mode, has_answer, load_qa_file,
+from pretriever.data.qa import (AnswerMatcher, QAFileError, guess_match_mode, has_answer, load_qa_file,
                                          tokenize)
 
 QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa"
@@ -111,7 +111,7 @@ def test_string_matching(answer, text, expected):
 
 def test_fast_path_agrees_with_full_tokenization():
     """has_answer skips tokenizing passages that cannot hold an answer; it must decide as DPR's loop."""
-    from pretriever.evaluate.answers import _contains
+    from pretriever.data.qa import _contains
 
     nq = load_qa_file(qa("nq-open-dev.jsonl"))[:400]
     passages = [f"In {ex.answers[0]}, the record said {nq[(i + 7) % len(nq)].answers[-1]}." for i, ex in enumerate(nq)]

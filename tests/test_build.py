@@ -12,7 +12,7 @@ from pretriever.cli import app
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
-from pretriever.corpus.store import CorpusStore, StoreError
+from pretriever.data.store import CorpusStore, StoreError
 
 from conftest import SCIFACT, build, shared
 

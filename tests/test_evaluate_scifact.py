@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.evaluate import evaluate_retrievers, load_qrels, load_queries, queries_in_qrels
+from pretriever.data import load_qrels, load_queries, queries_in_qrels
+from pretriever.evaluate import evaluate_retrievers
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TOLERANCE = 0.01
@@ -94,3 +95,25 @@ def test_cli_prints_both_systems_side_by_side(dense_index_dir, scifact_store, tm
     assert sum(b["n"] for b in data["overlap"]["buckets"].values()) == 300
     assert "all-MiniLM-L6-v2" in result.output and "bm25" in result.output
     assert (out / "recall_at_k.png").exists() and (out / "overlap.png").exists()
+
+
+def test_cli_hybrid_reproduces_the_fusion_figures(dense_index_dir, tmp_path):
+    """Label-free hybrid on SciFact test, measured with bm25s and all-MiniLM-L6-v2: RRF (k = 60) 0.722 and
+    convex alpha 0.5 0.731 nDCG@10, against BM25 0.686 and dense 0.649 (tolerance 0.005)."""
+    from pretriever.cli.evaluate import evaluate_command
+
+    app = typer.Typer()
+    app.command("evaluate")(evaluate_command)
+    app.command("noop")(lambda: None)
+    figures = {}
+    for fusion in ("rrf", "convex"):
+        out = tmp_path / fusion
+        result = CliRunner().invoke(app, ["evaluate", "--index", str(dense_index_dir), "--hybrid", "--fusion", fusion,
+                                          "--alpha", "0.5", "--queries", str(SCIFACT), "--out", str(out),
+                                          "--no-overlap", "--no-plots"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        systems = json.loads((out / "results.json").read_text())["systems"]
+        figures.update({name: values["nDCG@10"] for name, values in systems.items()})
+    assert figures["all-MiniLM-L6-v2"] == pytest.approx(0.6492, abs=0.0005)
+    assert figures["hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)"] == pytest.approx(0.722, abs=0.005)
+    assert figures["hybrid[convex alpha=0.5](all-MiniLM-L6-v2+bm25)"] == pytest.approx(0.731, abs=0.005)

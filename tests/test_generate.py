@@ -13,7 +13,7 @@ from pretriever.generate import GenerateConfig, GenerateError, generate, import_
 from pretriever.generate.run import QUERIES_FILE, generate_batch
 from pretriever.mine import MineConfig, mine
 from tests.conftest import SCIFACT, build, shared
-from tests.pretrain_fixtures import scifact_mini, tiny_t5
+from pretrain_fixtures import scifact_mini, tiny_t5
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_mine_qc_and_cc(store, whole, tmp_path):
 
 
 def test_train_mixes_qc_and_cc(store, whole, tmp_path):
-    from tests.pretrain_fixtures import tiny_bert_st
+    from pretrain_fixtures import tiny_bert_st
 
     queries, _ = whole
     mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries, negatives="none",

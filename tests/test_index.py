@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 import pretriever.index.encode as encode_mod
 from pretriever import __version__
 from pretriever.cli.index import index_app, search_command
-from pretriever.config import build_config
+from pretriever.config import ConfigError, build_config
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, MergeError, NotAnIndexError,
                               ShardSpecError, build_index, merge_index, parse_shard, read_index_meta)
-from pretriever.index.passages import PassageSource
+from pretriever.data.passages import PassageSource
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = SHARED_DATA / "beir" / "scifact"
@@ -230,13 +230,19 @@ def test_index_json_round_trip(reference, small_store, tmp_path):
 
 def test_config_from_toml_and_cli(tmp_path):
     toml = tmp_path / "run.toml"
-    toml.write_text('[index]\nindex_type = "hnsw"\nhnsw_m = 16\nbm25_k1 = 1.2\nprepend_title = false\n'
-                    'out = "from-toml"\n', encoding="utf-8")
-    cfg = build_config(IndexConfig, toml, "index", corpus="store", out=None, hnsw_m=48)
-    assert cfg.index_type == "hnsw" and cfg.hnsw_m == 48 and not cfg.prepend_title and cfg.out == Path("from-toml")
-    assert cfg.faiss_params().hnsw_m == 48 and cfg.bm25_options().k1 == 1.2 and cfg.bm25_options().stemmer == "english"
-    with pytest.raises(ValueError, match="index_type"):
-        IndexConfig(corpus="c", out="o", index_type="annoy")
+    toml.write_text('[index]\nprepend_title = false\nout = "from-toml"\n[index.faiss]\ntype = "hnsw"\nhnsw_m = 16\n'
+                    '[index.bm25]\nk1 = 1.2\n', encoding="utf-8")
+    cfg = build_config(IndexConfig, toml, "index", corpus="store", out=None, faiss={"hnsw_m": 48})
+    assert cfg.faiss.type == "hnsw" and cfg.faiss.hnsw_m == 48 and not cfg.prepend_title and cfg.out == Path("from-toml")
+    assert cfg.bm25.k1 == 1.2 and cfg.bm25.stemmer == "english"
+    with pytest.raises(ConfigError, match="index type must be one of"):
+        build_config(IndexConfig, None, "index", corpus="c", out="o", faiss={"type": "annoy"})
+    with pytest.raises(ConfigError, match="out is required"):
+        build_config(IndexConfig, None, "index", corpus="c")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[index.bm25]\nkone = 1.2\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) in \[index\.bm25\]: kone"):
+        build_config(IndexConfig, bad, "index", corpus="c", out="o")
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from mine_fixtures import pairs_of
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.corpus.schema import LINKS
+from pretriever.mine.show import stats_table
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,14 @@ def test_mine_prints_stats_table(pairs_dir):
     manifest = json.loads((out / "pairs.json").read_text())
     assert f"{manifest['methods']['ict']['pairs']:,}" in result.text
     assert manifest["options"]["negatives"] == "overlap"
+
+
+def test_stats_table_shows_a_method_that_mined_nothing_but_reported_why():
+    stats = {"methods": {"qac": {"citations": 12, "with_text": 0}}}  # a report, no pair statistics
+    console = Console(width=120, record=True)
+    console.print(stats_table(stats, {"methods": {"qac": {}}}))
+    row = [line for line in console.export_text().splitlines() if "qac" in line]
+    assert row and row[0].split("│")[2].strip() == "0"
 
 
 def test_export_dpr(pairs_dir, cli, tmp_path):

@@ -17,7 +17,7 @@ from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import epoch_batches, load_pairs
 from pretriever.pretrain.run import build_objective, pretrain
 from tests.conftest import SCIFACT, build, shared
-from tests.pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
+from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
       "Aspirin lowers the risk of colorectal cancer in long term users.",

@@ -175,6 +175,24 @@ def test_patched_searcher_equals_an_index_rebuilt_over_the_new_vectors(kind):
     assert np.vstack([patched[0:250], patched[250:500]]) == pytest.approx(expected)
 
 
+def test_ivfpq_base_hits_are_rescored_exactly_before_merging_with_rewritten_rows():
+    """PQ scores are approximate; merged with the exact scores of rewritten rows they would rank the two
+    parts inconsistently, so every base hit is re-scored with its stored vector."""
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((2000, 16)).astype(np.float32)
+    params = FaissParams(type="ivfpq", ivf_nlist=8, ivf_nprobe=8, pq_m=4, pq_nbits=4)
+    searcher = PatchedSearcher(build_faiss_index(base, params), base, params)
+    queries = rng.standard_normal((10, 16)).astype(np.float32)
+    for rewritten in (False, True):
+        if rewritten:
+            rows = rng.choice(2000, 50, replace=False)
+            searcher.set_rows(rows, rng.standard_normal((50, 16)).astype(np.float32))
+        scores, got = searcher.search(queries, 20)
+        current = searcher.current(got.ravel()).reshape(10, 20, 16)
+        assert scores == pytest.approx(np.einsum("qd,qkd->qk", queries, current), abs=1e-4)
+        assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
+
+
 # --- pseudo-labels --------------------------------------------------------------------------------
 
 def test_labels_qrels_topk_and_both_views():
@@ -197,6 +215,10 @@ def test_labels_qrels_topk_and_both_views():
     assert labels.stats()["passages_trainable"] == 2  # d1 and d2 have a positive and a negative
     topk = build_labels(queries, searcher, 3, TopkJudge(1))
     assert topk.positive.tolist() == [True, False, False, True, False, False]
+    # a query's own document is no label at all (BEIR's ignore_identical_ids): q "d0" retrieves d0 first
+    own = FeedbackSet("qrels", ["d0", "q2"], ["first", "second"], {"d0": {"d1": 1}, "q2": {"d2": 2}})
+    labels = build_labels(queries, searcher, 3, QrelsJudge(own.ids, own.qrels, ids))
+    assert labels.row.tolist() == [1, 2, 2, 3, 1] and labels.positive.tolist() == [True, False, True, False, False]
 
 
 # --- the refined index folder ---------------------------------------------------------------------
@@ -282,7 +304,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
         stored = pq.read_table(out / "refine" / "query_vectors.parquet")
         assert stored.num_rows == 40 and "refined" in stored.column_names
         refined.query_vectors_for([toy["texts"]["q0"]])
-        assert refined.last_stats["stored"] == 1  # a feedback query uses its refined vector
+        assert refined.last_stats["stored"] == 0  # honest protocol: stored feedback vectors serve no search
     else:
         assert ref["query_side"]["test_time"] is None
     labels = pq.read_table(out / "refine" / ("labels_passages.parquet")).to_pylist()
@@ -348,7 +370,7 @@ def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
 def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     from pretriever.cli.refine import refine_app
 
-    monkeypatch.setattr("pretriever.models.load_model", lambda *a, **k: toy["model"])
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     app = typer.Typer()
     app.add_typer(refine_app, name="refine")
 
@@ -387,6 +409,36 @@ def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "method must be one of" in result.output
 
 
+def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retriever(toy, tmp_path, monkeypatch):
+    from pretriever.cli.refine import refine_app
+
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
+    app = typer.Typer()
+    app.add_typer(refine_app, name="refine")
+
+    @app.callback()
+    def _main() -> None:
+        """test app"""
+
+    queries = ["--queries", str(toy["data"] / "queries.jsonl")]
+    for command in ("run", "grid"):  # no --out: the config names the key, not a TypeError turned into a guess
+        result = runner.invoke(app, ["refine", command, str(toy["index"]), *queries], env={"COLUMNS": "200"})
+        assert result.exit_code == 2 and "out is required (give --out" in result.output, result.output
+    # qrels feedback without --qrels: a RefineError (exit 2), not a traceback
+    result = runner.invoke(app, ["refine", "run", str(toy["index"]), *queries, "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "--feedback qrels needs --queries" in result.output, result.output
+    assert not (tmp_path / "x" / "index.json").exists()
+    # the defaults shown in --help come from RefineConfig
+    result = runner.invoke(app, ["refine", "run", "--help"], env={"COLUMNS": "300"})
+    assert "Default: aopt-passage." in result.output and "Default: auto." in result.output
+    # a refined query side: the note names the openers that use it
+    result = runner.invoke(app, ["refine", "run", str(toy["index"]), *queries, "--qrels",
+                                 str(toy["data"] / "qrels" / "train.tsv"), "--method", "aopt-query", "-k", "10",
+                                 "--max-epochs", "2", "--out", str(tmp_path / "q")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "pretriever.index.open_retriever" in result.output and "pretriever.refine.open_index" not in result.output
+
+
 def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
     from pretriever.refine.labels import AnswersJudge
     from pretriever.refine.scoring import Scorer
@@ -401,3 +453,58 @@ def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
     rows = np.array([[2, 0, 1], [2, 0, 1]])  # q0: answer at rank 2; q1: answer at rank 3
     acc = scorer.score(np.zeros(rows.shape), rows)
     assert acc == {"Acc@1": 0.0, "Acc@5": 1.0, "Acc@20": 1.0, "Acc@100": 1.0}
+
+
+def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(toy, tmp_path, monkeypatch):
+    """`pretriever search` opens the folder by its recorded kind (open_retriever), so an aopt-query index
+    refines each query at search time (label-free top-k feedback), exactly as `evaluate` ranks it."""
+    from pretriever.cli.index import search_command
+    from pretriever.index import open_retriever, retriever_kind
+
+    out = tmp_path / "refined-query"
+    run_refine(_cfg(toy, out, method="aopt-query", lr=1.0), query_vectors=toy["train_vectors"])
+    assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
+    monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
+    refined = open_retriever(out)
+    assert isinstance(refined, RefinedIndex)
+    plain = DenseIndex.load(out, model=toy["model"])
+    # queries whose search-time refinement changes the top 5
+    moved = [toy["texts"][f"q{i}"] for i in range(40, 60)
+             if [h.passage_id for h in refined.search([toy["texts"][f"q{i}"]], 5)[0]]
+             != [h.passage_id for h in plain.search([toy["texts"][f"q{i}"]], 5)[0]]]
+    assert moved, "refinement moved no query's top 5"
+    query = moved[0]
+
+    app = typer.Typer()
+    app.command("search")(search_command)
+
+    @app.callback()
+    def _main() -> None:
+        """test app"""
+
+    result = runner.invoke(app, ["search", str(out), query, "-k", "5"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
+    qid = next(q for q, t in toy["texts"].items() if t == query)
+    evaluated = evaluate_retrievers([open_retriever(out)], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
+    assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
+    assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
+
+
+def test_aopt_loss_is_finite_when_positives_score_far_below_a_negative():
+    """Each log-sum-exp uses its own maximum: with one shared maximum, exp(-200) underflows to 0 in
+    float32, the loss is infinite and the gradient nan."""
+    c = np.array([[1.0, 0.0]], dtype=np.float32)
+    others = np.array([[-100.0, 0.0], [100.0, 0.0]], dtype=np.float32)  # a positive at -100, a negative at +100
+    loss = aopt_loss(c, others, [0, 0], [0, 1], [True, False], dtype="float32")
+    assert loss[0] == pytest.approx(200.0, rel=1e-4)  # -log(e^-100 / (e^-100 + e^100))
+    res = aopt(c, others, [0, 0], [0, 1], [True, False], lr=1e-3, max_epochs=3, restore_best=False)
+    assert np.isfinite(res.vectors).all() and res.loss_end[0] < 200.0
+
+
+def test_an_overflowing_vector_is_never_written():
+    c = np.array([[1.0, 0.0]], dtype=np.float32)
+    others = np.array([[-1e20, 0.0], [1e20, 0.0]], dtype=np.float32)  # gradient ~ 2e20: one step overflows float32
+    res = aopt(c, others, [0, 0], [0, 1], [True, False], lr=1e20, max_epochs=3, restore_best=False)
+    assert np.isfinite(res.vectors).all()
+    assert res.vectors[0] == pytest.approx([1.0, 0.0])  # kept where it started

@@ -11,7 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pretriever.evaluate import evaluate_retrievers, load_qrels, load_queries
+from pretriever.data import load_qrels, load_queries
+from pretriever.evaluate import evaluate_retrievers
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 

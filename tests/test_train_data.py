@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -13,11 +14,19 @@ import typer
 from typer.testing import CliRunner
 
 from pretriever.cli.train import train_command
+from pretriever.config import help_for
 from pretriever.train.config import TrainConfig, parse_mix
 from pretriever.train.errors import TrainError
-from pretriever.train.labelled import (Bm25sRetriever, Example, Passages, fill_random_negatives, load_beir,
-                                       load_dpr, mine_bm25_negatives, read_beir_qrels, read_beir_queries)
+from pretriever.data import DatasetError, load_qrels, load_queries, qrels_path, relevant
+from pretriever.index.bm25 import BM25Index
+from pretriever.train.labelled import (Example, Passages, fill_random_negatives, load_beir, load_dpr,
+                                       mine_bm25_negatives)
+
+
+def read_relevant(folder, split):
+    return relevant(load_qrels(qrels_path(folder, split)))
 from pretriever.train.pairs import plan_mix, scan_pairs, select_rows, write_selected
+from pretriever.train.run import TrainingData, trained_pairs, training_report, training_summary
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SCIFACT = SHARED_DATA / "beir" / "scifact"
@@ -176,6 +185,41 @@ def test_toml_train_table_fills_the_config(tmp_path):
     assert cfg.mix == {"dl": 0.5, "cm": 0.5} and cfg.scale == 2.0 and cfg.shared_encoder is False
 
 
+def test_training_report_counts_pairs_and_records_a_resumed_run():
+    # the trainer's state after 10 steps of 2 epochs over 20 pairs (batch 4: 5 steps an epoch)
+    state = SimpleNamespace(global_step=10, max_steps=10, epoch=2.0, log_history=[])
+    cfg = TrainConfig(out="m", pairs="p", epochs=2, batch_size=4)
+    assert trained_pairs(cfg, 20, state, start_step=0, planned_steps=10, per_epoch=5) == (40, 5)
+    # the trainer planned 12 steps (a no-duplicates sampler needed more batches): 6 an epoch
+    assert trained_pairs(cfg, 20, SimpleNamespace(global_step=12, max_steps=12), 0, 10, 5) == (40, 6)
+    # --max-steps, resumed at step 4: 6 steps of 4 pairs were run here
+    steps_cfg = TrainConfig(out="m", pairs="p", max_steps=10, batch_size=4)
+    assert trained_pairs(steps_cfg, 20, state, start_step=4, planned_steps=10, per_epoch=5) == (24, 5)
+
+    curve = [{"step": 1, "epoch": 0.2, "loss": 2.5, "learning_rate": 1e-5},
+             {"step": 10, "epoch": 2.0, "loss": 0.75, "learning_rate": 0.0}]
+    training = training_summary(cfg, state, 5, Path("m/checkpoints/checkpoint-4"), 4, curve)
+    assert training == {"steps": 10, "steps_per_epoch": 5, "epochs": 2.0, "batch_size": 4, "world_size": 1,
+                        "loss": "MultipleNegativesRankingLoss", "resumed_from": str(Path("m/checkpoints/checkpoint-4")),
+                        "resumed_at_step": 4, "final_loss": 0.75}
+    data = TrainingData(Path("x.arrow"), 20, {"dl": 20}, True, {"source": "pairs"})
+    report = training_report(cfg, data, {"base": "b"}, training, curve, 40, train_seconds=8.0, train_cpu=15.99991,
+                             total_seconds=9.12345)
+    assert list(report) == ["pretriever_version", "config", "data", "model", "training", "loss_curve", "seconds",
+                            "pairs_trained", "pairs_per_second"]
+    assert report["data"] == {"pairs": 20, "per_method": {"dl": 20}, "negatives": True, "source": "pairs"}
+    assert report["seconds"] == {"train": 8.0, "total": 9.123, "train_cpu": 16.0}
+    assert report["pairs_per_second"] == 5.0 and report["config"]["batch_size"] == 4
+    cached = TrainConfig(out="m", pairs="p", mini_batch_size=2)
+    assert training_summary(cached, state, 5, None, 0, [])["loss"] == "CachedMultipleNegativesRankingLoss"
+
+
+def test_defaults_and_help_live_in_the_config():
+    assert help_for(TrainConfig, "learning_rate").endswith("HLP: 2e-5. Default: 2e-5.")
+    assert help_for(TrainConfig, "batch_size").endswith("Default: 32.")
+    assert "Default: the packaged all-MiniLM-L6-v2" in help_for(TrainConfig, "model")
+
+
 # ---------------------------------------------------------------- CLI errors (no model is loaded)
 
 def test_cli_reports_bad_data_and_options(tmp_path):
@@ -221,13 +265,13 @@ def test_cli_help_reads_like_a_manual():
 
 def test_beir_qrels_reader_on_scifact_train():
     folder = scifact()
-    queries = read_beir_queries(folder)
-    qrels = read_beir_qrels(folder, "train")
+    queries = load_queries(folder)
+    qrels = read_relevant(folder, "train")
     assert len(qrels) == 809
     assert sum(len(v) for v in qrels.values()) == 919
     assert all(q in queries for q in qrels)
-    with pytest.raises(TrainError, match="splits found: test, train"):
-        read_beir_qrels(folder, "dev")
+    with pytest.raises(DatasetError, match="splits found: test, train"):
+        qrels_path(folder, "dev")
 
 
 def test_beir_few_shot_is_seeded_and_bm25_negatives_are_not_positives():
@@ -237,10 +281,10 @@ def test_beir_few_shot_is_seeded_and_bm25_negatives_are_not_positives():
     c, _ = load_beir(folder, "train", 16, seed=1, prepend_title=True)
     qids = [e.qid for e in a.examples]
     assert a.queries == 16 and qids == [e.qid for e in b.examples] and set(qids) != {e.qid for e in c.examples}
-    qrels = read_beir_qrels(folder, "train")
+    qrels = read_relevant(folder, "train")
     assert len(a.examples) == sum(len(qrels[q]) for q in set(qids))
     ids, texts = passages.all()
-    retriever = Bm25sRetriever(ids, texts)
+    retriever = BM25Index.build_from_texts(ids, texts)
     stats = mine_bm25_negatives(a.examples, retriever, passages, depth=10, seed=0)
     assert stats["bm25"] == len(a.examples) and stats["random_fallback"] == 0
     by_text = dict(zip(texts, ids))
@@ -291,7 +335,7 @@ def test_dpr_reader_takes_the_first_positive_and_skips_answer_holding_negatives(
     assert data.examples[1].negative.startswith("Lyon ")  # falls back to negative_ctxs
 
     data, passages = load_dpr(path, None, 0, True, "bm25")
-    stats = mine_bm25_negatives(data.examples, Bm25sRetriever(*passages.all()), passages, 10, 0)
+    stats = mine_bm25_negatives(data.examples, BM25Index.build_from_texts(*passages.all()), passages, 10, 0)
     first = data.examples[0]
     # the best BM25 hit "Origin ... wrote Charles Darwin" holds the answer: DPR's rule skips it
     assert first.negative is not None and "Charles Darwin" not in first.negative
@@ -307,7 +351,7 @@ def test_dpr_reader_takes_the_first_positive_and_skips_answer_holding_negatives(
 def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
     from pretriever.corpus.build import build_corpus
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.corpus.store import CorpusStore
+    from pretriever.data.store import CorpusStore
     from pretriever.train.labelled import bm25_retriever
 
     folder = scifact()
@@ -322,7 +366,7 @@ def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
     retriever, what = bm25_retriever(passages)
     assert "corpus store" in what
     stats = mine_bm25_negatives(from_store.examples, retriever, passages, depth=10, seed=0)
-    qrels = read_beir_qrels(folder, "train")
+    qrels = read_relevant(folder, "train")
     assert stats["bm25"] == len(from_store.examples)
     texts = passages.get([h.passage_id for e in from_store.examples for h in retriever.search([e.query], 10)[0]])
     for e in from_store.examples:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import typer
+from typer.core import TyperGroup
 
 from pretriever import __version__
 from pretriever.cli.corpus import corpus_app
@@ -14,12 +15,27 @@ from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.cli.pretrain import pretrain_command
 from pretriever.cli.quickstart import quickstart
+from pretriever.cli.reader import answer_command, reader_app
 from pretriever.cli.refine import refine_app
+from pretriever.cli.references import references_app
+from pretriever.cli.serve import serve_command
 from pretriever.cli.train import train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
+# `pretriever --help` lists the commands in the order a user runs them
+PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",
+                  "search", "refine", "evaluate", "reader", "answer", "serve")
+
+
+class PipelineOrder(TyperGroup):
+    def list_commands(self, ctx) -> list[str]:
+        rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
+
+
 app = typer.Typer(
+    cls=PipelineOrder,
     name="pretriever",
     help=(
         "Turn the structure text collections already have (hyperlinks, citations, document "
@@ -35,6 +51,7 @@ app = typer.Typer(
 )
 app.command("quickstart")(quickstart)
 app.add_typer(corpus_app, name="corpus")
+app.add_typer(references_app, name="references")
 app.command("mine")(mine_command)
 app.add_typer(pairs_app, name="pairs")
 app.command("generate")(generate_command)
@@ -44,6 +61,9 @@ app.add_typer(index_app, name="index")
 app.command("search")(search_command)
 app.command("evaluate")(evaluate_command)
 app.add_typer(refine_app, name="refine")
+app.add_typer(reader_app, name="reader")
+app.command("answer")(answer_command)
+app.command("serve")(serve_command)
 
 
 def _version(value: bool) -> None:

@@ -6,12 +6,16 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from pretriever.config import ConfigError, build_config
+from pretriever.cli.common import stage
+from pretriever.config import build_config, help_for
+from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.corpus.model import InputError
-from pretriever.corpus.store import CorpusStore, StoreError
+from pretriever.corpus.formats import FORMATS
+from pretriever.corpus.formats.base import resolve_input
+from pretriever.data.store import CorpusStore
 from pretriever.progress import byte_progress, console
 
 corpus_app = typer.Typer(
@@ -26,68 +30,61 @@ corpus_app = typer.Typer(
 )
 
 EXIT_PAGE_ERRORS = 3  # the store was built, but some pages could not be parsed (listed in the manifest)
-EXIT_INPUT_ERROR = 4  # the input is unusable past some point; finished chunks are kept for --resume
 
 
 @corpus_app.command("build")
 def build(
-    input: Path = typer.Argument(..., help="Dump file, BEIR folder or corpus file.", show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the store (created)."),
-    format: Optional[str] = typer.Option(None, "--format", help="Input format; default: detect from content. See `pretriever corpus formats`."),
-    words: Optional[int] = typer.Option(None, "--words", help="Passage length in words (DPR: 100). 0 keeps documents whole. Default: 100 for wikis/JSONL, whole documents for BEIR and DPR passages."),
-    min_title_chars: Optional[int] = typer.Option(None, "--min-title-chars", help="Drop documents with shorter titles (HLP: 3). Default: 3 for wikis, 0 otherwise."),
-    keep_blank: Optional[bool] = typer.Option(None, "--keep-blank/--drop-blank", help="Keep documents whose clean text is empty (dropped by default, as in HLP)."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes (default: all cores)."),
-    chunk_pages: Optional[int] = typer.Option(None, "--chunk-pages", help="A chunk (the unit of parallel work and of --resume) ends after this many pages (default 5000) ..."),
-    chunk_mb: Optional[float] = typer.Option(None, "--chunk-mb", help="... or this many MB of page data, whichever comes first (default 4)."),
-    multistream_index: Optional[Path] = typer.Option(None, "--multistream-index", help="Index of a multistream dump (found automatically beside it when named like Wikipedia's)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted build from its last completed chunk."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store in --out."),
-    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", help="Stop after this many chunks (a sample); finish later with --resume."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [corpus] table sets any of these options."),
+    input: Path = typer.Argument(..., help=help_for(CorpusConfig, "input"), show_default=False),
+    out: Path = typer.Option(..., "--out", "-o", help=help_for(CorpusConfig, "out")),
+    format: Optional[str] = typer.Option(None, "--format", help=help_for(CorpusConfig, "format")),
+    words: Optional[int] = typer.Option(None, "--words", help=help_for(CorpusConfig, "words")),
+    min_title_chars: Optional[int] = typer.Option(None, "--min-title-chars", help=help_for(CorpusConfig, "min_title_chars")),
+    keep_blank: Optional[bool] = typer.Option(None, "--keep-blank/--drop-blank", help=help_for(CorpusConfig, "keep_blank")),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help=help_for(CorpusConfig, "workers")),
+    chunk_pages: Optional[int] = typer.Option(None, "--chunk-pages", help=help_for(CorpusConfig, "chunk_pages")),
+    chunk_mb: Optional[float] = typer.Option(None, "--chunk-mb", help=help_for(CorpusConfig, "chunk_mb")),
+    multistream_index: Optional[Path] = typer.Option(None, "--multistream-index", help=help_for(CorpusConfig, "multistream_index")),
+    resume: bool = typer.Option(False, "--resume", help=help_for(CorpusConfig, "resume")),
+    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(CorpusConfig, "overwrite")),
+    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", help=help_for(CorpusConfig, "max_chunks")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[corpus] table sets any of these options."),
 ) -> None:
     """Build a corpus store from INPUT.
 
     Streams the input page by page on all cores, writes each chunk of pages atomically, then resolves redirects and link targets over the whole corpus with DuckDB. The store is a folder of Parquet tables plus manifest.json (see docs/architecture.md).
 
-    Exit status: 0 on success; 3 when some pages could not be parsed (they are listed under "errors" in manifest.json); 4 when the input is unreadable past some point (what was parsed is kept: fix the input and run again with --resume).
+    Exit status: 0 on success; 2 for bad options; 3 when some pages could not be parsed (they are listed under "errors" in manifest.json); 4 when the input is unreadable past some point (what was parsed is kept: fix the input and run again with --resume).
 
     Examples:
 
-      pretriever corpus build enwiki-20241101-pages-articles-multistream.xml.bz2 --out enwiki/ --workers 16
+      pretriever corpus build enwiki.xml.bz2 --out enwiki/ --workers 16   (a Wikipedia dump, e.g. enwiki-20241101-pages-articles-multistream.xml.bz2 with its index beside it)
 
       pretriever corpus build scifact/ --out scifact-store/
     """
-    from pretriever.corpus.build import build_corpus
-
-    try:
+    with stage():
         cfg = build_config(CorpusConfig, config, "corpus", input=input, out=out, format=format, words=words,
                            min_title_chars=min_title_chars, keep_blank=keep_blank, workers=workers,
                            chunk_pages=chunk_pages, chunk_mb=chunk_mb, multistream_index=multistream_index,
                            resume=resume or None, overwrite=overwrite or None, max_chunks=max_chunks)
-    except (ConfigError, ValueError) as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from err
-    result = run_build(cfg, build_corpus)
+    result = run_build(cfg)
     if result.manifest is None:
-        console.print(f"Stopped after {result.chunks_done} chunk(s) as asked (--max-chunks); "
-                      f"continue with: pretriever corpus build {cfg.input} --out {cfg.out} --resume")
+        console.print(escape(f"Stopped after {result.chunks_done} chunk(s) as asked (--max-chunks); "
+                             f"continue with: pretriever corpus build {cfg.input} --out {cfg.out} --resume"))
         return
     print_summary(result.manifest)
     errors = result.manifest["counts"]["errors"]
     if errors:
         console.print(f"[yellow]{errors} page(s) could not be parsed; they are listed under \"errors\" "
-                      f"in {cfg.out / 'manifest.json'}[/yellow]")
+                      f"in {escape(str(cfg.out / 'manifest.json'))}[/yellow]")
         raise typer.Exit(EXIT_PAGE_ERRORS)
 
 
-def run_build(cfg: CorpusConfig, build_corpus):
-    """Run a build under a progress bar; turn input errors into a clear message and exit status 4."""
-    from pretriever.corpus.formats.base import resolve_input
-
+def run_build(cfg: CorpusConfig):
+    """Run a build under a progress bar; an unreadable input ends it with its message and exit status 4
+    (:class:`~pretriever.corpus.model.InputError`)."""
     source = resolve_input(cfg.input)
     size = source.stat().st_size if source.is_file() else None
-    with byte_progress() as progress:
+    with byte_progress() as progress, stage(progress):
         task = progress.add_task(f"parsing {cfg.input.name}", total=size, items="")
         pages = 0
 
@@ -96,12 +93,7 @@ def run_build(cfg: CorpusConfig, build_corpus):
             pages += summary.pages
             progress.update(task, completed=position if position is not None else 0, items=f"{pages:,} pages")
 
-        try:
-            result = build_corpus(cfg, on_chunk)
-        except (InputError, StoreError) as err:
-            progress.stop()
-            console.print(f"[red]error:[/red] {err}")
-            raise typer.Exit(EXIT_INPUT_ERROR) from err
+        result = build_corpus(cfg, on_chunk)
         if size:
             progress.update(task, completed=size)
     return result
@@ -127,18 +119,14 @@ def print_summary(manifest: dict) -> None:
 @corpus_app.command("info")
 def info(store: Path = typer.Argument(..., help="A corpus store folder.")) -> None:
     """Print the counts of a built store (from its manifest)."""
-    try:
-        print_summary(CorpusStore(store).manifest)
-    except StoreError as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from err
+    with stage():
+        manifest = CorpusStore(store).manifest
+    print_summary(manifest)
 
 
 @corpus_app.command("formats")
 def formats() -> None:
     """List the input formats and what each reads."""
-    from pretriever.corpus.formats import FORMATS
-
     table = Table(title="input formats (--format)")
     for column in ("name", "reads", "links", "default --words"):
         table.add_column(column)

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
+from pretriever.cli.common import stage
 from pretriever.config import build_config, help_for
-from pretriever.corpus.store import StoreError
-from pretriever.errors import PretrieverError
+from pretriever.data import QUERIES_FILE
 from pretriever.generate import GenerateConfig, generate, import_queries
 from pretriever.progress import console, count_progress
 
@@ -51,34 +50,35 @@ def generate_command(
     Output: QUERIES_DIR/generated_queries.parquet (passage_id, candidate, text) and manifest.json, the input of
     `pretriever mine CORPUS --method qc --queries QUERIES_DIR`.
 
-    Example:  pretriever generate store/ --model doc2query/all-with-prefix-t5-base-v1 --prefix "text2query: "
-    --per-passage 5 --out queries/
+    Examples:
+
+      pretriever generate enwiki/ --model doc2query/all-with-prefix-t5-base-v1 --prefix "text2query: " --per-passage 5 --limit 300 --out queries/
+
+      pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/     (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
     """
-    try:
+    with stage():
         cfg = build_config(GenerateConfig, config, "generate", corpus=corpus, out=out, model=model,
                            per_passage=per_passage, prefix=prefix, top_k=top_k, top_p=top_p,
                            max_input_length=max_input_length, max_output_length=max_output_length,
                            batch_size=batch_size, seed=seed, prepend_title=prepend_title, shard=shard,
                            checkpoint_every=checkpoint_every, device=device, precision=precision, limit=limit,
                            from_file=from_file, key=key, resume=resume, overwrite=overwrite)
-        if cfg.from_file is not None:
+    if cfg.from_file is not None:
+        with stage():
             result = import_queries(cfg)
-        else:
-            with count_progress() as bar:
-                task = bar.add_task("generate", total=None, rate="")
+    else:
+        with count_progress() as bar, stage(bar):
+            task = bar.add_task("generate", total=None, rate="")
 
-                def step(done: int, total: int) -> None:
-                    rate = done / max(bar.tasks[task].elapsed or 1e-9, 1e-9)
-                    bar.update(task, completed=done, total=total, rate=f"{rate:,.1f} passages/s")
+            def step(done: int, total: int) -> None:
+                rate = done / max(bar.tasks[task].elapsed or 1e-9, 1e-9)
+                bar.update(task, completed=done, total=total, rate=f"{rate:,.1f} passages/s")
 
-                result = generate(cfg, progress=step)
-    except (PretrieverError, StoreError, ValueError) as err:
-        console.print(f"[red]error:[/red] {escape(str(err))}")
-        raise typer.Exit(getattr(err, "exit_code", 2)) from err
+            result = generate(cfg, progress=step)
     skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in result.skipped.items() if n) or "none"
     console.print(f"{result.passages:,} passages, {result.queries:,} queries in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} passages/s); skipped: {skipped}")
     if result.complete:
-        console.print(f"wrote {cfg.out / 'generated_queries.parquet'}")
+        console.print(f"wrote {cfg.out / QUERIES_FILE}")
     else:
         console.print("this shard is done; the table is written when every shard has run")

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
+from pretriever.cli.common import stage
 from pretriever.config import build_config, help_for
-from pretriever.errors import PretrieverError
 from pretriever.pretrain import PretrainConfig
+from pretriever.pretrain.run import pretrain
 from pretriever.progress import console, count_progress
 
 P = PretrainConfig
@@ -56,9 +56,13 @@ def pretrain_command(
     MODEL_DIR is a plain sentence-transformers model (heads and decoder discarded): fine-tune it with
     `pretriever train --model MODEL_DIR`.
 
-    Example:  pretriever pretrain pairs/ --objective cotmae --mix qc:1 --batch-size 64 --out pretrained/
+    Examples:
+
+      pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --batch-size 8 --max-steps 4 --out cotmae-minilm/     (a real run: --batch-size 64, no --max-steps)
+
+      pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out cocondenser-minilm/
     """
-    try:
+    with stage():
         cfg = build_config(PretrainConfig, config, "pretrain", pairs=pairs, out=out, objective=objective, model=model,
                            mix=mix, max_length=max_length, mask_rate=mask_rate, encoder_mask_rate=encoder_mask_rate,
                            decoder_mask_rate=decoder_mask_rate, head_layers=head_layers,
@@ -67,19 +71,14 @@ def pretrain_command(
                            gradient_accumulation=gradient_accumulation, learning_rate=learning_rate,
                            warmup_ratio=warmup_ratio, weight_decay=weight_decay, seed=seed, device=device,
                            save_steps=save_steps, logging_steps=logging_steps, resume=resume, overwrite=overwrite)
-        from pretriever.pretrain.run import pretrain  # torch: loaded only when a run starts
+    with count_progress() as bar, stage(bar):
+        task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")
 
-        with count_progress() as bar:
-            task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")
+        def step(done: int, total: int, terms: dict[str, float]) -> None:
+            shown = " ".join(f"{k} {v:.3f}" for k, v in terms.items())
+            bar.update(task, completed=done, total=total, rate=shown)
 
-            def step(done: int, total: int, terms: dict[str, float]) -> None:
-                shown = " ".join(f"{k} {v:.3f}" for k, v in terms.items())
-                bar.update(task, completed=done, total=total, rate=shown)
-
-            result = pretrain(cfg, progress=step)
-    except (PretrieverError, ValueError) as err:
-        console.print(f"[red]error:[/red] {escape(str(err))}")
-        raise typer.Exit(getattr(err, "exit_code", 2)) from err
+        result = pretrain(cfg, progress=step)
     last = result.curve[-1] if result.curve else {}
     terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "

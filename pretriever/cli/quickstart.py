@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from pretriever.cli.common import fail
 from pretriever.progress import console
 
 DEMO_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -62,8 +63,7 @@ def quickstart(
     try:
         dump = demo_dump_path()
     except FileNotFoundError as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(2) from err
+        fail(err)
     started = time.perf_counter()
     corpus, pair_dir, model, index = (str(out / name) for name in ("corpus", "pairs", "model", "index"))
     _run("1/5 corpus: parse the demo dump into a linked passage store",
@@ -73,8 +73,8 @@ def quickstart(
     _run("2/5 mine: dual-link, co-mention and ICT pairs",
          ["mine", corpus, "--method", "dl,cm,ict", "--max-pairs", str(pairs), "--cm-indegree-percentile", "99",
           "--out", pair_dir, "--overwrite"])
-    _run("3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch)",
-         ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16",
+    _run("3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
+         ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16", "--heldout-pairs", "32",
           "--max-query-length", "64", "--max-passage-length", "128", "--overwrite"])
     _run("4/5 index: encode every passage with the trained model; BM25 beside it",
          ["index", "build", corpus, "--model", model, "--out", index, "--max-length", "128", "--bm25", "--overwrite"])

@@ -1,10 +1,10 @@
-"""``pretriever refine ...``: pseudo-relevance feedback on dense vectors (linear eq. 9, AOpt).
+"""``pretriever refine run|grid``: pseudo-relevance feedback on dense vectors (linear eq. 9, AOpt).
 
 Wire into the main app with ``app.add_typer(refine_app, name="refine")``.
 
-``pretriever refine INDEX_DIR ...`` runs the refinement (the ``run`` sub-command is the
-default, so ``pretriever refine run INDEX_DIR ...`` is the same); ``pretriever refine grid
-INDEX_DIR ...`` sweeps linear re-weighting.
+``pretriever refine run INDEX_DIR ...`` runs the refinement (``run`` is the default sub-command,
+so ``pretriever refine INDEX_DIR ...`` does the same); ``pretriever refine grid INDEX_DIR ...``
+sweeps linear re-weighting.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from rich.panel import Panel
 from rich.table import Table
 from typer.core import TyperGroup
 
-from pretriever.config import ConfigError, build_config
+from pretriever.cli.common import stage
+from pretriever.config import build_config, help_for
 from pretriever.progress import console
-
-EXIT_USAGE = 2  # bad options, unreadable inputs, a leaking protocol without --oracle
+from pretriever.refine.config import RefineConfig
+from pretriever.refine.grid import run_grid
+from pretriever.refine.pipeline import run_refine
 
 
 class _RunByDefault(TyperGroup):
@@ -43,26 +45,11 @@ refine_app = typer.Typer(
         "The output is a normal index folder: score it with `pretriever evaluate --index REFINED_DIR`.\n\n"
         "Honest protocol by default: refine with TRAINING labels and evaluate on held-out test queries; "
         "--oracle allows the paper's leaky setting (test labels), labelled 'oracle' everywhere.\n\n"
-        "Example:  pretriever refine scifact-index/ --queries scifact/queries.jsonl --feedback qrels "
+        "Example:  pretriever refine run scifact-index/ --queries scifact/queries.jsonl --feedback qrels "
         "--qrels scifact/qrels/train.tsv --method aopt-passage --out scifact-aopt/"
     ),
     no_args_is_help=True,
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(EXIT_USAGE)
-
-
-def _errors():
-    from pretriever.corpus.store import StoreError
-    from pretriever.evaluate.answers import QAFileError
-    from pretriever.evaluate.datasets import DatasetError
-    from pretriever.index.errors import IndexStageError
-    from pretriever.refine.pipeline import RefineError
-
-    return (ConfigError, DatasetError, QAFileError, RefineError, IndexStageError, StoreError, ValueError, OSError)
 
 
 def _say(message: str) -> None:
@@ -72,82 +59,58 @@ def _say(message: str) -> None:
         console.print(f"[dim]{escape(message)}[/dim]")
 
 
-_FEEDBACK_HELP = ("How retrieved passages are labelled: qrels (judged relevant, with --queries and --qrels), "
-                  "answers (contains an answer, DPR matching, with --answers), or topk (label-free PRF: the "
-                  "top --k-pos are relevant). Default: qrels.")
-_ORACLE_HELP = ("Allow feedback labels of the evaluation queries (the paper's protocol). This LEAKS the test "
-                "labels into the index; results are labelled 'oracle'.")
-_HOLDOUT_HELP = ("The evaluation queries (BEIR qrels/queries or a QA file): any of them among the feedback "
-                 "queries is dropped (unless --oracle).")
+def _help(name: str, extra: str = "") -> str:
+    return help_for(RefineConfig, name, extra)
 
 
 @refine_app.command("run")
 def run_command(
-    index: Path = typer.Argument(..., help="The dense index to refine (`pretriever index build`).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False,
-                                       help="REFINED_INDEX_DIR: a new index folder (refine/ holds the labels)."),
-    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False,
-                                           help="Feedback queries: BEIR queries.jsonl (or a QA file for topk)."),
-    feedback: Optional[str] = typer.Option(None, "--feedback", "-f", help=_FEEDBACK_HELP),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False,
-                                         help="Judgments of the feedback queries (e.g. qrels/train.tsv)."),
-    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False,
-                                           help="Feedback questions with answers (NQ-open JSONL, DPR TSV/JSON)."),
-    method: Optional[str] = typer.Option(None, "--method", "-m", help="linear (eq. 9), aopt-passage, aopt-query "
-                                         "or hybrid (passages, then queries). Default: aopt-passage."),
-    k: Optional[int] = typer.Option(None, "-k", "--k", help="Passages retrieved and labelled per query. Default: 100."),
-    k_pos: Optional[int] = typer.Option(None, "--k-pos", help="topk feedback (and test-time query refinement): "
-                                        "the top k' that count as relevant. Default: 5."),
-    beta: Optional[float] = typer.Option(None, "--beta", help="linear: weight of the mean positive query. Default: 0.6."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", help="linear: weight of the mean negative query. Default: -0.1."),
-    lr: Optional[float] = typer.Option(None, "--lr", help="AOpt learning rate. Default: 0.1."),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="AOpt epochs per round, at most. Default: 100."),
-    patience: Optional[int] = typer.Option(None, "--patience", help="AOpt: stop a vector after this many epochs "
-                                           "without loss improvement. Default: 5."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", help="Passage side: retrieve-label-optimise-reindex "
-                                         "rounds (Figure 5). Default: 1."),
-    query_rounds: Optional[int] = typer.Option(None, "--query-rounds", help="Query side rounds (also at test time). Default: 1."),
-    normalize: Optional[bool] = typer.Option(None, "--normalize/--no-normalize", help="L2-normalise refined vectors. Default: no (as the paper)."),
-    test_time: Optional[bool] = typer.Option(None, "--test-time/--no-test-time", help="aopt-query/hybrid: refine "
-                                             "unseen queries at search time with label-free topk feedback. Default: yes."),
-    oracle: bool = typer.Option(False, "--oracle", help=_ORACLE_HELP),
-    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_HOLDOUT_HELP, show_default=False),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N feedback queries."),
-    match: Optional[str] = typer.Option(None, "--match", help="Answer matching: string (DPR) or regex. Default: string."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, ... for encoding and AOpt."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch threads for AOpt (default: torch's; 1 is "
-                                          "often fastest on a CPU shared with other jobs)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an index already in --out."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [refine] table sets any of these."),
+    index: Path = typer.Argument(..., help=_help("index"), show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=_help("out")),
+    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False, help=_help("queries")),
+    feedback: Optional[str] = typer.Option(None, "--feedback", "-f", help=_help("feedback")),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=_help("qrels")),
+    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False, help=_help("answers")),
+    method: Optional[str] = typer.Option(None, "--method", "-m", help=_help("method")),
+    k: Optional[int] = typer.Option(None, "-k", "--k", help=_help("k")),
+    k_pos: Optional[int] = typer.Option(None, "--k-pos", help=_help("k_pos")),
+    beta: Optional[float] = typer.Option(None, "--beta", help=_help("beta")),
+    gamma: Optional[float] = typer.Option(None, "--gamma", help=_help("gamma")),
+    lr: Optional[float] = typer.Option(None, "--lr", help=_help("lr")),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help=_help("max_epochs")),
+    patience: Optional[int] = typer.Option(None, "--patience", help=_help("patience")),
+    rounds: Optional[int] = typer.Option(None, "--rounds", help=_help("rounds")),
+    query_rounds: Optional[int] = typer.Option(None, "--query-rounds", help=_help("query_rounds")),
+    normalize: Optional[bool] = typer.Option(None, "--normalize/--no-normalize", help=_help("normalize")),
+    test_time: Optional[bool] = typer.Option(None, "--test-time/--no-test-time", help=_help("test_time_queries")),
+    oracle: bool = typer.Option(False, "--oracle", help=_help("oracle")),
+    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_help("holdout"), show_default=False),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=_help("limit")),
+    match: Optional[str] = typer.Option(None, "--match", help=_help("match")),
+    device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
+    threads: Optional[int] = typer.Option(None, "--threads", help=_help("threads")),
+    overwrite: bool = typer.Option(False, "--overwrite", help=_help("overwrite")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of these."),
 ) -> None:
     """Refine INDEX_DIR's vectors with feedback and write REFINED_INDEX_DIR (a normal index folder).
 
     Examples (SciFact, honest protocol: training claims refine, test claims evaluate):
 
-      pretriever refine scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method aopt-passage --rounds 2 --out sf-aopt/
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method aopt-passage --rounds 2 --out sf-aopt/
 
-      pretriever refine scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method hybrid --k-pos 3 --out sf-hybrid/
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method hybrid --k-pos 3 --out sf-hybrid/
 
       pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval/
     """
-    from pretriever.refine.config import RefineConfig
-    from pretriever.refine.pipeline import run_refine
-
-    try:
+    with stage():
         cfg = build_config(RefineConfig, config, "refine", index=index, out=out, queries=queries, feedback=feedback,
                            qrels=qrels, answers=answers, method=method, k=k, k_pos=k_pos, beta=beta, gamma=gamma,
                            lr=lr, max_epochs=max_epochs, patience=patience, rounds=rounds,
                            query_rounds=query_rounds, normalize=normalize, test_time_queries=test_time,
                            oracle=oracle or None, holdout=holdout, limit=limit, match=match, device=device,
                            threads=threads, overwrite=overwrite or None)
-    except TypeError as err:
-        raise _fail("--out REFINED_INDEX_DIR is required (or `out` in the [refine] table of --config)") from err
-    except (ConfigError, ValueError) as err:
-        raise _fail(str(err)) from err
-    try:
+    with stage():
         meta = run_refine(cfg, step=_say)
-    except _errors() as err:
-        raise _fail(str(err)) from err
     print_refine(meta, cfg.out)
 
 
@@ -176,9 +139,9 @@ def print_refine(meta: dict, out: Path) -> None:
                   f"{ref['passages_changed']:,} passage vectors changed, name {meta['name']!r}")
     console.print(f"query side: {ref['query_side']['note']}")
     if ref["query_side"].get("test_time") or ref["query_side"].get("refined_vectors"):
-        console.print("[yellow]the query side applies only when the folder is opened with "
-                      "pretriever.refine.open_index / RefinedIndex.load; DenseIndex.load searches the refined "
-                      "passages with plainly encoded queries[/yellow]")
+        console.print("[yellow]`pretriever search` and `pretriever evaluate` (which open indexes with "
+                      "pretriever.index.open_retriever) use the refined query side; DenseIndex.load does not: it "
+                      "searches the refined passages with plainly encoded queries[/yellow]")
     if protocol == "oracle":
         console.print(Panel(escape(ref["protocol"]["warning"]), title="ORACLE", style="bold red"))
     console.print(f"next: pretriever evaluate --index {ref['base_index']} --index {out} --queries ... --qrels ... "
@@ -187,51 +150,39 @@ def print_refine(meta: dict, out: Path) -> None:
 
 @refine_app.command("grid")
 def grid_command(
-    index: Path = typer.Argument(..., help="The dense index.", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False,
-                                       help="GRID_DIR: grid.json and grid.png (heat maps) are written here."),
-    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False,
-                                           help="BEIR queries.jsonl (with --qrels)."),
-    feedback: Optional[str] = typer.Option(None, "--feedback", "-f", help="qrels (default) or answers."),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help="Judgments of the feedback queries."),
-    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False, help="Questions with answers."),
-    k: Optional[int] = typer.Option(None, "-k", "--k", help="Passages labelled per query. Default: 100."),
-    validation: Optional[float] = typer.Option(None, "--validation", help="Share of the feedback queries held out "
-                                               "to score every point (honest protocol). Default: 0.2."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the validation split. Default: 0."),
-    select_metric: Optional[str] = typer.Option(None, "--select-metric", help="Metric that picks the best point. "
-                                                "Default: nDCG@10 (qrels), Acc@20 (answers)."),
-    oracle: bool = typer.Option(False, "--oracle", help="Score on the feedback queries themselves (the paper's "
-                                "Figure 6; leaks labels)."),
-    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_HOLDOUT_HELP, show_default=False),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N feedback queries."),
-    match: Optional[str] = typer.Option(None, "--match", help="Answer matching: string or regex."),
-    device: Optional[str] = typer.Option(None, "--device", help="Device for encoding the queries."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [refine] table sets any of "
+    index: Path = typer.Argument(..., help=_help("index"), show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=_help("out")),
+    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False, help=_help("queries")),
+    feedback: Optional[str] = typer.Option(None, "--feedback", "-f",
+                                           help=_help("feedback", "The grid is scored with labels: qrels or answers.")),
+    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=_help("qrels")),
+    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False, help=_help("answers")),
+    k: Optional[int] = typer.Option(None, "-k", "--k", help=_help("k")),
+    validation: Optional[float] = typer.Option(None, "--validation", help=_help("validation")),
+    seed: Optional[int] = typer.Option(None, "--seed", help=_help("seed")),
+    select_metric: Optional[str] = typer.Option(None, "--select-metric", help=_help("select_metric")),
+    oracle: bool = typer.Option(False, "--oracle", help=_help("oracle", "Here: score on the feedback queries "
+                                                              "themselves (the paper's Figure 6).")),
+    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_help("holdout"), show_default=False),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=_help("limit")),
+    match: Optional[str] = typer.Option(None, "--match", help=_help("match")),
+    device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of "
                                           "these (betas, gammas lists too)."),
 ) -> None:
     """Sweep linear re-weighting p' = p + beta*mean(pos q) + gamma*mean(neg q), beta 0..0.9, gamma 0..-0.9 (Figure 6).
 
-    Labels come from a fit split of the feedback queries and every point is scored on the held-out rest, so the chosen point is honest; then refine with it: pretriever refine INDEX --method linear --beta B --gamma G ...
+    Labels come from a fit split of the feedback queries and every point is scored on the held-out rest, so the chosen point is honest; then refine with it: pretriever refine run INDEX --method linear --beta B --gamma G ...
 
     Example:  pretriever refine grid scifact-index/ -q scifact/queries.jsonl --qrels scifact/qrels/train.tsv --out sf-grid/
     """
-    from pretriever.refine.config import RefineConfig
-    from pretriever.refine.grid import run_grid
-
-    try:
+    with stage():
         cfg = build_config(RefineConfig, config, "refine", index=index, out=out, queries=queries, feedback=feedback,
                            qrels=qrels, answers=answers, method="linear", k=k, validation=validation, seed=seed,
                            select_metric=select_metric, oracle=oracle or None, holdout=holdout, limit=limit,
                            match=match, device=device)
-    except TypeError as err:
-        raise _fail("--out GRID_DIR is required (or `out` in the [refine] table of --config)") from err
-    except (ConfigError, ValueError) as err:
-        raise _fail(str(err)) from err
-    try:
+    with stage():
         result = run_grid(cfg, step=_say)
-    except _errors() as err:
-        raise _fail(str(err)) from err
     metric = result["select_metric"]
     table = Table(title=f"{metric} [{result['protocol']}]: rows gamma, columns beta")
     table.add_column("gamma \\ beta")

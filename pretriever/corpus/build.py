@@ -15,10 +15,10 @@ import hashlib
 import json
 import shutil
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +30,11 @@ from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, Pa
 from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import CHUNK_TABLES
 from pretriever.corpus.segment import ChunkBuffers, SegmentOptions
+from pretriever.corpus.summary import ChunkSummary
 from pretriever.io import write_json, write_parquet
 
 WORK = "_work"
 CHECKPOINT = "checkpoint.json"
-
-
-@dataclass
-class ChunkSummary:
-    """What one chunk produced; saved beside its part files so finalize can add them up."""
-
-    index: int
-    pages: int = 0
-    status: dict[str, int] = field(default_factory=dict)
-    dropped_links: dict[str, int] = field(default_factory=dict)
-    failures: list[dict[str, str]] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -217,16 +206,3 @@ def _manifest_head(cfg: CorpusConfig, input_path: Path, fmt_cls: type[InputForma
                   "format": fmt_cls.name},
         "options": {**cfg.to_json(), "words": options.words, "min_title_chars": options.min_title_chars},
     }
-
-
-def summaries(work: Path) -> list[ChunkSummary]:
-    return [ChunkSummary(**json.loads(p.read_text())) for p in sorted((work / "summaries").glob("part-*.json"))]
-
-
-def add_up(parts: list[ChunkSummary]) -> tuple[Counter, Counter, list[dict[str, str]]]:
-    status, dropped, failures = Counter(), Counter(), []
-    for part in parts:
-        status.update(part.status)
-        dropped.update(part.dropped_links)
-        failures.extend(part.failures)
-    return status, dropped, failures

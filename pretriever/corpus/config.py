@@ -7,27 +7,28 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pretriever.config import option
+
 
 @dataclass
 class CorpusConfig:
-    input: Path
-    out: Path
-    format: str = "auto"  # see `pretriever corpus formats`
-    # passage length in words; None = the format's default (100 for wikis and JSONL,
-    # whole documents for BEIR and DPR passages)
-    words: int | None = None
-    # drop documents whose title is shorter than this; None = 3 for wikis (HLP), 0 otherwise
-    min_title_chars: int | None = None
-    keep_blank: bool = False  # keep documents with no text (dropped by default, as in HLP)
-    workers: int = max(1, os.cpu_count() or 1)
-    # a chunk (the unit of parallel work, checkpoints and --resume) ends after this many
-    # pages or this many MB of raw page data, whichever comes first
-    chunk_pages: int = 5000
-    chunk_mb: float = 4.0
-    multistream_index: Path | None = None
-    resume: bool = False
-    overwrite: bool = False
-    max_chunks: int | None = None  # stop after this many chunks (a partial build; finish with --resume)
+    input: Path = option(help="Dump file, BEIR folder or corpus file.")
+    out: Path = option(help="Folder for the store (created).")
+    format: str = option("auto", "Input format; auto detects it from the content. See `pretriever corpus formats`.")
+    words: int | None = option(None, "Passage length in words (DPR: 100). 0 keeps documents whole.",
+                               default_help="100 for wikis/JSONL, whole documents for BEIR and DPR passages")
+    min_title_chars: int | None = option(None, "Drop documents with shorter titles (HLP: 3).",
+                                         default_help="3 for wikis, 0 otherwise")
+    keep_blank: bool = option(False, "Keep documents whose clean text is empty (HLP drops them).")
+    workers: int = option(max(1, os.cpu_count() or 1), "Worker processes.", default_help="all cores")
+    chunk_pages: int = option(5000, "A chunk (the unit of parallel work, checkpoints and --resume) ends after "
+                                    "this many pages ...")
+    chunk_mb: float = option(4.0, "... or this many MB of raw page data, whichever comes first.")
+    multistream_index: Path | None = option(None, "Index of a multistream dump (found automatically beside it "
+                                                  "when named like Wikipedia's).")
+    resume: bool = option(False, "Continue an interrupted build from its last completed chunk.")
+    overwrite: bool = option(False, "Replace an existing store in --out.")
+    max_chunks: int | None = option(None, "Stop after this many chunks (a sample); finish later with --resume.")
 
     def __post_init__(self) -> None:
         self.input, self.out = Path(self.input), Path(self.out)

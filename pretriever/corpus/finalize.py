@@ -14,7 +14,9 @@ from typing import Any
 
 import duckdb
 
+from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import LINKS, STORE_TABLES
+from pretriever.corpus.summary import add_up, summaries
 
 MAX_REDIRECT_HOPS = 5
 PARQUET = "(FORMAT parquet, COMPRESSION zstd)"
@@ -38,8 +40,6 @@ def connect(work: Path) -> duckdb.DuckDBPyConnection:
 
 def finalize_store(out: Path, work: Path, head: dict[str, Any]) -> dict[str, Any]:
     """Write documents, pages, redirects and resolved links; move the chunk tables into ``out``."""
-    from pretriever.corpus.build import add_up, summaries
-
     con = connect(work)
     con.execute(f"CREATE VIEW pages AS SELECT * FROM read_parquet({_sql_list(_files(work / 'pages'))})")
     _check_unique_ids(con)
@@ -71,8 +71,6 @@ def finalize_store(out: Path, work: Path, head: dict[str, Any]) -> dict[str, Any
 
 
 def _check_unique_ids(con: duckdb.DuckDBPyConnection) -> None:
-    from pretriever.corpus.model import InputError
-
     dupes = con.execute("""SELECT doc_id, count(*) FROM pages WHERE status = 'kept'
                            GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id LIMIT 5""").fetchall()
     if dupes:

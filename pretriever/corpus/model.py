@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pretriever.errors import PretrieverError
+
 
 @dataclass(slots=True)
 class Link:
@@ -80,7 +82,12 @@ class ParsedPage:
 
 
 class PageError(Exception):
-    """A single page could not be parsed; the build records it and carries on."""
+    """A single page could not be parsed; the build records it and carries on.
+
+    Internal on purpose, hence a plain Exception and not a PretrieverError: every one is caught
+    per page in the worker (``formats/base.py``), listed under "errors" in manifest.json and
+    counted; it never reaches the command line, which reports the count with exit status 3.
+    """
 
     def __init__(self, where: str, reason: str):
         super().__init__(f"{where}: {reason}")
@@ -88,5 +95,7 @@ class PageError(Exception):
         self.reason = reason
 
 
-class InputError(Exception):
+class InputError(PretrieverError):
     """The input as a whole is unreadable past some point (truncated, corrupt, wrong format)."""
+
+    exit_code = 4  # what was parsed is kept: fix the input and run again with --resume

@@ -14,9 +14,9 @@ Three kinds of evaluation
   (``ignore_identical_ids``, BEIR's default).
 * ``answers`` (open-domain QA, DPR style): the share of questions with an answer-bearing
   passage in the top k, k = 1, 5, 20, 100, using DPR's answer matching
-  (:mod:`pretriever.evaluate.answers`; ``regex`` mode for CuratedTREC).
+  (:mod:`pretriever.data.qa`; ``regex`` mode for CuratedTREC).
 * ``multihop`` (HotpotQA style): the share of questions whose gold passages (ids) or gold
-  titles are *all* in the top k, k = 2, 10, 20, 100 (:mod:`pretriever.evaluate.datasets`).
+  titles are *all* in the top k, k = 2, 10, 20, 100 (:mod:`pretriever.data.beir`).
 
 Q-P overlap (HLP, Zhou et al. 2022, section 6.2): each question's overlap is the share of its
 word tokens (DPR simple tokenizer, lower-cased, punctuation left out) that occur in its
@@ -58,14 +58,7 @@ SYSTEM is a dense index's name (its model's name) or ``bm25``.
 
 from __future__ import annotations
 
-from pretriever.evaluate.answers import AnswerMatcher, QAExample, QAFileError, has_answer, load_qa_file, tokenize
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
-from pretriever.evaluate.datasets import (DatasetError, MultiHopExample, load_multihop, load_qrels, load_queries,
-                                          queries_in_qrels)
 
-__all__ = [
-    "AnswerMatcher", "DatasetError", "EvaluateConfig", "EvaluationError", "EvaluationResult", "MultiHopExample",
-    "QAExample", "QAFileError", "evaluate_retrievers", "has_answer", "load_multihop", "load_qa_file",
-    "load_qrels", "load_queries", "queries_in_qrels", "tokenize",
-]
+__all__ = ["EvaluateConfig", "EvaluationError", "EvaluationResult", "evaluate_retrievers"]

@@ -1,35 +1,27 @@
 """``evaluate_retrievers``: run every system over the same questions and score them alike.
 
 Systems are anything with the :class:`pretriever.retrieval.Retriever` interface; nothing here
-knows how a system searches. The corpus store (see :mod:`pretriever.evaluate.lookup`) supplies
+knows how a system searches. The corpus store (see :mod:`pretriever.data.lookup`) supplies
 what the hits alone do not: passage -> document for judgments, passage text for answers and
 overlap, titles for multi-hop gold titles.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pretriever.corpus.store import CorpusStore
-from pretriever.evaluate.answers import AnswerMatcher, QAExample, invalid_patterns, word_tokens
-from pretriever.evaluate.config import DEFAULT_MULTIHOP_KS, DEFAULT_QA_KS, DEFAULT_QRELS_DEPTH
-from pretriever.evaluate.datasets import MultiHopExample
-from pretriever.evaluate.lookup import PassageLookup
-from pretriever.evaluate.metrics import (CURVE_CUTOFFS, NO_REFERENCE, OVERLAP_EDGES, QRELS_METRICS, accuracy_at,
-                                         bucket_labels, bucket_of, overlap_ratio, qrels_metrics, recall_curve,
-                                         trec_order)
+from pretriever.data import CorpusStore, MultiHopExample, PassageLookup, QAExample
+from pretriever.data.qa import word_tokens
+from pretriever.evaluate.tasks import (AnswersTask, EvaluationError, EvaluationTask, MultiHopTask, QrelsTask,
+                                       SystemScore)
+from pretriever.metrics import NO_REFERENCE, OVERLAP_EDGES, bucket_labels, bucket_of, overlap_ratio
 from pretriever.retrieval import Hit, Retriever
 
 StoreLike = CorpusStore | PassageLookup | Path | str
 Progress = Callable[[str, int, int], None]  # (system, queries done, queries in all)
-
-
-class EvaluationError(ValueError):
-    """The inputs cannot be evaluated as given (no store for answer matching, duplicate names, ...)."""
 
 
 @dataclass
@@ -105,86 +97,6 @@ class _Stores:
             lookup.close()
 
 
-def _as_qa(answers) -> list[QAExample]:
-    out = []
-    for i, ex in enumerate(answers):
-        if isinstance(ex, QAExample):
-            out.append(ex if ex.qid else QAExample(ex.question, ex.answers, str(i), ex.gold))
-        else:
-            question, ans = ex
-            out.append(QAExample(question, [ans] if isinstance(ans, str) else list(ans), str(i)))
-    return out
-
-
-def _as_multihop(examples) -> list[MultiHopExample]:
-    out = []
-    for i, ex in enumerate(examples):
-        if isinstance(ex, MultiHopExample):
-            out.append(ex if ex.qid else MultiHopExample(ex.question, ex.gold, str(i)))
-        else:
-            question, gold = ex
-            out.append(MultiHopExample(question, list(gold), str(i)))
-    return out
-
-
-def _doc_run(qids: list[str], hits: list[list[Hit]], lookup: PassageLookup | None, depth: int,
-             ignore_identical_ids: bool) -> tuple[dict[str, dict[str, float]], int]:
-    """Passage hits -> document run (MaxP: a document scores its best passage), cut to ``depth``."""
-    doc_of: dict[str, str | None] = {}
-    if lookup is not None and not lookup.documents_whole:
-        doc_of = lookup.doc_ids({h.passage_id for row in hits for h in row})
-    unknown = 0
-    run: dict[str, dict[str, float]] = {}
-    for qid, row in zip(qids, hits):
-        docs: dict[str, float] = {}
-        for h in row:
-            if math.isnan(h.score):
-                continue
-            doc = doc_of.get(h.passage_id, h.passage_id) if doc_of else h.passage_id
-            if doc is None:  # a passage the store does not know: keep it under its own id
-                unknown += 1
-                doc = h.passage_id
-            if ignore_identical_ids and doc == qid:
-                continue
-            if doc not in docs or h.score > docs[doc]:
-                docs[doc] = h.score
-        run[qid] = dict(trec_order(docs)[:depth])
-    return run, unknown
-
-
-def _first_answer_ranks(examples: list[QAExample], hits: list[list[Hit]], lookup: PassageLookup,
-                        matcher: AnswerMatcher) -> list[int | None]:
-    """Rank of the first answer-bearing passage of each question (None: none in its list)."""
-    texts = lookup.texts({h.passage_id for row in hits for h in row})
-    ranks: list[int | None] = []
-    for ex, row in zip(examples, hits):
-        rank = None
-        for r, h in enumerate(row, 1):
-            if matcher.has_answer(ex.answers, texts.get(h.passage_id)):
-                rank = r
-                break
-        ranks.append(rank)
-    return ranks
-
-
-def _all_gold_ranks(examples: list[MultiHopExample], hits: list[list[Hit]], lookup: PassageLookup | None,
-                    by: str) -> list[int | None]:
-    """The rank at which the last gold item appears (every gold passage/title in the top k iff <= k)."""
-    titles: dict[str, str | None] = {}
-    if by == "title":
-        titles = lookup.titles({h.passage_id for row in hits for h in row})
-    ranks: list[int | None] = []
-    for ex, row in zip(examples, hits):
-        first: dict[str, int] = {}
-        for r, h in enumerate(row, 1):
-            key = titles.get(h.passage_id) if by == "title" else h.passage_id
-            if key is not None and key not in first:
-                first[key] = r
-        found = [first.get(g) for g in ex.gold]
-        ranks.append(None if any(f is None for f in found) else max(found))
-    return ranks
-
-
 def evaluate_retrievers(
     retrievers: Sequence[Retriever],
     queries: Mapping[str, str] | None = None,
@@ -222,201 +134,70 @@ def evaluate_retrievers(
     ``ignore_identical_ids`` drops a document whose id is the query's id from that query's
     results (BEIR's default, for corpora where queries are also documents).
     """
-    given = [n for n, v in (("qrels", qrels), ("answers", answers), ("multihop", multihop)) if v is not None]
-    if len(given) != 1:
-        raise EvaluationError(f"give exactly one of qrels, answers or multihop, got {given or 'none'}")
-    kind = given[0]
+    task = make_task(queries, qrels, answers, multihop, gold_by, match, ks, depth, maxp_factor,
+                     ignore_identical_ids, overlap_k)
     names = [r.name for r in retrievers]
     if not retrievers:
         raise EvaluationError("no retrievers to evaluate")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise EvaluationError(f"two systems share the name {duplicates[0]!r}; results are keyed by name")
-    if gold_by not in ("passage", "title"):
-        raise EvaluationError(f"gold_by must be 'passage' or 'title', got {gold_by!r}")
-
-    if kind == "qrels":
-        if queries is None:
-            raise EvaluationError("qrels need the queries they judge")
-        missing = [q for q in qrels if q not in queries]
-        if missing:
-            raise EvaluationError(f"{len(missing)} judged query id(s) have no text (e.g. {', '.join(missing[:5])})")
-        qrels = {q: dict(d) for q, d in qrels.items()}
-        qids = list(qrels)
-        texts = [queries[q] for q in qids]
-        depth = depth or DEFAULT_QRELS_DEPTH
-        ks_used: list[int] = []
-    elif kind == "answers":
-        examples = _as_qa(answers)
-        qids, texts = [e.qid for e in examples], [e.question for e in examples]
-        ks_used = sorted(set(ks or DEFAULT_QA_KS))
-        depth = depth or ks_used[-1]
-        matcher = AnswerMatcher(match)
-    else:
-        mh = _as_multihop(multihop)
-        qids, texts = [e.qid for e in mh], [e.question for e in mh]
-        ks_used = sorted(set(ks or DEFAULT_MULTIHOP_KS))
-        depth = depth or ks_used[-1]
-    dropped = [k for k in ks_used if k > depth]
-    ks_used = [k for k in ks_used if k <= depth] or [depth]
-    if len(set(qids)) != len(qids):
+    if len(set(task.qids)) != len(task.qids):
         raise EvaluationError("question ids are not unique")
 
     stores = _Stores(store)
-    systems: dict[str, dict[str, float]] = {}
-    per_query: dict[str, dict[str, dict[str, Any]]] = {}
-    curves: dict[str, dict[str, list]] = {}
+    scores: dict[str, SystemScore] = {}
     runs: dict[str, list[list[Hit]]] = {}
-    success_ranks: dict[str, list[int | None]] = {}
     lookups: dict[str, PassageLookup | None] = {}
-    notes: list[str] = []
-    if dropped:
-        notes.append(f"cut-offs {', '.join(map(str, dropped))} exceed the depth {depth} and are not reported")
-    if kind == "answers" and match == "regex":
-        bad = sorted({a for ex in examples for a in invalid_patterns(ex.answers)})
-        if bad:
-            notes.append(f"{len(bad)} answer pattern(s) are not valid regular expressions and never match "
-                         f"(e.g. {bad[0]!r})")
+    notes = task.notes()
     try:
         for retriever in retrievers:
             name = retriever.name
             lookup = lookups[name] = stores.for_system(retriever)
-            if kind == "answers" and lookup is None:
-                raise EvaluationError(f"{name}: answer matching needs passage texts: give the corpus store")
-            if kind == "multihop" and gold_by == "title" and lookup is None:
-                raise EvaluationError(f"{name}: gold titles need the corpus store (passage -> title)")
-            fetch = depth
-            if kind == "qrels" and lookup is not None and not lookup.documents_whole:
-                fetch = depth * maxp_factor
-            hits = _search_all(retriever, texts, fetch, batch_size, progress)
-            runs[name] = hits if fetch == depth else [row[:depth] for row in hits]
+            task.check_lookup(name, lookup)
+            fetch = task.fetch_depth(lookup)
+            hits = _search_all(retriever, task.texts, fetch, batch_size, progress)
+            runs[name] = hits if fetch == task.depth else [row[:task.depth] for row in hits]
+            scores[name] = task.score(name, hits, lookup)
+            notes += scores[name].notes
 
-            if kind == "qrels":
-                run, unknown = _doc_run(qids, hits, lookup, depth, ignore_identical_ids)
-                if unknown:
-                    notes.append(f"{name}: {unknown} retrieved passage(s) are not in the store; kept under "
-                                 "their own ids")
-                means, pq = qrels_metrics(qrels, run)
-                systems[name] = {**means, "queries": len(qids)}
-                per_query[name] = pq
-                curve = recall_curve(qrels, run, [c for c in CURVE_CUTOFFS if c <= depth])
-                curves[name] = {"k": list(curve), "value": list(curve.values()), "metric": "Recall@k"}
-                continue
-            if kind == "answers":
-                ranks = _first_answer_ranks(examples, hits, lookup, matcher)
-                key = "answer_rank"
-            else:
-                ranks = _all_gold_ranks(mh, hits, lookup, gold_by)
-                key = "all_gold_rank"
-            success_ranks[name] = ranks
-            acc = accuracy_at(ranks, ks_used)
-            systems[name] = {**{f"Acc@{k}": v for k, v in acc.items()}, "queries": len(qids)}
-            per_query[name] = {q: {key: r} for q, r in zip(qids, ranks)}
-            curve = accuracy_at(ranks, range(1, depth + 1))
-            curves[name] = {"k": list(curve), "value": list(curve.values()),
-                            "metric": "answer in top k" if kind == "answers" else "all gold in top k"}
-
-        info: dict[str, Any] = {"kind": kind, "queries": len(qids), "depth": depth, **(dataset or {})}
-        if kind == "qrels":
-            info.update(metrics=list(QRELS_METRICS), judgments=sum(len(d) for d in qrels.values()),
-                        ignore_identical_ids=ignore_identical_ids,
-                        aggregation={n: ("identity (documents kept whole)" if lk is None or lk.documents_whole
-                                         else f"MaxP over the top {depth * maxp_factor} passages")
-                                     for n, lk in lookups.items()})
-        else:
-            info.update(ks=ks_used)
-            if kind == "answers":
-                info["match"] = match
-            else:
-                info["gold_by"] = gold_by
+        info: dict[str, Any] = {"kind": task.kind, "queries": len(task.qids), "depth": task.depth, **(dataset or {}),
+                                **task.info(lookups)}
         if notes:
             info["notes"] = notes
-
         overlap_result = None
-        any_lookup = next((lk for lk in lookups.values() if lk is not None), None)
-        if overlap and any_lookup is not None:
-            if kind == "qrels":
-                refs = _qrels_references(qrels, any_lookup)
-                reference = "the judged relevant documents (the union of their words)"
-                metric_name = "nDCG@10"
-                values = {n: [per_query[n][q]["nDCG@10"] for q in qids] for n in systems}
-            elif kind == "answers":
-                refs, reference = _answer_references(examples, success_ranks, runs, lookups)
-                metric_name = f"Acc@{overlap_k}"
-                values = {n: [1.0 if r is not None and r <= overlap_k else 0.0 for r in success_ranks[n]]
-                          for n in systems}
-            else:
-                refs = _multihop_references(mh, gold_by, any_lookup)
-                reference = "the gold passages (the union of their words)" if gold_by == "passage" else \
-                    "the gold titles' documents (the union of their words)"
-                metric_name = f"Acc@{overlap_k}"
-                values = {n: [1.0 if r is not None and r <= overlap_k else 0.0 for r in success_ranks[n]]
-                          for n in systems}
-            overlap_result = _overlap_analysis(qids, texts, refs, values, metric_name, reference, runs, lookups)
-        config = {"ks": ks_used, "depth": depth, "match": match if kind == "answers" else None,
+        if overlap and any(lk is not None for lk in lookups.values()):
+            refs, reference = task.references(scores, runs, lookups)
+            values = {n: s.overlap_values for n, s in scores.items()}
+            overlap_result = _overlap_analysis(task.qids, task.texts, refs, values, task.overlap_metric, reference,
+                                               runs, lookups)
+        config = {"ks": task.ks, "depth": task.depth, "match": getattr(task, "match", None),
                   "maxp_factor": maxp_factor, "ignore_identical_ids": ignore_identical_ids,
-                  "overlap_k": overlap_k, "gold_by": gold_by if kind == "multihop" else None}
-        return EvaluationResult(kind=kind, systems=systems, per_query=per_query, dataset=info, config=config,
-                                overlap=overlap_result, curves=curves, query_ids=qids, runs=runs)
+                  "overlap_k": overlap_k, "gold_by": getattr(task, "gold_by", None)}
+        return EvaluationResult(kind=task.kind, systems={n: s.means for n, s in scores.items()},
+                                per_query={n: s.per_query for n, s in scores.items()}, dataset=info, config=config,
+                                overlap=overlap_result, curves={n: s.curve for n, s in scores.items()},
+                                query_ids=task.qids, runs=runs)
     finally:
         stores.close()
 
 
+def make_task(queries, qrels, answers, multihop, gold_by: str, match: str, ks, depth, maxp_factor: int,
+              ignore_identical_ids: bool, overlap_k: int) -> EvaluationTask:
+    """The task for the one kind of questions given."""
+    given = [n for n, v in (("qrels", qrels), ("answers", answers), ("multihop", multihop)) if v is not None]
+    if len(given) != 1:
+        raise EvaluationError(f"give exactly one of qrels, answers or multihop, got {given or 'none'}")
+    if qrels is not None:
+        if queries is None:
+            raise EvaluationError("qrels need the queries they judge")
+        return QrelsTask(queries, qrels, depth, maxp_factor, ignore_identical_ids)
+    if answers is not None:
+        return AnswersTask(answers, match, ks, depth, overlap_k)
+    return MultiHopTask(multihop, gold_by, ks, depth, overlap_k)
+
+
 # --- Q-P overlap (HLP section 6.2) ---------------------------------------------------------
-
-def _qrels_references(qrels, lookup: PassageLookup) -> list[str | None]:
-    relevant = {q: [d for d, g in docs.items() if g >= 1] for q, docs in qrels.items()}
-    doc_texts = lookup.document_texts({d for ds in relevant.values() for d in ds})
-    refs = []
-    for q in qrels:
-        found = [doc_texts[d] for d in relevant[q] if d in doc_texts]
-        refs.append(" ".join(found) if found else None)
-    return refs
-
-
-def _answer_references(examples: list[QAExample], ranks: dict[str, list[int | None]],
-                       runs: dict[str, list[list[Hit]]], lookups) -> tuple[list[str | None], str]:
-    """Each question's reference passage: its gold passage when the file gives one (DPR JSON
-    positive_ctxs), else the best-ranked answer-bearing passage over all systems (ties: the
-    system listed first)."""
-    refs: list[str | None] = [None] * len(examples)
-    wanted: dict[str, list[tuple[int, str]]] = {}
-    used_gold = used_retrieved = 0
-    for i, ex in enumerate(examples):
-        if ex.gold and isinstance(ex.gold[0].get("text"), str):
-            refs[i] = ex.gold[0]["text"]
-            used_gold += 1
-            continue
-        best = None
-        for name, r in ((n, rk[i]) for n, rk in ranks.items()):
-            if r is not None and (best is None or r < best[1]):
-                best = (name, r)
-        if best is not None:
-            wanted.setdefault(best[0], []).append((i, runs[best[0]][i][best[1] - 1].passage_id))
-            used_retrieved += 1
-    for name, items in wanted.items():
-        texts = lookups[name].texts(pid for _, pid in items)
-        for i, pid in items:
-            refs[i] = texts.get(pid)
-    if used_gold and not used_retrieved:
-        reference = "the gold passage (the first positive context of the file)"
-    elif used_gold:
-        reference = "the gold passage where the file gives one, else the best-ranked answer-bearing passage"
-    else:
-        reference = "the best-ranked answer-bearing passage among all systems' results"
-    return refs, reference
-
-
-def _multihop_references(examples: list[MultiHopExample], by: str, lookup: PassageLookup) -> list[str | None]:
-    if by == "passage":
-        texts = lookup.texts({g for ex in examples for g in ex.gold})
-        parts = [[texts.get(g) for g in ex.gold] for ex in examples]
-    else:
-        doc_of = lookup.title_documents({g for ex in examples for g in ex.gold})
-        doc_texts = lookup.document_texts(set(doc_of.values()))
-        parts = [[doc_texts.get(doc_of.get(g)) for g in ex.gold] for ex in examples]
-    return [" ".join(p for p in ps if p) or None for ps in parts]
-
 
 def _overlap_analysis(qids: list[str], questions: list[str], refs: list[str | None], values: dict[str, list[float]],
                       metric: str, reference: str, runs: dict[str, list[list[Hit]]], lookups) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from pretriever.evaluate.metrics import NO_REFERENCE
+from pretriever.metrics import NO_REFERENCE
 from pretriever.io import atomic_path, write_json
 
 RESULTS_JSON = "results.json"

@@ -62,12 +62,12 @@ def passage_keys(cfg: GenerateConfig) -> tuple[list[str], dict[str, str]]:
     """Passage ids in index order, and each document's first passage."""
     source = open_passages(cfg.corpus)
     try:
-        rows = source.con.sql("SELECT passage_id, doc_id, position FROM passages").fetchall()
+        table = source.store.read_table("passages", ["passage_id", "doc_id", "position"]).to_pydict()
         order = [pid for ids, _ in source.iter_parts(False) for pid in ids]
     finally:
         source.close()
     first: dict[str, tuple[int, str]] = {}
-    for pid, doc, position in rows:
+    for pid, doc, position in zip(table["passage_id"], table["doc_id"], table["position"]):
         if doc not in first or position < first[doc][0]:
             first[doc] = (position, pid)
     return order, {doc: pid for doc, (_, pid) in first.items()}

@@ -28,10 +28,9 @@ from pretriever import __version__
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
 from pretriever.generate.sampling import row_seed, seeded_sampler
-from pretriever.index.passages import PassageSource
+from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
 
-QUERIES_FILE = "generated_queries.parquet"
 MANIFEST = "manifest.json"
 PARTS = "parts"
 STATE = "state.json"

@@ -12,9 +12,13 @@ from pretriever.index.encode import BuildResult, build_index, merge_index
 from pretriever.index.errors import (EncodeStateError, IndexStageError, MergeError, NotAnIndexError,
                                      ShardSpecError)
 from pretriever.index.faiss_index import FaissParams, build_faiss_index
+from pretriever.index.hybrid import HybridOptions, HybridRetriever, choose_alpha, fuse, open_hybrid
+from pretriever.index.open import bm25_beside, open_retriever, register_retriever, retriever_kind
 
 __all__ = [
-    "BM25Index", "BM25Options", "BuildResult", "DenseIndex", "EncodeStateError", "FaissParams", "IndexConfig",
+    "BM25Index", "BM25Options", "BuildResult", "HybridOptions", "HybridRetriever", "choose_alpha", "fuse",
+    "open_hybrid", "DenseIndex", "EncodeStateError", "FaissParams", "IndexConfig",
     "IndexStageError", "MergeError", "NotAnIndexError", "Shard", "ShardSpecError", "build_faiss_index",
-    "build_index", "encoder_info", "merge_index", "parse_shard", "read_index_meta", "save_dense_index",
+    "bm25_beside", "build_index", "encoder_info", "merge_index", "open_retriever", "parse_shard", "read_index_meta",
+    "register_retriever", "retriever_kind", "save_dense_index",
 ]

@@ -23,28 +23,30 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever import __version__
-from pretriever.corpus.store import CorpusStore
-from pretriever.index.config import BM25_METHODS
+from pretriever.config import option
+from pretriever.data import CorpusStore, PassageSource
 from pretriever.index.errors import NotAnIndexError
-from pretriever.index.passages import PassageSource
 from pretriever.io import write_json, write_parquet
 from pretriever.retrieval import Hit
 
 BM25_JSON = "bm25.json"
 IDS_FILE = "passage_ids.parquet"
 KIND = "pretriever-bm25-index"
+BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
 @dataclass
 class BM25Options:
-    k1: float = 1.5
-    b: float = 0.75
-    delta: float = 0.5  # bm25l and bm25+ only
-    method: str = "lucene"  # lucene | robertson | atire | bm25l | bm25+
-    stopwords: str = "en"  # a bm25s stop-word list name (en, de, fr, ...) or "none"
-    stemmer: str = "english"  # a Snowball algorithm of PyStemmer (english, porter, german, ...) or "none"
-    prepend_title: bool = True
-    lowercase: bool = True
+    """BM25 scoring and text analysis ([index.bm25] in TOML); the defaults are BEIR's BM25 baseline."""
+
+    k1: float = option(1.5, "Term-frequency saturation.")
+    b: float = option(0.75, "Length normalisation.")
+    delta: float = option(0.5, "bm25l and bm25+ only: the lower bound added to term frequencies.")
+    method: str = option("lucene", "Scoring: lucene, robertson, atire, bm25l or bm25+.")
+    stopwords: str = option("en", "A bm25s stop-word list (en, de, fr, ...) or none.")
+    stemmer: str = option("english", "A Snowball stemmer of PyStemmer (english, porter, german, ...) or none.")
+    prepend_title: bool = option(True, "Index \"title text\" or the passage text alone.")
+    lowercase: bool = option(True, "Lower-case passages and queries.")
 
     def __post_init__(self) -> None:
         self.method = str(self.method).lower()
@@ -64,12 +66,17 @@ class BM25Options:
             raise ValueError(f"unknown stemmer {self.stemmer!r}; PyStemmer has: "
                              f"{', '.join(Stemmer.algorithms())}, or 'none'") from err
 
-    def stopword_list(self) -> list[str]:
+    def stopword_list(self) -> str | None:
+        """The stop-word list name for bm25s (None: keep every word); an unknown name is refused here."""
         if not self.stopwords or str(self.stopwords).lower() == "none":
-            return []
-        from bm25s.tokenization import _infer_stopwords
+            return None
+        import bm25s
 
-        return list(_infer_stopwords(self.stopwords))
+        try:
+            bm25s.tokenize(["x"], stopwords=self.stopwords, show_progress=False)
+        except ValueError as err:
+            raise ValueError(f"unknown stop-word list {self.stopwords!r}: {err}") from err
+        return self.stopwords
 
 
 class BM25Index:

@@ -30,6 +30,7 @@ from pretriever import __version__
 from pretriever.index.errors import NotAnIndexError
 from pretriever.index.faiss_index import FaissParams, build_faiss_index, set_search_params
 from pretriever.io import atomic_path, write_json, write_parquet
+from pretriever.models import DEFAULT_MODEL, load_model, model_label, resolve_model
 from pretriever.retrieval import Hit
 
 INDEX_JSON = "index.json"
@@ -44,8 +45,6 @@ WRITE_BLOCK = 65536
 def encoder_info(model: str | None, max_length: int, normalize: bool, prepend_title: bool,
                  passage_prompt: str = "", query_prompt: str = "") -> dict[str, Any]:
     """How passages were (and queries must be) encoded; stored under ``encoder`` in index.json."""
-    from pretriever.models import DEFAULT_MODEL, model_label, resolve_model
-
     packaged = model is None or resolve_model(model) == resolve_model(None)
     reference = DEFAULT_MODEL if packaged else str(model)
     if not packaged and Path(reference).exists():
@@ -210,8 +209,6 @@ class DenseIndex:
     @property
     def model(self):
         if self._model is None:
-            from pretriever.models import load_model
-
             reference = self.encoder["model"]
             try:
                 self._model = load_model(reference, device=self.device)

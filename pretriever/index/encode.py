@@ -1,6 +1,6 @@
 """Encode a corpus store into a dense index: sharded, checkpointed, resumable.
 
-The passages (in index order, see :mod:`pretriever.index.passages`) are cut into
+The passages (in index order, see :mod:`pretriever.data.passages`) are cut into
 *chunks* of ``checkpoint_every`` rows numbered over the whole corpus. A chunk is the
 unit of work, of checkpoints and of sharding:
 
@@ -37,12 +37,13 @@ import pyarrow.parquet as pq
 
 from pretriever import __version__
 from pretriever.index.config import IndexConfig, Shard
-from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
+from pretriever.index.dense import (EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
                                     finish_dense_index, write_embeddings)
 from pretriever.index.errors import EncodeStateError, MergeError
 from pretriever.index.faiss_index import FaissParams
-from pretriever.index.passages import PassageSource
+from pretriever.data.passages import PassageSource
 from pretriever.io import atomic_path, write_json, write_parquet
+from pretriever.models import load_model
 
 WORK = "_work"
 ENCODE_JSON = "encode.json"
@@ -149,8 +150,6 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
     Raises :class:`EncodeStateError` when ``cfg.out`` holds other work that ``resume`` or
     ``overwrite`` would have to be asked for.
     """
-    from pretriever.models import load_model
-
     out, shard = cfg.out, cfg.shard_spec
     if (out / INDEX_JSON).exists():
         if not cfg.overwrite:
@@ -228,7 +227,7 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
         write_json(work / "shards" / f"{shard.index}-of-{shard.count}.json",
                    {"shard": str(shard), "chunks": [chunks.start, chunks.stop], "encode_seconds": round(seconds, 3)})
         return result
-    result.meta = merge_index(out, params=cfg.faiss_params(), dtype=cfg.dtype, keep_work=cfg.keep_work,
+    result.meta = merge_index(out, params=cfg.faiss, dtype=cfg.dtype, keep_work=cfg.keep_work,
                               on_progress=on_progress,
                               encode_stats={"passages_per_second": round(result.rate, 2)})
     return result
@@ -343,6 +342,3 @@ def _missing_message(missing: list[int], total_chunks: int, works: list[Path]) -
     return (f"cannot merge: {len(missing)} of {total_chunks} chunk(s) are missing (chunks {', '.join(spans)}) "
             f"in {', '.join(str(w) for w in works)}{shards}")
 
-
-def bm25_dir(index_dir: Path) -> Path:
-    return Path(index_dir) / BM25_DIR

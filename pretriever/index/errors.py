@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pretriever.errors import PretrieverError
 
-class IndexStageError(Exception):
+
+class IndexStageError(PretrieverError):
     """Base class: the CLI prints the message and exits with status 2."""
 
 

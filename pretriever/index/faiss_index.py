@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from pretriever.index.config import DTYPES, INDEX_TYPES
+from pretriever.config import option
+from pretriever.errors import ConfigError
+
+INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+DTYPES = ("float32", "float16")
 
 ADD_BATCH = 65536  # vectors handed to faiss at a time (bounds the float32 copy of a float16 memmap)
 MAX_TRAIN = 1_000_000
@@ -22,18 +26,21 @@ MAX_TRAIN = 1_000_000
 
 @dataclass
 class FaissParams:
-    type: str = "flat"  # flat | hnsw | ivfpq
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 200
-    hnsw_ef_search: int = 128
-    ivf_nlist: int | None = None  # None: 4 * sqrt(N), at most N / 39
-    ivf_nprobe: int = 16
-    pq_m: int | None = None  # None: dim / 8
-    pq_nbits: int = 8
-    train_size: int | None = None  # None: all vectors, up to 1,000,000
-    # hnsw/ivfpq: fetch rerank * k candidates and re-score them exactly with the stored
-    # embeddings (0: off); repairs most of what PQ compression loses
-    rerank: int = 0
+    """How the inner-product index is built and searched ([index.faiss] in TOML)."""
+
+    type: str = option("flat", "Index type: flat (exact inner product), hnsw or ivfpq.")
+    hnsw_m: int = option(32, "HNSW: links per node.")
+    hnsw_ef_construction: int = option(200, "HNSW: candidate list size while building.")
+    hnsw_ef_search: int = option(128, "HNSW: candidate list size while searching.")
+    ivf_nlist: int | None = option(None, "IVF-PQ: inverted lists.", default_help="4*sqrt(N), at most N/39")
+    ivf_nprobe: int = option(16, "IVF-PQ: lists visited per query.")
+    pq_m: int | None = option(None, "IVF-PQ: sub-quantizers; must divide the dimension.", default_help="dim/8")
+    pq_nbits: int = option(8, "IVF-PQ: bits per sub-quantizer code.")
+    train_size: int | None = option(None, "IVF-PQ: training vectors, an even sample.",
+                                    default_help="all, up to 1,000,000")
+    # repairs most of what PQ compression loses
+    rerank: int = option(0, "HNSW/IVF-PQ: fetch RERANK x k candidates and re-score them exactly with the "
+                            "stored embeddings (0: off; 4 lifts IVF-PQ's recall a lot).")
 
     def __post_init__(self) -> None:
         self.type = str(self.type).lower()
@@ -41,6 +48,13 @@ class FaissParams:
             raise ValueError(f"index type must be one of {', '.join(INDEX_TYPES)}, got {self.type!r}")
         if self.rerank < 0:
             raise ValueError(f"rerank must be 0 (off) or more, got {self.rerank}")
+        for name in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_nprobe", "pq_nbits"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("ivf_nlist", "pq_m", "train_size"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
 
     def resolved(self, n: int, dim: int) -> FaissParams:
         """The parameters with the automatic values (nlist, PQ m, training size) filled in for N x dim."""
@@ -50,11 +64,11 @@ class FaissParams:
         pq_m = self.pq_m or default_pq_m(dim)
         train = min(n, self.train_size or MAX_TRAIN)
         if dim % pq_m:
-            raise ValueError(f"IVF-PQ: pq_m={pq_m} must divide the vector dimension {dim}")
+            raise ConfigError(f"IVF-PQ: pq_m={pq_m} must divide the vector dimension {dim}")
         if train < nlist:
-            raise ValueError(f"IVF-PQ: {train} training vectors cannot make {nlist} lists; lower ivf_nlist")
+            raise ConfigError(f"IVF-PQ: {train} training vectors cannot make {nlist} lists; lower ivf_nlist")
         if train < 2 ** self.pq_nbits:
-            raise ValueError(f"IVF-PQ: {train} training vectors cannot train {2 ** self.pq_nbits} centroids per "
+            raise ConfigError(f"IVF-PQ: {train} training vectors cannot train {2 ** self.pq_nbits} centroids per "
                              f"sub-quantizer (pq_nbits={self.pq_nbits}); lower pq_nbits or use a flat index")
         return replace(self, ivf_nlist=nlist, pq_m=pq_m, train_size=train)
 

@@ -1,6 +1,7 @@
 """Stage 2: mine pseudo query-passage pairs from a corpus store (HLP's DL/CM, ICT, WLP, BFS)."""
 
 from pretriever.mine.config import MineConfig
-from pretriever.mine.pipeline import MineError, MineResult, mine
+from pretriever.mine.engine import MineError
+from pretriever.mine.pipeline import MineResult, mine
 
 __all__ = ["MineConfig", "MineError", "MineResult", "mine"]

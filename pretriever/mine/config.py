@@ -9,60 +9,89 @@ pretriever's own choices, as the paper gives no numbers for them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
-from pretriever.generate.run import QUERIES_FILE
+from pretriever.data import generated_queries_path
 
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
+QAC_CONTEXTS = ("references", "links")
 DEFAULT_METHODS = ("dl", "cm")
 
 
 @dataclass
 class MineConfig:
-    corpus: Path
-    out: Path
-    # which strategies to run, in this order: dl, cm, ict, wlp, bfs (a list or "dl,cm")
-    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
-    negatives: str = "random"  # random | overlap | none: one extra negative passage per pair
-    max_pairs: int | None = None  # total budget over all methods (None: every pair that passes the caps)
-    seed: int = 0  # every sampling decision is a hash of (seed, key): same seed, same pairs
-    engine: str = "duckdb"  # duckdb (out-of-core, one machine) | spark (local PySpark)
-    prepend_title: bool = False  # HLP: the positive's title is NOT prepended to its text
-    # co-mention: entities whose in-degree (number of documents linking to them) is in the
-    # top (100 - percentile)% of all link targets are not used as co-mentioned entities ...
-    cm_indegree_percentile: float = 90.0
-    # ... or, when set, an absolute threshold K: only entities with in-degree < K are used
-    cm_indegree_threshold: int | None = None
-    ict_keep_fraction: float = 0.1  # ICT: share of pairs whose positive keeps the query sentence
-    max_per_doc_pair: int = 4  # DL/CM/WLP: at most this many pairs per (query document, positive document)
-    max_per_query_passage: int = 2  # at most this many pairs whose query comes from the same passage
-    min_query_words: int = 5  # query sentences shorter than this are not used
-    min_passage_words: int = 20  # positives and negatives shorter than this are not used
-    skip_disambiguation: bool = True  # disambiguation pages give neither queries nor passages
-    overlap_candidates: int = 16  # overlap negatives: passages sampled per shared entity
-    stats_sample: int = 10000  # pairs per method tokenized for the Q-P lexical overlap statistic
-    overwrite: bool = False
-    threads: int | None = None  # DuckDB threads / Spark local cores (None: all)
-    memory_limit: str | None = None  # DuckDB memory limit before spilling to disk, e.g. "8GB"
-    spark_master: str | None = None  # default local[THREADS or *]
-    tokenizer: Path | None = None  # a tokenizer.json (default: all-MiniLM-L6-v2's BERT uncased WordPiece)
-    queries: Path | None = option(None, "QUERIES_DIR from `pretriever generate` (or its generated_queries.parquet): "
-                                        "the generated queries that method qc pairs with their passages.")
+    corpus: Path = option(help="A corpus store folder (from `pretriever corpus build`).")
+    out: Path = option(help="Folder for the pairs: one METHOD.parquet per method, pairs.json (manifest), "
+                            "stats.json and overlap.png.")
+    methods: list[str] = option(
+        default_factory=lambda: list(DEFAULT_METHODS),
+        help="Strategies to run, in this order (comma-separated, or a list in TOML): dl (dual-link: q links to P "
+             "and p links to Q), cm (co-mention: q and p link to a third entity E and p links to Q), ict (inverse "
+             "cloze task), wlp (wiki link prediction), bfs (body first selection), qac (C-MORE question-answer-"
+             "context triplets; needs references or context links), cc (two passages of one document: "
+             "coCondenser), qc (a passage and its generated queries; needs queries). HLP: dl,cm.")
+    negatives: str = option("random", "One extra negative passage per pair: random (the paper's choice: any "
+                                      "passage of another document), overlap (shares a linked entity with the "
+                                      "query but is neither DL nor CM; falls back to random) or none.")
+    max_pairs: int | None = option(None, "Total number of pairs, split evenly over the methods (a method that has "
+                                         "fewer gives the rest to the others); each keeps a seeded random sample.",
+                                   default_help="no limit: every pair that passes the caps")
+    seed: int = option(0, "Seed of every sampling decision (each is a hash of seed and key); the same seed gives "
+                          "the same pairs on either engine.")
+    engine: str = option("duckdb", "duckdb (one machine, out-of-core) or spark (local PySpark; same pairs as "
+                                   "duckdb for the same seed).")
+    prepend_title: bool = option(False, "Prepend the document title to positive and negative passages "
+                                        "(\"Title. text\"). HLP does not, to avoid superficial entity overlap.")
+    cm_indegree_percentile: float = option(
+        90.0, "CM: co-mentioned entities must have an in-degree (documents linking to them) below the top "
+              "(100 - this)% of all link targets. Paper: 90 (the top 10% are excluded). On a small sample "
+              "almost every target is linked once, so try 99.")
+    cm_indegree_threshold: int | None = option(
+        None, "CM: an absolute in-degree threshold K instead of the percentile (entities with in-degree >= K "
+              "are excluded).")
+    ict_keep_fraction: float = option(0.1, "ICT: share of pairs whose positive keeps the query sentence.")
+    max_per_doc_pair: int = option(4, "DL/CM/WLP: at most this many pairs per (query document, positive "
+                                      "document), so hub documents do not dominate.")
+    max_per_query_passage: int = option(2, "At most this many pairs whose query comes from the same passage.")
+    min_query_words: int = option(5, "Shortest query sentence, in words.")
+    min_passage_words: int = option(20, "Shortest positive or negative passage, in words.")
+    skip_disambiguation: bool = option(True, "Disambiguation pages give neither queries nor passages.")
+    overlap_candidates: int = option(16, "Overlap negatives: passages sampled per shared entity.")
+    stats_sample: int = option(10000, "Pairs per method tokenized for the query-passage lexical overlap statistic.")
+    overwrite: bool = option(False, "Replace pairs already in --out.")
+    threads: int | None = option(None, "Cores to use (DuckDB threads, Spark local cores).", default_help="all")
+    memory_limit: str | None = option(None, "DuckDB memory before it spills to disk, e.g. 16GB.",
+                                      default_help="DuckDB's own")
+    spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
+    tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
+                                    default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")
+    references: Path | None = option(
+        None, "QAC: a references folder (REFS_DIR from `pretriever references fetch/import`) whose page texts "
+              "give the contexts.")
+    context: str = option(
+        "references", "QAC: where contexts come from. references: the cited page (C-MORE). links: the cited page "
+                      "when it has text, else the passage of an article linked from the statement that mentions "
+                      "one of its entities (pretriever's offline fallback, not in the paper).")
+    block_words: int = option(128, "QAC: words per block of a reference text (paper: 128, 256 or 512).")
+    block_stride: int = option(64, "QAC: words between block starts (paper: 64, 128 or 256).")
+    resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
+                                 "keeps the batches of triplets it finished (the relational methods rerun; "
+                                 "they are quick).")
+    queries: Path | None = option(None, "QC: QUERIES_DIR from `pretriever generate` (or its "
+                                        "generated_queries.parquet): the generated queries paired with their "
+                                        "passages.")
+    ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
+                                              "answer entities.")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
         if self.tokenizer is not None:
             self.tokenizer = Path(self.tokenizer)
         self.methods = parse_methods(self.methods)
-        if self.queries is not None:
-            self.queries = Path(self.queries)
-        if "qc" in self.methods and (self.queries is None or not queries_table(self.queries).is_file()):
-            raise ValueError(f"method qc needs generated queries: give --queries QUERIES_DIR written by `pretriever "
-                             f"generate CORPUS --model NAME --out QUERIES_DIR` (got {self.queries or 'none'})")
         self.engine = str(self.engine).lower()
         self.negatives = str(self.negatives).lower()
         if self.engine not in ENGINES:
@@ -81,6 +110,22 @@ class MineConfig:
         for name in ("max_per_doc_pair", "max_per_query_passage", "overlap_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.references is not None:
+            self.references = Path(self.references)
+        if self.queries is not None:
+            self.queries = Path(self.queries)
+        if "qc" in self.methods and (self.queries is None or not generated_queries_path(self.queries).is_file()):
+            raise ValueError(f"method qc needs generated queries: give --queries QUERIES_DIR written by `pretriever "
+                             f"generate CORPUS --model NAME --out QUERIES_DIR` (got {self.queries or 'none'})")
+        self.context = str(self.context).lower()
+        if self.context not in QAC_CONTEXTS:
+            raise ValueError(f"context must be one of {', '.join(QAC_CONTEXTS)}, got {self.context!r}")
+        if "qac" in self.methods and self.references is None and self.context == "references":
+            raise ValueError("method qac needs references (--references REFS_DIR from `pretriever references "
+                             "fetch`), or --context links to build contexts from the linked articles")
+        if self.block_words < 1 or not 1 <= self.block_stride <= self.block_words:
+            raise ValueError(f"block_words must be at least 1 and block_stride between 1 and block_words, got "
+                             f"{self.block_words} and {self.block_stride}")
         for name in ("min_query_words", "min_passage_words", "stats_sample"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
@@ -89,23 +134,14 @@ class MineConfig:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
 
 
-def queries_table(queries: Path) -> Path:
-    """The generated_queries.parquet of a QUERIES_DIR (or the file itself)."""
-    return queries / QUERIES_FILE if queries.is_dir() else queries
-
-
 def parse_methods(value: Any) -> list[str]:
-    """``"dl,cm"`` or ``["dl", "cm"]`` -> ``["dl", "cm"]``, checked against the registry."""
-    from pretriever.mine.methods import METHODS
-
+    """``"dl,cm"`` or ``["dl", "cm"]`` -> ``["dl", "cm"]`` (names are checked against the registry where
+    they are used: :func:`pretriever.mine.methods.check_methods`)."""
     if isinstance(value, str):
         items = [v.strip().lower() for v in value.split(",")]
     else:
         items = [str(v).strip().lower() for v in value]
     items = [v for v in items if v]
     if not items:
-        raise ValueError(f"no mining method given; choose from {', '.join(METHODS)}")
-    unknown = [v for v in items if v not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown mining method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        raise ValueError("no mining method given")
     return list(dict.fromkeys(items))

@@ -15,7 +15,8 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from pretriever.mine.config import MineConfig, queries_table
+from pretriever.data import generated_queries_path
+from pretriever.mine.config import MineConfig
 from pretriever.mine.engine import Engine, word_count
 from pretriever.mine.schema import CANDIDATE
 
@@ -63,7 +64,7 @@ class MineContext:
     @cached_property
     def generated_queries(self) -> ir.Table:
         """(passage_id, candidate, text) from ``--queries`` (``pretriever generate``; checked by the config)."""
-        return self.engine.read_parquet(queries_table(self.config.queries), "generated_queries")
+        return self.engine.read(generated_queries_path(self.config.queries), "generated_queries")
 
     @cached_property
     def elinks(self) -> ir.Table:

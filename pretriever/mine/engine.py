@@ -24,10 +24,14 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from pretriever.corpus.schema import STORE_TABLES
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
+from pretriever.errors import PretrieverError
 
 SEP = "|"
+
+
+class MineError(PretrieverError):
+    """Mining cannot start or go on; the message says why and what to do."""
 
 
 @contextmanager
@@ -92,16 +96,16 @@ class Engine:
     def table(self, name: str) -> ir.Table:
         """A table of the corpus store (``documents``, ``passages``, ``links``, ...)."""
         if name not in self._tables:
-            _, is_dir = STORE_TABLES[name]
-            path = self.store.path / name if is_dir else self.store.path / f"{name}.parquet"
+            path, is_dir = self.store.table_path(name)
             with quiet():
                 self._tables[name] = self._read(path, is_dir, f"store_{name}")
         return self._tables[name]
 
-    def read_parquet(self, path: Path, name: str) -> ir.Table:
-        """A Parquet file from outside the store (e.g. generated queries) as a table."""
+    def read(self, path: Path, name: str, is_dir: bool = False) -> ir.Table:
+        """A Parquet file (or folder of them) that is not a store table (a method's own output, a references
+        table) as a table."""
         with quiet():
-            return self._read(Path(path), False, name)
+            return self._read(Path(path), is_dir, f"f_{name}_{next(self._names)}")
 
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
@@ -225,9 +229,9 @@ class SparkEngine(Engine):
 def local_spark_session(threads: int | None = None, master: str | None = None):
     """A quiet local Spark session (UTC, no UI, few shuffle partitions for one machine)."""
     try:
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession  # optional dependency (pretriever[spark])
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise RuntimeError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
+        raise MineError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
                            "(and a Java 17+ runtime)") from err
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cores = threads or os.cpu_count() or 2
@@ -242,7 +246,7 @@ def local_spark_session(threads: int | None = None, master: str | None = None):
                    .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
                    .getOrCreate())
     except Exception as err:  # no Java, a port in use, ...: say so instead of a JVM stack trace
-        raise RuntimeError(f"could not start a local Spark session for --engine spark ({err}); "
+        raise MineError(f"could not start a local Spark session for --engine spark ({err}); "
                            "PySpark needs a Java 17+ runtime on the PATH or in JAVA_HOME") from err
     session.sparkContext.setLogLevel("ERROR")
     return session

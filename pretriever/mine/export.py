@@ -12,11 +12,18 @@ negatives, ``negative``; a Parquet file (``--out x.parquet``; ``datasets.load_da
 ``--out``; ``datasets.load_from_disk``).
 
 ``jsonl``: every column of every pair, one JSON object a line.
+
+``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
+"qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
+from pairs that carry an answer span in their positive (qac); one article per pair.
+For qac, DPR's ``answers`` holds the answer entity.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,20 +32,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json
+from pretriever.mine.schema import MANIFEST
 
-FORMATS = ("dpr", "sentence-transformers", "jsonl")
+FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
 
 
-class PairsError(Exception):
+class PairsError(PretrieverError):
     """The folder is not a usable pairs folder, or the request does not fit it."""
 
 
 class PairsDir:
     def __init__(self, path: Path | str):
-        from pretriever.mine.pipeline import MANIFEST
-
         self.path = Path(path)
         manifest = self.path / MANIFEST
         if not manifest.exists():
@@ -86,6 +93,12 @@ def _ctx(title: str | None, text: str | None, passage_id: str | None) -> dict[st
     return {"title": title or "", "text": text or "", "passage_id": passage_id}
 
 
+def _answers(row: dict[str, Any]) -> list[str]:
+    if row.get("answer"):  # qac: the entity taken out of the question
+        return [row["answer"]]
+    return [row["query_title"]] if row["method"] in ANSWER_CONTAINING and row.get("query_title") else []
+
+
 def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
     negative = (_ctx(row["negative_title"], row["negative_text"], row["negative_passage_id"])
                 if row.get("negative_passage_id") else None)
@@ -93,7 +106,7 @@ def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
         "dataset": f"pretriever-{row['method']}",
         "pair_id": row["pair_id"],
         "question": row["query"],
-        "answers": [row["query_title"]] if row["method"] in ANSWER_CONTAINING and row.get("query_title") else [],
+        "answers": _answers(row),
         "positive_ctxs": [_ctx(row["positive_title"], row["positive_text"], row["positive_passage_id"])],
         "negative_ctxs": [negative] if negative and row.get("negative_kind") == "random" else [],
         "hard_negative_ctxs": [negative] if negative and row.get("negative_kind") == "overlap" else [],
@@ -109,6 +122,8 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
         return _export_jsonl(pairs, out, methods)
     if fmt == "sentence-transformers":
         return _export_st(pairs, out, methods)
+    if fmt == "squad":
+        return _export_squad(pairs, out, methods)
     raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -120,6 +135,29 @@ def _export_dpr(pairs: PairsDir, out: Path, methods: list[str]) -> int:
             f.write(("\n" if n == 0 else ",\n") + json.dumps(dpr_record(row), ensure_ascii=False))
             n += 1
         f.write("\n]\n")
+    return n
+
+
+def squad_article(row: dict[str, Any]) -> dict[str, Any]:
+    answer = {"text": row["answer"], "answer_start": row["answer_start"]}
+    qa = {"id": row["pair_id"], "question": row["query"], "answers": [answer]}
+    return {"title": row.get("positive_title") or "", "paragraphs": [{"context": row["positive_text"], "qas": [qa]}]}
+
+
+def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    """Pairs with an answer span -> SQuAD v1.1; pairs without one (other methods) are skipped."""
+    n = 0
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write('{"version": "v1.1", "data": [')
+        for row in pairs.rows(methods):
+            if row.get("answer") is None or row.get("answer_start") is None:
+                continue
+            f.write(("\n" if n == 0 else ",\n") + json.dumps(squad_article(row), ensure_ascii=False))
+            n += 1
+        f.write("\n]}\n")
+        if n == 0:
+            raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write as SQuAD; "
+                             "mine them with --method qac")
     return n
 
 
@@ -154,13 +192,10 @@ def _export_st(pairs: PairsDir, out: Path, methods: list[str]) -> int:
                     n += batch.num_rows
         return n
     try:
-        import datasets
+        import datasets  # optional and slow to import: only this export format needs it
     except ImportError as err:
         raise PairsError("writing a datasets folder needs the `datasets` package (pip install datasets); "
                          "or give an --out ending in .parquet") from err
-    import shutil
-    import tempfile
-
     table = pa.Table.from_batches(list(_st_batches(pairs, methods, with_negative)), schema=schema)
     ds = datasets.Dataset(table)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -60,7 +60,8 @@ class Negatives:
         x = x.mutate(_c=(x._i + x._j * stride + offset) % n)
         r = self.ranked
         x = x.join(r, x._c == r._r)
-        x = x.filter(x.n_doc != x.query_doc_id, x.n_doc != x.positive_doc_id, x.n_pid != x.positive_passage_id)
+        x = x.filter(x.n_doc != x.query_doc_id, x.positive_doc_id.isnull() | (x.n_doc != x.positive_doc_id),
+                     x.n_pid != x.positive_passage_id)
         x = first_per_group(x, ["key"], ["_j"])
         return x.select("key", "n_pid", "n_doc", "n_text")
 
@@ -96,7 +97,8 @@ class Negatives:
         x = pairs.select("key", "query_doc_id", "query_sentence_idx", "positive_doc_id", "positive_passage_id")
         x = x.join(sent, (x.query_doc_id == sent.e_doc) & (x.query_sentence_idx == sent.e_sidx))
         x = x.join(by_entity, x.e_entity == by_entity.c_entity)
-        x = x.filter(x.c_doc != x.query_doc_id, x.c_doc != x.positive_doc_id, x.c_pid != x.positive_passage_id)
+        x = x.filter(x.c_doc != x.query_doc_id, x.positive_doc_id.isnull() | (x.c_doc != x.positive_doc_id),
+                     x.c_pid != x.positive_passage_id)
         x = x.anti_join(to_docs, (x.c_pid == to_docs.t_pid) & (x.query_doc_id == to_docs.t_doc))
         x = x.select("key", "c_pid", "c_doc", "c_text").distinct()
         x = x.mutate(_h=hkey(ctx.seed, "ovl-pick", method, x.key, x.c_pid))

@@ -14,7 +14,6 @@ atomically; ``pairs.json`` (the manifest) is written last.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -25,27 +24,20 @@ from typing import Any
 
 import ibis
 import ibis.expr.types as ir
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever import __version__
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import Engine, first_per_group, hkey, open_engine
-from pretriever.mine.methods import METHODS
+from pretriever.mine.engine import Engine, MineError, first_per_group, hkey, open_engine
+from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
-from pretriever.mine.schema import PAIRS
+from pretriever.mine.schema import CHECKPOINTS, MANIFEST, PAIRS, PLOT, STATS
+from pretriever.mine.stats import compute_stats, plot_overlap
 
-MANIFEST = "pairs.json"
-STATS = "stats.json"
-PLOT = "overlap.png"
 WORK = ".work"
-
-
-class MineError(Exception):
-    """Mining cannot start or go on; the message says why and what to do."""
 
 
 @dataclass
@@ -55,6 +47,7 @@ class MethodResult:
     pairs: int = 0
     file: str | None = None
     reason: str | None = None  # why there are no pairs
+    report: dict[str, Any] | None = None  # the method's own counts (qac: its funnel)
 
 
 @dataclass
@@ -89,18 +82,23 @@ def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
     return alloc
 
 
-def prepare_out(out: Path, overwrite: bool) -> None:
+def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
+    """Check ``out``; replace earlier pairs with ``overwrite``, or keep what methods checkpointed with ``resume``."""
     if out.exists() and not out.is_dir():
         raise MineError(f"{out} exists and is not a folder")
     if out.exists() and any(out.iterdir()):
-        ours = (out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
+        ours = ((out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
+                or (out / CHECKPOINTS).exists())
         if not ours:
             raise MineError(f"{out} is a non-empty folder that does not hold mined pairs; choose another --out")
-        if not overwrite:
-            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them")
+        if not (overwrite or resume):
+            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them (or --resume to "
+                            "continue an interrupted run)")
         for path in [out / MANIFEST, out / STATS, out / PLOT, *out.glob("*.parquet")]:
             path.unlink(missing_ok=True)
         shutil.rmtree(out / WORK, ignore_errors=True)
+        if not resume:
+            shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -129,6 +127,7 @@ def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives)
     cols: dict[str, Any] = {name: t[name] for name in PAIRS.names if name in t.columns}
     cols["pair_id"] = ibis.literal(method) + "-" + t._h.substr(0, 16)
     cols["method"] = ibis.literal(method)
+    cols["positive_title"] = t.positive_title.fill_null(t.reference_title)  # qac: the cited page's title
     if cfg.prepend_title:
         for prefix in ("positive", "negative"):
             title, text = t[f"{prefix}_title"], t[f"{prefix}_text"]
@@ -155,14 +154,14 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring."""
     started = time.perf_counter()
     step = step or (lambda message: None)
+    check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
-    prepare_out(config.out, config.overwrite)
-    try:
-        engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
-                             memory_limit=config.memory_limit, spark_master=config.spark_master,
-                             spark_session=spark_session)
-    except RuntimeError as err:
-        raise MineError(str(err)) from err
+    for name in config.methods:
+        METHODS[name].preflight(config)
+    prepare_out(config.out, config.overwrite, config.resume)
+    engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
+                         memory_limit=config.memory_limit, spark_master=config.spark_master,
+                         spark_session=spark_session)  # MineError when Spark is missing or cannot start
     result = MineResult(config)
     try:
         ctx = MineContext(engine, config)
@@ -173,7 +172,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             table = engine.materialize(sampled(ctx, name, method.candidates(ctx)), f"candidates-{name}")
             candidates[name] = table
             count = engine.count(table)
-            result.methods[name] = MethodResult(name, candidates=count)
+            result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
         quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
@@ -194,10 +193,11 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
         engine.close()
 
     step("statistics")
-    from pretriever.mine.stats import compute_stats, plot_overlap
-
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
                                  sample=config.stats_sample, tokenizer=config.tokenizer)
+    for name, r in result.methods.items():
+        if r.report:
+            result.stats["methods"].setdefault(name, {}).update(r.report)
     write_json(config.out / STATS, result.stats)
     plot_overlap(result.stats, config.out / PLOT)
     result.seconds = time.perf_counter() - started
@@ -216,7 +216,7 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
         "total_pairs": result.total,
         "methods": {
             name: {"title": METHODS[name].title, "definition": METHODS[name].summary,
-                   "candidates": r.candidates, "pairs": r.pairs, "file": r.file,
+                   "candidates": r.candidates, "pairs": r.pairs, "file": r.file, **(r.report or {}),
                    **({"why_no_pairs": r.reason} if r.reason else {})}
             for name, r in result.methods.items()
         },

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# the files of a pairs folder besides METHOD.parquet
+MANIFEST = "pairs.json"
+STATS = "stats.json"
+PLOT = "overlap.png"
+CHECKPOINTS = ".checkpoints"  # what methods keep across an interruption (qac: finished batches), for --resume
+
 STR, I32, I64, BOOL = pa.string(), pa.int32(), pa.int64(), pa.bool_()
 
 # What a strategy (pretriever/mine/methods/*) returns, one row per candidate pair.
@@ -35,6 +41,15 @@ CANDIDATE = pa.schema([
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),   # ICT: the query sentence was left in the positive
     ("candidate", I32),              # QC: which of the passage's C generated queries (0..C-1)
+    ("answer", STR),                 # QAC: the entity taken out of the statement, as written in the positive
+    ("answer_start", I32),           # QAC: its character offsets in positive_text
+    ("answer_end", I32),
+    ("answer_type", STR),            # QAC: its spaCy entity type (PERSON, DATE, ...)
+    ("answer_phrase", STR),          # QAC: the interrogative phrase that replaced it (C-MORE Table 5)
+    ("statement", STR),              # QAC: the cited sentence the question was made from
+    ("reference_url", STR),          # QAC: the cited page the positive block comes from (NULL: a linked article)
+    ("reference_title", STR),        # QAC: that page's title
+    ("context_source", STR),         # QAC: reference | link (--context links fallback)
 ])
 
 PAIRS = pa.schema([
@@ -63,6 +78,15 @@ PAIRS = pa.schema([
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),
     ("candidate", I32),              # QC: index of the generated query; NULL for other methods
+    ("answer", STR),
+    ("answer_start", I32),
+    ("answer_end", I32),
+    ("answer_type", STR),
+    ("answer_phrase", STR),
+    ("statement", STR),
+    ("reference_url", STR),
+    ("reference_title", STR),
+    ("context_source", STR),
     ("negative_passage_id", STR),
     ("negative_doc_id", STR),
     ("negative_title", STR),

@@ -12,6 +12,7 @@ from rich.text import Text
 QUERY_ANCHOR = "bold yellow"  # the evidential anchor of the query (DL: to P, CM: to E)
 BACK_ANCHOR = "bold green"  # the positive's anchor linking back to Q
 ENTITY_ANCHOR = "bold magenta"  # CM: the positive's anchor to the co-mentioned entity E
+ANSWER = "bold cyan"  # QAC: the answer span in the positive and its wh-phrase in the question
 SNIPPET = 600
 
 
@@ -31,6 +32,7 @@ def render_pair(row: dict[str, Any], snippet: int = SNIPPET) -> Panel:
     positive = _highlight(row["positive_text"], [
         (row.get("positive_anchor_start"), row.get("positive_anchor_end"), BACK_ANCHOR),
         (row.get("entity_anchor_start"), row.get("entity_anchor_end"), ENTITY_ANCHOR),
+        (row.get("answer_start"), row.get("answer_end"), ANSWER),
     ], limit=snippet)
     parts: list[Any] = [Text.assemble(("Query", "bold"), f"  (title: {row.get('query_title')}, passage "
                                       f"{row['query_passage_id']})"), query, Text("")]
@@ -50,6 +52,11 @@ def render_pair(row: dict[str, Any], snippet: int = SNIPPET) -> Panel:
     if row.get("query_sentence_kept") is not None:
         evidence.append(Text("query sentence " + ("kept in" if row["query_sentence_kept"] else "removed from")
                              + " the positive"))
+    if row.get("answer"):
+        source = row.get("reference_url") or f"linked article {row.get('positive_title')}"
+        evidence.append(Text.assemble(("answer ", ""), (row["answer"], ANSWER),
+                                      f" ({row.get('answer_type')} -> {row.get('answer_phrase')!r}) from {source}"))
+        evidence.append(Text(f"statement: {row.get('statement')}"))
     if evidence:
         parts += [Text(""), Text("Evidence", style="bold"), *evidence]
     if row.get("negative_passage_id"):
@@ -68,7 +75,7 @@ def stats_table(stats: dict[str, Any], manifest: dict[str, Any] | None = None) -
     methods = list((manifest or {}).get("methods", {})) or list(stats.get("methods", {}))
     for method in methods:
         s = stats.get("methods", {}).get(method)
-        if s is None:
+        if s is None or "pairs" not in s:  # no pairs (a report may still say why)
             table.add_row(method, "0", "-", "-", "-", "-", "-")
             continue
         overlap = f"{s['mean_overlap']:.3f}" if "mean_overlap" in s else "-"

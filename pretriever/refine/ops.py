@@ -136,12 +136,16 @@ def _forward(torch, C, O, graph: _Graph):
     else:
         O_e = O[graph.o_e]
         s = (C[c_e] * O_e).sum(1)
+    # each log-sum-exp is shifted by its own maximum, so positives that score far below a negative
+    # do not underflow to exp(.) = 0 (which would make the loss infinite and the gradient nan)
     m = torch.full((n,), -math.inf, dtype=s.dtype, device=s.device).scatter_reduce(0, c_e, s, "amax")
+    s_pos = torch.where(pos_e > 0, s, torch.full_like(s, -math.inf))
+    m_pos = torch.full((n,), -math.inf, dtype=s.dtype, device=s.device).scatter_reduce(0, c_e, s_pos, "amax")
     e = torch.exp(s - m[c_e])
+    e_pos = torch.exp(s_pos - m_pos[c_e])
     z_all = torch.zeros(n, dtype=s.dtype, device=s.device).index_add_(0, c_e, e)
-    e_pos = e * pos_e
     z_pos = torch.zeros(n, dtype=s.dtype, device=s.device).index_add_(0, c_e, e_pos)
-    loss = torch.log(z_all) - torch.log(z_pos)
+    loss = (m + torch.log(z_all)) - (m_pos + torch.log(z_pos))
     coef = e / z_all[c_e] - e_pos / z_pos[c_e]
     if sparse:
         grad = graph.matrix(coef) @ O
@@ -230,6 +234,7 @@ def aopt(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.
 
 def _aopt_block(torch, C, O, graph: _Graph, lr, max_epochs, patience, min_delta, restore_best):
     n = C.shape[0]
+    start = C.clone()
     best = C.clone()
     best_loss = torch.full((n,), math.inf, dtype=C.dtype, device=C.device)
     first = None
@@ -244,7 +249,7 @@ def _aopt_block(torch, C, O, graph: _Graph, lr, max_epochs, patience, min_delta,
         loss, grad = _forward(torch, C_run, O, g)
         if first is None:
             first = loss.clone()
-        improved = loss < best_loss[run_ids] - min_delta
+        improved = torch.isfinite(loss) & (loss < best_loss[run_ids] - min_delta)  # nan or inf: not improved
         better_ids = run_ids[improved]
         best_loss[better_ids] = loss[improved]
         best[better_ids] = C_run[improved]
@@ -263,7 +268,7 @@ def _aopt_block(torch, C, O, graph: _Graph, lr, max_epochs, patience, min_delta,
         best_loss = first.clone()
     elif len(run_ids):  # centres that ran out of epochs: measure the vector after their last update
         loss, _ = _forward(torch, C[run_ids], O, g)
-        improved = loss < best_loss[run_ids] - min_delta
+        improved = torch.isfinite(loss) & (loss < best_loss[run_ids] - min_delta)
         best_loss[run_ids[improved]] = loss[improved]
         best[run_ids[improved]] = C[run_ids[improved]]
     if restore_best:
@@ -271,5 +276,7 @@ def _aopt_block(torch, C, O, graph: _Graph, lr, max_epochs, patience, min_delta,
     else:
         final = C
         final_loss, _ = _forward(torch, C, O, graph)
+    broken = ~torch.isfinite(final).all(1)  # an overflowed vector is never written: keep where it started
+    final[broken], final_loss[broken] = start[broken], first[broken]
     return (final.cpu().numpy(), first.double().cpu().numpy(), final_loss.double().cpu().numpy(),
             epochs.cpu().numpy(), early.cpu().numpy())

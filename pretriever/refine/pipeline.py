@@ -29,8 +29,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pretriever.io import write_parquet
+from pretriever.data import DatasetError, PassageLookup, QAFileError, load_qa_file, load_qrels, load_queries
+from pretriever.index.dense import INDEX_JSON, DenseIndex, save_dense_index
+from pretriever.io import write_json, write_parquet
 from pretriever.refine.config import RefineConfig
+from pretriever.refine.errors import RefineError
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
 from pretriever.refine.search import PatchedSearcher
@@ -46,18 +49,11 @@ ORACLE_WARNING = ("ORACLE PROTOCOL: the feedback labels belong to the evaluation
                   "JSON labels them 'oracle'.")
 
 
-class RefineError(ValueError):
-    """The inputs cannot be refined as given (a leak without --oracle, no store for answers, ...)."""
-
-
 # --- feedback and protocol -------------------------------------------------------------------
 
 def _holdout_keys(path: Path) -> tuple[set[str], set[str]]:
     """(ids, texts) of the evaluation queries in ``path``: BEIR qrels, BEIR queries or a QA file
     (matched by question text, since QA files number their questions by line)."""
-    from pretriever.evaluate.answers import QAFileError, load_qa_file
-    from pretriever.evaluate.datasets import DatasetError, load_qrels, load_queries
-
     path = Path(path)
     for reader in (load_qrels, load_queries):
         try:
@@ -109,8 +105,6 @@ def open_feedback(cfg: RefineConfig, say: Step | None = None) -> tuple[FeedbackS
 
 
 def _store_lookup(meta: dict[str, Any]):
-    from pretriever.evaluate.lookup import PassageLookup
-
     store = (meta.get("corpus") or {}).get("store")
     if store and Path(store, "manifest.json").exists():
         return PassageLookup(store)
@@ -196,6 +190,58 @@ def test_time_settings(cfg: RefineConfig) -> dict[str, Any] | None:
             "normalize": cfg.normalize, **cfg.aopt_params()}
 
 
+# --- index.json["refine"] ------------------------------------------------------------------
+
+def refine_params(cfg: RefineConfig) -> dict[str, Any]:
+    """The settings that shaped the vectors: depth and rounds, then eq. 9's weights or AOpt's."""
+    params: dict[str, Any] = {"k": cfg.k, "rounds": cfg.rounds if cfg.rewrites_passages else 0,
+                              "query_rounds": cfg.query_rounds if cfg.refines_queries else 0,
+                              "normalize": cfg.normalize}
+    if cfg.feedback == "topk":
+        params["k_pos"] = cfg.k_pos
+    if cfg.method == "linear":
+        params.update(alpha=1.0, beta=cfg.beta, gamma=cfg.gamma)
+    else:
+        params.update(cfg.aopt_params(), loss="multi-positive softmax: -log(sum_pos exp(s) / sum_all exp(s))")
+    return params
+
+
+def query_side(cfg: RefineConfig, query_vectors: bool) -> dict[str, Any]:
+    """What happens to queries at search time: stored refined vectors, test-time topk, or nothing."""
+    test_time = test_time_settings(cfg)
+    if cfg.refines_queries:
+        note = ("refined query vectors exist only for the feedback queries; other queries are "
+                + ("refined at search time with label-free topk feedback (test_time)" if test_time
+                   else "encoded as usual"))
+    else:
+        note = "query vectors are not refined (encoded as usual)"
+    return {"refined_vectors": f"{REFINE_DIR}/{QUERY_VECTORS}" if query_vectors else None,
+            "note": note, "test_time": test_time}
+
+
+def build_refine_meta(cfg: RefineConfig, feedback: FeedbackSet, protocol: dict[str, Any],
+                      log: list[dict[str, Any]], *, passages_changed: int, base_name: str, query_vectors: bool,
+                      passage_labels: bool, query_labels: bool) -> dict[str, Any]:
+    """``index.json["refine"]`` (without ``seconds``): method, params, feedback, protocol, rounds, files."""
+    return {
+        "method": cfg.method,
+        "order": "passages first (all rounds), then queries" if cfg.method == "hybrid" else None,
+        "params": refine_params(cfg),
+        "feedback": {"kind": cfg.feedback, **feedback.sources,
+                     **({"match": cfg.match} if cfg.feedback == "answers" else {})},
+        "protocol": protocol,
+        "queries": {"count": len(feedback), "file": f"{REFINE_DIR}/{FEEDBACK_QUERIES}"},
+        "query_side": query_side(cfg, query_vectors),
+        "passages_changed": int(passages_changed),
+        "rounds": log,
+        "labels": {"passage_centric": f"{REFINE_DIR}/{PASSAGE_LABELS}" if passage_labels else None,
+                   "query_centric": f"{REFINE_DIR}/{QUERY_LABELS}" if query_labels else None},
+        "base_index": str(Path(cfg.index).resolve()),
+        "base_name": base_name,
+        "config": cfg.to_json(),
+    }
+
+
 # --- the command -----------------------------------------------------------------------------
 
 def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
@@ -206,8 +252,6 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
     after the protocol checks); else they are encoded with the index's model (``model`` shares
     one already loaded).
     """
-    from pretriever.index.dense import DenseIndex, INDEX_JSON, save_dense_index
-
     say = step or (lambda m: None)
     started = time.perf_counter()
     out = Path(cfg.out)
@@ -281,48 +325,15 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
 
         base_name = dense.meta.get("name", dense.encoder.get("model_label", "dense"))
         name = f"{base_name}+{cfg.method}" + ("+oracle" if cfg.oracle else "")
-        test_time = test_time_settings(cfg)
-        params: dict[str, Any] = {"k": cfg.k, "rounds": cfg.rounds if cfg.rewrites_passages else 0,
-                                  "query_rounds": cfg.query_rounds if cfg.refines_queries else 0,
-                                  "normalize": cfg.normalize}
-        if cfg.feedback == "topk":
-            params["k_pos"] = cfg.k_pos
-        if cfg.method == "linear":
-            params.update(alpha=1.0, beta=cfg.beta, gamma=cfg.gamma)
-        else:
-            params.update(cfg.aopt_params(), loss="multi-positive softmax: -log(sum_pos exp(s) / sum_all exp(s))")
-        refine_meta = {
-            "method": cfg.method,
-            "order": "passages first (all rounds), then queries" if cfg.method == "hybrid" else None,
-            "params": params,
-            "feedback": {"kind": cfg.feedback, **feedback.sources,
-                         **({"match": cfg.match} if cfg.feedback == "answers" else {})},
-            "protocol": protocol,
-            "queries": {"count": len(feedback), "file": f"{REFINE_DIR}/{FEEDBACK_QUERIES}"},
-            "query_side": {
-                "refined_vectors": f"{REFINE_DIR}/{QUERY_VECTORS}" if refined_queries is not None else None,
-                "note": ("refined query vectors exist only for the feedback queries; other queries are "
-                         + ("refined at search time with label-free topk feedback (test_time)" if test_time
-                            else "encoded as usual")) if cfg.refines_queries else
-                        "query vectors are not refined (encoded as usual)",
-                "test_time": test_time,
-            },
-            "passages_changed": int(len(searcher.rows)),
-            "rounds": log,
-            "labels": {"passage_centric": f"{REFINE_DIR}/{PASSAGE_LABELS}" if passage_tables else None,
-                       "query_centric": f"{REFINE_DIR}/{QUERY_LABELS}" if query_tables else None},
-            "base_index": str(Path(cfg.index).resolve()),
-            "base_name": base_name,
-            "config": cfg.to_json(),
-        }
+        refine_meta = build_refine_meta(cfg, feedback, protocol, log, passages_changed=len(searcher.rows),
+                                        base_name=base_name, query_vectors=refined_queries is not None,
+                                        passage_labels=bool(passage_tables), query_labels=bool(query_tables))
         extra = {key: dense.meta[key] for key in ("corpus",) if key in dense.meta}
-        extra.update(name=name, refine=refine_meta)
+        extra.update(name=name, retriever="refined", refine=refine_meta)
         vectors = searcher.patched() if len(searcher.rows) else dense.embeddings
         meta = save_dense_index(out, pa.array(passage_ids.tolist(), pa.string()), vectors, dense.encoder,
                                 dense.params, dense.meta.get("dtype", "float32"), extra)
         meta["refine"]["seconds"] = round(time.perf_counter() - started, 3)
-        from pretriever.io import write_json
-
         write_json(out / INDEX_JSON, meta)
         return meta
     finally:

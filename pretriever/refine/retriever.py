@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from pretriever.data.qa import word_tokens
+from pretriever.index.dense import DenseIndex
 from pretriever.refine.labels import TopkJudge
 from pretriever.refine.pipeline import refine_queries
 from pretriever.refine.search import PatchedSearcher
@@ -54,15 +56,35 @@ class RefinedIndex:
         self.threads = threads
         self.last_stats: dict[str, int] = {}
 
+    @property
+    def protocol(self) -> str:
+        """``honest`` (feedback labels never belong to evaluation queries) or ``oracle`` (the paper's setting)."""
+        return ((self.meta.get("refine") or {}).get("protocol") or {}).get("name", "honest")
+
+    def feedback_overlap(self, ids: list[str], texts: list[str]) -> dict[str, Any]:
+        """How many of the given (evaluation) questions were feedback queries of this refinement, by id and by
+        normalised text, and what that means: evaluate refuses a labelled overlap under the honest protocol."""
+        refine = self.meta.get("refine") or {}
+        kind = (refine.get("feedback") or {}).get("kind")
+        table = pq.read_table(self.path / refine["queries"]["file"], columns=["query_id", "query"])
+        fb_ids, fb_texts = set(table.column("query_id").to_pylist()), set(map(_norm, table.column("query").to_pylist()))
+        same = [i for i, (qid, text) in enumerate(zip(ids, texts)) if qid in fb_ids or _norm(text) in fb_texts]
+        return {"protocol": self.protocol, "feedback": kind, "feedback_queries": len(fb_ids),
+                "evaluation_queries_in_feedback": len(same),
+                "transductive": bool(same) and kind == "topk",  # label-free feedback on the test queries
+                "leak": bool(same) and kind != "topk"}
+
     @classmethod
     def load(cls, path: Path | str, model=None, device: str | None = None, test_time: bool | dict | None = None,
-             stored_queries: bool = True, name: str | None = None, threads: int | None = None) -> RefinedIndex:
+             stored_queries: bool | None = None, name: str | None = None, threads: int | None = None) -> RefinedIndex:
         """Open a refined index folder. ``test_time``: None = as index.json says, False = off,
-        a dict = these topk settings instead; ``stored_queries``: use the feedback queries' refined vectors."""
-        from pretriever.index.dense import DenseIndex
-
+        a dict = these topk settings instead; ``stored_queries``: search a feedback query with its refined
+        vector (None: only under the oracle protocol; honestly, a searched query is never a labelled one)."""
         dense = DenseIndex.load(path, model=model, device=device)
-        side = (dense.meta.get("refine") or {}).get("query_side") or {}
+        refine = dense.meta.get("refine") or {}
+        side = refine.get("query_side") or {}
+        if stored_queries is None:
+            stored_queries = (refine.get("protocol") or {}).get("name") == "oracle"
         vectors: dict[str, np.ndarray] = {}
         stored = side.get("refined_vectors")
         if stored_queries and stored and (Path(path) / stored).exists():
@@ -102,10 +124,11 @@ class RefinedIndex:
         return self.dense.search_vectors(self.query_vectors_for(list(queries)), k)
 
 
-def open_index(path: Path | str, model=None, device: str | None = None):
-    """A :class:`RefinedIndex` when the folder's index.json records a refinement, else a DenseIndex."""
-    from pretriever.index.dense import DenseIndex, read_index_meta
+def _norm(text: str) -> str:
+    return " ".join(word_tokens(text))
 
-    if "refine" in read_index_meta(path):
-        return RefinedIndex.load(path, model=model, device=device)
-    return DenseIndex.load(path, model=model, device=device)
+
+def open_refined(path: Path | str, *, device: str | None = None, model=None) -> RefinedIndex:
+    """The opener of the ``refined`` index kind (an entry point of ``pretriever.retrievers``):
+    ``pretriever.index.open_retriever`` calls it for folders written by ``pretriever refine``."""
+    return RefinedIndex.load(path, model=model, device=device)

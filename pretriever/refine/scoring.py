@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pretriever.evaluate.metrics import qrels_metrics
+from pretriever.metrics import qrels_metrics
+from pretriever.refine.errors import RefineError
 from pretriever.refine.labels import FeedbackSet, Judge
 
 QRELS_GRID_METRICS = ("nDCG@10", "MRR@10", "Recall@20", "Recall@100")
@@ -30,7 +31,7 @@ class Scorer:
     def __init__(self, feedback: FeedbackSet, passage_ids: np.ndarray, judge: Judge | None = None,
                  doc_ids=None, ignore_identical_ids: bool = True):
         if feedback.kind not in ("qrels", "answers"):
-            raise ValueError("scoring needs labels: qrels or answers feedback")
+            raise RefineError("scoring needs labels: qrels or answers feedback")
         self.feedback = feedback
         self.passage_ids = passage_ids
         self.judge = judge

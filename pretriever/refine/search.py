@@ -11,7 +11,9 @@ index of 21M passages), so :class:`PatchedSearcher` keeps
 
 and merges the two top-k lists by score. For a flat original index this is exactly a search
 over the rewritten vectors; for HNSW/IVF-PQ the untouched part is as approximate as the
-original index was. The refined index written at the end is a normal index folder, built once
+original index was *in which rows it finds*, but every row found is re-scored exactly with its
+stored vector: PQ codes (and fp16 codes) give biased scores, and merging them with the exact
+scores of the rewritten rows would rank the two parts inconsistently. The refined index written at the end is a normal index folder, built once
 over all vectors (:class:`PatchedVectors` streams them without holding N x dim in memory).
 """
 
@@ -124,14 +126,29 @@ class PatchedSearcher:
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows), each len(queries) x k, best first; row -1 where fewer than k exist."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        if self._delta is None:
+        exact = self.params.type == "flat"
+        if self._delta is None and exact:
             return self.index.search(queries, k)
+        if self._delta is None:
+            scores, rows = self.index.search(queries, k)
+            return self._merge(self._rescore(queries, rows), rows, k)
         scores, rows = self.index.search(queries, k, params=self._search_params)
+        if not exact:
+            scores = self._rescore(queries, rows)
         k2 = min(k, len(self.rows))
         d_scores, d_local = self._delta.search(queries, k2)
         d_rows = np.where(d_local >= 0, self.rows[np.maximum(d_local, 0)], -1)
-        all_scores = np.concatenate([scores, d_scores], axis=1)
-        all_rows = np.concatenate([rows, d_rows], axis=1)
+        return self._merge(np.concatenate([scores, d_scores], axis=1), np.concatenate([rows, d_rows], axis=1), k)
+
+    def _rescore(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact inner products of each query with the stored vectors of its rows (-inf for row -1)."""
+        valid = rows >= 0
+        vectors = np.asarray(self.base[np.where(valid, rows, 0).ravel()], np.float32).reshape(*rows.shape, self.dim)
+        return np.where(valid, np.einsum("qd,qkd->qk", queries, vectors), -np.inf).astype(np.float32)
+
+    @staticmethod
+    def _merge(all_scores: np.ndarray, all_rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``k`` of each query's candidates by score (row -1 where there are fewer)."""
         all_scores = np.where(all_rows >= 0, all_scores, -np.inf)
         order = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
         out_scores = np.take_along_axis(all_scores, order, axis=1).astype(np.float32)

@@ -22,9 +22,11 @@ and almost no training signal. To reproduce the paper from a BERT checkpoint use
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from pretriever.config import option
 
 SIMILARITIES = ("cos", "dot")
 POOLINGS = ("cls", "mean", "max")
@@ -35,7 +37,7 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "prepend_title",
             "limit", "mix", "use_negatives", "pooling", "normalize", "shared_encoder", "similarity", "scale",
             "max_query_length", "max_passage_length", "epochs", "max_steps", "batch_size", "mini_batch_size",
-            "learning_rate", "warmup_ratio", "weight_decay", "seed", "no_duplicates", "precision",
+            "learning_rate", "warmup_ratio", "weight_decay", "seed", "no_duplicates", "precision", "heldout_pairs",
             "gather_across_devices", "save_steps")
 
 
@@ -76,48 +78,85 @@ def parse_mix(value: str | dict[str, Any] | None) -> dict[str, float] | None:
 
 @dataclass
 class TrainConfig:
-    out: Path  # MODEL_DIR: the trained sentence-transformers model, train.json, loss.png, checkpoints/
+    out: Path = option(help="MODEL_DIR: the trained sentence-transformers model, plus train.json (config, pairs per "
+                            "method, loss curve, time, pairs/s), loss.png and, while training, checkpoints/.")
     # --- training data: exactly one of pairs / beir / dpr ---
-    pairs: Path | None = None  # a pairs folder from `pretriever mine` (or any folder of Parquet pair files)
-    beir: Path | None = None  # a BEIR dataset folder (queries.jsonl, qrels/<split>.tsv, corpus.jsonl)
-    split: str = "train"  # BEIR qrels split
-    dpr: Path | None = None  # a DPR training JSON file (question, answers, positive_ctxs, hard_negative_ctxs)
-    corpus: Path | None = None  # a corpus store: passages for BEIR/DPR and the BM25 index for hard negatives
-    hard_negatives: str = "bm25"  # labelled data: bm25 (mined here) | file (DPR's hard_negative_ctxs) | none
-    bm25_depth: int = 10  # BM25 hits looked at for a hard negative (the best one that is not a positive)
-    prepend_title: bool = True  # labelled data: passages as "title text" (as the index stage encodes them)
-    limit: int | None = None  # few-shot: keep this many queries (labelled) or pairs (mined), seeded sample
-    mix: dict[str, float] | str | None = None  # mined pairs: share of each method, e.g. "dl:0.5,cm:0.5"
-    use_negatives: bool = True  # use the pair's extra negative passage when the data has one
+    pairs: Path | None = option(None, "Mined pairs: a folder from `pretriever mine` (or any folder of Parquet files "
+                                      "with query and positive_text, optionally method and negative_text).")
+    beir: Path | None = option(None, "Fine-tune on a BEIR dataset folder (queries.jsonl, qrels/SPLIT.tsv, "
+                                     "corpus.jsonl): one example per relevant (query, passage), BM25 hard negatives "
+                                     "mined here.")
+    split: str = option("train", "BEIR qrels split to train on.")
+    dpr: Path | None = option(None, "Fine-tune on a DPR training JSON file (question, answers, positive_ctxs, "
+                                    "hard_negative_ctxs), e.g. from `pretriever pairs export --format dpr`.")
+    corpus: Path | None = option(None, "A corpus store with the passages for BEIR/DPR data; its BM25 index gives the "
+                                       "hard negatives.",
+                                 default_help="BEIR's corpus.jsonl, or the contexts of the DPR file")
+    hard_negatives: str = option("bm25", "BEIR/DPR data: bm25 (the best BM25 passage that is not a positive and, for "
+                                         "DPR, holds no answer: DPR's recipe), file (DPR's own hard_negative_ctxs) or "
+                                         "none (in-batch negatives only).")
+    bm25_depth: int = option(10, "BM25 hits looked at for each query's hard negative (the best one that is not a "
+                                 "positive).")
+    prepend_title: bool = option(True, "BEIR/DPR data: passages as \"title text\", as the index stage encodes them.")
+    limit: int | None = option(None, "Few-shot: train on this many queries (labelled data) or pairs (mined), a "
+                                     "sample drawn with the seed. HLP's few-shot runs use m = 16, 128 (256 in its "
+                                     "text) and 1024.")
+    mix: dict[str, float] | str | None = option(
+        None, "Mined pairs: share of each method in the training set, e.g. dl:0.5,cm:0.5 (HLP: 10M DL + 10M CM). "
+              "The budget is the limit, or the most pairs the methods allow with these shares; each method's pairs "
+              "are a seeded sample.")
+    use_negatives: bool = option(True, "Use each pair's extra negative passage (HLP: one random negative) on top of "
+                                       "the in-batch negatives.")
     # --- model ---
-    model: str | None = None  # local path or name; None = the packaged all-MiniLM-L6-v2
-    pooling: str | None = None  # cls | mean | max; None keeps the model's (CLS for a plain checkpoint)
-    normalize: bool | None = None  # L2-normalise embeddings; None keeps the model's (off for a plain checkpoint)
-    shared_encoder: bool = True  # one encoder for queries and passages; False: two (DPR-style, a Router)
-    similarity: str = "cos"  # cos | dot (the paper's inner product)
-    scale: float = 20.0  # logits = scale * similarity; paper: dot with scale 1
-    max_query_length: int = 150  # word pieces
-    max_passage_length: int = 256
+    model: str | None = option(None, "Model to start from: a local sentence-transformers or Hugging Face folder, or a "
+                                     "name in the local Hugging Face cache (no downloads). HLP starts from "
+                                     "bert-base-uncased.", default_help="the packaged all-MiniLM-L6-v2")
+    pooling: str | None = option(None, "cls (HLP, DPR) | mean | max.",
+                                 default_help="keep the model's own (the packaged model: mean, then normalize); a "
+                                              "plain Hugging Face checkpoint gets cls")
+    normalize: bool | None = option(None, "L2-normalise embeddings.",
+                                    default_help="keep the model's own (packaged model: yes; a plain checkpoint: no, "
+                                                 "as in HLP)")
+    shared_encoder: bool = option(True, "One encoder for queries and passages (HLP pre-training) or two, DPR-style "
+                                        "(HLP fine-tuning); two are saved as a sentence-transformers Router: use "
+                                        "encode_query / encode_document.")
+    similarity: str = option("cos", "cos (sentence-transformers' default) or dot (HLP: inner product of the [CLS] "
+                                    "vectors).")
+    scale: float = option(20.0, "Logits = scale x similarity. HLP: 1 with dot; sentence-transformers: 20 with cos.",
+                          default_help="20")
+    max_query_length: int = option(150, "Word pieces per query. HLP: 150 pre-training, 256 fine-tuning.")
+    max_passage_length: int = option(256, "Word pieces per passage. HLP: 256.")
     # --- optimisation ---
-    epochs: float = 1.0
-    max_steps: int | None = None  # stop after this many optimizer steps (overrides epochs)
-    batch_size: int = 32  # pairs per step (per device); in-batch negatives come from the same batch
-    mini_batch_size: int | None = None  # set: GradCache (CachedMultipleNegativesRankingLoss), this many per forward
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1  # share of the steps with a linear warm-up, then linear decay to 0
-    weight_decay: float = 0.0
-    seed: int = 0  # data sampling (--limit, --mix), batch order, dropout, initialisation of new layers
-    no_duplicates: bool = True  # no repeated text inside a batch (a repeat would be a false in-batch negative)
-    precision: str = "fp32"  # fp32 | fp16 | bf16 (mixed precision on GPUs)
-    gather_across_devices: bool = False  # multi-GPU: in-batch negatives from every device
-    dataloader_workers: int = 0
+    epochs: float = option(1.0, "Passes over the data. HLP: 5 pre-training, 40 fine-tuning.", default_help="1")
+    max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides the epochs).")
+    batch_size: int = option(32, "Pairs per step per device; every other passage in the batch is a negative. HLP: "
+                                 "400 pre-training, 256 fine-tuning.")
+    mini_batch_size: int | None = option(None, "Use GradCache (CachedMultipleNegativesRankingLoss): encode this many "
+                                               "texts at a time, so a batch of 400 fits in the memory of this many. "
+                                               "Same loss, about 20-30% slower.", default_help="off")
+    learning_rate: float = option(2e-5, "Peak learning rate (AdamW). HLP: 2e-5.", default_help="2e-5")
+    warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0. HLP: 0.1.")
+    weight_decay: float = option(0.0, "AdamW weight decay.", default_help="0")
+    seed: int = option(0, "Seed of the data sample (limit, mix), the batch order, dropout and the initialisation "
+                          "of new layers.")
+    no_duplicates: bool = option(True, "Never put the same text twice in a batch (a duplicate would be a false "
+                                       "in-batch negative).")
+    precision: str = option("fp32", "fp32 | fp16 | bf16 (mixed precision, GPUs).")
+    gather_across_devices: bool = option(False, "Multi-GPU: every device's passages are negatives for every query "
+                                                "(a global batch of batch size x GPUs).")
+    dataloader_workers: int = option(0, "Processes that load batches (0: the training process itself).")
     # --- checkpoints and logging ---
-    save_steps: int = 1000  # checkpoint every N steps into MODEL_DIR/checkpoints
-    save_total_limit: int | None = 2  # keep only the newest N checkpoints
-    logging_steps: int | None = None  # loss logged every N steps; None: about 50 points over the run
-    resume: bool = False  # continue from the last checkpoint in MODEL_DIR/checkpoints
-    overwrite: bool = False  # replace a model already in MODEL_DIR
-    keep_checkpoints: bool = False  # keep MODEL_DIR/checkpoints after a successful run
+    save_steps: int = option(1000, "Checkpoint every N steps into MODEL_DIR/checkpoints.")
+    save_total_limit: int | None = option(2, "Keep only the newest N checkpoints.")
+    logging_steps: int | None = option(None, "Record the loss every N steps.",
+                                       default_help="about 50 points over the run")
+    resume: bool = option(False, "Continue an interrupted run from the newest checkpoint in MODEL_DIR (same options "
+                                 "as the interrupted run).")
+    overwrite: bool = option(False, "Replace a model already in MODEL_DIR.")
+    keep_checkpoints: bool = option(False, "Keep MODEL_DIR/checkpoints after a successful run.")
+    heldout_pairs: int = option(0, "Pairs kept out of training (at most a fifth of them) to check the model a person "
+                                   "can read: their loss, and how often a query ranks its own positive first among "
+                                   "the held-out positives, before and after training (0: off).")
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -149,6 +188,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if self.hard_negatives == "file" and self.dpr is None:
             raise ValueError("hard_negatives = 'file' reads DPR's hard_negative_ctxs; it needs --dpr")
+        if self.heldout_pairs < 0:
+            raise ValueError(f"heldout_pairs must be 0 (off) or more, got {self.heldout_pairs}")
         for name in ("batch_size", "max_query_length", "max_passage_length", "save_steps", "bm25_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -179,5 +220,3 @@ class TrainConfig:
         data = self.to_json()
         return {k: data[k] for k in RUN_KEYS}
 
-
-FIELD_NAMES = tuple(f.name for f in fields(TrainConfig))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pretriever.errors import PretrieverError
 
-class TrainError(Exception):
+
+class TrainError(PretrieverError):
     """Training cannot start or go on (the CLI prints the message and exits with status 2)."""

@@ -25,7 +25,6 @@ Few-shot (``--limit m``): m queries (BEIR: with all their relevant rows) drawn w
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import zlib
@@ -36,16 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from pretriever.retrieval import Hit
+from pretriever.data import (CorpusStore, PassageLookup, PassageSource, load_corpus, load_qrels, load_queries,
+                             passage_text, qrels_path, relevant)
+from pretriever.index.bm25 import BM25Index
 from pretriever.train.errors import TrainError
-
-
-def passage_text(title: str | None, text: str | None, prepend_title: bool = True) -> str:
-    """``title + " " + text``: how the index stage encodes passages by default (BEIR practice)."""
-    text = (text or "").strip()
-    if prepend_title and title and title.strip():
-        return f"{title.strip()} {text}".strip()
-    return text
 
 
 @dataclass
@@ -85,73 +78,13 @@ def sample_queries(qids: Sequence[str], limit: int | None, seed: int) -> list[st
     return [q for i, q in enumerate(qids) if i in picked]
 
 
-# ---------------------------------------------------------------- BEIR
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise TrainError(f"{path}:{n}: not valid JSON ({err})") from err
-    return rows
-
-
-def read_beir_queries(folder: Path) -> dict[str, str]:
-    path = Path(folder) / "queries.jsonl"
-    if not path.exists():
-        raise TrainError(f"{folder} is not a BEIR dataset folder: queries.jsonl is missing")
-    out = {}
-    for row in _jsonl(path):
-        if "_id" not in row or "text" not in row:
-            raise TrainError(f"{path}: every line needs _id and text (found keys {', '.join(row)})")
-        out[str(row["_id"])] = str(row["text"])
-    return out
-
-
-def read_beir_qrels(folder: Path, split: str) -> dict[str, list[str]]:
-    """query id -> relevant corpus ids (score > 0), in file order."""
-    qrels_dir = Path(folder) / "qrels"
-    path = qrels_dir / f"{split}.tsv"
-    if not path.exists():
-        splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.exists() else []
-        raise TrainError(f"{folder}: no qrels for split {split!r} ({path} is missing; "
-                         f"splits found: {', '.join(splits) or 'none'})")
-    out: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for n, row in enumerate(csv.reader(f, delimiter="\t"), 1):
-            if not row or (n == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid")):
-                continue
-            if len(row) < 3:
-                raise TrainError(f"{path}:{n}: expected query-id, corpus-id and score separated by tabs")
-            try:
-                score = float(row[2])
-            except ValueError:
-                raise TrainError(f"{path}:{n}: score {row[2]!r} is not a number") from None
-            if score > 0:
-                docs = out.setdefault(row[0].strip(), [])
-                if row[1].strip() not in docs:
-                    docs.append(row[1].strip())
-    if not out:
-        raise TrainError(f"{path} holds no relevant (score > 0) query-passage rows")
-    return out
-
-
-def read_beir_corpus(folder: Path) -> dict[str, tuple[str, str]]:
-    path = Path(folder) / "corpus.jsonl"
-    if not path.exists():
-        raise TrainError(f"{folder}: corpus.jsonl is missing; give the passages with --corpus STORE instead")
-    return {str(r["_id"]): (str(r.get("title") or ""), str(r.get("text") or "")) for r in _jsonl(path)}
-
-
 # ---------------------------------------------------------------- passages and BM25
 
 class Passages:
-    """Passage texts by id, from an in-memory dict or a corpus store."""
+    """Passage texts by id, from an in-memory dict (a BEIR corpus, a DPR file's contexts) or a corpus store."""
 
-    def __init__(self, texts: dict[str, tuple[str, str]] | None = None, store=None, prepend_title: bool = True):
+    def __init__(self, texts: dict[str, tuple[str, str]] | None = None, store: CorpusStore | None = None,
+                 prepend_title: bool = True):
         self.mem = texts
         self.store = store
         self.prepend_title = prepend_title
@@ -160,26 +93,11 @@ class Passages:
     def get(self, ids: Sequence[str]) -> dict[str, str]:
         if self.mem is not None:
             return {i: passage_text(*self.mem[i], self.prepend_title) for i in ids if i in self.mem}
-        import pyarrow as pa
-
-        con = self.store.connect()
+        lookup = PassageLookup(self.store)
         try:
-            con.register("wanted", pa.table({"pid": pa.array(list(dict.fromkeys(ids)), pa.string())}))
-            rows = con.execute(
-                "SELECT p.passage_id, d.title, p.text FROM passages p JOIN wanted w ON p.passage_id = w.pid "
-                "LEFT JOIN documents d ON p.doc_id = d.doc_id").fetchall()
-            found = {r[0]: passage_text(r[1], r[2], self.prepend_title) for r in rows}
-            rest = [i for i in ids if i not in found]
-            if rest:  # qrels may name documents of a store cut into passages: the whole document
-                con.register("rest", pa.table({"did": pa.array(rest, pa.string())}))
-                rows = con.execute(
-                    "SELECT p.doc_id, any_value(d.title), string_agg(p.text, ' ' ORDER BY p.position) "
-                    "FROM passages p JOIN rest r ON p.doc_id = r.did LEFT JOIN documents d ON p.doc_id = d.doc_id "
-                    "GROUP BY p.doc_id").fetchall()
-                found.update({r[0]: passage_text(r[1], r[2], self.prepend_title) for r in rows})
-            return found
+            return lookup.passage_texts(ids, self.prepend_title)
         finally:
-            con.close()
+            lookup.close()
 
     def sample(self, n: int, seed: int) -> list[tuple[str, str]]:
         """``n`` passages (id, text) drawn with the seed (from a store without reading it all into memory)."""
@@ -187,14 +105,11 @@ class Passages:
             ids, texts = self.all()
             picks = _rng(seed, "random-negative").choice(len(ids), min(n, len(ids)), replace=False)
             return [(ids[j], texts[j]) for j in picks.tolist()]
-        con = self.store.connect()
+        lookup = PassageLookup(self.store)
         try:
-            rows = con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
-                               "ON p.doc_id = d.doc_id ORDER BY md5(p.passage_id || ?) LIMIT ?",
-                               [f":{seed}", n]).fetchall()
+            return lookup.sample(n, seed, self.prepend_title)
         finally:
-            con.close()
-        return [(r[0], passage_text(r[1], r[2], self.prepend_title)) for r in rows]
+            lookup.close()
 
     def all(self) -> tuple[list[str], list[str]]:
         """Every passage (ids, texts), for a BM25 index built here."""
@@ -203,61 +118,26 @@ class Passages:
                 ids = list(self.mem)
                 self._all = (ids, [passage_text(*self.mem[i], self.prepend_title) for i in ids])
             else:
-                con = self.store.connect()
+                source = PassageSource(self.store)
                 try:
-                    rows = con.execute("SELECT p.passage_id, d.title, p.text FROM passages p "
-                                       "LEFT JOIN documents d ON p.doc_id = d.doc_id").fetchall()
+                    ids, texts = [], []
+                    for part_ids, part_texts in source.iter_parts(self.prepend_title):
+                        ids.extend(part_ids)
+                        texts.extend(part_texts)
                 finally:
-                    con.close()
-                self._all = ([r[0] for r in rows], [passage_text(r[1], r[2], self.prepend_title) for r in rows])
+                    source.close()
+                self._all = (ids, texts)
         return self._all
 
 
-class Bm25sRetriever:
-    """BM25 over passages held in memory (bm25s, Lucene variant, k1 1.5, b 0.75, English stop words
-    and Snowball stemmer: the settings of the index stage's BM25)."""
-
-    name = "bm25"
-
-    def __init__(self, ids: list[str], texts: list[str]):
-        import bm25s
-        import Stemmer
-
-        if not ids:
-            raise TrainError("the corpus for BM25 hard negatives is empty")
-        self.ids = ids
-        self._bm25s = bm25s
-        self.stemmer = Stemmer.Stemmer("english")
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False)
-        self.index = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
-        self.index.index(tokens, show_progress=False)
-
-    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        tokens = self._bm25s.tokenize(queries, stopwords="en", stemmer=self.stemmer, show_progress=False,
-                                      return_ids=False)
-        k = min(k, len(self.ids))
-        out: list[list[Hit]] = [[] for _ in queries]
-        todo = [i for i, t in enumerate(tokens) if t]
-        if todo:
-            docs, scores = self.index.retrieve([tokens[i] for i in todo], k=k, show_progress=False, n_threads=1)
-            for row, i in enumerate(todo):
-                out[i] = [Hit(self.ids[int(d)], float(s)) for d, s in zip(docs[row], scores[row]) if s > 0]
-        return out
-
-
-def bm25_retriever(passages: Passages) -> tuple[Any, str]:
-    """A BM25 retriever over ``passages`` and what it is: the index stage's ``BM25Index`` when
-    installed (over the corpus store, or over the in-memory texts), else :class:`Bm25sRetriever`."""
-    try:
-        from pretriever.index.bm25 import BM25Index
-    except ImportError:
-        BM25Index = None  # noqa: N806
-    if BM25Index is not None and passages.store is not None:
+def bm25_retriever(passages: Passages) -> tuple[BM25Index, str]:
+    """The index stage's BM25 (bm25s, Lucene, stop words, Snowball) over ``passages`` and what it is."""
+    if passages.store is not None:
         return BM25Index.build(passages.store), "pretriever.index.BM25Index over the corpus store"
     ids, texts = passages.all()
-    if BM25Index is not None:
-        return BM25Index.build_from_texts(ids, texts), f"pretriever.index.BM25Index over {len(ids):,} passages"
-    return Bm25sRetriever(ids, texts), f"bm25s over {len(ids):,} passages"
+    if not ids:
+        raise TrainError("the corpus for BM25 hard negatives is empty")
+    return BM25Index.build_from_texts(ids, texts), f"pretriever.index.BM25Index over {len(ids):,} passages"
 
 
 _SPACE = re.compile(r"\s+")
@@ -325,14 +205,14 @@ def fill_random_negatives(examples: list[Example], passages: Passages, seed: int
 def load_beir(folder: Path, split: str, limit: int | None, seed: int, prepend_title: bool,
               store=None) -> tuple[LabelledData, Passages]:
     folder = Path(folder)
-    queries = read_beir_queries(folder)
-    qrels = read_beir_qrels(folder, split)
+    queries = load_queries(folder)
+    qrels = relevant(load_qrels(qrels_path(folder, split)))
     missing = [q for q in qrels if q not in queries]
     qids = [q for q in qrels if q in queries]
     if not qids:
         raise TrainError(f"{folder}: none of the {len(qrels)} queries in qrels/{split}.tsv is in queries.jsonl")
     passages = Passages(store=store, prepend_title=prepend_title) if store is not None else \
-        Passages(read_beir_corpus(folder), prepend_title=prepend_title)
+        Passages(load_corpus(folder), prepend_title=prepend_title)
     kept = sample_queries(qids, limit, seed)
     texts = passages.get([d for q in kept for d in qrels[q]])
     examples, no_passage = [], 0

@@ -31,9 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.io import write_json
+from pretriever.data import CorpusStore
+from pretriever.io import atomic_path, write_json
+from pretriever.progress import console
+from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
+from pretriever.train.heldout import retrieval_check, split_heldout
+from pretriever.train.model import ROUTES, build_loss, build_model
+from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -151,8 +157,6 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     """Read, sample and write the training set (anchor, positive[, negative]) for this config."""
     path = cfg.out / WORK / f"train-pairs-rank{_rank()}.arrow"
     if cfg.pairs is not None:
-        from pretriever.train.pairs import scan_pairs, select_rows, write_selected
-
         step(f"reading pairs in {cfg.pairs}")
         scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
         rows, counts = select_rows(scan, cfg.mix, cfg.limit, cfg.seed)
@@ -165,16 +169,9 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
                 "negatives_note": scan.negatives_note, "mix": cfg.mix, "limit": cfg.limit}
         return TrainingData(path, n, counts, scan.with_negatives, info)
 
-    from pretriever.train import labelled as lab
-
     store = None
     if cfg.corpus is not None:
-        from pretriever.corpus.store import CorpusStore, StoreError
-
-        try:
-            store = CorpusStore(cfg.corpus)
-        except StoreError as err:
-            raise TrainError(str(err)) from err
+        store = CorpusStore(cfg.corpus)
     if cfg.beir is not None:
         step(f"reading BEIR {cfg.beir.name} ({cfg.split})")
         data, passages = lab.load_beir(cfg.beir, cfg.split, cfg.limit, cfg.seed, cfg.prepend_title, store)
@@ -209,8 +206,6 @@ def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def lab_write(data, with_negatives: bool, path: Path) -> int:
-    from pretriever.train.pairs import write_records
-
     return write_records(data.records(with_negatives), path)
 
 
@@ -229,8 +224,6 @@ def training_args(cfg: TrainConfig, data: TrainingData, logging_steps: int, outp
     from sentence_transformers.base.sampler import BatchSamplers
 
     columns = ["anchor", "positive"] + (["negative"] if data.with_negatives else [])
-    from pretriever.train.model import ROUTES
-
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
     return SentenceTransformerTrainingArguments(
@@ -287,8 +280,6 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.base.sampler import BatchSamplers
 
-    from pretriever.train.model import build_loss
-
     with_negatives = "negative" in dataset.column_names
     data = TrainingData(Path("-"), len(dataset), {}, with_negatives)
     with tempfile.TemporaryDirectory(prefix="pretriever-eval-") as tmp:
@@ -302,8 +293,6 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
 def progress_callback():
     """A rich progress bar over optimizer steps with the running loss and pairs/s."""
     from transformers import TrainerCallback
-
-    from pretriever.progress import console
 
     class RichProgress(TrainerCallback):
         def __init__(self):
@@ -360,8 +349,6 @@ def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pretriever.io import atomic_path
-
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     if curve:
         ax.plot([c["step"] for c in curve], [c["loss"] for c in curve], marker="o" if len(curve) < 30 else None,
@@ -374,6 +361,58 @@ def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png")
     plt.close(fig)
+
+
+def trained_pairs(cfg: TrainConfig, pairs: int, state, start_step: int, planned_steps: int,
+                  per_epoch: int) -> tuple[int, int]:
+    """(pairs trained by this run, steps per epoch), from the trainer's own step count ``state``."""
+    steps_run = state.global_step - start_step
+    if cfg.max_steps:
+        return steps_run * min(cfg.batch_size * _world(), pairs), per_epoch
+    # a no-duplicates sampler can need more batches than pairs / batch size
+    max_steps = state.max_steps or planned_steps
+    return round(steps_run * pairs * cfg.epochs / max(max_steps, 1)), max(1, round(max_steps / cfg.epochs))
+
+
+def training_summary(cfg: TrainConfig, state, per_epoch: int, resume_from: Path | None, start_step: int,
+                     curve: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``training`` section of train.json: steps, batch, loss, where a resumed run started."""
+    resumed = resume_from is not None
+    return {"steps": state.global_step, "steps_per_epoch": per_epoch,
+            "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
+            "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size else "MultipleNegativesRankingLoss",
+            "resumed_from": str(resume_from) if resumed else None,
+            "resumed_at_step": start_step if resumed else None,
+            "final_loss": curve[-1]["loss"] if curve else None}
+
+
+def heldout_figures(model, cfg: TrainConfig, heldout) -> dict[str, float]:
+    """Loss, accuracy@1 and MRR of the held-out pairs (see :mod:`pretriever.train.heldout`)."""
+    return {"loss": round(pairs_loss(model, cfg, heldout), 4),
+            **{k: round(v, 4) for k, v in retrieval_check(model, heldout["anchor"], heldout["positive"]).items()}}
+
+
+def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, Any], training: dict[str, Any],
+                    curve: list[dict[str, Any]], pairs_trained: int, *, train_seconds: float, train_cpu: float,
+                    total_seconds: float, heldout: dict[str, Any] | None = None) -> dict[str, Any]:
+    """train.json: the config, the data (pairs per method), the model, the run, its loss curve and speed.
+
+    ``train_cpu`` is the CPU seconds of this process (all threads) while training; ``heldout``: the
+    held-out check before and after training, when pairs were held out.
+    """
+    return {
+        "pretriever_version": __version__,
+        "config": cfg.to_json(),
+        "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
+        "model": model_info,
+        "training": training,
+        "loss_curve": curve,
+        "seconds": {"train": round(train_seconds, 3), "total": round(total_seconds, 3),
+                    "train_cpu": round(train_cpu, 3)},
+        "pairs_trained": pairs_trained,
+        "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
+        **({"heldout": heldout} if heldout else {}),
+    }
 
 
 def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
@@ -398,8 +437,6 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
         if resume_from is not None:
             check_same_data(cfg.out / CHECKPOINTS / RUN_SETTINGS, fingerprint)
 
-        from pretriever.train.model import build_loss, build_model
-
         step("loading the model")
         import transformers
 
@@ -412,18 +449,23 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
                 cfg.out.rmdir()
         raise
     loss = build_loss(model, cfg)
-    per_epoch, total_steps = plan_steps(cfg, data.pairs)
+    dataset, heldout = split_heldout(data.dataset(), cfg.heldout_pairs, cfg.seed)
+    per_epoch, total_steps = plan_steps(cfg, len(dataset))
     logging_steps = cfg.logging_steps or max(1, total_steps // 50)
     args = training_args(cfg, data, logging_steps)
     bar = progress_callback() if progress else None
-    trainer = make_trainer(model, loss, args, data.dataset(), list(callbacks) + ([bar] if bar else []))
+    trainer = make_trainer(model, loss, args, dataset, list(callbacks) + ([bar] if bar else []))
     if main:
         (cfg.out / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
         write_json(cfg.out / CHECKPOINTS / RUN_SETTINGS, {"settings": cfg.run_settings(), "data": fingerprint})
     start_step = 0
     if resume_from is not None:
         start_step = int(json.loads((resume_from / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
-    step(f"training on {data.pairs:,} pairs")
+    checks: dict[str, Any] = {}
+    if heldout is not None:
+        step(f"checking {len(heldout):,} held-out pairs before training")
+        checks = {"pairs": len(heldout), "before": {"at_step": start_step, **heldout_figures(model, cfg, heldout)}}
+    step(f"training on {len(dataset):,} pairs")
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
@@ -432,35 +474,17 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
             bar.close()  # an interrupted run leaves no live progress display behind
     train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     state = trainer.state
-    steps_run = state.global_step - start_step
-    if cfg.max_steps:
-        pairs_trained = steps_run * min(cfg.batch_size * _world(), data.pairs)
-    else:
-        # the trainer's own step count: a no-duplicates sampler can need more batches than pairs / batch size
-        pairs_trained = round(steps_run * data.pairs * cfg.epochs / max(state.max_steps or total_steps, 1))
-        per_epoch = max(1, round((state.max_steps or total_steps) / cfg.epochs))
+    pairs_trained, per_epoch = trained_pairs(cfg, len(dataset), state, start_step, total_steps, per_epoch)
+    if heldout is not None:
+        checks["after"] = heldout_figures(model, cfg, heldout)
 
     step(f"saving the model to {cfg.out}")
     trainer.save_model(str(cfg.out))
     curve = loss_curve(state.log_history)
-    report = {
-        "pretriever_version": __version__,
-        "config": cfg.to_json(),
-        "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
-        "model": model_info,
-        "training": {"steps": state.global_step, "steps_per_epoch": per_epoch,
-                     "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
-                     "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size
-                     else "MultipleNegativesRankingLoss",
-                     "resumed_from": str(resume_from) if resume_from is not None else None,
-                     "resumed_at_step": start_step if resume_from is not None else None,
-                     "final_loss": curve[-1]["loss"] if curve else None},
-        "loss_curve": curve,
-        "seconds": {"train": round(train_seconds, 3), "total": round(time.perf_counter() - t_start, 3),
-                    "train_cpu": round(train_cpu, 3)},  # CPU seconds of this process (all threads)
-        "pairs_trained": pairs_trained,
-        "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
-    }
+    training = training_summary(cfg, state, per_epoch, resume_from, start_step, curve)
+    report = training_report(cfg, data, model_info, training, curve, pairs_trained,
+                             train_seconds=train_seconds, train_cpu=train_cpu,
+                             total_seconds=time.perf_counter() - t_start, heldout=checks)
     barrier()
     if main:
         write_json(cfg.out / REPORT, report)

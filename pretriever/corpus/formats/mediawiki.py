@@ -50,7 +50,10 @@ def namespaces_from_siteinfo(siteinfo: bytes | None) -> Namespaces:
 
 def parse_page_xml(raw: RawPage, namespaces: Namespaces) -> ParsedPage:
     """Decode and parse one page; errors name the page and its byte offset."""
-    from pretriever.corpus.wikitext import clean_wikitext  # the hot loop, imported in workers
+    # Lazy on purpose (there is no cycle to hide): only the worker processes that parse pages need
+    # the cleaner, so the main process (which only cuts the dump into <page> elements), the other
+    # formats and every other command never compile its ~40 regular expressions.
+    from pretriever.corpus.wikitext import clean_wikitext  # imported in the workers only: see above
 
     doc_id, title = identify_page(raw.data)
     where = f"page {title!r} (id {doc_id}) at byte {raw.offset:,}"

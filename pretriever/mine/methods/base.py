@@ -8,10 +8,12 @@ writing) is done once for all strategies by ``pretriever.mine.pipeline``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import ibis.expr.types as ir
 
+from pretriever.errors import ConfigError
+from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 
 
@@ -23,8 +25,19 @@ class Method:
     cap_query_passages: ClassVar[bool] = True  # apply max_per_query_passage over the query's passage
     uses_links: ClassVar[bool] = True
 
+    @classmethod
+    def preflight(cls, config: MineConfig) -> None:
+        """Refuse, before any output is written, a run this method cannot do (a missing model, input, ...)."""
+
     def candidates(self, ctx: MineContext) -> ir.Table:
         raise NotImplementedError
+
+    def report(self, ctx: MineContext, candidates: int) -> dict[str, Any] | None:
+        """What the method counted while finding its candidates (kept in pairs.json and stats.json), or None.
+
+        ``candidates`` is the number left after the shared dedup and caps.
+        """
+        return None
 
     def why_empty(self, ctx: MineContext) -> str:
         """A sentence saying why the store gives this strategy no pairs."""
@@ -39,6 +52,13 @@ def register(cls: type[Method]) -> type[Method]:
         raise ValueError(f"mining method {cls.name!r} registered twice")
     METHODS[cls.name] = cls
     return cls
+
+
+def check_methods(names: list[str]) -> None:
+    """Refuse names that no registered strategy has (a :class:`ConfigError` listing the known ones)."""
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise ConfigError(f"unknown mining method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
 
 
 def links_reason(ctx: MineContext, what: str) -> str | None:

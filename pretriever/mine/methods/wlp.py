@@ -8,6 +8,7 @@ A uses all its lead sentences evenly before the caps pick among them.
 
 from __future__ import annotations
 
+import ibis
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
@@ -17,8 +18,6 @@ from pretriever.mine.methods.base import Method, links_reason, register
 
 def numbered(t: ir.Table, group: str, order: list[str]) -> ir.Table:
     """Add ``_k``: 0, 1, 2, ... within each group, in the given order."""
-    import ibis
-
     return t.mutate(_k=ibis.row_number().over(group_by=t[group], order_by=[t[c] for c in order]).cast("int64"))
 
 

@@ -1,4 +1,5 @@
-"""Metric plumbing: TREC-style metrics through pytrec_eval, top-k accuracy, Q-P overlap buckets.
+"""Metric plumbing: TREC-style metrics through pytrec_eval, top-k accuracy, Q-P overlap buckets, and
+the reader's exact match and F1 (SQuAD v1.1 normalisation; regex answers for CuratedTREC).
 
 Judgment metrics are never computed here by hand: runs and qrels go to pytrec_eval (the
 trec_eval code BEIR uses) and only its per-query numbers are averaged. Two conventions, both
@@ -12,6 +13,10 @@ BEIR's/trec_eval's:
 
 from __future__ import annotations
 
+import re
+import string
+import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 
 import pytrec_eval
@@ -96,3 +101,59 @@ def bucket_of(ratio: float | None, edges: Sequence[float] = OVERLAP_EDGES) -> st
         if ratio < hi:
             return labels[i]
     return labels[-1]
+
+
+# ---------------------------------------------------------------- reader answers: EM and F1 (SQuAD v1.1)
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", flags=re.UNICODE)
+_ASCII_PUNCT = frozenset(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1's answer normalisation: lower-case, drop punctuation and the articles a/an/the,
+    collapse whitespace (punctuation is removed, not spaced: ``U.S.`` is ``us``). Unicode is NFKC-folded first and every Unicode punctuation character
+    (category P*) counts, as well as ASCII's ``string.punctuation``; so ``“The  Beatles!”`` and
+    ``beatles`` are equal."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(ch for ch in text if ch not in _ASCII_PUNCT and not unicodedata.category(ch).startswith("P"))
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _regex_match(prediction: str, pattern: str) -> bool:
+    """CuratedTREC: the gold answer is a regular expression that must match at the start of the prediction
+    (DrQA's and DPR's rule), case-insensitively; a pattern that does not compile matches nothing."""
+    try:
+        compiled = re.compile(pattern, flags=re.IGNORECASE | re.UNICODE | re.MULTILINE)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return compiled.match(prediction) is not None
+
+
+def exact_match(prediction: str, golds: Sequence[str], regex: bool = False) -> float:
+    """1.0 when the prediction equals any gold answer after :func:`normalize_answer` (``regex``: when
+    any gold pattern matches it), else 0.0. No gold answers score 0.
+
+    Example: ``exact_match("the Eiffel Tower.", ["Eiffel Tower"]) == 1.0``."""
+    if regex:
+        return float(any(_regex_match(prediction, g) for g in golds))
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def _token_f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, golds: Sequence[str], regex: bool = False) -> float:
+    """SQuAD's token F1 of the prediction against its best gold answer (bag of normalised tokens).
+    Regex answers have no tokens to overlap: F1 is their exact match."""
+    if regex:
+        return exact_match(prediction, golds, regex=True)
+    return max((_token_f1(prediction, g) for g in golds), default=0.0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.store import CorpusStore
 
 
 def passage_text(title: str | None, text: str | None, prepend_title: bool) -> str:

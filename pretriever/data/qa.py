@@ -40,6 +40,8 @@ from pathlib import Path
 
 import regex
 
+from pretriever.data.beir import DatasetError
+
 MATCH_MODES = ("string", "regex")
 
 _ALPHA_NUM = r"[\p{L}\p{N}\p{M}]+"
@@ -48,7 +50,7 @@ _TOKEN = regex.compile(f"({_ALPHA_NUM})|({_NON_WS})", flags=regex.IGNORECASE | r
 _WORD = regex.compile(_ALPHA_NUM)
 
 
-class QAFileError(ValueError):
+class QAFileError(DatasetError):
     """A question-answer file cannot be read; the message names the file and the line."""
 
 

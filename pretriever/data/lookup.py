@@ -1,8 +1,9 @@
-"""What evaluation needs from a corpus store: passage -> document, text and title.
+"""Passages by id: document, text, title, whole documents, samples.
 
 A retriever returns passage ids only; judgments name documents, answers are matched against
-passage text and multi-hop gold sets may be titles. :class:`PassageLookup` answers these for
-the passages actually retrieved, in one DuckDB join per call; documents and titles are cached.
+passage text, multi-hop gold sets may be titles, training needs texts and random negatives.
+:class:`PassageLookup` answers these for the passages asked for, in one DuckDB join per call;
+documents and titles are cached.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pretriever.corpus.store import CorpusStore
+from pretriever.data.passages import passage_text
+from pretriever.data.store import CorpusStore
 
 
 class PassageLookup:
@@ -35,8 +37,9 @@ class PassageLookup:
             self._identity = not rows
         return self._identity
 
-    def _query(self, ids: list[str], sql: str) -> list[tuple]:
-        self._con.register("_wanted", pa.table({"passage_id": pa.array(ids, pa.string())}))
+    def _query(self, ids: list[str], sql: str, column: str = "passage_id") -> list[tuple]:
+        """Rows of ``sql``, which joins the view ``_wanted`` (one column ``column`` holding ``ids``)."""
+        self._con.register("_wanted", pa.table({column: pa.array(ids, pa.string())}))
         try:
             return self._con.execute(sql).fetchall()
         finally:
@@ -81,29 +84,34 @@ class PassageLookup:
 
     def document_texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
         """Whole documents' text (their passages in order, joined by a space)."""
-        todo = list(dict.fromkeys(doc_ids))
-        if not todo:
-            return {}
-        self._con.register("_docs", pa.table({"doc_id": pa.array(todo, pa.string())}))
-        try:
-            rows = self._con.execute("SELECT p.doc_id, string_agg(p.text, ' ' ORDER BY p.position) "
-                                     "FROM passages p JOIN _docs USING (doc_id) GROUP BY p.doc_id").fetchall()
-        finally:
-            self._con.unregister("_docs")
-        return dict(rows)
+        return dict(self._query(list(dict.fromkeys(doc_ids)), "SELECT p.doc_id, string_agg(p.text, ' ' ORDER BY "
+                                "p.position) FROM passages p JOIN _wanted USING (doc_id) GROUP BY p.doc_id", "doc_id"))
 
     def title_documents(self, titles: Iterable[str]) -> dict[str, str]:
         """Document id by title, for the titles found in the store."""
-        todo = list(dict.fromkeys(titles))
-        if not todo:
-            return {}
-        self._con.register("_titles", pa.table({"title": pa.array(todo, pa.string())}))
-        try:
-            rows = self._con.execute("SELECT d.title, min(d.doc_id) FROM documents d JOIN _titles USING (title) "
-                                     "GROUP BY d.title").fetchall()
-        finally:
-            self._con.unregister("_titles")
-        return dict(rows)
+        return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, min(d.doc_id) FROM documents d "
+                                "JOIN _wanted USING (title) GROUP BY d.title", "title"))
+
+    def passage_texts(self, ids: Iterable[str], prepend_title: bool) -> dict[str, str]:
+        """The text that is encoded for each id (:func:`passage_text`). An id that is not a passage
+        but a document of a store cut into passages (qrels name documents) gets the whole document."""
+        todo = list(dict.fromkeys(ids))
+        found = {pid: passage_text(title, text, prepend_title) for pid, title, text in self._query(
+            todo, "SELECT p.passage_id, d.title, p.text FROM passages p JOIN _wanted w USING (passage_id) "
+                  "LEFT JOIN documents d USING (doc_id)")}
+        rest = [i for i in todo if i not in found]
+        if rest:
+            titles = dict(self._query(rest, "SELECT doc_id, title FROM documents JOIN _wanted USING (doc_id)",
+                                      "doc_id"))
+            for doc_id, text in self.document_texts(rest).items():
+                found[doc_id] = passage_text(titles.get(doc_id), text, prepend_title)
+        return found
+
+    def sample(self, n: int, seed: int, prepend_title: bool) -> list[tuple[str, str]]:
+        """``n`` passages (id, text) drawn by a hash of the seed, without reading the store into memory."""
+        rows = self._con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
+                                 "USING (doc_id) ORDER BY md5(p.passage_id || ?) LIMIT ?", [f":{seed}", n]).fetchall()
+        return [(pid, passage_text(title, text, prepend_title)) for pid, title, text in rows]
 
     def close(self) -> None:
         self._con.close()

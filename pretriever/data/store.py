@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever.corpus.schema import STORE_TABLES
+from pretriever.errors import PretrieverError
 from pretriever.io import read_json
 
 
-class StoreError(Exception):
+class StoreError(PretrieverError):
     """The folder is not a usable corpus store."""
 
 
@@ -33,9 +35,14 @@ class CorpusStore:
         for name in STORE_TABLES:
             self.check_table(name)
 
-    def table_glob(self, name: str) -> str:
+    def table_path(self, name: str) -> tuple[Path, bool]:
+        """Where table ``name`` lives: (a folder of part files, True) or (one Parquet file, False)."""
         _, is_dir = STORE_TABLES[name]
-        return str(self.path / name / "*.parquet") if is_dir else str(self.path / f"{name}.parquet")
+        return (self.path / name, True) if is_dir else (self.path / f"{name}.parquet", False)
+
+    def table_glob(self, name: str) -> str:
+        path, is_dir = self.table_path(name)
+        return str(path / "*.parquet") if is_dir else str(path)
 
     def check_table(self, name: str) -> None:
         schema, is_dir = STORE_TABLES[name]
@@ -47,6 +54,15 @@ class CorpusStore:
         if missing:
             raise StoreError(f"{files[0]}: table {name!r} lacks column(s) {', '.join(missing)}; "
                              "was it written by another tool or an older pretriever? rebuild the store")
+
+    def read_table(self, name: str, columns: list[str] | None = None,
+                   sort_by: list[str] | None = None) -> pa.Table:
+        """A whole table (or some of its columns) as Arrow, optionally sorted; for tables that fit in memory."""
+        path, is_dir = self.table_path(name)
+        files = sorted(path.glob("*.parquet")) if is_dir else [path]
+        tables = [pq.read_table(f, columns=columns) for f in files]
+        table = pa.concat_tables(tables) if tables else pa.table({})
+        return table.sort_by([(c, "ascending") for c in sort_by]) if sort_by else table
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table (``documents``, ``passages``, ``links``, ...)."""

@@ -1,0 +1,46 @@
+"""What every command shares: one way to fail, one way to run a stage.
+
+A stage raises :class:`~pretriever.errors.PretrieverError` (or a subclass) with a message for
+a person; :func:`stage` turns it into ``error: MESSAGE`` on stderr and the error's exit status,
+and :func:`fail` does the same for problems the command line finds itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import typer
+from rich.markup import escape
+
+from pretriever.errors import PretrieverError
+from pretriever.progress import console
+
+EXIT_USAGE = 2  # bad options, unreadable inputs, a folder that is not what the command needs
+
+
+def fail(err: BaseException | str, code: int | None = None) -> NoReturn:
+    """Print ``error: ...`` (markup in the message is shown as written) and exit with ``code``
+    (default: the error's ``exit_code``, else 2)."""
+    exit_code = code if code is not None else getattr(err, "exit_code", EXIT_USAGE)
+    console.print(f"[red]error:[/red] {escape(str(err))}")
+    raise typer.Exit(exit_code) from (err if isinstance(err, BaseException) else None)
+
+
+@contextmanager
+def stage(progress=None) -> Iterator[None]:
+    """Run a stage's work: a :class:`PretrieverError`, or a file that cannot be read or written,
+    ends the command with a clear message (after stopping ``progress``, a rich Progress)."""
+    try:
+        yield
+    except (PretrieverError, OSError) as err:
+        if progress is not None:
+            progress.stop()
+        fail(err if isinstance(err, PretrieverError) else f"{err.filename or ''}: {err.strerror or err}".lstrip(": "))
+
+
+def given(**values) -> dict | None:
+    """The options that were given (not None), for a nested config table; None when none was."""
+    chosen = {k: v for k, v in values.items() if v is not None}
+    return chosen or None

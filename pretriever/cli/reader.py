@@ -1,0 +1,225 @@
+"""``pretriever reader ...`` (train, prepare, evaluate) and ``pretriever answer``: DPR's extractive reader.
+
+Wire into the main app with ``app.add_typer(reader_app, name="reader")`` and
+``app.command("answer")(answer_command)``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pretriever.cli.common import fail, stage
+from pretriever.config import ConfigError, build_config, help_for
+from pretriever.progress import console, count_progress
+from pretriever.reader.config import PrepareConfig, ReadOptions, ReaderConfig
+
+reader_app = typer.Typer(
+    help=(
+        "Reader (after index): DPR's extractive reader. `reader train` learns to pick the passage and the answer "
+        "span from SQuAD v1.1 JSON (qac triplets: `pretriever pairs export --format squad`) or DPR reader JSON; "
+        "`reader prepare` retrieves and labels passages for a QA set as DPR reader JSON; `reader evaluate` scores "
+        "end-to-end exact match and F1. Then `pretriever answer INDEX_DIR --reader READER_DIR \"question\"`."
+    ),
+    no_args_is_help=True,
+)
+
+
+def _retrieval(bm25: bool, hybrid: bool) -> str | None:
+    if bm25 and hybrid:
+        fail("give --bm25 or --hybrid, not both")
+    return "bm25" if bm25 else "hybrid" if hybrid else None
+
+
+def _config(cls, config: Optional[Path], section: str, **values):
+    try:
+        return build_config(cls, config, section, **values)
+    except (ConfigError, ValueError) as err:
+        fail(err)
+
+
+@reader_app.command("train")
+def train_command(
+    data: Path = typer.Argument(..., help=help_for(ReaderConfig, "data"), show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=help_for(ReaderConfig, "out"), show_default=False),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=help_for(ReaderConfig, "model")),
+    dev: Optional[Path] = typer.Option(None, "--dev", help=help_for(ReaderConfig, "dev")),
+    dev_share: Optional[float] = typer.Option(None, "--dev-share", help=help_for(ReaderConfig, "dev_share")),
+    passages: Optional[int] = typer.Option(None, "--passages", help=help_for(ReaderConfig, "passages")),
+    max_length: Optional[int] = typer.Option(None, "--max-length", help=help_for(ReaderConfig, "max_length")),
+    epochs: Optional[float] = typer.Option(None, "--epochs", help=help_for(ReaderConfig, "epochs")),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help=help_for(ReaderConfig, "max_steps")),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(ReaderConfig, "batch_size")),
+    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", help=help_for(ReaderConfig, "grad_accum")),
+    lr: Optional[float] = typer.Option(None, "--lr", help=help_for(ReaderConfig, "lr")),
+    precision: Optional[str] = typer.Option(None, "--precision", help=help_for(ReaderConfig, "precision")),
+    eval_steps: Optional[int] = typer.Option(None, "--eval-steps", help=help_for(ReaderConfig, "eval_steps")),
+    seed: Optional[int] = typer.Option(None, "--seed", help=help_for(ReaderConfig, "seed")),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(ReaderConfig, "limit")),
+    resume: bool = typer.Option(False, "--resume", help=help_for(ReaderConfig, "resume")),
+    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(ReaderConfig, "overwrite")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [reader] table sets any of these "
+                                          "(keys as in ReaderConfig; [reader.read] for the dev-time reading)."),
+) -> None:
+    """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac triplets).
+
+    Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.
+
+    Examples:
+
+      pretriever reader train qac-squad.json --out qac-reader/ --passages 4 --max-steps 2000
+
+      pretriever reader train nq-reader-train.json --model qac-reader/ --dev nq-reader-dev.json --out nq-reader/
+
+      pretriever reader train nq-reader.json --out reader/ --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2
+    """
+    from pretriever.reader.train import train_reader
+
+    cfg = _config(ReaderConfig, config, "reader", data=data, out=out, model=model, dev=dev, dev_share=dev_share,
+                  passages=passages, max_length=max_length, epochs=epochs, max_steps=max_steps,
+                  batch_size=batch_size, grad_accum=grad_accum, lr=lr, precision=precision, eval_steps=eval_steps,
+                  seed=seed, limit=limit, resume=resume or None, overwrite=overwrite or None)
+    with stage():
+        result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
+    dev_text = f"dev EM {result.dev['EM']:.3f}, F1 {result.dev['F1']:.3f} on {result.dev['questions']} questions; " \
+        if result.dev else ""
+    console.print(f"{dev_text}{result.seconds:.0f} s; reader written to {result.out}")
+
+
+@reader_app.command("prepare")
+def prepare_command(
+    index: Path = typer.Argument(..., help=help_for(PrepareConfig, "index"), show_default=False),
+    questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=help_for(PrepareConfig, "out"), show_default=False),
+    k: Optional[int] = typer.Option(None, "-k", help=help_for(PrepareConfig, "k")),
+    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
+    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
+    match: Optional[str] = typer.Option(None, "--match", help=help_for(PrepareConfig, "match")),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(PrepareConfig, "limit")),
+    device: Optional[str] = typer.Option(None, "--device", help=help_for(PrepareConfig, "device")),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [reader_prepare] table sets "
+                                          "any of these."),
+) -> None:
+    """Retrieve the top k passages of each question, mark those holding an answer (DPR's matching), write DPR reader JSON for `reader train` and `reader evaluate`.
+
+    Examples:
+
+      pretriever reader prepare idx/ nq-open-dev.jsonl --bm25 -k 20 --limit 300 --out nq-reader.json
+
+      pretriever reader prepare idx/ curatedtrec-test.jsonl --hybrid --match regex --limit 50 --out trec-reader.json
+    """
+    from pretriever.reader.prepare import prepare_reader_data
+
+    cfg = _config(PrepareConfig, config, "reader_prepare", index=index, questions=questions, out=out, k=k,
+                  retrieval=_retrieval(bm25, hybrid), match=match, limit=limit, device=device)
+    with count_progress() as progress, stage(progress):
+        task = progress.add_task("retrieving", total=None, rate="")
+        counts = prepare_reader_data(cfg, say=lambda m: progress.console.print(f"[dim]{escape(m)}[/dim]"),
+                                     progress=lambda done, total: progress.update(task, completed=done, total=total))
+    console.print(f"{counts['questions']:,} questions, {counts['with_positive']:,} with an answer in the top "
+                  f"{counts['k']} of {escape(counts['retriever'])} ({counts['match']} matching); written to {cfg.out}")
+
+
+def _read_options(**values) -> ReadOptions:
+    return _config(ReadOptions, None, "answer", **values)
+
+
+@reader_app.command("evaluate")
+def evaluate_command(
+    index: Path = typer.Argument(..., help="INDEX_DIR: a dense, refined or BM25 index folder.", show_default=False),
+    questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
+    reader: Path = typer.Option(..., "--reader", "-r", help="READER_DIR from `pretriever reader train`."),
+    k: int = typer.Option(20, "-k", help="Passages read per question."),
+    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
+    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
+    match: Optional[str] = typer.Option(None, "--match", help=help_for(PrepareConfig, "match")),
+    rank: Optional[str] = typer.Option(None, "--rank", help=help_for(ReadOptions, "rank")),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N questions."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write results.json (metrics and per-question "
+                                       "predictions) here."),
+    device: Optional[str] = typer.Option(None, "--device", help=help_for(ReadOptions, "device")),
+) -> None:
+    """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
+
+    Examples:
+
+      pretriever reader evaluate idx/ nq-open-dev.jsonl --reader reader/ --bm25 -k 5 --limit 20
+    """
+    from pretriever.data import load_qa_file
+    from pretriever.data.qa import guess_match_mode
+    from pretriever.io import write_json
+    from pretriever.reader.evaluate import evaluate_reader
+    from pretriever.reader.predict import Reader
+    from pretriever.reader.prepare import open_system
+
+    options = _read_options(rank=rank, device=device)
+    with count_progress() as progress, stage(progress):
+        examples = load_qa_file(questions)[:limit]
+        mode = match or guess_match_mode(questions)
+        system = open_system(index, _retrieval(bm25, hybrid) or "index", device)
+        task = progress.add_task("reading", total=len(examples), rate="")
+        result = evaluate_reader(system.retriever, system.lookup, examples, Reader.load(reader, options), k, mode,
+                                 progress=lambda done, total: progress.update(task, completed=done))
+        if out is not None:
+            write_json(out, {"system": system.label, "reader": str(reader), "k": k, "match": mode,
+                             "metrics": result.metrics, "per_question": result.per_question})
+    table = Table(title=f"{system.label} + reader, {result.metrics['questions']} questions")
+    for name in result.metrics:
+        table.add_column(name, justify="right")
+    table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in result.metrics.values()))
+    console.print(table)
+
+
+def answer_command(
+    index: Path = typer.Argument(..., help="INDEX_DIR: a dense, refined or BM25 index folder.", show_default=False),
+    questions: List[str] = typer.Argument(..., help="One or more questions.", show_default=False),
+    reader: Path = typer.Option(..., "--reader", "-r", help="READER_DIR from `pretriever reader train`."),
+    k: int = typer.Option(20, "-k", help="Passages retrieved and read per question."),
+    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
+    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
+    rank: Optional[str] = typer.Option(None, "--rank", help=help_for(ReadOptions, "rank")),
+    max_answer_length: Optional[int] = typer.Option(None, "--max-answer-length",
+                                                    help=help_for(ReadOptions, "max_answer_length")),
+    n_best: Optional[int] = typer.Option(None, "--n-best", help=help_for(ReadOptions, "n_best")),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per question on stdout."),
+    device: Optional[str] = typer.Option(None, "--device", help=help_for(ReadOptions, "device")),
+) -> None:
+    """Answer questions: retrieve the top k passages, read them, print the answer with its passage title and the evidence, the span highlighted.
+
+    The answer is the best span of the passage with the highest selection score (C-MORE); --rank span takes the best span score over all passages.
+
+    Examples:
+
+      pretriever answer idx/ --reader reader/ "who founded the Academy Awards" -k 5 --bm25
+
+      pretriever answer idx/ --reader reader/ "when did Alexander the Great die" -k 5 --hybrid --json
+    """
+    from pretriever.reader.predict import Reader
+    from pretriever.reader.prepare import answer_questions, open_system
+
+    options = _read_options(rank=rank, max_answer_length=max_answer_length, n_best=n_best, device=device)
+    with stage():
+        system = open_system(index, _retrieval(bm25, hybrid) or "index", device)
+        answers = answer_questions(system, Reader.load(reader, options), list(questions), k)
+    stdout = Console()
+    for answer in answers:
+        if as_json:
+            typer.echo(json.dumps(answer.to_json(), ensure_ascii=False))
+            continue
+        text = answer.passage.text
+        evidence = (escape(text[:answer.start]) + "[bold black on yellow]" + escape(text[answer.start:answer.end])
+                    + "[/]" + escape(text[answer.end:]))
+        stdout.print(f"[bold]Q:[/bold] {escape(answer.question)}\n[bold green]A:[/bold green] {escape(answer.text)}"
+                      f"   [dim](span {answer.score:.2f}, selection {answer.relevance:.2f}, passage "
+                      f"#{answer.passage_rank + 1} {escape(answer.passage.passage_id)})[/dim]\n"
+                      f"[bold]{escape(answer.passage.title or '')}[/bold]\n{evidence}")
+        others = [s.text for s in answer.n_best[1:]]
+        if others:
+            stdout.print(f"[dim]also: {escape(' | '.join(others))}[/dim]")
+        stdout.print()

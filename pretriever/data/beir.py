@@ -1,0 +1,125 @@
+"""BEIR files: queries, judgments (BEIR or TREC qrels) and the corpus.
+
+* BEIR ``queries.jsonl``: one ``{"_id", "text"}`` a line (a BEIR dataset folder is accepted
+  and its ``queries.jsonl`` read).
+* BEIR ``corpus.jsonl``: ``{"_id", "title", "text"}`` a line.
+* Judgments: BEIR's qrels TSV (header ``query-id  corpus-id  score``) or TREC qrels
+  (``qid 0 docid rel``, whitespace-separated, no header). A folder means its ``qrels/test.tsv``.
+  Judged ids are *document* ids (BEIR ``_id``). Scores are kept as integers; relevance is
+  ``score >= 1`` (pytrec_eval's default), and grades count in nDCG.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pretriever.errors import PretrieverError
+
+
+class DatasetError(PretrieverError, ValueError):
+    """A dataset file cannot be read; the message names the file and the line."""
+
+
+def _beir_file(path: Path, name: str) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        path = path / name
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file")
+    return path
+
+
+def _json_lines(path: Path, expected: str):
+    """(line number, object) for every non-blank line of a JSONL file; ``expected`` names the record."""
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DatasetError(f"{path}, line {line_no}: not JSON ({err.msg})") from None
+            if not isinstance(obj, dict) or "_id" not in obj:
+                raise DatasetError(f"{path}, line {line_no}: expected {expected}")
+            yield line_no, obj
+
+
+def load_queries(path: Path | str) -> dict[str, str]:
+    """BEIR queries: ``{_id: text}`` in file order."""
+    path = _beir_file(Path(path), "queries.jsonl")
+    expected = 'a BEIR query {"_id": ..., "text": ...}'
+    queries: dict[str, str] = {}
+    for line_no, obj in _json_lines(path, expected):
+        if not isinstance(obj.get("text"), str):
+            raise DatasetError(f"{path}, line {line_no}: expected {expected}")
+        queries[str(obj["_id"])] = obj["text"]
+    if not queries:
+        raise DatasetError(f"{path}: holds no queries")
+    return queries
+
+
+def qrels_path(folder: Path | str, split: str) -> Path:
+    """``folder/qrels/<split>.tsv`` of a BEIR dataset, or an error listing the splits it has."""
+    qrels_dir = Path(folder) / "qrels"
+    path = qrels_dir / f"{split}.tsv"
+    if not path.is_file():
+        splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
+        raise DatasetError(f"{folder}: no qrels for split {split!r} ({path} is missing; "
+                           f"splits found: {', '.join(splits) or 'none'})")
+    return path
+
+
+def load_qrels(path: Path | str) -> dict[str, dict[str, int]]:
+    """Judgments ``{query_id: {doc_id: score}}`` from a BEIR qrels TSV or a TREC qrels file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "qrels" / "test.tsv"
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file")
+    qrels: dict[str, dict[str, int]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if line_no == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
+                continue  # BEIR header
+            if len(parts) == 3:
+                qid, did, score = parts
+            elif len(parts) == 4:
+                qid, _, did, score = parts
+            else:
+                raise DatasetError(f"{path}, line {line_no}: expected `query-id corpus-id score` (BEIR) or "
+                                   f"`qid 0 docid rel` (TREC), got {len(parts)} field(s)")
+            try:
+                value = int(float(score))
+            except ValueError:
+                raise DatasetError(f"{path}, line {line_no}: the score {score!r} is not a number") from None
+            qrels.setdefault(qid, {})[did] = value
+    if not qrels:
+        raise DatasetError(f"{path}: holds no judgments")
+    return qrels
+
+
+def queries_in_qrels(queries: dict[str, str], qrels: dict[str, dict[str, int]],
+                     queries_path: Path | str = "queries", qrels_path: Path | str = "qrels") -> dict[str, str]:
+    """The queries that have judgments, in qrels order (as BEIR does); judged queries must have a text."""
+    missing = [q for q in qrels if q not in queries]
+    if missing:
+        raise DatasetError(f"{len(missing)} judged query id(s) of {qrels_path} are not in {queries_path} "
+                           f"(e.g. {', '.join(missing[:5])}): are these the queries of the same dataset?")
+    return {q: queries[q] for q in qrels}
+
+
+def load_corpus(path: Path | str) -> dict[str, tuple[str, str]]:
+    """A BEIR corpus as ``{_id: (title, text)}`` in file order (a dataset folder: its corpus.jsonl)."""
+    path = _beir_file(Path(path), "corpus.jsonl")
+    return {str(obj["_id"]): (str(obj.get("title") or ""), str(obj.get("text") or ""))
+            for _, obj in _json_lines(path, 'a BEIR document {"_id", "title", "text"}')}
+
+
+def relevant(qrels: dict[str, dict[str, int]]) -> dict[str, list[str]]:
+    """Each query's relevant documents (grade >= 1), in file order."""
+    out = {q: [d for d, grade in docs.items() if grade >= 1] for q, docs in qrels.items()}
+    return {q: docs for q, docs in out.items() if docs}

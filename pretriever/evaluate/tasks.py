@@ -1,0 +1,350 @@
+"""The three kinds of evaluation, one small class each (as sentence-transformers' evaluators).
+
+A task knows its questions, how deep each system must search, how to score one system's
+hits, which text is each question's reference for the Q-P overlap analysis, and what it
+reports about the dataset. :func:`pretriever.evaluate.core.evaluate_retrievers` runs any of
+them the same way, so a new kind of evaluation is one more class here.
+
+* :class:`QrelsTask` - judgments (BEIR/TREC): nDCG@10, MRR@10, Recall@20/100/1000, MAP via
+  pytrec_eval; passages aggregated to documents by their best score (MaxP).
+* :class:`AnswersTask` - open-domain QA: top-k accuracy with DPR's answer matching.
+* :class:`MultiHopTask` - multi-hop: top-k accuracy when every gold passage or title is retrieved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pretriever.data import AnswerMatcher, MultiHopExample, PassageLookup, QAExample
+from pretriever.data.qa import invalid_patterns
+from pretriever.errors import PretrieverError
+from pretriever.evaluate.config import DEFAULT_MULTIHOP_KS, DEFAULT_QA_KS, DEFAULT_QRELS_DEPTH
+from pretriever.metrics import CURVE_CUTOFFS, QRELS_METRICS, accuracy_at, qrels_metrics, recall_curve, trec_order
+from pretriever.retrieval import Hit
+
+
+class EvaluationError(PretrieverError, ValueError):
+    """The inputs cannot be evaluated as given (no store for answer matching, duplicate names, ...)."""
+
+
+@dataclass
+class SystemScore:
+    """One system's figures on a task."""
+
+    means: dict[str, float]  # metric -> mean over the questions
+    per_query: dict[str, dict[str, Any]]  # question id -> values
+    curve: dict[str, list]  # {"k": [...], "value": [...], "metric": ...}
+    overlap_values: list[float]  # per question, the metric the overlap buckets report
+    success_ranks: list[int | None] = field(default_factory=list)  # answers / multi-hop: rank of success
+    notes: list[str] = field(default_factory=list)
+
+
+class EvaluationTask:
+    """What one kind of evaluation fetches, how it scores and what it reports."""
+
+    kind: ClassVar[str]
+    qids: list[str]
+    texts: list[str]
+    depth: int
+    ks: list[int]
+
+    def _cut_ks(self, ks: Sequence[int] | None, default: Sequence[int], depth: int | None) -> None:
+        wanted = sorted(set(ks or default))
+        self.depth = depth or wanted[-1]
+        self.dropped_ks = [k for k in wanted if k > self.depth]
+        self.ks = [k for k in wanted if k <= self.depth] or [self.depth]
+
+    def notes(self) -> list[str]:
+        """What the reader of the results must know about the inputs."""
+        if getattr(self, "dropped_ks", None):
+            return [f"cut-offs {', '.join(map(str, self.dropped_ks))} exceed the depth {self.depth} and are not "
+                    "reported"]
+        return []
+
+    def check_lookup(self, name: str, lookup: PassageLookup | None) -> None:
+        """Refuse a system whose store is missing when the task needs one."""
+
+    def fetch_depth(self, lookup: PassageLookup | None) -> int:
+        return self.depth
+
+    def score(self, name: str, hits: list[list[Hit]], lookup: PassageLookup | None) -> SystemScore:
+        raise NotImplementedError
+
+    def references(self, scores: dict[str, SystemScore], runs: dict[str, list[list[Hit]]],
+                   lookups: dict[str, PassageLookup | None]) -> tuple[list[str | None], str]:
+        """Each question's reference text for the overlap analysis, and what it is."""
+        raise NotImplementedError
+
+    @property
+    def overlap_metric(self) -> str:
+        raise NotImplementedError
+
+    def info(self, lookups: dict[str, PassageLookup | None]) -> dict[str, Any]:
+        """What the results file says about the dataset, beyond kind, size and depth."""
+        return {"ks": self.ks}
+
+
+
+class QrelsTask(EvaluationTask):
+    """Judged queries (``{qid: text}``, ``{qid: {doc_id: grade}}``); only judged queries are searched.
+
+    Judged ids are documents: when the store cuts documents into passages, ``maxp_factor x depth``
+    passages are fetched and a document scores its best passage (MaxP). A document whose id is the
+    query's own id is left out with ``ignore_identical_ids`` (BEIR's default).
+    """
+
+    kind = "qrels"
+
+    def __init__(self, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], depth: int | None,
+                 maxp_factor: int = 3, ignore_identical_ids: bool = True):
+        missing = [q for q in qrels if q not in queries]
+        if missing:
+            raise EvaluationError(f"{len(missing)} judged query id(s) have no text (e.g. {', '.join(missing[:5])})")
+        self.qrels = {q: dict(d) for q, d in qrels.items()}
+        self.qids = list(self.qrels)
+        self.texts = [queries[q] for q in self.qids]
+        self.depth = depth or DEFAULT_QRELS_DEPTH
+        self.ks = [self.depth]
+        self.maxp_factor = maxp_factor
+        self.ignore_identical_ids = ignore_identical_ids
+
+    def fetch_depth(self, lookup: PassageLookup | None) -> int:
+        whole = lookup is None or lookup.documents_whole
+        return self.depth if whole else self.depth * self.maxp_factor
+
+    def score(self, name: str, hits: list[list[Hit]], lookup: PassageLookup | None) -> SystemScore:
+        run, unknown = doc_run(self.qids, hits, lookup, self.depth, self.ignore_identical_ids)
+        means, per_query = qrels_metrics(self.qrels, run)
+        curve = recall_curve(self.qrels, run, [c for c in CURVE_CUTOFFS if c <= self.depth])
+        notes = [f"{name}: {unknown} retrieved passage(s) are not in the store; kept under their own ids"] \
+            if unknown else []
+        return SystemScore({**means, "queries": len(self.qids)}, per_query,
+                           {"k": list(curve), "value": list(curve.values()), "metric": "Recall@k"},
+                           [per_query[q]["nDCG@10"] for q in self.qids], notes=notes)
+
+    @property
+    def overlap_metric(self) -> str:
+        return "nDCG@10"
+
+    def references(self, scores, runs, lookups):
+        lookup = next(lk for lk in lookups.values() if lk is not None)
+        relevant = {q: [d for d, g in docs.items() if g >= 1] for q, docs in self.qrels.items()}
+        doc_texts = lookup.document_texts({d for ds in relevant.values() for d in ds})
+        refs = []
+        for q in self.qrels:
+            found = [doc_texts[d] for d in relevant[q] if d in doc_texts]
+            refs.append(" ".join(found) if found else None)
+        return refs, "the judged relevant documents (the union of their words)"
+
+    def info(self, lookups):
+        return {"metrics": list(QRELS_METRICS), "judgments": sum(len(d) for d in self.qrels.values()),
+                "ignore_identical_ids": self.ignore_identical_ids,
+                "aggregation": {n: ("identity (documents kept whole)" if lk is None or lk.documents_whole
+                                    else f"MaxP over the top {self.depth * self.maxp_factor} passages")
+                                for n, lk in lookups.items()}}
+
+
+
+class _AccuracyTask(EvaluationTask):
+    """Top-k accuracy tasks: a question succeeds at k when its success rank is <= k."""
+
+    rank_key: ClassVar[str]
+    curve_metric: ClassVar[str]
+
+    def __init__(self, overlap_k: int):
+        self.overlap_k = overlap_k
+
+    def success_ranks(self, hits: list[list[Hit]], lookup: PassageLookup | None) -> list[int | None]:
+        raise NotImplementedError
+
+    def score(self, name, hits, lookup):
+        ranks = self.success_ranks(hits, lookup)
+        acc = accuracy_at(ranks, self.ks)
+        curve = accuracy_at(ranks, range(1, self.depth + 1))
+        return SystemScore({**{f"Acc@{k}": v for k, v in acc.items()}, "queries": len(self.qids)},
+                           {q: {self.rank_key: r} for q, r in zip(self.qids, ranks)},
+                           {"k": list(curve), "value": list(curve.values()), "metric": self.curve_metric},
+                           [1.0 if r is not None and r <= self.overlap_k else 0.0 for r in ranks], ranks)
+
+    @property
+    def overlap_metric(self) -> str:
+        return f"Acc@{self.overlap_k}"
+
+
+class AnswersTask(_AccuracyTask):
+    """Questions with answers: the rank of the first passage that contains an answer (DPR matching,
+    ``match`` = ``string`` or ``regex`` for CuratedTREC). Needs the store for passage texts."""
+
+    kind = "answers"
+    rank_key = "answer_rank"
+    curve_metric = "answer in top k"
+
+    def __init__(self, examples: Sequence[QAExample] | Sequence[tuple[str, Sequence[str]]], match: str,
+                 ks: Sequence[int] | None, depth: int | None, overlap_k: int):
+        super().__init__(overlap_k)
+        self.examples = as_qa(examples)
+        self.qids, self.texts = [e.qid for e in self.examples], [e.question for e in self.examples]
+        self.match = match
+        self.matcher = AnswerMatcher(match)
+        self._cut_ks(ks, DEFAULT_QA_KS, depth)
+
+    def notes(self):
+        notes = super().notes()
+        if self.match == "regex":
+            bad = sorted({a for ex in self.examples for a in invalid_patterns(ex.answers)})
+            if bad:
+                notes.append(f"{len(bad)} answer pattern(s) are not valid regular expressions and never match "
+                             f"(e.g. {bad[0]!r})")
+        return notes
+
+    def check_lookup(self, name, lookup):
+        if lookup is None:
+            raise EvaluationError(f"{name}: answer matching needs passage texts: give the corpus store")
+
+    def success_ranks(self, hits, lookup):
+        texts = lookup.texts({h.passage_id for row in hits for h in row})
+        ranks: list[int | None] = []
+        for ex, row in zip(self.examples, hits):
+            ranks.append(next((r for r, h in enumerate(row, 1)
+                               if self.matcher.has_answer(ex.answers, texts.get(h.passage_id))), None))
+        return ranks
+
+    def references(self, scores, runs, lookups):
+        """The gold passage when the file gives one (DPR JSON positive_ctxs), else the best-ranked
+        answer-bearing passage over all systems (ties: the system listed first)."""
+        refs: list[str | None] = [None] * len(self.examples)
+        wanted: dict[str, list[tuple[int, str]]] = {}
+        used_gold = used_retrieved = 0
+        for i, ex in enumerate(self.examples):
+            if ex.gold and isinstance(ex.gold[0].get("text"), str):
+                refs[i] = ex.gold[0]["text"]
+                used_gold += 1
+                continue
+            best = None
+            for name, score in scores.items():
+                r = score.success_ranks[i]
+                if r is not None and (best is None or r < best[1]):
+                    best = (name, r)
+            if best is not None:
+                wanted.setdefault(best[0], []).append((i, runs[best[0]][i][best[1] - 1].passage_id))
+                used_retrieved += 1
+        for name, items in wanted.items():
+            texts = lookups[name].texts(pid for _, pid in items)
+            for i, pid in items:
+                refs[i] = texts.get(pid)
+        if used_gold and not used_retrieved:
+            return refs, "the gold passage (the first positive context of the file)"
+        if used_gold:
+            return refs, "the gold passage where the file gives one, else the best-ranked answer-bearing passage"
+        return refs, "the best-ranked answer-bearing passage among all systems' results"
+
+    def info(self, lookups):
+        return {"ks": self.ks, "match": self.match}
+
+
+
+class MultiHopTask(_AccuracyTask):
+    """Multi-hop questions: the rank by which every gold passage id (``gold_by="passage"``) or a
+    passage of every gold title (``gold_by="title"``, needs the store) has been retrieved."""
+
+    kind = "multihop"
+    rank_key = "all_gold_rank"
+    curve_metric = "all gold in top k"
+
+    def __init__(self, examples: Sequence[MultiHopExample] | Sequence[tuple[str, Sequence[str]]], gold_by: str,
+                 ks: Sequence[int] | None, depth: int | None, overlap_k: int):
+        super().__init__(overlap_k)
+        if gold_by not in ("passage", "title"):
+            raise EvaluationError(f"gold_by must be 'passage' or 'title', got {gold_by!r}")
+        self.examples = as_multihop(examples)
+        self.qids, self.texts = [e.qid for e in self.examples], [e.question for e in self.examples]
+        self.gold_by = gold_by
+        self._cut_ks(ks, DEFAULT_MULTIHOP_KS, depth)
+
+    def check_lookup(self, name, lookup):
+        if self.gold_by == "title" and lookup is None:
+            raise EvaluationError(f"{name}: gold titles need the corpus store (passage -> title)")
+
+    def success_ranks(self, hits, lookup):
+        titles: dict[str, str | None] = {}
+        if self.gold_by == "title":
+            titles = lookup.titles({h.passage_id for row in hits for h in row})
+        ranks: list[int | None] = []
+        for ex, row in zip(self.examples, hits):
+            first: dict[str, int] = {}
+            for r, h in enumerate(row, 1):
+                key = titles.get(h.passage_id) if self.gold_by == "title" else h.passage_id
+                if key is not None and key not in first:
+                    first[key] = r
+            found = [first.get(g) for g in ex.gold]
+            ranks.append(None if any(f is None for f in found) else max(found))
+        return ranks
+
+    def references(self, scores, runs, lookups):
+        lookup = next(lk for lk in lookups.values() if lk is not None)
+        if self.gold_by == "passage":
+            texts = lookup.texts({g for ex in self.examples for g in ex.gold})
+            parts = [[texts.get(g) for g in ex.gold] for ex in self.examples]
+            reference = "the gold passages (the union of their words)"
+        else:
+            doc_of = lookup.title_documents({g for ex in self.examples for g in ex.gold})
+            doc_texts = lookup.document_texts(set(doc_of.values()))
+            parts = [[doc_texts.get(doc_of.get(g)) for g in ex.gold] for ex in self.examples]
+            reference = "the gold titles' documents (the union of their words)"
+        return [" ".join(p for p in ps if p) or None for ps in parts], reference
+
+    def info(self, lookups):
+        return {"ks": self.ks, "gold_by": self.gold_by}
+
+
+
+def as_qa(answers) -> list[QAExample]:
+    """QAExamples (numbered by position when they have no id) from QAExamples or (question, answers)."""
+    out = []
+    for i, ex in enumerate(answers):
+        if isinstance(ex, QAExample):
+            out.append(ex if ex.qid else QAExample(ex.question, ex.answers, str(i), ex.gold))
+        else:
+            question, ans = ex
+            out.append(QAExample(question, [ans] if isinstance(ans, str) else list(ans), str(i)))
+    return out
+
+
+def as_multihop(examples) -> list[MultiHopExample]:
+    """MultiHopExamples (numbered by position when they have no id) from examples or (question, gold)."""
+    out = []
+    for i, ex in enumerate(examples):
+        if isinstance(ex, MultiHopExample):
+            out.append(ex if ex.qid else MultiHopExample(ex.question, ex.gold, str(i)))
+        else:
+            question, gold = ex
+            out.append(MultiHopExample(question, list(gold), str(i)))
+    return out
+
+
+def doc_run(qids: list[str], hits: list[list[Hit]], lookup: PassageLookup | None, depth: int,
+            ignore_identical_ids: bool) -> tuple[dict[str, dict[str, float]], int]:
+    """Passage hits -> document run (MaxP: a document scores its best passage), cut to ``depth``."""
+    doc_of: dict[str, str | None] = {}
+    if lookup is not None and not lookup.documents_whole:
+        doc_of = lookup.doc_ids({h.passage_id for row in hits for h in row})
+    unknown = 0
+    run: dict[str, dict[str, float]] = {}
+    for qid, row in zip(qids, hits):
+        docs: dict[str, float] = {}
+        for h in row:
+            if math.isnan(h.score):
+                continue
+            doc = doc_of.get(h.passage_id, h.passage_id) if doc_of else h.passage_id
+            if doc is None:  # a passage the store does not know: keep it under its own id
+                unknown += 1
+                doc = h.passage_id
+            if ignore_identical_ids and doc == qid:
+                continue
+            if doc not in docs or h.score > docs[doc]:
+                docs[doc] = h.score
+        run[qid] = dict(trec_order(docs)[:depth])
+    return run, unknown

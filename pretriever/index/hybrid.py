@@ -1,0 +1,152 @@
+"""Hybrid retrieval: BM25 fused with a dense index, without labels.
+
+Two fusions of the same top-``depth`` lists of both systems:
+
+* ``rrf``: reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009),
+  ``score(p) = sum over systems of 1 / (rrf_k + rank(p))`` with ``rrf_k = 60``; a passage one
+  system did not return adds nothing from it.
+* ``convex``: ``alpha * dense' + (1 - alpha) * bm25'`` where each system's scores are min-max
+  normalised over its own top ``depth`` for the query (a passage it did not return counts 0).
+  ``alpha`` is given, or chosen on labelled validation queries with :func:`choose_alpha`.
+
+Example::
+
+    from pretriever.index import open_hybrid
+    hybrid = open_hybrid("scifact-index/", HybridOptions(fusion="convex", alpha=0.5))
+    hits = hybrid.search(["vitamin D and bone fractures"], k=10)
+
+It needs the dense index's BM25 beside it (``INDEX_DIR/bm25``, ``pretriever index build --bm25``),
+or builds one from the store the index names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pretriever.config import option
+from pretriever.data import PassageLookup
+from pretriever.index.dense import BM25_DIR
+from pretriever.index.open import bm25_beside, open_retriever
+from pretriever.metrics import qrels_metrics, trec_order
+from pretriever.retrieval import Hit, Retriever
+
+FUSIONS = ("rrf", "convex")
+MIN_DEPTH = 100
+
+
+@dataclass
+class HybridOptions:
+    """How BM25 and a dense index are fused (``[evaluate.hybrid]`` and the like in TOML)."""
+
+    fusion: str = option("rrf", "rrf (reciprocal rank fusion) or convex (a weighted sum of min-max normalised "
+                                "scores).")
+    rrf_k: int = option(60, "RRF: the constant k in 1 / (k + rank).")
+    alpha: float = option(0.5, "convex: the weight of the dense score; BM25 gets 1 - alpha.")
+    depth: int | None = option(None, "Passages taken from each system before fusing (the same for both).",
+                               default_help=f"the k asked for, at least {MIN_DEPTH}")
+
+    def __post_init__(self) -> None:
+        self.fusion = str(self.fusion).lower()
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
+        if self.rrf_k < 0:
+            raise ValueError(f"rrf_k must be 0 or more, got {self.rrf_k}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be between 0 and 1, got {self.alpha}")
+        if self.depth is not None and self.depth < 1:
+            raise ValueError(f"depth must be at least 1, got {self.depth}")
+
+    @property
+    def label(self) -> str:
+        return f"rrf k={self.rrf_k}" if self.fusion == "rrf" else f"convex alpha={self.alpha:g}"
+
+
+def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], options: HybridOptions, k: int) -> list[Hit]:
+    """One query's fused top ``k`` from the two ranked lists (best first; ties by passage id)."""
+    scores: dict[str, float] = {}
+    if options.fusion == "rrf":
+        for hits in (dense, lexical):
+            for rank, hit in enumerate(hits, 1):
+                scores[hit.passage_id] = scores.get(hit.passage_id, 0.0) + 1.0 / (options.rrf_k + rank)
+    else:
+        for hits, weight in ((dense, options.alpha), (lexical, 1.0 - options.alpha)):
+            if not hits:
+                continue
+            top, bottom = max(h.score for h in hits), min(h.score for h in hits)
+            span = top - bottom
+            for hit in hits:
+                normalised = (hit.score - bottom) / span if span > 0 else 1.0
+                scores[hit.passage_id] = scores.get(hit.passage_id, 0.0) + weight * normalised
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+    return [Hit(pid, score) for pid, score in ranked]
+
+
+class HybridRetriever:
+    """BM25 and a dense retriever fused (a :class:`~pretriever.retrieval.Retriever`).
+
+    Inputs: any two retrievers over the same passages (a dense or refined index and its BM25).
+    Each is searched to the same depth; :func:`fuse` merges the lists. The name says the fusion,
+    so tables keep systems apart: ``hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)``.
+    """
+
+    def __init__(self, dense: Retriever, lexical: Retriever, options: HybridOptions | None = None):
+        self.dense, self.lexical = dense, lexical
+        self.options = options or HybridOptions()
+        self.name = f"hybrid[{self.options.label}]({dense.name}+{lexical.name})"
+        self.meta: dict[str, Any] = getattr(dense, "meta", {})  # the store that answers lookups
+
+    def __len__(self) -> int:
+        return len(self.dense)  # type: ignore[arg-type]
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        depth = self.options.depth or max(k, MIN_DEPTH)
+        dense, lexical = self.dense.search(queries, depth), self.lexical.search(queries, depth)
+        return [fuse(d, b, self.options, k) for d, b in zip(dense, lexical)]
+
+
+def open_hybrid(index_dir: Path | str, options: HybridOptions | None = None, *, device: str | None = None,
+                model: Any = None, say: Callable[[str], None] = lambda message: None) -> HybridRetriever:
+    """The index in ``index_dir`` (any kind) fused with the BM25 beside it (built from its store if absent)."""
+    dense = open_retriever(index_dir, device=device, model=model)
+    store = (dense.meta.get("corpus") or {}).get("store")
+    lexical, _ = bm25_beside(store, [Path(index_dir) / BM25_DIR], say=say)
+    return HybridRetriever(dense, lexical, options)
+
+
+def choose_alpha(hybrid: HybridRetriever, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]],
+                 grid: Sequence[float] = tuple(i / 10 for i in range(11)), metric: str = "nDCG@10",
+                 k: int = 100) -> tuple[float, dict[float, float]]:
+    """The convex weight that scores best on labelled validation queries, and the score of every weight.
+
+    Both systems are searched once; each weight only re-fuses. Judged ids are documents: passages
+    map to their documents through the store (MaxP). Use training queries, never the test queries.
+    """
+    qids = [q for q in qrels if q in queries]
+    texts = [queries[q] for q in qids]
+    depth = hybrid.options.depth or max(k, MIN_DEPTH)
+    dense, lexical = hybrid.dense.search(texts, depth), hybrid.lexical.search(texts, depth)
+    store = (hybrid.meta.get("corpus") or {}).get("store")
+    lookup = PassageLookup(store) if store else None
+    try:
+        ids = {h.passage_id for rows in (dense, lexical) for row in rows for h in row}
+        doc_of = lookup.doc_ids(ids) if lookup is not None else {i: i for i in ids}
+    finally:
+        if lookup is not None:
+            lookup.close()
+    scores: dict[float, float] = {}
+    for alpha in grid:
+        options = replace(hybrid.options, fusion="convex", alpha=alpha)
+        run: dict[str, dict[str, float]] = {}
+        for qid, d, b in zip(qids, dense, lexical):
+            docs: dict[str, float] = {}
+            for hit in fuse(d, b, options, k):
+                doc = doc_of.get(hit.passage_id) or hit.passage_id
+                if doc != qid and hit.score > docs.get(doc, float("-inf")):
+                    docs[doc] = hit.score
+            run[qid] = dict(trec_order(docs))
+        scores[alpha] = qrels_metrics({q: dict(qrels[q]) for q in qids}, run)[0][metric]
+    best = max(scores, key=lambda a: (scores[a], -abs(a - 0.5)))
+    return best, scores

@@ -1,0 +1,234 @@
+"""Question-answer-context triplets from citations (C-MORE; Huang et al., 2022, "Pretraining to Answer
+Open-Domain Questions by Consulting Millions of References").
+
+Input: the store's ``citations`` (the statement each one supports) and a references folder
+(``--references REFS_DIR``: the cited pages' main text). For each citation whose page has
+text: the page is cut into ``block_words``-word blocks with stride ``block_stride``; BM25
+picks the block closest to the statement; spaCy NER (``ner_model``) finds the statement's
+entities; one that also occurs in the block is sampled (seeded) and replaced in the
+statement by an interrogative phrase for its type (Table 5). Query = that question,
+positive = the block, answer = the entity with its offsets in the block.
+
+``--context links`` (pretriever's own fallback, not the paper's): a citation without
+reference text takes its block from the articles linked in the statement: the passage,
+among those that mention one of the statement's entities, that BM25 ranks first.
+
+The work is Python (spaCy, bm25s): rows stream from the engine ordered by citation, are
+processed in batches (``nlp.pipe``), and each batch is written to ``OUT/.checkpoints/qac/``
+with a checkpoint, so ``--resume`` after an interruption redoes at most one batch; the
+shared steps (dedup, budget, negatives, writing) then read the parts like any other
+method's candidates. Every filter is counted (:meth:`QAC.report`).
+
+Example: ``pretriever mine enwiki/ --method qac --references refs/ --out pairs/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ibis
+import ibis.expr.types as ir
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pretriever.data.references import load_references
+from pretriever.errors import ConfigError
+from pretriever.io import read_json, write_json, write_parquet
+from pretriever.mine.config import MineConfig
+from pretriever.mine.context import MineContext
+from pretriever.mine.methods.base import Method, register
+from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner
+from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
+
+BATCH = 512  # statements per nlp.pipe call
+ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passage_id", pa.string()),
+                  ("sentence_idx", pa.int32()), ("statement", pa.string()), ("source", pa.string()),
+                  ("ctx_id", pa.string()), ("ctx_doc", pa.string()), ("ctx_title", pa.string()),
+                  ("ctx_text", pa.string())])
+CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
+FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
+FUNNEL = ("citations", "no_statement", "no_reference_text", "no_linked_passage", "no_entity", "no_entity_in_block",
+          "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
+
+
+@register
+class QAC(Method):
+    name = "qac"
+    title = "question-answer-context (C-MORE)"
+    summary = ("query = the cited statement with an entity replaced by a wh-phrase; positive = the BM25-best "
+               "block of the cited page holding that entity (the answer)")
+    cap_doc_pairs = False  # one pair per citation: the paper keeps them all
+    cap_query_passages = False
+    uses_links = False
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    @classmethod
+    def preflight(cls, config: MineConfig) -> None:
+        load_ner(config.ner_model)  # a ModelError with the pip command; cached for candidates()
+        if config.references is not None:
+            load_references(config.references)
+
+    # -- the rows to process -------------------------------------------------------------
+    def _citations(self, ctx: MineContext) -> ir.Table:
+        c = ctx.engine.table("citations")
+        c = c.semi_join(ctx.docs, c.doc_id == ctx.docs.doc_id)
+        return c.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement", "url")
+
+    def _rows(self, ctx: MineContext) -> ir.Table:
+        """One row per (citation, context): the reference text, or (links) each linked passage."""
+        cfg, engine = ctx.config, ctx.engine
+        c = self._citations(ctx)
+        self.counts["citations"] = engine.count(c)
+        c = c.filter(c.statement.notnull() & (c.statement.strip().length() > 0))
+        self.counts["no_statement"] = self.counts["citations"] - engine.count(c)
+        if cfg.references is not None:
+            refs = load_references(cfg.references)
+            if refs.citations is not None:  # the fetcher's own map of citation -> fetched URL
+                m = engine.read(refs.citations, "ref_citations")
+                m = m.select(m_doc=m.doc_id, m_idx=m.citation_idx.cast("int32"), m_url=m.url)
+                c = c.left_join(m, (c.doc_id == m.m_doc) & (c.citation_idx == m.m_idx))
+                c = c.mutate(url=c.m_url.fill_null(c.url)).drop("m_doc", "m_idx", "m_url")
+            r = engine.read(refs.references, "references")
+            r = r.filter(r.text.notnull() & (r.text.strip().length() > 0))
+            r = r.select(r_url=r.url, r_title=r.title, r_text=r.text)
+            c = c.left_join(r, c.url == r.r_url).drop("r_url")
+        else:
+            c = c.mutate(r_title=ibis.null("string"), r_text=ibis.null("string"))
+        c = engine.materialize(c, "qac-citations")
+        with_ref = c.filter(c.r_text.notnull())
+        null = ibis.null("string")
+        ref_rows = with_ref.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
+                                   source=ibis.literal("reference"), ctx_id=with_ref.url, ctx_doc=null,
+                                   ctx_title=with_ref.r_title, ctx_text=with_ref.r_text,
+                                   ctx_pos=ibis.literal(0, "int32"))
+        n_ref = engine.count(with_ref)
+        without = c.filter(c.r_text.isnull())
+        if cfg.context != "links":
+            self.counts["no_reference_text"] = engine.count(without)
+            return ref_rows.order_by(["doc_id", "citation_idx"])
+        links = engine.table("links")
+        links = links.filter(links.target_doc_id.notnull()).select(l_doc=links.doc_id, l_sidx=links.sentence_idx,
+                                                                   l_target=links.target_doc_id)
+        p = ctx.passages
+        p = p.select(p_pid=p.passage_id, p_doc=p.doc_id, p_text=p.text, p_pos=p.position.cast("int32"))
+        j = without.join(links, (without.doc_id == links.l_doc) & (without.sentence_idx == links.l_sidx))
+        j = j.filter(j.l_target != j.doc_id)
+        j = j.join(p, j.l_target == p.p_doc)
+        link_rows = j.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
+                             source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=null,
+                             ctx_text=j.p_text, ctx_pos=j.p_pos).distinct()
+        rows = engine.materialize(ref_rows.union(link_rows), "qac-rows")
+        with_ctx = engine.count(rows.select("doc_id", "citation_idx").distinct())
+        self.counts["no_reference_text"] = engine.count(without)
+        self.counts["no_linked_passage"] = self.counts["no_reference_text"] - (with_ctx - n_ref)
+        return rows.order_by(["doc_id", "citation_idx", "ctx_doc", "ctx_pos"])
+
+    def _groups(self, ctx: MineContext, rows: ir.Table) -> Iterator[list[dict[str, Any]]]:
+        """Rows of one citation at a time, in citation order."""
+        stream = (row for batch in ctx.engine.batches(rows, ROWS) for row in batch.to_pylist())
+        for _, group in itertools.groupby(stream, key=lambda r: (r["doc_id"], r["citation_idx"])):
+            yield list(group)
+
+    # -- candidates ------------------------------------------------------------------------
+    def candidates(self, ctx: MineContext) -> ir.Table:
+        """Triplets in batches of ``BATCH`` citations, each batch a part file plus a checkpoint (``--resume``)."""
+        cfg = ctx.config
+        nlp = load_ner(cfg.ner_model)
+        rows = self._rows(ctx)
+        parts = cfg.out / CHECKPOINTS / self.name
+        done = self._restart(parts, cfg)
+        groups = self._groups(ctx, rows)
+        for _ in itertools.islice(groups, done * BATCH):  # finished before an interruption
+            pass
+        while batch := list(itertools.islice(groups, BATCH)):
+            docs = nlp.pipe([g[0]["statement"] for g in batch], batch_size=128)
+            out = [self._candidate(ctx, group, doc) for group, doc in zip(batch, docs)]
+            write_parquet(pa.Table.from_pylist([o for o in out if o is not None], schema=CANDIDATE),
+                          parts / f"part-{done:06d}.parquet")
+            done += 1
+            write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
+                                                   "counts": {k: self.counts[k] for k in FILTERS}})
+        if done == 0:  # no citation to process: one empty part, so there is a table to read
+            write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
+        self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        return ctx.engine.read(parts, "qac_candidates", is_dir=True)
+
+    @staticmethod
+    def _options(cfg: MineConfig) -> dict[str, Any]:
+        """What the triplets depend on: a resumed run must have the same."""
+        return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
+                "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
+                "skip_disambiguation": cfg.skip_disambiguation}
+
+    def _restart(self, parts: Path, cfg: MineConfig) -> int:
+        """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
+        checkpoint = parts / CHECKPOINT
+        if cfg.resume and checkpoint.exists():
+            state = read_json(checkpoint, ConfigError)
+            if state["options"] != self._options(cfg):
+                raise ConfigError(f"{parts} holds triplets made with other options ({state['options']}); "
+                                  "run with --overwrite instead of --resume")
+            for path in parts.glob("part-*.parquet"):  # a part written after the last checkpoint
+                if int(path.stem.split("-")[1]) >= state["batches"]:
+                    path.unlink()
+            self.counts.update(state["counts"])
+            return int(state["batches"])
+        shutil.rmtree(parts, ignore_errors=True)
+        parts.mkdir(parents=True)
+        return 0
+
+    def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> dict[str, Any] | None:
+        cfg = ctx.config
+        first = group[0]
+        key = f"{first['doc_id']}|{first['citation_idx']}"
+        # choices hang on the statement-context pair, not the citation: the same sentence citing the same
+        # page twice gives the same triplet, which the shared dedup then counts as a duplicate
+        choice = f"{first['statement']}|{first['ctx_id'] if first['source'] == 'reference' else 'links'}"
+        entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+        if first["source"] == "reference":
+            blocks = cut_blocks(first["ctx_text"], cfg.block_words, cfg.block_stride)
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice)
+        else:  # linked passages: only those mentioning an entity of the statement compete
+            blocks = [r["ctx_text"] for r in group]
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=True)
+        if not isinstance(result, Triplet):
+            self.counts[result] += 1
+            return None
+        if first["source"] == "reference":
+            url = first["ctx_id"]
+            pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}-{result.block_idx}"
+            doc_id, title = None, first["ctx_title"]
+        else:
+            url, pid, doc_id, title = None, group[result.block_idx]["ctx_id"], group[result.block_idx]["ctx_doc"], None
+        return {"key": key, "query": result.question, "query_doc_id": first["doc_id"],
+                "query_passage_id": first["passage_id"], "query_sentence_idx": first["sentence_idx"],
+                "positive_passage_id": pid, "positive_doc_id": doc_id, "positive_text": result.block,
+                "answer": result.answer, "answer_start": result.answer_start, "answer_end": result.answer_end,
+                "answer_type": result.answer_type, "answer_phrase": result.phrase, "statement": first["statement"],
+                "reference_url": url, "reference_title": title, "context_source": first["source"]}
+
+    # -- reporting ---------------------------------------------------------------------------
+    def report(self, ctx: MineContext, candidates: int) -> dict[str, Any]:
+        """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
+        counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
+        steps = [k for k in FUNNEL if k != "no_linked_passage" or ctx.config.context == "links"]
+        return {"funnel": {k: int(counts.get(k, 0)) for k in steps}}
+
+    def why_empty(self, ctx: MineContext) -> str:
+        c = self.counts
+        if not c.get("citations"):
+            return "the store has no citations (a corpus format without <ref> tags?)"
+        lost = {k: c[k] for k in FUNNEL[1:8] if c.get(k)}
+        worst = max(lost, key=lost.get) if lost else "no_reference_text"
+        hint = {"no_reference_text": " (fetch the cited pages with `pretriever references fetch`, or use "
+                                     "--context links)"}.get(worst, "")
+        return (f"no citation gave a triplet; most were dropped as {worst.replace('_', ' ')} "
+                f"({c.get(worst, 0):,} of {c['citations']:,}){hint}")

@@ -1,0 +1,107 @@
+"""Settings of the reader stage: training (``[reader]``), preparing reader data (``[reader.prepare]``)
+and reading (``[answer]``). Defaults and help live here once; the CLI shows them with ``help_for``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pretriever.config import option
+
+RANKINGS = ("passage", "span")
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+RETRIEVAL_MODES = ("index", "bm25", "hybrid")
+
+
+@dataclass
+class ReadOptions:
+    """How a trained reader picks answers from the passages it is given."""
+
+    rank: str = option("passage", "passage: the best span of the passage with the highest selection score "
+                                  "(C-MORE and DPR); span: the highest span score over all passages.")
+    max_answer_length: int = option(10, "Longest answer, in tokens (DPR: 10).")
+    n_best: int = option(5, "Spans kept per passage and answers listed per question.")
+    max_length: int = option(256, "Tokens per `question [SEP] title [SEP] passage` input; the passage is cut to "
+                                  "fit (DPR: 350).")
+    batch_size: int = option(32, "Passages encoded per forward pass.")
+    device: str | None = option(None, "cpu, cuda, cuda:1, mps.", default_help="automatic")
+
+    def __post_init__(self) -> None:
+        if self.rank not in RANKINGS:
+            raise ValueError(f"rank must be one of {', '.join(RANKINGS)}, got {self.rank!r}")
+        for name in ("max_answer_length", "n_best", "max_length", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass
+class ReaderConfig:
+    """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file)."""
+
+    data: Path = option(help="Training data: SQuAD v1.1 JSON (qac `pairs export --format squad`) or DPR reader "
+                             "JSON (`pretriever reader prepare`, or DPR's positive_ctxs/hard_negative_ctxs files).")
+    out: Path = option(help="READER_DIR: a transformers question-answering folder plus reader.json.")
+    model: str | None = option(None, "Encoder to start from: a Hugging Face name or folder, or a reader folder "
+                                     "(to fine-tune a pre-trained reader).", default_help="all-MiniLM-L6-v2")
+    dev: Path | None = option(None, "Dev data in the same formats; without it --dev-share of the training "
+                                    "documents are held out.")
+    dev_share: float = option(0.1, "Share of the training documents (titles) held out as the dev split when "
+                                   "--dev is not given; 0 for none.")
+    passages: int = option(4, "Passages per training question: 1 positive and passages-1 negatives (DPR: 24).")
+    max_length: int = option(256, "Tokens per input; a passage is cut to fit and an answer cut off is dropped.")
+    epochs: float = option(2.0, "Passes over the training questions.")
+    max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides --epochs).")
+    batch_size: int = option(4, "Questions per device batch (each brings --passages passages).")
+    grad_accum: int = option(1, "Gradient accumulation steps.")
+    lr: float = option(2e-5, "Peak learning rate (linear warm-up and decay).")
+    warmup_ratio: float = option(0.1, "Share of the steps spent warming up.")
+    weight_decay: float = option(0.0, "AdamW weight decay.")
+    precision: str = option("auto", "auto (bf16 on a GPU that has it, else fp16 on GPU, fp32 on CPU), fp32, "
+                                    "fp16 or bf16.")
+    eval_steps: int = option(100, "Measure dev EM every N steps, save a checkpoint then, keep the best.")
+    dev_limit: int = option(500, "Dev questions read at each evaluation.")
+    save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")
+    seed: int = option(13, "Seed of the negatives, the dev split and the training order.")
+    limit: int | None = option(None, "Only the first N training questions.")
+    resume: bool = option(False, "Continue the interrupted run in READER_DIR/checkpoints.")
+    overwrite: bool = option(False, "Replace an existing READER_DIR.")
+    read: ReadOptions = option(default_factory=ReadOptions, help="How answers are picked at dev time.")
+
+    def __post_init__(self) -> None:
+        self.data, self.out = Path(self.data), Path(self.out)
+        if self.dev is not None:
+            self.dev = Path(self.dev)
+        if self.passages < 1:
+            raise ValueError(f"passages must be at least 1, got {self.passages}")
+        if not 0.0 <= self.dev_share < 1.0:
+            raise ValueError(f"dev_share must be in [0, 1), got {self.dev_share}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        for name in ("max_length", "batch_size", "grad_accum", "eval_steps", "dev_limit"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass
+class PrepareConfig:
+    """Retrieving passages for a QA set and labelling them (``pretriever reader prepare``)."""
+
+    index: Path = option(help="INDEX_DIR: a dense, refined or BM25 index folder.")
+    questions: Path = option(help="QA set: NQ-open/WebQ/CuratedTREC JSONL, DPR qas TSV or DPR JSON.")
+    out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
+                            "has_answer).")
+    k: int = option(20, "Passages kept per question (DPR reads 100 at test time, trains on the top 100).")
+    retrieval: str = option("index", "index (the folder as it is), bm25 (the BM25 beside it) or hybrid "
+                                     "(the index fused with its BM25).")
+    match: str | None = option(None, "string (DPR's token matching) or regex (CuratedTREC).",
+                               default_help="regex when the file name contains 'trec'")
+    batch_size: int = option(256, "Questions per search call.")
+    limit: int | None = option(None, "Only the first N questions.")
+    device: str | None = option(None, "Where queries are encoded.", default_help="automatic")
+
+    def __post_init__(self) -> None:
+        self.index, self.questions, self.out = Path(self.index), Path(self.questions), Path(self.out)
+        if self.retrieval not in RETRIEVAL_MODES:
+            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, got {self.retrieval!r}")
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")

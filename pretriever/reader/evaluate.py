@@ -1,0 +1,143 @@
+"""Scoring a reader: on gold passages (reader only) and end to end behind a retriever.
+
+* :func:`evaluate_gold`: each question's positive with negatives (the training instance shape);
+  the reader picks the passage and the span; EM/F1 against the answers. This is the dev metric
+  of ``pretriever reader train`` and the "reader EM on gold blocks" of the issue.
+* :func:`evaluate_reader`: retrieve the top k for each question (any :class:`Retriever`), report
+  retrieval top-k accuracy (DPR's answer matching) beside end-to-end EM/F1 of the reader's answer
+  (SQuAD normalisation; regex answers for CuratedTREC), and reader-only EM on the gold passages
+  when the QA file gives them (DPR JSON ``positive_ctxs``). C-MORE Table 3 reports this EM.
+
+Example::
+
+    retriever = open_retriever("nq-index/")
+    result = evaluate_reader(retriever, PassageLookup(store), load_qa_file("nq-dev.jsonl"), Reader.load("reader/"), k=20)
+    result.metrics  # {"EM": ..., "F1": ..., "top-20 accuracy": ..., "gold EM": ...}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from pretriever.data import AnswerMatcher, PassageLookup, QAExample, load_qa_file
+from pretriever.data.qa import guess_match_mode
+from pretriever.evaluate.config import EvaluateConfig
+from pretriever.evaluate.pipeline import open_systems
+from pretriever.io import read_json, write_json
+from pretriever.metrics import exact_match, f1_score
+from pretriever.reader.config import ReadOptions
+from pretriever.reader.errors import ReaderError
+from pretriever.reader.predict import Passage, Reader
+from pretriever.reader.samples import Sample, instance
+from pretriever.retrieval import Retriever
+
+
+def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], passages: int, seed: int,
+                  regex: bool = False) -> dict[str, float]:
+    """Mean EM and F1 of the reader over ``samples``, each read as its positive plus ``passages - 1`` negatives."""
+    if not samples:
+        return {"EM": 0.0, "F1": 0.0, "questions": 0}
+    em = f1 = 0.0
+    for i, sample in enumerate(samples):
+        inst = instance(sample, pool, passages, seed, i)
+        answer = reader.read(sample.question, inst.passages)
+        em += exact_match(answer.text, sample.answers, regex)
+        f1 += f1_score(answer.text, sample.answers, regex)
+    return {"EM": em / len(samples), "F1": f1 / len(samples), "questions": len(samples)}
+
+
+@dataclass
+class ReaderEvaluation:
+    metrics: dict[str, float]
+    per_question: list[dict] = field(default_factory=list)
+
+
+def passages_for(lookup: PassageLookup, hits) -> list[Passage]:
+    """The passages behind retrieved hits (text and title from the store), in rank order; ids not in the
+    store are left out."""
+    ids = [h.passage_id for h in hits]
+    texts, titles = lookup.texts(ids), lookup.titles(ids)
+    return [Passage(titles.get(i), texts[i], i) for i in ids if texts.get(i) is not None]
+
+
+def evaluate_reader(retriever: Retriever, lookup: PassageLookup, examples: list[QAExample], reader: Reader, k: int,
+                    match: str = "string", batch_size: int = 64,
+                    progress: Callable[[int, int], None] = lambda done, total: None) -> ReaderEvaluation:
+    """End-to-end EM/F1 of ``reader`` over the top ``k`` of ``retriever``, with retrieval top-k accuracy and,
+    for questions with gold passages, reader-only EM on them (see the module docstring)."""
+    if not examples:
+        raise ReaderError("no questions to evaluate")
+    regex = match == "regex"
+    matcher = AnswerMatcher(match)
+    em = f1 = found = 0.0
+    gold_em, gold_n = 0.0, 0
+    rows = []
+    for lo in range(0, len(examples), batch_size):
+        chunk = examples[lo:lo + batch_size]
+        for ex, hits in zip(chunk, retriever.search([e.question for e in chunk], k)):
+            passages = passages_for(lookup, hits)
+            row = {"qid": ex.qid, "question": ex.question, "answers": ex.answers}
+            if passages:
+                answer = reader.read(ex.question, passages)
+                row.update(prediction=answer.text, passage_id=answer.passage.passage_id)
+                em_q, f1_q = exact_match(answer.text, ex.answers, regex), f1_score(answer.text, ex.answers, regex)
+            else:
+                row.update(prediction=None, passage_id=None)
+                em_q = f1_q = 0.0
+            hit = any(matcher.has_answer(ex.answers, p.text) for p in passages)
+            row.update(EM=em_q, F1=f1_q, retrieved_answer=hit)
+            em, f1, found = em + em_q, f1 + f1_q, found + hit
+            gold = [Passage(g.get("title"), g["text"], str(g.get("passage_id", ""))) for g in ex.gold
+                    if isinstance(g.get("text"), str)]
+            if gold:
+                gold_answer = reader.read(ex.question, gold)
+                row["gold_EM"] = exact_match(gold_answer.text, ex.answers, regex)
+                gold_em, gold_n = gold_em + row["gold_EM"], gold_n + 1
+            rows.append(row)
+        progress(min(lo + batch_size, len(examples)), len(examples))
+    n = len(examples)
+    metrics = {"EM": em / n, "F1": f1 / n, f"top-{k} accuracy": found / n, "questions": n}
+    if gold_n:
+        metrics.update({"gold EM": gold_em / gold_n, "gold questions": gold_n})
+    return ReaderEvaluation(metrics, rows)
+
+
+def read_behind_systems(cfg: EvaluateConfig, results_json: Path,
+                        step: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+    """``pretriever evaluate --answers ... --reader READER_DIR``: the reader behind every system of ``cfg``.
+
+    Each system's top ``cfg.reader_k`` passages are read (:func:`evaluate_reader`); the scores are
+    added to ``results_json`` under ``"reader"`` (written atomically) and returned.
+    """
+    match = guess_match_mode(cfg.answers) if cfg.match == "auto" else cfg.match
+    examples = load_qa_file(cfg.answers)[:cfg.limit]
+    reader = Reader.load(cfg.reader, ReadOptions(device=cfg.device))
+    systems = open_systems(cfg, step)
+    scores = {}
+    for retriever in systems.retrievers:
+        step(f"reading the top {cfg.reader_k} of {retriever.name} with {cfg.reader}")
+        lookup = PassageLookup(systems.stores[retriever.name])
+        scores[retriever.name] = evaluate_reader(retriever, lookup, examples, reader, cfg.reader_k, match).metrics
+    read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match, "systems": scores}
+    data = read_json(results_json, ReaderError)
+    data["reader"] = read
+    write_json(results_json, data)
+    return read
+
+
+def reader_table(read: dict[str, Any], cfg: EvaluateConfig) -> Table:
+    """End-to-end EM/F1 per system (from :func:`read_behind_systems`), one row each."""
+    table = Table(title=f"end-to-end QA: reader {cfg.reader} over the top {read['k']}")
+    columns = list(next(iter(read["systems"].values())))
+    table.add_column("system")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for name, metrics in read["systems"].items():
+        table.add_row(name, *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
+                              for c in columns))
+    return table

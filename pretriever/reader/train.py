@@ -1,0 +1,231 @@
+"""``pretriever reader train``: train DPR's extractive reader with the transformers Trainer.
+
+Batches hold ``batch_size`` questions x ``passages`` passages (1 positive, the rest negatives);
+the loss is :func:`~pretriever.reader.model.reader_loss`. Precision follows the device (bf16 or
+fp16 on a GPU, fp32 on CPU) unless set; gradient accumulation, warm-up and decay are the
+Trainer's. Every ``eval_steps`` the dev split (given, or documents held out of the training
+data) is read as at test time and its EM decides the best checkpoint, which is the one written to
+READER_DIR (C-MORE selects on its pre-training dev set). Checkpoints live in
+READER_DIR/checkpoints; ``--resume`` continues from the newest.
+
+Example::
+
+    result = train_reader(ReaderConfig(data=Path("squad.json"), out=Path("reader/"), passages=4, max_steps=200))
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pretriever.data.qa import guess_match_mode
+from pretriever.data.reading import load_reading_file
+from pretriever.io import write_json
+from pretriever.models import model_label
+from pretriever.reader.config import ReaderConfig
+from pretriever.reader.errors import ReaderError
+from pretriever.reader.evaluate import evaluate_gold
+from pretriever.reader.model import READER_JSON, load_reader_model, save_reader_model
+from pretriever.reader.predict import Passage, Reader
+from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
+from pretriever.reader.spans import encode, token_spans
+from pretriever.train.run import last_checkpoint, loss_curve, progress_callback
+
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass
+class ReaderTrainResult:
+    out: Path
+    counts: dict[str, Any]
+    dev: dict[str, float] | None
+    seconds: float
+
+
+def collate(instances: list[Instance], tokenizer, max_length: int) -> dict[str, Any]:
+    """Tensors for a batch: inputs ``[B, m, L]`` (m = the fewest passages in the batch), the passage-token
+    mask and the positive's answer token spans ``[B, S]`` (padded, with a mask)."""
+    import torch  # lazily: torch is slow to import
+
+    m = min(len(inst.passages) for inst in instances)
+    flat = [p for inst in instances for p in inst.passages[:m]]
+    enc = encode(tokenizer, [inst.question for inst in instances for _ in range(m)], [p.title for p in flat],
+                 [p.text for p in flat], max_length)
+    batch, length = len(instances), enc.features["input_ids"].shape[-1]
+    spans = [token_spans(enc.offsets[b * m], inst.char_spans)[0] for b, inst in enumerate(instances)]
+    width = max(1, max(len(s) for s in spans))
+    starts = torch.zeros(batch, width, dtype=torch.long)
+    ends = torch.zeros(batch, width, dtype=torch.long)
+    mask = torch.zeros(batch, width, dtype=torch.bool)
+    for b, row in enumerate(spans):
+        for j, (s, e) in enumerate(row):
+            starts[b, j], ends[b, j], mask[b, j] = s, e, True
+    passage_mask = torch.tensor([[o is not None for o in offsets] for offsets in enc.offsets]).view(batch, m, length)
+    out = {k: v.view(batch, m, length) for k, v in enc.features.items()}
+    out.update(passage_mask=passage_mask, span_starts=starts, span_ends=ends, span_mask=mask)
+    return out
+
+
+class InstanceSet:
+    """A map-style dataset of training instances (negatives drawn with the seed and the index)."""
+
+    def __init__(self, samples: list[Sample], pool: list[Passage], passages: int, seed: int):
+        self.samples, self.pool, self.passages, self.seed = samples, pool, passages, seed
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> Instance:
+        return instance(self.samples[index], self.pool, self.passages, self.seed, index)
+
+
+def negative_pool(samples: list[Sample]) -> list[Passage]:
+    """Every distinct passage of the samples (positives and negatives), to draw random negatives from."""
+    seen: dict[str, Passage] = {}
+    for s in samples:
+        for p in [s.positive, *s.negatives]:
+            seen.setdefault(p.text, p)
+    return list(seen.values())
+
+
+def _cuda() -> bool:
+    import torch  # lazily: torch is slow to import
+
+    return torch.cuda.is_available()
+
+
+def _precision(cfg: ReaderConfig) -> str:
+    import torch  # lazily: torch is slow to import
+
+    if cfg.precision != "auto":
+        return cfg.precision
+    if not _cuda():
+        return "fp32"
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def _prepare_out(cfg: ReaderConfig) -> Path | None:
+    """Check READER_DIR (clear it on --overwrite); the checkpoint to resume from."""
+    if cfg.resume:
+        last = last_checkpoint(cfg.out / CHECKPOINTS)
+        if last is None:
+            raise ReaderError(f"nothing to resume in {cfg.out}: no checkpoint in {cfg.out / CHECKPOINTS}")
+        return last
+    if cfg.out.exists() and any(cfg.out.iterdir()):
+        if not cfg.overwrite:
+            raise ReaderError(f"{cfg.out} exists and is not empty; give --overwrite to replace it, or --resume "
+                              "to continue an interrupted run")
+        shutil.rmtree(cfg.out)
+    return None
+
+
+def _load_split(cfg: ReaderConfig, tokenizer, say: Callable[[str], None]):
+    mode = guess_match_mode(cfg.data)
+    examples = load_reading_file(cfg.data)
+    if cfg.limit is not None:
+        examples = examples[:cfg.limit]
+    samples, counts = build_samples(examples, tokenizer, cfg.max_length, mode)
+    dev_counts = None
+    if cfg.dev is not None:
+        train, (dev, dev_counts) = samples, build_samples(load_reading_file(cfg.dev), tokenizer, cfg.max_length, mode)
+    else:
+        train, dev = split_by_document(samples, cfg.dev_share, cfg.seed)
+    if not train:
+        raise ReaderError(f"{cfg.data}: no training question left ({counts.no_positive} without an answer in a "
+                          f"positive passage, {counts.truncated_questions} with every answer cut by truncation)")
+    say(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.no_positive:,} without an answer "
+        f"in a positive passage and {counts.truncated_questions:,} whose answers truncation cut off "
+        f"({counts.truncated_spans:,} answer occurrences dropped)")
+    return train, dev, counts, dev_counts, mode
+
+
+def _training_args(cfg: ReaderConfig, precision: str, evaluate: bool):
+    import transformers
+    from transformers import TrainingArguments
+
+    # transformers 5 takes the warm-up share as a fraction in warmup_steps (warmup_ratio is gone)
+    warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
+              else {"warmup_ratio": cfg.warmup_ratio})
+    return TrainingArguments(
+        output_dir=str(cfg.out / CHECKPOINTS), per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum, learning_rate=cfg.lr, **warmup,
+        weight_decay=cfg.weight_decay, num_train_epochs=cfg.epochs, max_steps=cfg.max_steps or -1,
+        logging_steps=max(1, min(cfg.eval_steps, 10)), eval_strategy="steps" if evaluate else "no",
+        eval_steps=cfg.eval_steps, save_strategy="steps", save_steps=cfg.eval_steps,
+        save_total_limit=cfg.save_total_limit, load_best_model_at_end=evaluate, metric_for_best_model="em",
+        greater_is_better=True, seed=cfg.seed, report_to="none", disable_tqdm=True, remove_unused_columns=False,
+        fp16=precision == "fp16", bf16=precision == "bf16", dataloader_num_workers=0,
+        dataloader_pin_memory=_cuda())
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return str(value) if isinstance(value, Path) else value
+
+
+def _trainer_class():
+    from transformers import Trainer
+
+    class ReaderTrainer(Trainer):
+        """The Trainer with the dev metric of a reader: EM of its answers on the dev questions."""
+
+        def __init__(self, *args, dev_eval: Callable[[Any], dict[str, float]], **kwargs):
+            super().__init__(*args, **kwargs)
+            self.dev_eval = dev_eval
+
+        def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
+            scores = self.dev_eval(self.model)
+            metrics = {f"{metric_key_prefix}_em": scores["EM"], f"{metric_key_prefix}_f1": scores["F1"]}
+            self.log(metrics)
+            self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+            return metrics
+
+    return ReaderTrainer
+
+
+def train_reader(cfg: ReaderConfig, progress: bool = False,
+                 say: Callable[[str], None] = lambda message: None) -> ReaderTrainResult:
+    """Train as ``cfg`` says and write READER_DIR (see the module docstring)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    resume_from = _prepare_out(cfg)
+    module, tokenizer = load_reader_model(cfg.model)
+    train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, say)
+    pool = negative_pool(train)
+    dev = dev[:cfg.dev_limit]
+    regex = mode == "regex"
+
+    def dev_eval(model) -> dict[str, float]:
+        return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex)
+
+    precision = _precision(cfg)
+    args = _training_args(cfg, precision, evaluate=bool(dev))
+    trainer = _trainer_class()(model=module, args=args, train_dataset=InstanceSet(train, pool, cfg.passages, cfg.seed),
+                               eval_dataset=dev or None,  # read by dev_eval, not by the Trainer
+                               data_collator=lambda batch: collate(batch, tokenizer, cfg.max_length),
+                               callbacks=[progress_callback()] if progress else [], dev_eval=dev_eval)
+    for callback in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(callback)
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    seconds = time.perf_counter() - t0
+    final = dev_eval(trainer.model) if dev else None
+    save_reader_model(trainer.model, tokenizer, cfg.out)
+    history = trainer.state.log_history
+    write_json(cfg.out / READER_JSON, {
+        "base_model": model_label(cfg.model), "config": _jsonable(asdict(cfg)), "match": mode,
+        "precision": precision, "data": counts.as_dict(), "dev_data": dev_counts.as_dict() if dev_counts else None,
+        "train_questions": len(train), "dev_questions": len(dev), "dev": final,
+        "best_checkpoint": trainer.state.best_model_checkpoint, "steps": trainer.state.global_step,
+        "loss_curve": loss_curve(history),
+        "dev_curve": [{"step": e["step"], "EM": e["eval_em"], "F1": e["eval_f1"]} for e in history if "eval_em" in e],
+        "seconds": round(seconds, 2),
+        "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.grad_accum / seconds, 3)
+        if seconds > 0 else None,
+    })
+    return ReaderTrainResult(cfg.out, counts.as_dict(), final, seconds)

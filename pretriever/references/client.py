@@ -1,0 +1,278 @@
+"""One polite, capped, checked GET: per-host gates, manual redirects, retries, robots.txt, size caps.
+
+:class:`PageClient` turns a URL into a :class:`Page` (the raw body, decompressed and capped) or
+raises :class:`FetchFailure` with its reason. Politeness is per ``host[:port]``: at most
+``per_host`` requests in flight and ``host_delay`` seconds between two request starts, raised by a
+429's Retry-After and by robots.txt's Crawl-delay. Redirects are followed by hand so each hop goes
+through robots.txt, the address check (in the connection pool's backend, see :mod:`.safety`) and
+the hop limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import random
+import time
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
+
+import httpx
+
+from pretriever.references.config import FetchConfig
+from pretriever.references.errors import FetchFailure
+from pretriever.references.safety import AddressGuard, CheckedTransport, ip_literal
+from pretriever.references.urls import host_of, normalise_url
+
+REDIRECTS = (301, 302, 303, 307, 308)
+ROBOTS_MAX_BYTES = 512_000
+MAX_CRAWL_DELAY = 30.0
+CHUNK = 65_536
+
+
+@dataclass
+class Page:
+    """A downloaded body (after Content-Encoding, at most the cap) and what the server said of it."""
+
+    url: str
+    final_url: str
+    status: int
+    content_type: str | None  # media type, lower case, without parameters
+    charset: str | None  # from the Content-Type header
+    body: bytes
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, message: str, status: int | None = None, wait: float | None = None):
+        super().__init__(message)
+        self.reason, self.status, self.wait = reason, status, wait
+
+
+class HostGate:
+    """At most ``per_host`` requests in flight to one host, and ``delay`` seconds between two starts."""
+
+    def __init__(self, per_host: int, delay: float):
+        self._slots = asyncio.Semaphore(per_host)
+        self.delay = delay
+        self._next_start = 0.0
+
+    def hold_off(self, seconds: float) -> None:
+        """No request to this host starts in the next ``seconds`` (a 429's Retry-After)."""
+        self._next_start = max(self._next_start, time.monotonic() + seconds)
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        async with self._slots:
+            now = time.monotonic()
+            start = max(now, self._next_start)
+            self._next_start = start + self.delay
+            if start > now:
+                await asyncio.sleep(start - now)
+            yield
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def media_type(header: str | None) -> tuple[str | None, str | None]:
+    """(media type, charset) of a Content-Type header."""
+    if not header:
+        return None, None
+    kind, *params = header.split(";")
+    charset = None
+    for param in params:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = value.strip().strip("\"'") or None
+    return kind.strip().lower() or None, charset
+
+
+async def read_capped(response: httpx.Response, cap: int, url: str) -> bytes:
+    """The body after Content-Encoding, aborting once more than ``cap`` bytes would be kept.
+
+    Decompression is bounded too (``max_length``), so a gzip bomb stops at the cap instead of
+    expanding in memory.
+    """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)
+    elif encoding in ("", "identity"):
+        decoder = None
+    else:
+        raise FetchFailure("decode", f"{url}: unsupported Content-Encoding {encoding!r}", status=response.status_code)
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_raw(CHUNK):
+            data = decoder.decompress(chunk, cap - size + 1) if decoder is not None else chunk
+            size += len(data)
+            if size > cap:
+                raise FetchFailure("too_large", f"{url}: body larger than {cap:,} bytes"
+                                   + (" after decompression" if decoder is not None else ""),
+                                   status=response.status_code)
+            parts.append(data)
+        if decoder is not None:
+            tail = decoder.flush()
+            if size + len(tail) > cap:
+                raise FetchFailure("too_large", f"{url}: body larger than {cap:,} bytes after decompression",
+                                   status=response.status_code)
+            parts.append(tail)
+    except zlib.error as err:
+        raise FetchFailure("decode", f"{url}: corrupt {encoding} body ({err})", status=response.status_code) from err
+    return b"".join(parts)
+
+
+class PageClient:
+    """GET pages under the job's politeness, limits and address rules (use as ``async with``)."""
+
+    def __init__(self, cfg: FetchConfig):
+        self.cfg = cfg
+        self.guard = AddressGuard(cfg.allow_private, cfg.resolve)
+        limits = httpx.Limits(max_connections=cfg.concurrency + 8, max_keepalive_connections=cfg.concurrency)
+        self._http = httpx.AsyncClient(
+            transport=CheckedTransport(self.guard, limits, cfg.proxy), follow_redirects=False, trust_env=False,
+            timeout=httpx.Timeout(connect=cfg.connect_timeout, read=cfg.read_timeout, write=cfg.read_timeout,
+                                  pool=cfg.total_timeout),
+            headers={"User-Agent": cfg.user_agent, "Accept-Encoding": "gzip, deflate",
+                     "Accept": ",".join(cfg.content_types) + ";q=0.9,*/*;q=0.1"})
+        self._gates: dict[str, HostGate] = {}
+        self._robots: dict[str, asyncio.Task[RobotFileParser]] = {}
+
+    async def __aenter__(self) -> PageClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for task in self._robots.values():
+            task.cancel()
+        await self._http.aclose()
+
+    def gate(self, url: str) -> HostGate:
+        host = host_of(url)
+        if host not in self._gates:
+            self._gates[host] = HostGate(self.cfg.per_host, self.cfg.host_delay)
+        return self._gates[host]
+
+    async def get(self, url: str, *, robots: bool | None = None) -> Page:
+        """The page at ``url`` after at most ``max_redirects`` hops, or :class:`FetchFailure`."""
+        robots = self.cfg.robots if robots is None else robots
+        current = url
+        for _ in range(self.cfg.max_redirects + 1):
+            if robots and not await self.allowed(current):
+                raise FetchFailure("robots", f"{current}: disallowed by robots.txt", final_url=current)
+            result = await self._with_retries(current, robots_file=not robots)
+            if isinstance(result, Page):
+                return Page(url, result.final_url, result.status, result.content_type, result.charset, result.body)
+            target = normalise_url(urljoin(current, result))
+            if target is None:
+                raise FetchFailure("redirects", f"{current}: redirect to a non-http(s) location {result!r}",
+                                   final_url=current)
+            current = target
+        raise FetchFailure("redirects", f"{url}: more than {self.cfg.max_redirects} redirects (last: {current})",
+                           final_url=current)
+
+    async def _with_retries(self, url: str, robots_file: bool) -> Page | str:
+        gate = self.gate(url)
+        retry: _Retry | None = None
+        for attempt in range(self.cfg.retries + 1):
+            if attempt:
+                wait = retry.wait if retry.wait is not None else self.cfg.backoff * 2 ** (attempt - 1)
+                await asyncio.sleep(wait * random.uniform(1.0, 1.25))
+            try:
+                async with gate.slot():
+                    return await asyncio.wait_for(self._once(url, robots_file), self.cfg.total_timeout)
+            except _Retry as err:
+                retry = err
+                if err.wait is not None:
+                    if err.wait > self.cfg.max_retry_after:
+                        break
+                    gate.hold_off(err.wait)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
+                    httpx.WriteError) as err:
+                retry = _Retry("connection", f"{url}: {type(err).__name__}: {err}")
+            except (asyncio.TimeoutError, httpx.TimeoutException) as err:
+                raise FetchFailure("timeout", f"{url}: timed out ({type(err).__name__})", final_url=url) from err
+            except httpx.HTTPError as err:
+                raise FetchFailure("connection", f"{url}: {type(err).__name__}: {err}", final_url=url) from err
+        assert retry is not None
+        raise FetchFailure(retry.reason, f"{retry} (after {self.cfg.retries} retries)", status=retry.status,
+                           final_url=url)
+
+    async def _once(self, url: str, robots_file: bool) -> Page | str:
+        if self.cfg.proxy is not None:  # the proxy resolves names; literal addresses are checked here
+            literal = ip_literal(urlsplit(url).hostname or "")
+            if literal is not None:
+                self.guard.check(literal, [literal])
+        async with self._http.stream("GET", url) as response:
+            status = response.status_code
+            if status in REDIRECTS and "location" in response.headers:
+                return response.headers["location"]
+            if status == 429 or status >= 500:
+                wait = parse_retry_after(response.headers.get("retry-after"))
+                raise _Retry("status", f"{url}: HTTP {status}", status=status, wait=wait)
+            kind, charset = media_type(response.headers.get("content-type"))
+            if not 200 <= status < 300:
+                raise FetchFailure("status", f"{url}: HTTP {status}", status=status, final_url=url, content_type=kind)
+            cap = ROBOTS_MAX_BYTES if robots_file else self.cfg.max_bytes
+            if not robots_file and kind is not None and kind not in self.cfg.content_types:
+                raise FetchFailure("content_type", f"{url}: content type {kind} is not fetched", status=status,
+                                   final_url=url, content_type=kind)
+            length = response.headers.get("content-length", "")
+            if length.isdigit() and int(length) > cap and "content-encoding" not in response.headers:
+                raise FetchFailure("too_large", f"{url}: Content-Length {int(length):,} is over the cap of {cap:,}",
+                                   status=status, final_url=url, content_type=kind)
+            try:
+                body = await read_capped(response, cap, url)
+            except FetchFailure as err:
+                err.final_url, err.content_type = url, kind
+                raise
+            return Page(url, url, status, kind, charset, body)
+
+    async def allowed(self, url: str) -> bool:
+        """Whether robots.txt of the URL's origin lets our agent fetch it (fetched once per origin)."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self._robots:
+            self._robots[origin] = asyncio.ensure_future(self._load_robots(origin))
+        parser = await asyncio.shield(self._robots[origin])
+        return parser.can_fetch(self.cfg.user_agent, url)
+
+    async def _load_robots(self, origin: str) -> RobotFileParser:
+        """RFC 9309: a 4xx means no rules; a 5xx (after retries) means everything is disallowed.
+
+        A robots.txt that cannot be reached at all lets the page request go on, so the page's own
+        failure (connection, refused address, ...) is what gets recorded.
+        """
+        parser = RobotFileParser(origin + "/robots.txt")
+        try:
+            page = await self.get(origin + "/robots.txt", robots=False)
+        except FetchFailure as err:
+            if err.reason == "status" and err.status is not None and (err.status >= 500 or err.status == 429):
+                parser.disallow_all = True
+            else:
+                parser.allow_all = True
+            parser.modified()
+            return parser
+        parser.parse(page.body.decode("utf-8", errors="replace").splitlines())
+        delay = parser.crawl_delay(self.cfg.user_agent)
+        if delay:
+            gate = self.gate(origin + "/")
+            gate.delay = max(gate.delay, min(float(delay), MAX_CRAWL_DELAY))
+        return parser

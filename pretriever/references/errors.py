@@ -1,0 +1,26 @@
+"""Why one URL could not be turned into a reference (the ``error`` column of ``references``)."""
+
+from __future__ import annotations
+
+from pretriever.errors import PretrieverError
+
+REASONS = ("status", "timeout", "robots", "too_large", "content_type", "refused_address", "connection",
+           "redirects", "decode", "extract_empty")
+
+
+class FetchFailure(PretrieverError):
+    """A permanent failure of one URL, with its reason (one of :data:`REASONS`) and what was learnt."""
+
+    def __init__(self, reason: str, message: str, *, status: int | None = None,
+                 final_url: str | None = None, content_type: str | None = None):
+        assert reason in REASONS, reason
+        super().__init__(message)
+        self.reason, self.status, self.final_url, self.content_type = reason, status, final_url, content_type
+
+
+class RefusedAddress(FetchFailure):
+    """The host resolves to an address that is not public (and --allow-private is off)."""
+
+    def __init__(self, host: str, address: str):
+        super().__init__("refused_address", f"{host} resolves to {address}, which is not a public address "
+                         "(give --allow-private to fetch from private networks)")

@@ -1,0 +1,163 @@
+"""``pretriever references fetch``: download every URL a corpus store cites, once, resumably.
+
+``concurrency`` workers take URLs in host-interleaved order; each page goes through
+:class:`~pretriever.references.client.PageClient` (politeness, robots.txt, address checks,
+caps, retries), then trafilatura in a thread pool, then one journalled row of ``references``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pretriever.data.store import CorpusStore
+from pretriever.io import write_json, write_parquet
+from pretriever.references.citations import CitedUrls, cited_urls, load_citation_urls
+from pretriever.references.client import Page, PageClient
+from pretriever.references.config import FetchConfig
+from pretriever.references.errors import FetchFailure
+from pretriever.references.extract import extract_text
+from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter
+
+
+@dataclass
+class Progress:
+    """Running figures of a fetch, for the progress line and the manifest."""
+
+    total: int = 0
+    done: int = 0
+    bytes: int = 0
+    failures: Counter = field(default_factory=Counter)
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self.bytes += row["bytes"] or 0
+        if row["error"]:
+            self.failures[row["error"]] += 1
+
+    def line(self) -> str:
+        seconds = max(time.monotonic() - self.started, 1e-9)
+        failed = ", ".join(f"{k} {v}" for k, v in self.failures.most_common()) or "none"
+        return (f"{self.done / seconds:.1f} pages/s, {self.bytes / seconds / 1e6:.2f} MB/s, "
+                f"failures: {failed}")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def page_row(url: str, page: Page, title: str | None, text: str | None, source: str, via_archive: bool,
+             fetched_at: str | None = None) -> dict[str, Any]:
+    return {"url": url, "final_url": page.final_url, "status": page.status, "content_type": page.content_type,
+            "fetched_at": fetched_at or now_iso(), "bytes": len(page.body), "title": title, "text": text,
+            "error": None if text else "extract_empty", "source": source, "via_archive": via_archive}
+
+
+def failure_row(url: str, failure: FetchFailure, source: str, fetched_at: str | None = None) -> dict[str, Any]:
+    return {"url": url, "final_url": failure.final_url, "status": failure.status,
+            "content_type": failure.content_type, "fetched_at": fetched_at or now_iso(), "bytes": 0,
+            "title": None, "text": None, "error": failure.reason, "source": source, "via_archive": False}
+
+
+async def extract_row(url: str, page: Page, pool: ThreadPoolExecutor, source: str, via_archive: bool,
+                      fetched_at: str | None = None) -> dict[str, Any]:
+    """The row of a downloaded page, with trafilatura run off the event loop."""
+    try:
+        title, text = await asyncio.get_running_loop().run_in_executor(
+            pool, extract_text, page.body, page.content_type, page.charset, page.final_url)
+    except FetchFailure as failure:
+        failure.status, failure.final_url, failure.content_type = page.status, page.final_url, page.content_type
+        return failure_row(url, failure, source, fetched_at)
+    return page_row(url, page, title, text, source, via_archive, fetched_at)
+
+
+async def fetch_one(client: PageClient, pool: ThreadPoolExecutor, url: str, archive: str | None,
+                    cfg: FetchConfig) -> dict[str, Any]:
+    """The row of one cited URL: the original, or its archive copy first or as a fallback."""
+    candidates = [url]
+    if archive and cfg.prefer_archive:
+        candidates = [archive, url]
+    elif archive and cfg.archive_fallback:
+        candidates = [url, archive]
+    failures: dict[str, FetchFailure] = {}
+    for candidate in candidates:
+        try:
+            page = await client.get(candidate)
+        except FetchFailure as failure:
+            failures[candidate] = failure
+            continue
+        return await extract_row(url, page, pool, "fetch", via_archive=candidate != url)
+    return failure_row(url, failures.get(url) or failures[candidates[0]], "fetch")
+
+
+async def run_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]], writer: ReferenceWriter,
+                    progress: Progress, on_row: Callable[[Progress], None] | None = None) -> None:
+    """Fetch ``targets`` not yet in ``writer.done`` with ``cfg.concurrency`` workers."""
+    todo = iter([t for t in targets if t[0] not in writer.done])
+
+    async def worker() -> None:
+        for url, archive in todo:  # one shared iterator: each URL goes to exactly one worker
+            row = await fetch_one(client, pool, url, archive, cfg)
+            writer.add(row)
+            progress.add(row)
+            if on_row is not None:
+                on_row(progress)
+
+    with ThreadPoolExecutor(cfg.extract_workers, thread_name_prefix="extract") as pool:
+        async with PageClient(cfg) as client:
+            await asyncio.gather(*(worker() for _ in range(cfg.concurrency)))
+
+
+def funnel_of(base: dict[str, int], table: pa.Table) -> dict[str, int]:
+    ok = pc.and_(pc.greater_equal(table["status"], 200), pc.less(table["status"], 300))
+    return {**base, "fetched": pc.sum(pc.fill_null(ok, False)).as_py() or 0,
+            "text_extracted": table.num_rows - table["text"].null_count}
+
+
+def failures_of(table: pa.Table) -> dict[str, int]:
+    counts = pc.value_counts(table["error"].drop_null()).to_pylist()
+    return dict(sorted(((c["values"], c["counts"]) for c in counts), key=lambda kv: -kv[1]))
+
+
+def write_outputs(cfg_dict: dict[str, Any], out, mapping: pa.Table, table: pa.Table, base_funnel: dict[str, int],
+                  seconds: float, **extra: Any) -> dict[str, Any]:
+    """citations.parquet and manifest.json beside references.parquet; returns the manifest."""
+    write_parquet(mapping, out / CITATIONS_FILE)
+    manifest = {"config": cfg_dict, "funnel": funnel_of(base_funnel, table), "failures": failures_of(table),
+                "via_archive": pc.sum(table["via_archive"]).as_py() or 0, "seconds": round(seconds, 3), **extra}
+    write_json(out / MANIFEST_FILE, manifest)
+    return manifest
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    return {k: (str(v) if hasattr(v, "__fspath__") else [str(x) for x in v] if isinstance(v, list) else v)
+            for k, v in asdict(cfg).items()}
+
+
+def fetch_cited(cfg: FetchConfig, cited: CitedUrls,
+                on_row: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+    """Fetch the URLs of ``cited`` into ``cfg.out`` (resuming when asked); returns the manifest."""
+    started = time.monotonic()
+    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows)
+    targets = cited.targets[:cfg.limit] if cfg.limit is not None else cited.targets
+    progress = Progress(total=sum(1 for t in targets if t[0] not in writer.done))
+    asyncio.run(run_fetch(cfg, targets, writer, progress, on_row))
+    table = writer.close()
+    return write_outputs(config_dict(cfg), cfg.out, cited.mapping, table, cited.funnel,
+                         time.monotonic() - started, this_run={"fetched": progress.done,
+                                                               "failures": dict(progress.failures)})
+
+
+def fetch_references(cfg: FetchConfig, on_row: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+    """``pretriever references fetch``: every cited URL of the store at ``cfg.corpus``."""
+    return fetch_cited(cfg, cited_urls(load_citation_urls(CorpusStore(cfg.corpus))), on_row)

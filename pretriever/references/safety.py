@@ -1,0 +1,122 @@
+"""Address safety (SSRF): every host is resolved and checked, and the connection goes to the checked address.
+
+The check sits in the network backend under httpx's connection pool, so it runs for every new
+connection: the first request, every redirect hop and every retry. Because the socket is opened
+to the very address that was checked, a DNS answer that changes between check and connect (DNS
+rebinding) cannot reach an internal service; TLS still verifies the certificate against the host
+name (httpcore passes the name, not the address, as SNI), and the Host header is untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+
+import httpcore
+import httpx
+
+from pretriever.errors import ConfigError
+from pretriever.references.errors import RefusedAddress
+
+
+def is_public(address: str) -> bool:
+    """False for private, loopback, link-local, multicast, reserved, unspecified and shared addresses."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
+
+
+def ip_literal(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
+class AddressGuard:
+    """Resolve a host to one address that may be connected to, or raise :class:`RefusedAddress`.
+
+    ``pinned`` maps host names to addresses chosen by the user (like curl's --resolve); those are
+    trusted, as are ``trusted`` hosts (the proxy). A name whose answers include any non-public
+    address is refused whole, unless ``allow_private``.
+    """
+
+    def __init__(self, allow_private: bool = False, pinned: dict[str, str] | None = None,
+                 trusted: Iterable[str] = ()):
+        self.allow_private = allow_private
+        self.pinned = {host.lower(): address for host, address in (pinned or {}).items()}
+        self.trusted = {host.lower() for host in trusted}
+
+    def check(self, host: str, addresses: list[str]) -> None:
+        if self.allow_private or host.lower() in self.trusted:
+            return
+        for address in addresses:
+            if not is_public(address):
+                raise RefusedAddress(host, address)
+
+    async def resolve(self, host: str, port: int) -> str:
+        name = host.lower()
+        if name in self.pinned:
+            return self.pinned[name]
+        literal = ip_literal(name)
+        if literal is not None:
+            self.check(host, [literal])
+            return literal
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as err:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {err}") from err
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        if not addresses:
+            raise httpcore.ConnectError(f"{host} has no address")
+        self.check(host, addresses)
+        return addresses[0]
+
+
+class CheckedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, opening TCP connections only to addresses the guard accepted."""
+
+    def __init__(self, guard: AddressGuard):
+        self.guard = guard
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None, socket_options=None) -> httpcore.AsyncNetworkStream:
+        address = await self.guard.resolve(host, port)
+        return await self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                             socket_options=socket_options)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options=None) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are never used for fetching")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class CheckedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport on a connection pool (or HTTP proxy) built over :class:`CheckedBackend`.
+
+    httpx has no argument for the network backend, so the httpcore pool that its
+    ``handle_async_request`` and ``aclose`` use is built here, with the same settings httpx uses.
+    """
+
+    def __init__(self, guard: AddressGuard, limits: httpx.Limits, proxy: str | None = None):
+        common = dict(ssl_context=httpx.create_ssl_context(trust_env=False),
+                      max_connections=limits.max_connections,
+                      max_keepalive_connections=limits.max_keepalive_connections,
+                      keepalive_expiry=limits.keepalive_expiry, network_backend=CheckedBackend(guard))
+        if proxy is None:
+            self._pool = httpcore.AsyncConnectionPool(**common)
+            return
+        spec = httpx.Proxy(url=proxy)
+        if spec.url.scheme not in ("http", "https"):
+            raise ConfigError(f"--proxy {proxy}: only http:// and https:// proxies are supported")
+        guard.trusted.add(spec.url.host.lower())
+        self._pool = httpcore.AsyncHTTPProxy(
+            proxy_url=httpcore.URL(scheme=spec.url.raw_scheme, host=spec.url.raw_host, port=spec.url.port,
+                                   target=spec.url.raw_path),
+            proxy_auth=spec.raw_auth, proxy_headers=spec.headers.raw, **common)

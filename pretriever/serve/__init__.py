@@ -1,0 +1,23 @@
+"""Serve and look: an HTTP search API and a web page over an index and a pairs folder.
+
+The top layer, beside the CLI: it opens indexes with :func:`pretriever.index.open_retriever`,
+reads passages through :mod:`pretriever.data` and pairs through
+:class:`pretriever.mine.export.PairsDir`; no stage imports it.
+
+* :mod:`~pretriever.serve.config` - :class:`ServeConfig` (the ``[serve]`` TOML table);
+* :mod:`~pretriever.serve.engine` - :class:`Engine`: the model loaded once, query encoding
+  micro-batched across concurrent requests, FAISS/BM25 search in a thread pool, hybrid RRF;
+* :mod:`~pretriever.serve.pairs` - :class:`PairsView`: pages of mined pairs with their spans;
+* :mod:`~pretriever.serve.app` - :func:`create_app`: the FastAPI application and the page at ``/``.
+
+Example::
+
+    from pretriever.serve import ServeConfig, create_app
+    app = create_app(ServeConfig(index="scifact-index/", pairs="pairs/"))
+    # uvicorn.run(app, host="127.0.0.1", port=8000)
+"""
+
+from pretriever.serve.app import create_app
+from pretriever.serve.config import ServeConfig, ServeError
+
+__all__ = ["ServeConfig", "ServeError", "create_app"]

@@ -1,0 +1,304 @@
+"""The FastAPI application: :func:`create_app` wires the engine, the pairs, the limits and the page.
+
+Endpoints (OpenAPI at ``/docs``): ``GET/POST /search``, ``POST /search/batch``, ``POST /compare``,
+``GET /pairs``, ``GET /pairs/stats``, ``GET /queries`` (judged queries of a qrels set, for the
+query view), ``GET /passages/{id}``, ``GET /health``, ``GET /info``; the page at ``/``.
+
+Safety: no endpoint takes a filesystem path (indexes, pairs, qrels and answers are fixed at
+start-up and named); request bodies over ``max_body_bytes`` get 413 before they are read;
+queries, k and batches are capped in the request models (422); every error is JSON
+``{"error": message}``. Off loopback every API route needs the key (``X-API-Key`` or
+``Authorization: Bearer``), compared in constant time.
+
+Extension point: ``POST /answer`` (a reader) is not part of this module. A reader package
+builds an ``APIRouter`` whose handlers read ``request.app.state.engine`` (search) and passes it
+as ``create_app(cfg, routers=[answer_router])``; it is mounted with the same key and limits.
+"""
+
+
+import hmac
+import math
+import time
+from collections.abc import Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pretriever import __version__
+from pretriever.errors import PretrieverError
+from pretriever.mine.export import PairsError
+from pretriever.retrieval import Hit
+from pretriever.serve.config import ServeConfig, is_loopback
+from pretriever.serve.engine import Engine, Passages
+from pretriever.serve.judged import JudgedSets, UnknownSetError
+from pretriever.serve.pairs import PageError, PairsView
+from pretriever.serve.schemas import (BatchOut, CompareOut, ErrorOut, HitOut, Mode, PairsOut, PassageOut, QueriesOut,
+                                      SearchOut, request_models)
+
+STATIC = Path(__file__).parent / "static"
+ERRORS = {400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 413: {"model": ErrorOut},
+          422: {"model": ErrorOut}}
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``limit`` bytes, by Content-Length or while it streams in."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            return await self._reject(scope, receive, send)
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse({"error": f"request body too large: the limit is {self.limit:,} bytes"}, 413)
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _key_check(cfg: ServeConfig):
+    """A dependency that demands the API key when one is set (always, off loopback)."""
+    key = cfg.api_key
+
+    async def check(request: Request) -> None:
+        if not key:
+            return
+        given = request.headers.get("x-api-key") or ""
+        auth = request.headers.get("authorization") or ""
+        if not given and auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        if not hmac.compare_digest(given.encode("utf-8"), key.encode("utf-8")):
+            raise HTTPException(401, "a valid API key is required: send it as the X-API-Key header")
+
+    return check
+
+
+def _message(errors: list[dict]) -> str:
+    parts = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        where = ".".join(str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc))
+        parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+    return "; ".join(parts) or "invalid request"
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        return JSONResponse({"error": _message(errors), "detail": errors}, 422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(PretrieverError)
+    async def domain_error(request: Request, exc: PretrieverError) -> JSONResponse:
+        status = 404 if isinstance(exc, (UnknownSetError, PageError, PairsError)) else 400
+        return JSONResponse({"error": str(exc)}, status)
+
+
+def _hits(hits: list[Hit], passages: dict) -> list[HitOut]:
+    return [HitOut(rank=rank, id=h.passage_id, title=passages[h.passage_id].title, text=passages[h.passage_id].text,
+                   score=h.score if math.isfinite(h.score) else 0.0, doc_id=passages[h.passage_id].doc_id)
+            for rank, h in enumerate(hits, 1)]
+
+
+def _api(cfg: ServeConfig) -> APIRouter:
+    models = request_models(cfg)
+    router = APIRouter()
+    Q = Annotated[str, Query(min_length=1, max_length=cfg.max_query_chars, description="the query text")]
+    K = Annotated[int, Query(ge=1, le=cfg.max_k, description="hits to return")]
+
+    def engine(request: Request) -> Engine:
+        return request.app.state.engine
+
+    async def search_out(eng: Engine, queries: list[str], k: int, mode: str) -> list[SearchOut]:
+        started = time.perf_counter()
+        results = await eng.search(queries, k, mode)
+        passages = await eng.passages([h.passage_id for hits in results for h in hits])
+        took = round((time.perf_counter() - started) * 1000, 3)
+        return [SearchOut(query=q, mode=mode, k=k, hits=_hits(hits, passages), took_ms=took)
+                for q, hits in zip(queries, results)]
+
+    @router.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
+    async def search_get(request: Request, q: Q, k: K = 10, mode: Mode = "dense") -> SearchOut:
+        """The top k passages for the query: id, title, text, score, rank, and the time taken."""
+        return (await search_out(engine(request), [q], k, mode))[0]
+
+    @router.post("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
+    async def search_post(request: Request, body: models.search) -> SearchOut:  # type: ignore[valid-type]
+        """As GET /search, with the query in a JSON body."""
+        return (await search_out(engine(request), [body.q], body.k, body.mode))[0]
+
+    @router.post("/search/batch", response_model=BatchOut, responses=ERRORS, tags=["search"])
+    async def search_batch(request: Request, body: models.batch) -> BatchOut:  # type: ignore[valid-type]
+        """Many queries at once (at most max_batch); one result per query, in order."""
+        started = time.perf_counter()
+        results = await search_out(engine(request), body.queries, body.k, body.mode)
+        return BatchOut(mode=body.mode, k=body.k, results=results,
+                        took_ms=round((time.perf_counter() - started) * 1000, 3))
+
+    @router.post("/compare", response_model=CompareOut, responses=ERRORS, tags=["search"])
+    async def compare(request: Request, body: models.compare) -> CompareOut:  # type: ignore[valid-type]
+        """Two systems' top k side by side; judged hits marked when the request names a qrels set
+        (with ``query_id`` or a judged query's text), answer-bearing hits when it gives answers."""
+        started = time.perf_counter()
+        sets: JudgedSets = request.app.state.judged
+        qid, judged, answers, matcher = body.query_id, None, body.answers, None
+        if body.qrels is not None:
+            qid, judged = sets.judgments(body.qrels, body.query_id, body.q)
+        if body.answer_set is not None:
+            answers, matcher = sets.answer_list(body.answer_set, body.query_id, body.q)
+        eng = engine(request)
+        for mode in body.systems:
+            eng.check_mode(mode)
+        systems = [(await search_out(eng, [body.q], body.k, mode))[0] for mode in body.systems]
+        if answers and matcher is None:
+            matcher = sets.default_matcher
+        for system in systems:
+            for hit in system.hits:
+                if judged is not None:
+                    hit.relevance = judged.get(hit.doc_id or hit.id)
+                if answers:
+                    hit.has_answer = matcher.has_answer(answers, hit.text)
+        return CompareOut(query=body.q, k=body.k, systems=systems, qrels=body.qrels, query_id=qid,
+                          judged=sum(1 for g in judged.values() if g > 0) if judged is not None else None,
+                          answers=answers, took_ms=round((time.perf_counter() - started) * 1000, 3))
+
+    @router.get("/pairs", response_model=PairsOut, responses=ERRORS, tags=["pairs"])
+    async def pairs(request: Request,
+                    method: Annotated[str | None, Query(max_length=20, description="dl, cm, ict, wlp, bfs "
+                                                        "(default: the first mined)")] = None,
+                    page: Annotated[int, Query(ge=1, le=10**9)] = 1,
+                    page_size: Annotated[int, Query(ge=1, le=cfg.max_page_size)] = 10,
+                    q: Annotated[str, Query(max_length=cfg.max_query_chars,
+                                            description="words the query must hold")] = "",
+                    title: Annotated[str, Query(max_length=300, description="text of the query's or the "
+                                                "positive's title")] = "") -> PairsOut:
+        """A page of mined pairs: query, positive and negative, anchor spans, titles and the method's reason."""
+        view = _pairs_view(request)
+        chosen = method or (view.methods[0] if view.methods else "")
+        result = await engine(request).run(view.page, chosen, page, page_size, q, title)
+        return PairsOut(**result.__dict__)
+
+    @router.get("/pairs/stats", tags=["pairs"], responses=ERRORS)
+    async def pairs_stats(request: Request) -> dict:
+        """stats.json of the pairs folder (pairs, distinct queries, overlap histogram per method) and the
+        methods' definitions from pairs.json."""
+        view = _pairs_view(request)
+        return {**view.stats, "definitions": view.definitions(), "mined": view.methods}
+
+    @router.get("/queries", response_model=QueriesOut, responses=ERRORS, tags=["search"])
+    async def queries(request: Request, set: Annotated[str, Query(max_length=200, description="qrels set name")],
+                      page: Annotated[int, Query(ge=1, le=10**9)] = 1,
+                      page_size: Annotated[int, Query(ge=1, le=cfg.max_page_size)] = 20) -> QueriesOut:
+        """The judged queries of a qrels set (id, text when --queries was given, relevant documents)."""
+        sets: JudgedSets = request.app.state.judged
+        total, rows = sets.judged_page(set, page, page_size)
+        pages = max(1, math.ceil(total / page_size))
+        if page > pages:
+            raise PageError(f"page {page} is past the last page ({pages}) of {total:,} queries of {set!r}")
+        return QueriesOut(set=set, page=page, pages=pages, total=total,
+                          queries=[{"id": i, "text": t, "judged": n} for i, t, n in rows])
+
+    @router.get("/passages/{passage_id}", response_model=PassageOut, responses=ERRORS, tags=["search"])
+    async def passage(request: Request, passage_id: Annotated[str, PathParam(max_length=300)],
+                      source: Annotated[str, Query(pattern="^(index|pairs)$", description="the index's store or "
+                                               "the store the pairs were mined from")] = "index") -> PassageOut:
+        """One passage by id: title, text, document."""
+        store = request.app.state.stores.get(source)
+        if store is None:
+            raise HTTPException(404, f"no corpus store is known for {source!r}")
+        found = (await engine(request).run(store.get, [passage_id]))[passage_id]
+        if found.text is None:
+            raise HTTPException(404, f"passage {passage_id!r} is not in the {source} store ({store.path})")
+        return PassageOut(**found.__dict__, source=source)
+
+    @router.get("/info", tags=["service"])
+    async def info(request: Request) -> dict:
+        """Model, index type, sizes, modes, pairs and judged sets, limits."""
+        view = request.app.state.pairs
+        return {"version": __version__, **engine(request).info(),
+                "pairs": {"path": str(view.dir.path), "methods": view.methods} if view else None,
+                "sets": request.app.state.judged.describe(),
+                "limits": {k: getattr(cfg, k) for k in ("max_query_chars", "max_k", "max_batch", "max_body_bytes",
+                                                        "max_page_size")}}
+    return router
+
+
+def _pairs_view(request: Request) -> PairsView:
+    view = request.app.state.pairs
+    if view is None:
+        raise HTTPException(404, "no pairs folder is served: start with --pairs PAIRS_DIR")
+    return view
+
+
+def create_app(cfg: ServeConfig, routers: Sequence[APIRouter] = (), engine: Engine | None = None) -> FastAPI:
+    """The application serving ``cfg.index`` (and ``cfg.pairs``); ``routers`` add endpoints such as a
+    reader's ``POST /answer`` under the same key and limits; ``engine`` shares an already opened one."""
+    owned = engine is None  # an engine passed in belongs to the caller, who closes it
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        if owned:
+            await app.state.engine.close()
+        for closing in (app.state.pairs, app.state.stores["pairs"]):
+            if closing is not None:
+                closing.close()
+
+    app = FastAPI(title="pretriever", version=__version__, lifespan=lifespan,
+                  description="Search an index (dense, BM25, hybrid), compare systems, browse mined pairs.")
+    app.state.engine = engine or Engine.open(cfg)
+    app.state.pairs = PairsView(cfg.pairs) if cfg.pairs is not None else None
+    app.state.judged = JudgedSets.load(cfg)
+    pairs_store = app.state.pairs.store_path() if app.state.pairs is not None else None
+    app.state.stores = {"index": app.state.engine.lookup,
+                        "pairs": Passages(pairs_store) if pairs_store is not None else None}
+    app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
+    _install_errors(app)
+    guard = [Depends(_key_check(cfg))] if cfg.api_key or not is_loopback(cfg.host) else []
+    app.include_router(_api(cfg), dependencies=guard)
+    for router in routers:
+        app.include_router(router, dependencies=guard)
+
+    @app.get("/health", tags=["service"])
+    async def health() -> dict:
+        """Liveness: 200 with {"status": "ok"} once the index is open."""
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+

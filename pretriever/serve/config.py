@@ -1,0 +1,93 @@
+"""Settings of ``pretriever serve`` (also the ``[serve]`` table of a TOML config)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pretriever.config import option
+from pretriever.errors import PretrieverError
+from pretriever.index import HybridOptions
+
+API_KEY_ENV = "PRETRIEVER_API_KEY"
+MODES = ("dense", "bm25", "hybrid")
+
+
+class ServeError(PretrieverError):
+    """The service cannot start as configured (a missing API key off loopback, a bad named file)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_named(values: list[str] | dict[str, str] | None, what: str) -> dict[str, Path]:
+    """``NAME=PATH`` items (or a TOML table) as ``{name: path}``; a bare PATH is named after its file."""
+    if not values:
+        return {}
+    if isinstance(values, dict):
+        return {str(k): Path(v) for k, v in values.items()}
+    out: dict[str, Path] = {}
+    for item in values:
+        name, sep, path = str(item).partition("=")
+        if not sep:
+            name, path = Path(item).stem, str(item)
+        if not name or not path:
+            raise ServeError(f"--{what} {item!r}: give NAME=PATH or PATH")
+        if name in out:
+            raise ServeError(f"--{what}: the name {name!r} is given twice")
+        out[name] = Path(path)
+    return out
+
+
+@dataclass
+class ServeConfig:
+    index: Path = option(help="The index folder to serve (dense, refined or BM25; from `pretriever index build`).")
+    pairs: Path | None = option(None, "A pairs folder (from `pretriever mine`) to browse at /pairs and on the page.")
+    host: str = option("127.0.0.1", "Address to bind. Anything but loopback needs an API key.")
+    port: int = option(8000, "Port to listen on.")
+    api_key: str | None = option(None, f"Key clients send as `X-API-Key` (or `Authorization: Bearer KEY`); "
+                                       f"required off loopback. Also read from ${API_KEY_ENV}.",
+                                 default_help=f"${API_KEY_ENV} if set")
+    qrels: dict[str, Path] = option(default_factory=dict, help="Judgment files (BEIR or TREC qrels) requests may "
+                                    "name for /compare, as NAME=PATH (repeatable).")
+    queries: Path | None = option(None, "BEIR queries.jsonl giving the texts of the judged queries (query view).")
+    answers: dict[str, Path] = option(default_factory=dict, help="QA files (NQ-open JSONL, DPR TSV/JSON) requests "
+                                      "may name for /compare, as NAME=PATH (repeatable).")
+    device: str | None = option(None, "Torch device of the query encoder (cpu, cuda).", default_help="auto")
+    max_query_chars: int = option(1000, "Longest query accepted, in characters.")
+    max_k: int = option(1000, "Largest k (hits per query) accepted.")
+    max_batch: int = option(64, "Most queries in one /search/batch request.")
+    max_body_bytes: int = option(65536, "Largest request body accepted, in bytes.")
+    max_page_size: int = option(100, "Most pairs in one /pairs page.")
+    encode_batch: int = option(32, "Most queries encoded together (micro-batch across concurrent requests).")
+    batch_wait_ms: float = option(2.0, "How long the encoder waits for more queries before encoding a batch.")
+    hybrid: HybridOptions = option(default_factory=HybridOptions, help="How mode=hybrid fuses dense and BM25 "
+                                   "(the [serve.hybrid] table; RRF k=60 by default).")
+    threads: int = option(4, "Worker threads for encoding, FAISS/BM25 search and passage lookups.")
+
+    def __post_init__(self) -> None:
+        self.index = Path(self.index)
+        self.pairs = Path(self.pairs) if self.pairs is not None else None
+        self.queries = Path(self.queries) if self.queries is not None else None
+        self.qrels = parse_named(self.qrels, "qrels")
+        self.answers = parse_named(self.answers, "answers")
+        if self.api_key is None:
+            self.api_key = os.environ.get(API_KEY_ENV) or None
+        for name in ("port", "max_query_chars", "max_k", "max_batch", "max_body_bytes", "max_page_size",
+                     "encode_batch", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.batch_wait_ms < 0:
+            raise ValueError(f"batch_wait_ms must be 0 or more, got {self.batch_wait_ms}")
+        if not is_loopback(self.host) and not self.api_key:
+            raise ServeError(f"binding {self.host} exposes the index beyond this machine: give --api-key KEY "
+                             f"(or set ${API_KEY_ENV}), or bind 127.0.0.1")

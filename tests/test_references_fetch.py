@@ -1,0 +1,188 @@
+"""The citation fetcher against servers on 127.0.0.1 that the tests start themselves."""
+
+from __future__ import annotations
+
+import gzip
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pretriever.references.citations import cited_urls
+from pretriever.references.config import FetchConfig
+from pretriever.references.fetch import fetch_cited
+from pretriever.references.table import CITATIONS_SCHEMA
+from references_server import LoopbackServer, article, send
+
+FACTS = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris and is 330 metres tall."
+PAGE = article("Eiffel Tower facts", FACTS).encode()
+
+
+def page(handler) -> None:
+    send(handler, 200, PAGE, "text/html; charset=utf-8")
+
+
+def citations(urls: list[str], archives: list[str | None] | None = None) -> pa.Table:
+    archives = archives or [None] * len(urls)
+    return pa.Table.from_pylist([{"doc_id": str(i // 3), "citation_idx": i % 3, "url": u, "archive_url": a}
+                                 for i, (u, a) in enumerate(zip(urls, archives))], schema=CITATIONS_SCHEMA)
+
+
+def fetch(tmp_path, urls, archives=None, **options) -> tuple[dict[str, dict], dict]:
+    settings = dict(allow_private=True, host_delay=0.0, per_host=4, retries=2, backoff=0.01,
+                    read_timeout=2.0, total_timeout=5.0)
+    settings.update(options)
+    cfg = FetchConfig(corpus=tmp_path, out=tmp_path / "refs", **settings)
+    manifest = fetch_cited(cfg, cited_urls(citations(urls, archives)))
+    rows = pq.read_table(tmp_path / "refs" / "references.parquet").to_pylist()
+    return {r["url"]: r for r in rows}, manifest
+
+
+def test_a_page_cited_three_times_is_fetched_once_and_its_text_extracted(tmp_path):
+    with LoopbackServer({"/a": page}) as server:
+        url = server.url("/a")
+        rows, manifest = fetch(tmp_path, [url, url, url.replace("http://", "HTTP://") + "#frag"])
+        assert server.hits["/a"] == 1
+    row = rows[url]
+    assert row["status"] == 200 and row["error"] is None and row["source"] == "fetch"
+    assert "completed in 1889" in row["text"] and "Privacy policy" not in row["text"]
+    assert row["title"].startswith("Eiffel Tower facts") and row["bytes"] == len(PAGE)
+    assert manifest["funnel"] == {"citations": 3, "with_url": 3, "fetchable_url": 3, "unique_urls": 1, "hosts": 1,
+                                  "fetched": 1, "text_extracted": 1}
+    mapping = pq.read_table(tmp_path / "refs" / "citations.parquet").to_pylist()
+    assert [m["url"] for m in mapping] == [url] * 3
+
+
+def test_a_slow_server_times_out(tmp_path):
+    def slow(handler):
+        time.sleep(1.5)
+        page(handler)
+
+    with LoopbackServer({"/slow": slow}) as server:
+        rows, manifest = fetch(tmp_path, [server.url("/slow")], read_timeout=0.3, total_timeout=0.5)
+    assert rows[server.url("/slow")]["error"] == "timeout"
+    assert manifest["failures"] == {"timeout": 1}
+
+
+def test_a_50_mb_body_and_a_gzip_bomb_stop_at_the_cap(tmp_path):
+    sent = {}
+    bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=9)
+
+    def huge(handler):  # no Content-Length: the cap must act on the stream itself
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.end_headers()
+        sent["bytes"] = 0
+        for _ in range(50 * 16):
+            handler.wfile.write(b"<p>" + b"x" * 65_529 + b"</p>")
+            sent["bytes"] += 65_536
+
+    def gzipped(handler):
+        send(handler, 200, bomb, "text/html", {"Content-Encoding": "gzip"})
+
+    with LoopbackServer({"/huge": huge, "/bomb": gzipped}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/huge"), server.url("/bomb")], max_bytes=1_000_000)
+    assert len(bomb) < 1_000_000  # small on the wire, 50 MB inflated
+    assert rows[server.url("/huge")]["error"] == "too_large"
+    assert rows[server.url("/bomb")]["error"] == "too_large"
+    assert sent["bytes"] < 50_000_000  # the download was aborted, not read to the end
+
+
+def test_a_redirect_loop_gives_up_after_the_hop_limit(tmp_path):
+    def loop(handler):
+        send(handler, 302, headers={"Location": "/loop2" if handler.path == "/loop1" else "/loop1"})
+
+    with LoopbackServer({"/loop1": loop, "/loop2": loop}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/loop1")], max_redirects=5)
+        assert server.hits["/loop1"] + server.hits["/loop2"] == 6
+    assert rows[server.url("/loop1")]["error"] == "redirects"
+
+
+def test_private_addresses_are_refused_including_a_redirect_hop(tmp_path):
+    routes = {"/page": page}
+    with LoopbackServer(routes) as server:
+        routes["/to-private"] = lambda h: send(h, 301, headers={"Location": server.url("/page")})
+        public = server.url("/to-private", host="public.example")  # pinned by --resolve: trusted
+        direct, by_name = server.url("/page"), server.url("/page", host="localhost")
+        rows, manifest = fetch(tmp_path / "strict", [public, direct, by_name], allow_private=False,
+                               resolve={"public.example": "127.0.0.1"})
+        assert server.hits["/page"] == 0  # no request reached the loopback page
+        assert {rows[u]["error"] for u in (public, direct, by_name)} == {"refused_address"}
+        assert server.hits["/to-private"] == 1
+        rows, _ = fetch(tmp_path / "open", [public], allow_private=True, resolve={"public.example": "127.0.0.1"})
+        assert rows[public]["error"] is None and rows[public]["final_url"] == direct
+
+
+def test_robots_txt_disallow_is_honoured_and_read_once(tmp_path):
+    robots = b"User-agent: *\nDisallow: /private/\n"
+    with LoopbackServer({"/robots.txt": lambda h: send(h, 200, robots, "text/plain"), "/open": page,
+                     "/private/x": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open"), server.url("/private/x")])
+        assert server.hits["/private/x"] == 0 and server.hits["/robots.txt"] == 1
+    assert rows[server.url("/private/x")]["error"] == "robots"
+    assert rows[server.url("/open")]["error"] is None
+
+
+def test_429_with_retry_after_and_503_are_retried(tmp_path):
+    calls = {"/busy": 0, "/flaky": 0}
+
+    def busy(handler):
+        calls["/busy"] += 1
+        if calls["/busy"] == 1:
+            return send(handler, 429, b"slow down", "text/plain", {"Retry-After": "1"})
+        page(handler)
+
+    def flaky(handler):
+        calls["/flaky"] += 1
+        if calls["/flaky"] == 1:
+            return send(handler, 503, b"unavailable", "text/plain")
+        page(handler)
+
+    with LoopbackServer({"/busy": busy, "/flaky": flaky, "/down": lambda h: send(h, 503)}) as server:
+        started = time.monotonic()
+        rows, manifest = fetch(tmp_path, [server.url("/busy"), server.url("/flaky"), server.url("/down")],
+                               retries=2)
+        waited = time.monotonic() - started
+        assert server.hits["/busy"] == 2 and server.hits["/flaky"] == 2 and server.hits["/down"] == 3
+    assert rows[server.url("/busy")]["error"] is None and rows[server.url("/flaky")]["error"] is None
+    assert rows[server.url("/down")]["error"] == "status" and rows[server.url("/down")]["status"] == 503
+    assert waited >= 1.0  # Retry-After: 1 was waited out, not skipped
+
+
+def test_a_wrong_content_type_is_refused_before_the_body(tmp_path):
+    with LoopbackServer({"/img": lambda h: send(h, 200, b"\x89PNG" + b"\0" * 100, "image/png")}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/img")])
+    row = rows[server.url("/img")]
+    assert row["error"] == "content_type" and row["content_type"] == "image/png" and row["text"] is None
+
+
+def test_charset_from_the_header_and_from_a_meta_tag(tmp_path):
+    facts = "Софийският университет е основан през 1888 година и е най-старото висше училище в България."
+    in_header = article("Университет", facts, charset="utf-8").replace('charset="utf-8"', "").encode("cp1251")
+    in_meta = article("Университет", facts, charset="koi8-r").encode("koi8_r")
+    with LoopbackServer({"/header": lambda h: send(h, 200, in_header, "text/html; charset=windows-1251"),
+                     "/meta": lambda h: send(h, 200, in_meta, "text/html")}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/header"), server.url("/meta")])
+    for path in ("/header", "/meta"):
+        assert "основан през 1888 година" in rows[server.url(path)]["text"], path
+
+
+def test_archive_copy_is_used_when_the_original_is_dead(tmp_path):
+    with LoopbackServer({"/archived": page}) as server:
+        dead, archive = server.url("/gone"), server.url("/archived")
+        rows, manifest = fetch(tmp_path, [dead], [archive])
+        assert server.hits["/gone"] == 1 and server.hits["/archived"] == 1
+        assert rows[dead]["via_archive"] is True and rows[dead]["final_url"] == archive
+        assert manifest["via_archive"] == 1
+        rows, _ = fetch(tmp_path / "prefer", [server.url("/archived-first")], [archive], prefer_archive=True)
+        assert server.hits["/archived-first"] == 0  # the archive answered, so the original was not asked
+
+
+def test_existing_output_needs_resume_or_overwrite(tmp_path):
+    with LoopbackServer({"/a": page}) as server:
+        fetch(tmp_path, [server.url("/a")])
+        with pytest.raises(Exception, match="--resume"):
+            fetch(tmp_path, [server.url("/a")])
+        rows, _ = fetch(tmp_path, [server.url("/a"), server.url("/b")], resume=True)
+        assert server.hits["/a"] == 1 and set(rows) == {server.url("/a"), server.url("/b")}

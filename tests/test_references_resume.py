@@ -1,0 +1,88 @@
+"""kill -9 in the middle of a fetch, then --resume: nothing finished is fetched again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from pretriever.references.citations import cited_urls
+from pretriever.references.config import FetchConfig
+from pretriever.references.fetch import fetch_cited
+from references_server import LoopbackServer, article, send
+from test_references_fetch import citations
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD = """
+import json, sys
+import pyarrow as pa
+from pretriever.references.citations import cited_urls
+from pretriever.references.config import FetchConfig
+from pretriever.references.fetch import fetch_cited
+from pretriever.references.table import CITATIONS_SCHEMA
+urls = json.loads(sys.argv[2])
+table = pa.Table.from_pylist([{"doc_id": "d", "citation_idx": i, "url": u, "archive_url": None}
+                              for i, u in enumerate(urls)], schema=CITATIONS_SCHEMA)
+cfg = FetchConfig(corpus=sys.argv[1], out=sys.argv[1], **json.loads(sys.argv[3]))
+fetch_cited(cfg, cited_urls(table))
+"""
+OPTIONS = dict(allow_private=True, host_delay=0.0, concurrency=2, per_host=2, checkpoint_rows=4, retries=0)
+
+
+def slow_page(handler) -> None:
+    time.sleep(0.05)
+    number = handler.path.strip("/p")
+    send(handler, 200, article(f"Page {number}", f"Page number {number} reports that the bridge opened in "
+                                                 f"{1900 + int(number)} after four years of work.").encode())
+
+
+def finished_urls(out: Path) -> set[str]:
+    """URLs whose rows the killed run had written (journal lines and checkpoint parts)."""
+    done: set[str] = set()
+    if not (out / "_work").exists():
+        return done
+    for part in (out / "_work").glob("part-*.parquet"):
+        done.update(pq.read_table(part).column("url").to_pylist())
+    for journal in (out / "_work").glob("journal-*.jsonl"):
+        for line in journal.read_text().splitlines():
+            try:
+                done.add(json.loads(line)["url"])
+            except json.JSONDecodeError:
+                pass
+    return done
+
+
+def test_kill_9_then_resume_fetches_nothing_twice_and_equals_an_uninterrupted_run(tmp_path):
+    with LoopbackServer({"*": slow_page, "/robots.txt": lambda h: send(h, 404)}) as server:
+        urls = [server.url(f"/p{i}") for i in range(40)]
+        killed = tmp_path / "killed"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(killed), json.dumps(urls), json.dumps(OPTIONS)],
+                                 env=env)
+        deadline = time.monotonic() + 60
+        while len(finished_urls(killed)) < 8 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        done = finished_urls(killed)
+        assert 5 <= len(done) < 40
+        before = dict(server.hits)
+
+        cfg = FetchConfig(corpus=killed, out=killed, resume=True, **OPTIONS)
+        fetch_cited(cfg, cited_urls(citations(urls)))
+        again = {path: server.hits[path] - before.get(path, 0) for path in server.hits if path != "/robots.txt"}
+        assert all(again.get(u.split(str(server.port))[1], 0) == 0 for u in done)
+        assert sum(again.values()) == 40 - len(done)  # the rest once each, pages in flight included
+
+        whole = tmp_path / "whole"
+        fetch_cited(FetchConfig(corpus=whole, out=whole, **OPTIONS), cited_urls(citations(urls)))
+    resumed = pq.read_table(killed / "references.parquet").drop(["fetched_at"])
+    uninterrupted = pq.read_table(whole / "references.parquet").drop(["fetched_at"])
+    assert resumed.num_rows == 40 and resumed.equals(uninterrupted)
+    assert not (killed / "_work").exists()
