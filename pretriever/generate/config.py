@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
-from pretriever.index.config import Shard, parse_shard
+from pretriever.data.passages import Shard, parse_shard
 
 KEYS = ("auto", "passage", "doc")
 
