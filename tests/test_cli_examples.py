@@ -2,8 +2,10 @@
 
 The workspace holds what the examples name: the enwiki sample dump (as ``enwiki.xml.bz2``), a
 200-document SciFact subset in BEIR layout (``scifact/``, with its test and train judgments), the
-NQ-open and CuratedTREC question files and a JSONL of crawled pages; every other folder an example
-reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
+NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
+a tiny randomly initialised T5 saved as ``doc2query/all-with-prefix-t5-base-v1`` (no doc2query weights
+are offline; a local folder of that name is found before any hub lookup, so the generate example runs
+as written). Every other folder an example reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
 a proxy on 127.0.0.1 (``$HTTP_PROXY``, ``$HTTPS_PROXY``) that answers every page with 404 and refuses
 tunnels, so they run their whole course (politeness, retries, the table) offline.
 """
@@ -22,6 +24,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from pretriever.cli import PIPELINE_ORDER, app
+from pretrain_fixtures import tiny_t5
 from references_server import LoopbackServer, send
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -92,6 +95,10 @@ def workspace(tmp_path_factory) -> Path:
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
     page = "<html><head><title>Anarchism</title></head><body><p>Anarchism is a political philosophy.</p></body></html>"
+    tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1")  # found locally before any hub lookup
+    queries = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
+               {"id": "25", "queries": ["what is autism"]}]
+    (root / "doc2query-queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
     (root / "pages.jsonl").write_text(json.dumps({"url": "http://www.example.org/anarchism", "html": page}) + "\n",
                                       encoding="utf-8")
     return root

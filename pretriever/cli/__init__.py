@@ -10,8 +10,10 @@ from typer.core import TyperGroup
 from pretriever import __version__
 from pretriever.cli.corpus import corpus_app
 from pretriever.cli.evaluate import evaluate_command
+from pretriever.cli.generate import generate_command
 from pretriever.cli.index import index_app, search_command
 from pretriever.cli.mine import mine_command, pairs_app
+from pretriever.cli.pretrain import pretrain_command
 from pretriever.cli.quickstart import quickstart
 from pretriever.cli.reader import answer_command, reader_app
 from pretriever.cli.refine import refine_app
@@ -22,7 +24,7 @@ from pretriever.cli.train import train_command
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
 # `pretriever --help` lists the commands in the order a user runs them
-PIPELINE_ORDER = ("quickstart", "corpus", "references", "mine", "pairs", "generate", "pretrain", "train", "index",
+PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",
                   "search", "refine", "evaluate", "reader", "answer", "serve")
 
 
@@ -52,6 +54,8 @@ app.add_typer(corpus_app, name="corpus")
 app.add_typer(references_app, name="references")
 app.command("mine")(mine_command)
 app.add_typer(pairs_app, name="pairs")
+app.command("generate")(generate_command)
+app.command("pretrain")(pretrain_command)
 app.command("train")(train_command)
 app.add_typer(index_app, name="index")
 app.command("search")(search_command)

@@ -48,6 +48,7 @@ def mine_command(
     min_query_words: Optional[int] = typer.Option(None, "--min-query-words", help=help_for(MineConfig, "min_query_words")),
     min_passage_words: Optional[int] = typer.Option(None, "--min-passage-words",
                                                     help=help_for(MineConfig, "min_passage_words")),
+    queries: Optional[Path] = typer.Option(None, "--queries", help=help_for(MineConfig, "queries")),
     references: Optional[Path] = typer.Option(None, "--references", help=help_for(MineConfig, "references")),
     context: Optional[str] = typer.Option(None, "--context", help=help_for(MineConfig, "context")),
     block_words: Optional[int] = typer.Option(None, "--block-words", help=help_for(MineConfig, "block_words")),
@@ -79,6 +80,8 @@ def mine_command(
       pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/      (C-MORE triplets from the fetched references)
 
       pretriever mine enwiki/ --method qac --context links --out qac-links/      (offline: contexts from linked articles)
+
+      pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/      (query-as-context pre-training pairs)
     """
     if max_pairs is not None and max_pairs <= 0:
         fail(f"--max-pairs {max_pairs} leaves nothing to mine: give a positive number of pairs, or leave "
@@ -90,7 +93,7 @@ def mine_command(
                            cm_indegree_threshold=cm_indegree_threshold, ict_keep_fraction=ict_keep_fraction,
                            max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
                            min_query_words=min_query_words, min_passage_words=min_passage_words,
-                           references=references, context=context, block_words=block_words,
+                           queries=queries, references=references, context=context, block_words=block_words,
                            block_stride=block_stride, ner_model=ner_model, threads=threads,
                            memory_limit=memory_limit, overwrite=overwrite or None, resume=resume or None)
 

@@ -9,6 +9,7 @@
 * :mod:`~pretriever.data.qa` - open-domain QA files (NQ-open, DPR TSV/JSON, WebQ, CuratedTREC)
   and DPR's answer matching;
 * :mod:`~pretriever.data.multihop` - multi-hop questions and gold sets;
+* :mod:`~pretriever.data.generated` - where generated queries are (``pretriever generate``);
 * :mod:`~pretriever.data.references` - a references folder (the cited pages' texts) for C-MORE
   (:func:`load_references`).
 
@@ -17,6 +18,7 @@ No stage writes SQL against a store: a new read belongs here, with a test.
 
 from pretriever.data.beir import (DatasetError, load_corpus, load_qrels, load_queries, qrels_path, queries_in_qrels,
                                   relevant)
+from pretriever.data.generated import QUERIES_FILE, generated_queries_path
 from pretriever.data.lookup import PassageLookup
 from pretriever.data.multihop import MultiHopExample, load_multihop
 from pretriever.data.passages import PassageSource, passage_text
@@ -26,7 +28,7 @@ from pretriever.data.store import CorpusStore, StoreError
 
 __all__ = [
     "AnswerMatcher", "CorpusStore", "DatasetError", "MultiHopExample", "PassageLookup", "PassageSource",
-    "QAExample", "QAFileError", "References", "ReferencesError", "StoreError", "has_answer", "load_corpus",
+    "QAExample", "QAFileError", "QUERIES_FILE", "References", "ReferencesError", "StoreError", "generated_queries_path", "has_answer", "load_corpus",
     "load_multihop", "load_qa_file", "load_references", "load_qrels", "load_queries", "passage_text", "qrels_path",
     "queries_in_qrels", "relevant", "tokenize",
 ]

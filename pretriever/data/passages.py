@@ -8,12 +8,15 @@ large corpus never holds the whole corpus in memory.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 
 from pretriever.data.store import CorpusStore
+from pretriever.errors import PretrieverError
 
 
 def passage_text(title: str | None, text: str | None, prepend_title: bool) -> str:
@@ -88,3 +91,33 @@ class PassageSource:
                 raise ValueError(f"{path}: expected {b - a} passages in rows {a}..{b}, read {table.num_rows} "
                                  "(is a document id repeated in documents.parquet?)")
             yield (table.column(0).to_pylist(), table.column(1).to_pylist(), table.column(2).to_pylist())
+
+
+class ShardSpecError(PretrieverError, ValueError):
+    """A ``--shard`` value is not ``i/n`` with ``0 <= i < n``."""
+
+
+class Shard(NamedTuple):
+    """Shard ``index`` of ``count`` (0-based): a contiguous run of checkpoint chunks."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(spec: str | Shard | None) -> Shard | None:
+    """``"2/8"`` -> Shard(2, 8); None stays None; anything else is a :class:`ShardSpecError`."""
+    if spec is None or isinstance(spec, Shard):
+        return spec
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(spec))
+    if not match:
+        raise ShardSpecError(f"--shard must look like i/n (shard i of n, counted from 0, e.g. 0/4), got {spec!r}")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1:
+        raise ShardSpecError(f"--shard {spec}: the number of shards must be at least 1")
+    if index >= count:
+        raise ShardSpecError(f"--shard {spec}: shards are counted from 0, so i must be below n "
+                             f"(0/{count} ... {count - 1}/{count})")
+    return Shard(index, count)

@@ -11,41 +11,14 @@ stemmer over ``title + " " + text``. On SciFact (test) these give nDCG@10 0.649
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pretriever.config import option
+from pretriever.data.passages import Shard, parse_shard
 from pretriever.index.bm25 import BM25Options
-from pretriever.index.errors import ShardSpecError
 from pretriever.index.faiss_index import DTYPES, FaissParams
-
-
-class Shard(NamedTuple):
-    """Shard ``index`` of ``count`` (0-based): a contiguous run of checkpoint chunks."""
-
-    index: int
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(spec: str | Shard | None) -> Shard | None:
-    """``"2/8"`` -> Shard(2, 8); None stays None; anything else is a :class:`ShardSpecError`."""
-    if spec is None or isinstance(spec, Shard):
-        return spec
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(spec))
-    if not match:
-        raise ShardSpecError(f"--shard must look like i/n (shard i of n, counted from 0, e.g. 0/4), got {spec!r}")
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1:
-        raise ShardSpecError(f"--shard {spec}: the number of shards must be at least 1")
-    if index >= count:
-        raise ShardSpecError(f"--shard {spec}: shards are counted from 0, so i must be below n "
-                             f"(0/{count} ... {count - 1}/{count})")
-    return Shard(index, count)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pretriever.data.passages import ShardSpecError  # noqa: F401 - raised by parse_shard, caught as an index error
 from pretriever.errors import PretrieverError
 
 
@@ -11,10 +12,6 @@ class IndexStageError(PretrieverError):
 
 class NotAnIndexError(IndexStageError):
     """The folder holds no (complete) dense or BM25 index."""
-
-
-class ShardSpecError(IndexStageError, ValueError):
-    """A ``--shard`` value is not ``i/n`` with ``0 <= i < n``."""
 
 
 class EncodeStateError(IndexStageError):

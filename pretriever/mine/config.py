@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
+from pretriever.data import generated_queries_path
 
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
@@ -30,7 +31,9 @@ class MineConfig:
         default_factory=lambda: list(DEFAULT_METHODS),
         help="Strategies to run, in this order (comma-separated, or a list in TOML): dl (dual-link: q links to P "
              "and p links to Q), cm (co-mention: q and p link to a third entity E and p links to Q), ict (inverse "
-             "cloze task), wlp (wiki link prediction), bfs (body first selection). HLP: dl,cm.")
+             "cloze task), wlp (wiki link prediction), bfs (body first selection), qac (C-MORE question-answer-"
+             "context triplets; needs references or context links), cc (two passages of one document: "
+             "coCondenser), qc (a passage and its generated queries; needs queries). HLP: dl,cm.")
     negatives: str = option("random", "One extra negative passage per pair: random (the paper's choice: any "
                                       "passage of another document), overlap (shares a linked entity with the "
                                       "query but is neither DL nor CM; falls back to random) or none.")
@@ -78,6 +81,9 @@ class MineConfig:
     resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
                                  "keeps the batches of triplets it finished (the relational methods rerun; "
                                  "they are quick).")
+    queries: Path | None = option(None, "QC: QUERIES_DIR from `pretriever generate` (or its "
+                                        "generated_queries.parquet): the generated queries paired with their "
+                                        "passages.")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
 
@@ -106,6 +112,11 @@ class MineConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.references is not None:
             self.references = Path(self.references)
+        if self.queries is not None:
+            self.queries = Path(self.queries)
+        if "qc" in self.methods and (self.queries is None or not generated_queries_path(self.queries).is_file()):
+            raise ValueError(f"method qc needs generated queries: give --queries QUERIES_DIR written by `pretriever "
+                             f"generate CORPUS --model NAME --out QUERIES_DIR` (got {self.queries or 'none'})")
         self.context = str(self.context).lower()
         if self.context not in QAC_CONTEXTS:
             raise ValueError(f"context must be one of {', '.join(QAC_CONTEXTS)}, got {self.context!r}")

@@ -15,6 +15,7 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
+from pretriever.data import generated_queries_path
 from pretriever.mine.config import MineConfig
 from pretriever.mine.engine import Engine, word_count
 from pretriever.mine.schema import CANDIDATE
@@ -59,6 +60,11 @@ class MineContext:
         """Passages long enough to be positives or negatives."""
         p = self.passages
         return p.filter(p.n_words >= self.config.min_passage_words)
+
+    @cached_property
+    def generated_queries(self) -> ir.Table:
+        """(passage_id, candidate, text) from ``--queries`` (``pretriever generate``; checked by the config)."""
+        return self.engine.read(generated_queries_path(self.config.queries), "generated_queries")
 
     @cached_property
     def elinks(self) -> ir.Table:

@@ -40,6 +40,7 @@ CANDIDATE = pa.schema([
     ("entity_anchor_start", I32),
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),   # ICT: the query sentence was left in the positive
+    ("candidate", I32),              # QC: which of the passage's C generated queries (0..C-1)
     ("answer", STR),                 # QAC: the entity taken out of the statement, as written in the positive
     ("answer_start", I32),           # QAC: its character offsets in positive_text
     ("answer_end", I32),
@@ -76,6 +77,7 @@ PAIRS = pa.schema([
     ("entity_anchor_start", I32),
     ("entity_anchor_end", I32),
     ("query_sentence_kept", BOOL),
+    ("candidate", I32),              # QC: index of the generated query; NULL for other methods
     ("answer", STR),
     ("answer_start", I32),
     ("answer_end", I32),

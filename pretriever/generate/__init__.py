@@ -1,0 +1,8 @@
+"""Stage ``generate``: doc2query candidate queries per passage (query-as-context, Wu et al. 2023)."""
+
+from pretriever.generate.config import GenerateConfig
+from pretriever.generate.errors import GenerateError
+from pretriever.generate.importer import import_queries
+from pretriever.generate.run import QUERIES_FILE, GenerateResult, generate
+
+__all__ = ["GenerateConfig", "GenerateError", "GenerateResult", "QUERIES_FILE", "generate", "import_queries"]

@@ -1,0 +1,111 @@
+"""``pretriever generate --from FILE``: queries generated elsewhere, into the same table.
+
+Accepted files (one passage or document per line):
+
+* TSV: ``id<TAB>query[<TAB>query...]``; several lines may share an id.
+* JSONL: ``{"id": ..., "predicted_queries": [...]}`` (the published docTTTTTquery
+  expansions), or with ``passage_id``/``doc_id``/``_id`` and ``queries``/``query``/``text``
+  (a string or a list).
+
+Ids name passages or documents (``--key``; ``auto`` takes whichever matches more ids).
+A document's queries go to its first passage. Candidates are numbered per passage in file
+order; lines with an unknown id or no query are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+
+from pretriever.generate.config import GenerateConfig
+from pretriever.generate.errors import GenerateError
+from pretriever.generate.run import SCHEMA, GenerateResult, finish, open_passages, prepare
+from pretriever.io import write_parquet
+
+ID_KEYS = ("passage_id", "doc_id", "id", "_id", "docid", "pid")
+QUERY_KEYS = ("predicted_queries", "queries", "query", "text")
+
+
+def read_lines(path: Path) -> list[tuple[str, list[str]]]:
+    """(id, queries) per line of a TSV or JSONL file; a malformed line is an error naming it."""
+    if not path.is_file():
+        raise GenerateError(f"{path}: no such file to import queries from")
+    is_json = path.suffix.lower() in (".jsonl", ".json", ".ndjson")
+    out: list[tuple[str, list[str]]] = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            if not is_json:
+                key, *queries = line.split("\t")
+                out.append((key.strip(), queries))
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise GenerateError(f"{path}:{n}: not valid JSON ({err})") from err
+            key = next((obj[k] for k in ID_KEYS if isinstance(obj, dict) and k in obj), None)
+            value = next((obj[k] for k in QUERY_KEYS if isinstance(obj, dict) and k in obj), None)
+            if key is None or value is None:
+                raise GenerateError(f"{path}:{n}: needs an id ({', '.join(ID_KEYS)}) and queries "
+                                    f"({', '.join(QUERY_KEYS)})")
+            out.append((str(key), [value] if isinstance(value, str) else [str(v) for v in value]))
+    return out
+
+
+def passage_keys(cfg: GenerateConfig) -> tuple[list[str], dict[str, str]]:
+    """Passage ids in index order, and each document's first passage."""
+    source = open_passages(cfg.corpus)
+    try:
+        table = source.store.read_table("passages", ["passage_id", "doc_id", "position"]).to_pydict()
+        order = [pid for ids, _ in source.iter_parts(False) for pid in ids]
+    finally:
+        source.close()
+    first: dict[str, tuple[int, str]] = {}
+    for pid, doc, position in zip(table["passage_id"], table["doc_id"], table["position"]):
+        if doc not in first or position < first[doc][0]:
+            first[doc] = (position, pid)
+    return order, {doc: pid for doc, (_, pid) in first.items()}
+
+
+def import_queries(cfg: GenerateConfig) -> GenerateResult:
+    """Write ``cfg.from_file``'s queries as the generated_queries table of ``cfg.out``."""
+    started = time.perf_counter()
+    assert cfg.from_file is not None
+    lines = read_lines(cfg.from_file)
+    order, first = passage_keys(cfg)
+    known = set(order)
+    key = cfg.key
+    if key == "auto":
+        ids = {k for k, _ in lines}
+        key = "passage" if len(ids & known) >= len(ids & set(first)) else "doc"
+    prepare(cfg, {"from": str(cfg.from_file), "key": key})
+    queries: dict[str, list[str]] = defaultdict(list)
+    skipped = {"unknown_id": 0, "empty_query": 0}
+    for k, qs in lines:
+        pid = k if key == "passage" and k in known else first.get(k) if key == "doc" else None
+        if pid is None:
+            skipped["unknown_id"] += 1
+            continue
+        for q in qs:
+            if q.strip():
+                queries[pid].append(q.strip())
+            else:
+                skipped["empty_query"] += 1
+    rows = [(pid, c, q) for pid in order for c, q in enumerate(queries.get(pid, ()))]
+    if not rows:
+        raise GenerateError(f"{cfg.from_file}: none of its {len(lines):,} lines names a {key} id of {cfg.corpus} "
+                            "(try --key passage or --key doc)")
+    table = pa.table({"passage_id": [r[0] for r in rows], "candidate": [r[1] for r in rows],
+                      "text": [r[2] for r in rows]}, schema=SCHEMA)
+    part = cfg.out / "parts" / "part-000000.parquet"
+    write_parquet(table, part)
+    result = GenerateResult(cfg, passages=len(queries), queries=len(rows), skipped=skipped)
+    result.seconds = time.perf_counter() - started
+    finish(cfg, [part], result, len(order), {"imported_from": str(cfg.from_file), "key": key, "skipped": skipped})
+    return result

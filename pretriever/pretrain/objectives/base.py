@@ -1,0 +1,92 @@
+"""What a pre-training objective is: a registered ``torch.nn.Module`` around a masked-LM encoder.
+
+An objective gets the encoder with its MLM head (``AutoModelForMaskedLM``: the head is
+created, tied to the input embeddings, when the checkpoint has none) and adds what it
+needs (a Condenser head, a decoder). ``prepare`` turns a batch of (x, y) texts into
+tensors, masking with transformers' ``DataCollatorForLanguageModeling`` (80% [MASK],
+10% random token, 10% unchanged; special and padding tokens never masked); ``forward``
+maps those tensors to ``{"loss": total, term: value, ...}``. Everything but the encoder is
+discarded after training.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from transformers import DataCollatorForLanguageModeling
+from transformers.models.bert.modeling_bert import BertLayer
+
+OBJECTIVES: dict[str, type["Objective"]] = {}
+
+
+def register(cls: type["Objective"]) -> type["Objective"]:
+    if cls.name in OBJECTIVES:
+        raise ValueError(f"pre-training objective {cls.name!r} registered twice")
+    OBJECTIVES[cls.name] = cls
+    return cls
+
+
+def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``head(hidden)`` over the masked positions (labels -100 elsewhere; eqs 4, 6, 10
+    averaged). Only masked positions go through the head: the vocabulary projection is the costly part."""
+    keep = labels != -100
+    logits = head(hidden[keep])
+    return nn.functional.cross_entropy(logits.float(), labels[keep])
+
+
+def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A (batch, 1, 1, length) additive attention mask for ``BertLayer``: 0 where seen, -inf-ish where padded."""
+    return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def new_layers(mlm_model, n: int) -> nn.ModuleList:
+    """``n`` transformer layers shaped like the encoder's, freshly initialised the encoder's way."""
+    layers = nn.ModuleList(BertLayer(mlm_model.config) for _ in range(n))
+    layers.apply(mlm_model._init_weights)
+    return layers
+
+
+def run_layers(layers: nn.ModuleList, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    ext = additive_mask(mask, hidden.dtype)
+    for layer in layers:
+        out = layer(hidden, attention_mask=ext)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return hidden
+
+
+class Objective(nn.Module):
+    name: ClassVar[str]
+    terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
+
+    def __init__(self, mlm_model, tokenizer, cfg: Any):
+        super().__init__()
+        self.mlm = mlm_model
+        self.tokenizer = tokenizer
+        self.max_length = cfg.max_length
+        head = getattr(mlm_model, "cls", None) or getattr(mlm_model, "lm_head", None)  # BERT-like / RoBERTa-like
+        if head is None:
+            raise TypeError(f"{type(mlm_model).__name__} has no MLM head named cls or lm_head")
+        self.mlm_head = head  # phi: hidden states -> vocabulary logits, shared by every reconstruction
+
+    @property
+    def encoder(self) -> nn.Module:
+        return self.mlm.base_model
+
+    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
+        return self.tokenizer(texts, max_length=self.max_length, truncation=True, padding=True, return_tensors="pt",
+                              return_token_type_ids=False)
+
+    def masker(self, rate: float) -> DataCollatorForLanguageModeling:
+        return DataCollatorForLanguageModeling(self.tokenizer, mlm_probability=rate)
+
+    def mask(self, input_ids: torch.Tensor, rate: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(masked ids, labels): the collator's 80/10/10 masking from torch's global generator (seeded)."""
+        return self.masker(rate).torch_mask_tokens(input_ids.clone())
+
+    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        raise NotImplementedError

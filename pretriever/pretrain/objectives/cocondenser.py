@@ -1,0 +1,59 @@
+"""coCondenser (Gao and Callan, 2022; as in Wu et al., 2023, eqs 5-7).
+
+Inputs: pairs (x, y) of related texts: two passages of one document (``cc``) or a passage
+and one of its generated queries (``qc``). Both are masked (``mask_rate``, 15%) and
+encoded in one forward pass. Loss = L_mlm + L_aux + L_cl:
+
+* L_mlm: MLM on the encoder's last layer (eq. 4);
+* L_aux: the Condenser head, ``head_layers`` fresh transformer layers over
+  [h_0^L ; h_1^M ... h_n^M] (last-layer [CLS] then layer-M token states, M = L/2 by
+  default), predicts the same masked tokens through the same MLM head (eq. 6);
+* L_cl: -log softmax over the batch of sim(h_x, h_y) / tau, sim the dot product of the
+  last-layer [CLS] vectors, the other pairs' y as negatives (eq. 5).
+
+Requires a BERT-style encoder (``AutoModelForMaskedLM`` with ``cls``/``lm_head``).
+Example: ``pretriever pretrain pairs/ --objective cocondenser --mix qc:1 --out model/``.
+Paper: Gao and Callan, "Unsupervised Corpus Aware Language Model Pre-training for Dense
+Passage Retrieval", ACL 2022; the MLM terms are averaged over masked tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers, register, run_layers
+
+
+@register
+class CoCondenser(Objective):
+    name = "cocondenser"
+    terms = ("mlm", "aux", "cl")
+
+    def __init__(self, mlm_model, tokenizer, cfg):
+        super().__init__(mlm_model, tokenizer, cfg)
+        layers = mlm_model.config.num_hidden_layers
+        self.from_layer = cfg.head_from_layer if cfg.head_from_layer is not None else layers // 2
+        if not 0 <= self.from_layer <= layers:
+            raise ValueError(f"head_from_layer must be between 0 and {layers}, got {self.from_layer}")
+        self.mask_rate = cfg.mask_rate
+        self.temperature = cfg.temperature
+        self.condenser = new_layers(mlm_model, cfg.head_layers)
+
+    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+        enc = self.tokenize(list(xs) + list(ys))
+        ids, labels = self.mask(enc["input_ids"], self.mask_rate)
+        return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        last = out.hidden_states[-1]
+        cls = last[:, 0]
+        mlm = mlm_loss(self.mlm_head, last, labels)
+        head_in = torch.cat([cls.unsqueeze(1), out.hidden_states[self.from_layer][:, 1:]], dim=1)
+        aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, attention_mask), labels)
+        n = cls.shape[0] // 2
+        scores = cls[:n] @ cls[n:].T / self.temperature
+        cl = nn.functional.cross_entropy(scores.float(), torch.arange(n, device=scores.device))
+        return {"loss": mlm + aux + cl, "mlm": mlm, "aux": aux, "cl": cl}

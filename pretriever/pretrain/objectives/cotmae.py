@@ -1,0 +1,56 @@
+"""CoT-MAE (Wu et al., 2022; as in Wu et al., 2023, eqs 8-11).
+
+Inputs: pairs (x, y): x goes to the encoder, y to the decoder (for ``qc`` x is the passage
+and y its generated query; for ``cc`` two passages of one document). Loss = L_mlm +
+L_ctx-mlm:
+
+* L_mlm: the encoder reconstructs x masked at ``encoder_mask_rate`` (30%) from its
+  unmasked tokens (eq. 4);
+* L_ctx-mlm: a shallow decoder, ``decoder_layers`` transformer layers initialised from
+  scratch, reads d_0 = [h_x ; e(y_1) ... e(y_n)], x's last-layer [CLS] vector followed by
+  the embeddings (the encoder's embedding layer) of y masked at ``decoder_mask_rate``
+  (45%), attending only over y's own positions, and reconstructs y's masked tokens
+  through the shared MLM head (eqs 8-10).
+
+Requires a BERT-style encoder. Example: ``pretriever pretrain pairs/ --objective cotmae
+--out model/``. Paper: Wu et al., "ConTextual Masked Auto-Encoder for Dense Passage
+Retrieval", AAAI 2023; the MLM terms are averaged over masked tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers, register, run_layers
+
+
+@register
+class CoTMAE(Objective):
+    name = "cotmae"
+    terms = ("mlm", "ctx_mlm")
+
+    def __init__(self, mlm_model, tokenizer, cfg):
+        super().__init__(mlm_model, tokenizer, cfg)
+        self.encoder_rate = cfg.encoder_mask_rate
+        self.decoder_rate = cfg.decoder_mask_rate
+        self.decoder = new_layers(mlm_model, cfg.decoder_layers)
+
+    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+        x, y = self.tokenize(list(xs)), self.tokenize(list(ys))
+        x_ids, x_labels = self.mask(x["input_ids"], self.encoder_rate)
+        y_ids, y_labels = self.mask(y["input_ids"], self.decoder_rate)
+        return {"x_ids": x_ids, "x_mask": x["attention_mask"], "x_labels": x_labels,
+                "y_ids": y_ids, "y_mask": y["attention_mask"], "y_labels": y_labels}
+
+    def decoder_input(self, cls: torch.Tensor, y_ids: torch.Tensor) -> torch.Tensor:
+        """d_0 = [h_x ; embeddings of masked y without its own [CLS]] (eq. 8)."""
+        embedded = self.encoder.embeddings(input_ids=y_ids)
+        return torch.cat([cls.unsqueeze(1), embedded[:, 1:]], dim=1)
+
+    def forward(self, x_ids: torch.Tensor, x_mask: torch.Tensor, x_labels: torch.Tensor, y_ids: torch.Tensor,
+                y_mask: torch.Tensor, y_labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        last = self.encoder(input_ids=x_ids, attention_mask=x_mask).last_hidden_state
+        mlm = mlm_loss(self.mlm_head, last, x_labels)
+        decoded = run_layers(self.decoder, self.decoder_input(last[:, 0], y_ids), y_mask)
+        ctx = mlm_loss(self.mlm_head, decoded, y_labels)
+        return {"loss": mlm + ctx, "mlm": mlm, "ctx_mlm": ctx}

@@ -1,0 +1,266 @@
+"""``pretriever pretrain``: pre-train a sentence-transformers encoder with coCondenser or CoT-MAE.
+
+The encoder is loaded with its MLM head (created and tied to the input embeddings when the
+checkpoint has none, as for the packaged MiniLM), wrapped by the objective, and trained
+with AdamW, a linear warm-up then linear decay (``get_linear_schedule_with_warmup``) and
+gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
+optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
+``--resume`` continues from the newest. At the end the encoder's weights are copied back
+into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
+sentence-transformers model (same modules and pooling as the input; no MLM head, Condenser
+head or decoder) that ``pretriever train``, ``index`` and ``evaluate`` use as is, with
+``pretrain.json`` (settings, pairs per method, loss curve per term, time, pairs/s).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pretriever import __version__
+from pretriever.io import atomic_path, write_json
+from pretriever.models import load_model, resolve_model
+from pretriever.pretrain.config import PretrainConfig
+from pretriever.pretrain.data import PretrainPairs, epoch_batches, load_pairs
+from pretriever.pretrain.errors import PretrainError
+from pretriever.pretrain.objectives import OBJECTIVES, Objective
+
+REPORT = "pretrain.json"
+CHECKPOINTS = "checkpoints"
+
+Progress = Callable[[int, int, dict[str, float]], None]  # (step, total steps, last loss terms)
+
+
+@dataclass
+class PretrainResult:
+    config: PretrainConfig
+    steps: int = 0
+    pairs_seen: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0  # process CPU time inside the training loop (this run only)
+    curve: list[dict[str, float]] = field(default_factory=list)
+    report: dict[str, Any] | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.pairs_seen / self.seconds if self.seconds > 0 else 0.0
+
+
+def build_objective(cfg: PretrainConfig, device: str):
+    """(sentence-transformers model, objective module, notes): the encoder with an MLM head, wrapped."""
+    import torch  # heavy: imported when training starts
+    from transformers import AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    if cfg.objective not in OBJECTIVES:
+        raise PretrainError(f"unknown objective {cfg.objective!r}; choose from {', '.join(OBJECTIVES)}")
+    ref = resolve_model(cfg.model)
+    try:
+        st = load_model(ref, device="cpu")
+    except (OSError, ValueError) as err:
+        raise PretrainError(f"cannot load model {cfg.model or ref!r}: {err}") from err
+    transformer = st[0]
+    if not hasattr(transformer, "auto_model"):
+        raise PretrainError(f"{ref}: the first module is {type(transformer).__name__}, not a Transformer encoder")
+    torch.manual_seed(cfg.seed)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the load report lists the missing head we create here
+    try:
+        mlm, info = AutoModelForMaskedLM.from_pretrained(ref, output_loading_info=True)
+    except (OSError, ValueError) as err:
+        raise PretrainError(f"{ref}: cannot load its encoder as a masked language model ({err}); "
+                            "pre-training needs a BERT-style encoder") from err
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    created = sorted(k for k in info["missing_keys"] if not k.startswith(mlm.base_model_prefix + "."))
+    missing_encoder = sorted(set(info["missing_keys"]) - set(created))
+    if missing_encoder:
+        raise PretrainError(f"{ref}: encoder weights missing when loaded for MLM: {', '.join(missing_encoder[:5])}")
+    mlm.tie_weights()
+    try:
+        objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg)
+    except (TypeError, ValueError) as err:
+        raise PretrainError(str(err)) from err
+    notes = {"mlm_head": "created and tied to the input embeddings" if created else "from the checkpoint",
+             "created_weights": created}
+    return st, objective.to(device), notes
+
+
+def save_encoder(st, objective: Objective, out: Path) -> None:
+    """Copy the trained encoder into the sentence-transformers model and save it (atomically)."""
+    target = st[0].auto_model
+    state = {k: v.detach().cpu() for k, v in objective.encoder.state_dict().items()}
+    missing, unexpected = target.load_state_dict(state, strict=False)
+    if unexpected or any(not k.startswith("pooler.") for k in missing):
+        raise PretrainError(f"cannot copy the encoder back: missing {missing}, unexpected {unexpected}")
+    tmp = out.with_name(f".{out.name}.saving")
+    shutil.rmtree(tmp, ignore_errors=True)
+    st.save(str(tmp))
+    for item in tmp.iterdir():
+        dest = out / item.name
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        item.replace(dest)
+    tmp.rmdir()
+
+
+def _checkpoints(out: Path) -> list[Path]:
+    return sorted((out / CHECKPOINTS).glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+
+
+def _prepare_out(cfg: PretrainConfig) -> Path | None:
+    """Check MODEL_DIR; returns the checkpoint to resume from (or None)."""
+    out = cfg.out
+    if out.exists() and not out.is_dir():
+        raise PretrainError(f"{out} exists and is not a folder")
+    ours = (out / REPORT).exists() or (out / CHECKPOINTS).exists()
+    if out.exists() and any(out.iterdir()) and not ours:
+        raise PretrainError(f"{out} is a non-empty folder that holds no pre-training run; choose another --out")
+    if cfg.overwrite and out.exists():
+        shutil.rmtree(out)
+    elif (out / REPORT).exists():
+        raise PretrainError(f"{out} already holds a pre-trained model; pass --overwrite to replace it")
+    elif cfg.resume:
+        found = _checkpoints(out)
+        if not found:
+            raise PretrainError(f"--resume: {out / CHECKPOINTS} holds no checkpoint to continue from")
+        return found[-1]
+    elif (out / CHECKPOINTS).exists():
+        raise PretrainError(f"{out} holds an interrupted run; continue it with --resume or replace it with --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
+    """(micro-batches per epoch, optimizer steps in all)."""
+    per_epoch = len(epoch_batches(pairs, 0, cfg.batch_size, cfg.seed, cfg.mix))
+    if per_epoch == 0:
+        raise PretrainError(f"{len(pairs.groups):,} pairs per epoch make no full batch of {cfg.batch_size}; "
+                            "lower --batch-size")
+    steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * per_epoch / cfg.gradient_accumulation))
+    return per_epoch, steps
+
+
+def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainResult:
+    """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out``; see the module docstring."""
+    import torch  # heavy
+    from transformers import get_linear_schedule_with_warmup
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    resume_from = _prepare_out(cfg)
+    pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
+    per_epoch, total_steps = plan(cfg, pairs)
+    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    st, objective, notes = build_objective(cfg, device)
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    params = [p for p in objective.parameters() if p.requires_grad]
+    decay = [p for n, p in objective.named_parameters() if p.requires_grad and not any(k in n for k in no_decay)]
+    decay_ids = {id(p) for p in decay}
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": [p for p in params if id(p) not in decay_ids], "weight_decay": 0.0}],
+                                  lr=cfg.learning_rate)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
+    result = PretrainResult(cfg)
+    step, micro, seconds_before = 0, 0, 0.0
+    if resume_from is not None:
+        state = torch.load(resume_from, map_location=device, weights_only=False)
+        same = {"resume": cfg.resume, "overwrite": cfg.overwrite}
+        if state["settings"] | same != cfg.to_json():
+            raise PretrainError(f"{resume_from} was written with other settings; resume with the same options")
+        objective.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        step, micro, result.curve = state["step"], state["micro"], state["curve"]
+        result.pairs_seen, seconds_before = state["pairs_seen"], state["seconds"]
+    else:
+        torch.manual_seed(cfg.seed)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast(
+        "cpu", enabled=False)
+    objective.train()
+    sums: dict[str, float] = {}
+    count = 0
+    batches: tuple[int, list] = (-1, [])
+    loop_start, cpu_start = time.perf_counter(), time.process_time()
+    while step < total_steps:
+        epoch, index = divmod(micro, per_epoch)
+        if batches[0] != epoch:
+            batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
+        batch = batches[1][index]
+        inputs = objective.prepare([pairs.x[i] for i in batch], [pairs.y[i] for i in batch])
+        with autocast:
+            out = objective(**{k: v.to(device) for k, v in inputs.items()})
+        (out["loss"] / cfg.gradient_accumulation).backward()
+        for name, value in out.items():
+            sums[name] = sums.get(name, 0.0) + float(value.detach())
+        count += 1
+        micro += 1
+        result.pairs_seen += len(batch)
+        if micro % cfg.gradient_accumulation:
+            continue
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        terms = {k: v / count for k, v in sums.items()}
+        if step % cfg.logging_steps == 0 or step == total_steps:
+            result.curve.append({"step": step, "epoch": round(micro / per_epoch, 3),
+                                 "learning_rate": scheduler.get_last_lr()[0], **terms})
+            sums, count = {}, 0
+        if progress is not None:
+            progress(step, total_steps, terms)
+        if step % cfg.save_steps == 0 and step < total_steps:
+            elapsed = seconds_before + time.perf_counter() - loop_start
+            _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, elapsed)
+    result.steps = step
+    result.seconds = seconds_before + time.perf_counter() - loop_start
+    result.cpu_seconds = time.process_time() - cpu_start
+    save_encoder(st, objective, cfg.out)
+    result.report = report(cfg, pairs, notes, result, per_epoch, total_steps, device, time.perf_counter() - started)
+    write_json(cfg.out / REPORT, result.report)
+    shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
+    return result
+
+
+def _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, seconds) -> None:
+    import torch  # heavy
+
+    path = cfg.out / CHECKPOINTS / f"step-{step}.pt"
+    state = {"model": objective.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "rng": torch.get_rng_state(), "step": step, "micro": micro, "curve": result.curve,
+             "pairs_seen": result.pairs_seen, "seconds": seconds, "settings": cfg.to_json()}
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+    for old in _checkpoints(cfg.out)[:-1]:
+        old.unlink()
+
+
+def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], result: PretrainResult,
+           per_epoch: int, total_steps: int, device: str, wall: float) -> dict[str, Any]:
+    return {
+        "pretriever_version": __version__,
+        "objective": cfg.objective,
+        "terms": ["loss", *OBJECTIVES[cfg.objective].terms],
+        "options": cfg.to_json(),
+        "pairs": {"rows": len(pairs.x), "per_epoch_by_method": pairs.per_method,
+                  "batches_per_epoch": per_epoch},
+        "model": {"base": resolve_model(cfg.model), **notes,
+                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder")},
+        "steps": result.steps,
+        "planned_steps": total_steps,
+        "pairs_seen": result.pairs_seen,
+        "device": device,
+        "train_seconds": round(result.seconds, 2),
+        "train_cpu_seconds": round(result.cpu_seconds, 2),
+        "pairs_per_second": round(result.rate, 2),
+        "wall_seconds": round(wall, 2),
+        "loss_curve": result.curve,
+    }

@@ -1,0 +1,187 @@
+"""pretriever generate: doc2query mechanics on a tiny random T5 (no doc2query weights offline)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pretriever.cli import app
+from pretriever.generate import GenerateConfig, GenerateError, generate, import_queries
+from pretriever.generate.run import QUERIES_FILE, generate_batch
+from pretriever.mine import MineConfig, mine
+from tests.conftest import SCIFACT, build, shared
+from pretrain_fixtures import scifact_mini, tiny_t5
+
+
+@pytest.fixture(scope="module")
+def t5(tmp_path_factory):
+    return tiny_t5(tmp_path_factory.mktemp("t5") / "t5")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sf")
+    beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=12)
+    return build(beir, root / "store", words=60, workers=1)
+
+
+def run(store, t5, out, **kw):
+    options = dict(corpus=store.path, out=out, model=str(t5), per_passage=3, max_output_length=6,
+                   max_input_length=32, batch_size=4, checkpoint_every=7)
+    return generate(GenerateConfig(**{**options, **kw}))
+
+
+def rows(out):
+    return pq.read_table(out / QUERIES_FILE).to_pylist()
+
+
+@pytest.fixture(scope="module")
+def whole(store, t5, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole") / "q"
+    result = run(store, t5, out)
+    return out, result
+
+
+def test_counts_and_manifest(store, whole):
+    out, result = whole
+    n = store.counts["passages"]
+    assert n > 12  # 12 abstracts cut at 60 words give more passages than documents
+    table = rows(out)
+    assert len(table) == 3 * n == result.queries
+    assert [r["candidate"] for r in table[:6]] == [0, 1, 2, 0, 1, 2]
+    assert all(r["text"] for r in table)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["queries"] == 3 * n and manifest["passages_with_queries"] == n
+    assert not (out / "parts").exists()
+
+
+def test_deterministic_and_batch_independent(store, t5, whole, tmp_path):
+    out, _ = whole
+    run(store, t5, tmp_path / "again", batch_size=3)
+    assert rows(tmp_path / "again") == rows(out)
+    run(store, t5, tmp_path / "seed1", seed=1)
+    assert rows(tmp_path / "seed1") != rows(out)
+
+
+def test_resume_equals_whole(store, t5, whole, tmp_path, monkeypatch):
+    out, _ = whole
+    target = tmp_path / "resumed"
+    calls = {"n": 0}
+    real = generate_batch
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:  # dies in the middle of the second chunk (7 passages, batches of 4)
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("pretriever.generate.run.generate_batch", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run(store, t5, target)
+    assert len(list((target / "parts").glob("part-*.parquet"))) == 1
+    with pytest.raises(GenerateError, match="--resume"):
+        run(store, t5, target)
+    with pytest.raises(GenerateError, match="per_passage"):
+        run(store, t5, target, per_passage=2, resume=True)
+    monkeypatch.setattr("pretriever.generate.run.generate_batch", real)
+    result = run(store, t5, target, resume=True)
+    assert result.passages == store.counts["passages"] - 7  # the first part was kept
+    assert rows(target) == rows(out)
+
+
+def test_shards_union_is_whole(store, t5, whole, tmp_path):
+    out, _ = whole
+    first = run(store, t5, tmp_path / "sh", shard="0/2")
+    assert not first.complete and not (tmp_path / "sh" / QUERIES_FILE).exists()
+    second = run(store, t5, tmp_path / "sh", shard="1/2")
+    assert second.complete
+    assert first.passages + second.passages == store.counts["passages"]
+    assert rows(tmp_path / "sh") == rows(out)
+
+
+def test_prefix_is_applied(store, t5, monkeypatch, tmp_path):
+    import transformers
+
+    seen: list[str] = []
+
+    real = transformers.PreTrainedTokenizerBase.__call__
+
+    def spy(self, text=None, *args, **kwargs):
+        if isinstance(text, list):
+            seen.extend(text)
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.PreTrainedTokenizerBase, "__call__", spy)
+    run(store, t5, tmp_path / "p", prefix="text2query: ", limit=2)
+    assert len(seen) == 2 and all(s.startswith("text2query: ") for s in seen)
+    assert all(len(s) > len("text2query: ") + 20 for s in seen)  # the passage follows the prefix
+
+
+def test_import_tsv_and_jsonl(store, tmp_path):
+    con = store.connect()
+    (pid, doc), = con.sql("SELECT passage_id, doc_id FROM passages WHERE position = 0 LIMIT 1").fetchall()
+    tsv = tmp_path / "q.tsv"
+    tsv.write_text(f"{pid}\tfirst query\tsecond query\nnot-an-id\tlost\n{pid}\tthird\n", encoding="utf-8")
+    result = import_queries(GenerateConfig(corpus=store.path, out=tmp_path / "tsv", from_file=tsv))
+    assert [(r["passage_id"], r["candidate"], r["text"]) for r in rows(tmp_path / "tsv")] == [
+        (pid, 0, "first query"), (pid, 1, "second query"), (pid, 2, "third")]
+    assert result.skipped["unknown_id"] == 1
+    jl = tmp_path / "q.jsonl"
+    jl.write_text(json.dumps({"id": doc, "predicted_queries": ["a", "b"]}) + "\n", encoding="utf-8")
+    import_queries(GenerateConfig(corpus=store.path, out=tmp_path / "jl", from_file=jl))
+    assert [(r["passage_id"], r["text"]) for r in rows(tmp_path / "jl")] == [(pid, "a"), (pid, "b")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n', encoding="utf-8")
+    with pytest.raises(GenerateError, match="bad.jsonl:1"):
+        import_queries(GenerateConfig(corpus=store.path, out=tmp_path / "bad", from_file=bad))
+
+
+def test_cli_generate(store, t5, tmp_path):
+    result = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--per-passage", "2",
+                                      "--limit", "3", "--max-output-length", "4", "--out", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert len(rows(tmp_path / "c")) == 6
+    again = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--out", str(tmp_path / "c")])
+    assert again.exit_code == 2 and "--overwrite" in again.output
+
+
+def test_mine_qc_and_cc(store, whole, tmp_path):
+    queries, _ = whole
+    result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries,
+                             negatives="none", stats_sample=10))
+    qc = pq.read_table(tmp_path / "pairs" / "qc.parquet").to_pylist()
+    generated = {(r["passage_id"], r["candidate"]): r["text"] for r in rows(queries)}
+    texts = dict(store.connect().sql("SELECT passage_id, text FROM passages WHERE n_words >= 20").fetchall())
+    # every candidate of every long-enough passage, the query being that candidate's text
+    assert sorted((r["positive_passage_id"], r["candidate"]) for r in qc) == sorted(
+        k for k in generated if k[0] in texts)
+    assert all(r["query"] == generated[(r["positive_passage_id"], r["candidate"])] for r in qc)
+    assert all(r["positive_text"] == texts[r["positive_passage_id"]] for r in qc)
+    assert len({r["pair_id"] for r in qc}) == len(qc)
+    cc = pq.read_table(tmp_path / "pairs" / "cc.parquet").to_pylist()
+    docs = dict(store.connect().sql("SELECT passage_id, doc_id FROM passages").fetchall())
+    assert cc and result.methods["cc"].pairs == len(cc)
+    assert all(docs[r["query_passage_id"]] == docs[r["positive_passage_id"]] == r["query_doc_id"] for r in cc)
+    assert all(r["query_passage_id"] != r["positive_passage_id"] and r["candidate"] is None for r in cc)
+    # each passage of a multi-passage document is a query once and a positive once
+    assert len({r["query_passage_id"] for r in cc}) == len({r["positive_passage_id"] for r in cc}) == len(cc)
+    with pytest.raises(ValueError, match="--queries"):
+        MineConfig(corpus=store.path, out=tmp_path / "x", methods="qc")
+
+
+def test_train_mixes_qc_and_cc(store, whole, tmp_path):
+    from pretrain_fixtures import tiny_bert_st
+
+    queries, _ = whole
+    mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries, negatives="none",
+                    stats_sample=10))
+    model = tiny_bert_st(tmp_path / "tiny")
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "pairs"), "--mix", "qc:0.5,cc:0.5", "--limit", "16",
+                                      "--model", str(model), "--batch-size", "4", "--max-steps", "2",
+                                      "--max-passage-length", "64", "--out", str(tmp_path / "m")], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "m" / "train.json").read_text())
+    assert report["data"]["per_method"] == {"qc": 8, "cc": 8}

@@ -1,0 +1,221 @@
+"""pretriever pretrain: coCondenser and CoT-MAE losses by hand, mask rates, what the decoder sees, saved models,
+and pretrain -> train -> index -> evaluate on a tiny SciFact corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from pretriever.cli import app
+from pretriever.mine import MineConfig, mine
+from pretriever.pretrain import PretrainConfig, PretrainError
+from pretriever.pretrain.data import epoch_batches, load_pairs
+from pretriever.pretrain.run import build_objective, pretrain
+from tests.conftest import SCIFACT, build, shared
+from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
+
+XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
+      "Aspirin lowers the risk of colorectal cancer in long term users.",
+      "Microglia prune synapses during development of the visual cortex."]
+YS = ["does vitamin d affect mood", "aspirin and cancer risk", "what do microglia do in the brain"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_bert_st(tmp_path_factory.mktemp("bert") / "st")
+
+
+def objective_for(tiny, tmp_path, **kw):
+    cfg = PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), **kw)
+    _, objective, notes = build_objective(cfg, "cpu")
+    return objective.eval(), notes
+
+
+def phi(objective, hidden):
+    """The BERT MLM head by hand: dense, GELU, LayerNorm, then the (tied) word embeddings plus a bias."""
+    head = objective.mlm.cls.predictions
+    h = F.gelu(F.linear(hidden, head.transform.dense.weight, head.transform.dense.bias))
+    h = F.layer_norm(h, (h.shape[-1],), head.transform.LayerNorm.weight, head.transform.LayerNorm.bias,
+                     head.transform.LayerNorm.eps)
+    return h @ objective.encoder.embeddings.word_embeddings.weight.T + head.bias
+
+
+def ce_by_hand(logits, labels):
+    keep = labels != -100
+    logp = logits.log_softmax(-1)[keep]
+    return -logp[torch.arange(len(logp)), labels[keep]].mean()
+
+
+def test_cocondenser_loss_by_hand(tiny, tmp_path):
+    objective, notes = objective_for(tiny, tmp_path, objective="cocondenser", temperature=0.5, head_layers=1)
+    assert notes["mlm_head"] == "created and tied to the input embeddings"
+    torch.manual_seed(3)
+    inputs = objective.prepare(XS, YS)
+    with torch.no_grad():
+        terms = objective(**inputs)
+        out = objective.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                                output_hidden_states=True)
+        last, middle = out.hidden_states[2], out.hidden_states[1]  # L = 2, M = L/2 = 1
+        labels = inputs["labels"]
+        mlm = ce_by_hand(phi(objective, last), labels)
+        head_in = torch.cat([last[:, :1], middle[:, 1:]], 1)
+        pad = (1 - inputs["attention_mask"][:, None, None, :].float()) * torch.finfo(torch.float32).min
+        aux = ce_by_hand(phi(objective, objective.condenser[0](head_in, attention_mask=pad)), labels)
+        h = last[:, 0]
+        s = h[:3] @ h[3:].T / 0.5
+        cl = (torch.logsumexp(s, 1) - s.diag()).mean()
+    assert (labels != -100).any()
+    assert terms["mlm"].item() == pytest.approx(mlm.item(), rel=1e-5)
+    assert terms["aux"].item() == pytest.approx(aux.item(), rel=1e-5)
+    assert terms["cl"].item() == pytest.approx(cl.item(), rel=1e-5)
+    assert terms["loss"].item() == pytest.approx((mlm + aux + cl).item(), rel=1e-5)
+    assert abs(terms["mlm"].item() - terms["aux"].item()) > 1e-6  # the head is not the encoder
+
+
+def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae")
+    torch.manual_seed(4)
+    inputs = objective.prepare(XS, YS)
+    seen = {}
+    layer = objective.decoder[0]
+    pre = layer.register_forward_pre_hook(lambda m, args, kwargs: seen.update(hidden=args[0], **kwargs),
+                                          with_kwargs=True)
+    post = layer.register_forward_hook(lambda m, args, out: seen.update(out=out))
+    with torch.no_grad():
+        terms = objective(**inputs)
+        x_last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+        y_embedded = objective.encoder.embeddings(input_ids=inputs["y_ids"])
+    pre.remove()
+    post.remove()
+    hidden = seen["hidden"]
+    # the decoder reads y's positions only: x's [CLS] vector in place of y's [CLS], then masked y's embeddings
+    assert hidden.shape[:2] == inputs["y_ids"].shape
+    assert torch.allclose(hidden[:, 0], x_last[:, 0])
+    assert torch.allclose(hidden[:, 1:], y_embedded[:, 1:])
+    pad = (1 - inputs["y_mask"][:, None, None, :].float()) * torch.finfo(torch.float32).min
+    assert torch.equal(seen["attention_mask"], pad)
+    labels = inputs["y_labels"]
+    tok = minilm_tokenizer()
+    assert (inputs["y_ids"][labels != -100] != labels[labels != -100]).any()  # the targets are hidden from it
+    assert (inputs["y_ids"] == tok.mask_token_id).sum() > 0
+    mlm = ce_by_hand(phi(objective, x_last), inputs["x_labels"])
+    ctx = ce_by_hand(phi(objective, seen["out"]), labels)
+    assert terms["mlm"].item() == pytest.approx(mlm.item(), rel=1e-5)
+    assert terms["ctx_mlm"].item() == pytest.approx(ctx.item(), rel=1e-5)
+    assert terms["loss"].item() == pytest.approx((mlm + ctx).item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("objective,option,key,rate", [
+    ("cocondenser", "mask_rate", "labels", 0.15), ("cocondenser", "mask_rate", "labels", 0.4),
+    ("cotmae", "encoder_mask_rate", "x_labels", 0.30), ("cotmae", "decoder_mask_rate", "y_labels", 0.45)])
+def test_mask_rates(tiny, tmp_path, objective, option, key, rate):
+    model, _ = objective_for(tiny, tmp_path, objective=objective, **{option: rate})
+    tok = minilm_tokenizer()
+    torch.manual_seed(0)
+    texts = [" ".join(XS)] * 200
+    inputs = model.prepare(texts, texts)
+    labels = inputs[key]
+    ids = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")]
+    maskable = (ids != tok.pad_token_id).sum() - 2 * len(ids)  # every token but [CLS], [SEP] and padding
+    masked = labels != -100
+    assert masked.sum().item() / maskable.item() == pytest.approx(rate, abs=0.01)
+    assert not masked[:, 0].any() and not masked[ids == tok.pad_token_id].any()
+    shown = ids[masked]
+    assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.02)
+    assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.02)  # left as it was
+
+
+def test_one_generated_query_per_passage_per_epoch(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"method": "qc", "query": f"q{p}-{c}", "positive_text": f"passage {p}", "positive_passage_id": f"p{p}",
+             "candidate": c} for p in range(8) for c in range(3)]
+    rows += [{"method": "cc", "query": f"x{i}", "positive_text": f"y{i}", "positive_passage_id": f"c{i}",
+              "candidate": None} for i in range(8)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "pairs.parquet")
+    pairs = load_pairs(tmp_path)
+    assert pairs.per_method == {"qc": 8, "cc": 8} and len(pairs.x) == 32
+    picked = {e: [pairs.y[i] for b in epoch_batches(pairs, e, 4, 0, None) for i in b] for e in range(3)}
+    for ys in picked.values():
+        qc = [y for y in ys if y.startswith("q")]
+        assert len(qc) == 8 and len({y.split("-")[0] for y in qc}) == 8  # each passage once, one candidate
+    assert len({y for ys in picked.values() for y in ys if y.startswith("q")}) > 8  # other candidates next epochs
+    mixed = epoch_batches(pairs, 0, 2, 0, {"qc": 0.5, "cc": 0.5})
+    assert all(len({pairs.method[i] for i in b}) == 1 for b in mixed)  # one method per step
+    with pytest.raises(PretrainError, match="ict"):
+        load_pairs(tmp_path, ["ict"])
+
+
+@pytest.fixture(scope="module")
+def scifact(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=30, n_queries=8)
+    store = build(beir, root / "store", words=60, workers=1)
+    mine(MineConfig(corpus=store.path, out=root / "pairs", methods="cc", negatives="none", stats_sample=10))
+    return root, beir, store
+
+
+@pytest.mark.parametrize("objective", ["cocondenser", "cotmae"])
+def test_saved_model_is_plain_and_reloads(tiny, scifact, tmp_path, objective):
+    from sentence_transformers import SentenceTransformer
+
+    root, _, _ = scifact
+    out = tmp_path / objective
+    result = pretrain(PretrainConfig(pairs=root / "pairs", out=out, objective=objective, model=str(tiny),
+                                     batch_size=4, max_steps=3, logging_steps=1, max_length=48))
+    before, after = load_file(tiny / "model.safetensors"), load_file(out / "model.safetensors")
+    assert set(after) == set(before)  # no MLM head, Condenser head or decoder weights
+    assert not any(k.startswith(("cls.", "condenser", "decoder")) for k in after)
+    assert not torch.equal(before["embeddings.word_embeddings.weight"], after["embeddings.word_embeddings.weight"])
+    report = json.loads((out / "pretrain.json").read_text())
+    assert report["steps"] == 3 and [p["step"] for p in report["loss_curve"]] == [1, 2, 3]
+    assert set(report["loss_curve"][0]) >= {"loss", *report["terms"]}
+    assert result.pairs_seen == 12
+    model = SentenceTransformer(str(out), device="cpu")
+    assert model.encode(["a query"]).shape == (1, 32)
+
+
+def test_resume_gives_the_same_model(tiny, scifact, tmp_path):
+    root, _, _ = scifact
+    options = dict(pairs=root / "pairs", objective="cotmae", model=str(tiny), batch_size=4, max_steps=4,
+                   save_steps=2, max_length=48)
+    pretrain(PretrainConfig(out=tmp_path / "whole", **options))
+    part = tmp_path / "part"
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(PretrainConfig(out=part, **options), progress=lambda step, total, terms: (
+            (_ for _ in ()).throw(KeyboardInterrupt) if step == 3 else None))
+    assert (part / "checkpoints" / "step-2.pt").exists()
+    with pytest.raises(PretrainError, match="--resume"):
+        pretrain(PretrainConfig(out=part, **options))
+    pretrain(PretrainConfig(out=part, resume=True, **options))
+    a, b = load_file(tmp_path / "whole" / "model.safetensors"), load_file(part / "model.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_pretrain_train_index_evaluate(scifact, tmp_path):
+    root, beir, store = scifact
+    runner = CliRunner()
+    base = tiny_bert_st(tmp_path / "base")
+    steps = [
+        ["pretrain", str(root / "pairs"), "--objective", "cocondenser", "--model", str(base), "--batch-size", "4",
+         "--max-steps", "4", "--max-length", "64", "--out", str(tmp_path / "pre")],
+        ["train", "--beir", str(beir), "--split", "test", "--corpus", str(store.path), "--model",
+         str(tmp_path / "pre"), "--batch-size", "4", "--max-steps", "2", "--max-query-length", "32",
+         "--max-passage-length", "64", "--out", str(tmp_path / "ft")],
+        ["index", "build", str(store.path), "--model", str(tmp_path / "ft"), "--out", str(tmp_path / "index")],
+        ["evaluate", "--index", str(tmp_path / "index"), "--queries", str(beir / "queries.jsonl"), "--qrels",
+         str(beir / "qrels" / "test.tsv"), "--no-plots", "--out", str(tmp_path / "eval")],
+    ]
+    for argv in steps:
+        result = runner.invoke(app, argv, terminal_width=200)
+        assert result.exit_code == 0, (argv[0], result.output)
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    (metrics,) = results["systems"].values()
+    assert results["dataset"]["queries"] == 8
+    assert 0.0 <= metrics["nDCG@10"] <= 1.0
