@@ -40,9 +40,10 @@ def make_pairs(folder: Path, n: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pretriever.train.labelled import read_beir_corpus, read_beir_qrels, read_beir_queries
+    from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 
-    queries, qrels, corpus = read_beir_queries(SCIFACT), read_beir_qrels(SCIFACT, "train"), read_beir_corpus(SCIFACT)
+    queries, corpus = load_queries(SCIFACT), load_corpus(SCIFACT)
+    qrels = relevant(load_qrels(qrels_path(SCIFACT, "train")))
     qids = [q for q in qrels if qrels[q][0] in corpus][:n]
     rows = [{"method": "qc", "query": queries[q], "positive_text": corpus[qrels[q][0]][1],
              "positive_passage_id": qrels[q][0] + f"#{i}", "candidate": 0} for i, q in enumerate(qids)]
