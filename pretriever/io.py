@@ -31,12 +31,15 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
 
 
-def read_json(path: Path, error: type[Exception]) -> Any:
-    """A JSON file's content; ``error`` (naming the file) when it is not valid JSON."""
+def read_json(path: Path, error: type[Exception], what: str = "") -> Any:
+    """A JSON file's content; ``error`` (naming the file, and ``what`` it should be) when it is missing or not
+    valid JSON."""
+    if not Path(path).is_file():
+        raise error(f"{path}: no such file")
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise error(f"{path}: not valid JSON ({err})") from err
+        raise error(f"{path}: not valid JSON ({err.msg} at line {err.lineno}){'; ' + what if what else ''}") from None
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -17,11 +17,11 @@ stage, which knows its tokenizer.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pretriever.data.beir import DatasetError
+from pretriever.io import read_json
 
 
 class ReadingFileError(DatasetError):
@@ -118,12 +118,7 @@ def _dpr(data: list, path: Path) -> list[ReadingExample]:
 def load_reading_file(path: Path | str) -> list[ReadingExample]:
     """Questions with their passages from SQuAD v1.1 JSON or DPR reader/retriever JSON (see the module)."""
     path = Path(path)
-    if not path.is_file():
-        raise ReadingFileError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ReadingFileError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+    data = read_json(path, ReadingFileError)
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         examples = _squad(data["data"], path)
     elif isinstance(data, list):

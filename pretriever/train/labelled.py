@@ -25,7 +25,6 @@ Few-shot (``--limit m``): m queries (BEIR: with all their relevant rows) drawn w
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ import numpy as np
 from pretriever.data import (CorpusStore, PassageLookup, PassageSource, load_corpus, load_qrels, load_queries,
                              passage_text, qrels_path, relevant)
 from pretriever.index.bm25 import BM25Index
+from pretriever.io import read_json
 from pretriever.train.errors import TrainError
 
 
@@ -239,12 +239,7 @@ def _ctx_id(ctx: dict[str, Any]) -> str:
 
 def read_dpr(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
-    if not path.exists():
-        raise TrainError(f"{path} does not exist")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise TrainError(f"{path}: not valid JSON ({err}); a DPR training file is one JSON list") from err
+    data = read_json(path, TrainError, "a DPR training file is one JSON list")
     if not isinstance(data, list) or (data and not isinstance(data[0], dict)):
         raise TrainError(f"{path}: a DPR training file is a JSON list of objects")
     for i, rec in enumerate(data[:1000]):
