@@ -151,7 +151,7 @@ def test_unusable_pairs_folders_give_clear_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(TrainError, match="no Parquet pair files"):
         scan_pairs(tmp_path / "empty")
-    with pytest.raises(TrainError, match="no such file"):
+    with pytest.raises(TrainError, match="does not exist"):
         scan_pairs(tmp_path / "nowhere")
     folder = write_pairs(tmp_path / "pairs", {"dl": 5, "cm": 5})
     with pytest.raises(TrainError, match=r"--mix names method\(s\) ict"):
