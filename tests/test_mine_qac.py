@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from references_server import LoopbackServer, send
+
 pytest.importorskip("spacy")
 
 from pretriever.data.references import ReferencesError, load_references  # noqa: E402
@@ -24,6 +26,8 @@ from pretriever.mine.pipeline import mine  # noqa: E402
 from pretriever.mine.qac import (WH_PHRASES, ModelError, build_triplet, cut_blocks, find_span,  # noqa: E402
                                  load_ner, make_question)
 from pretriever.mine.schema import PAIRS  # noqa: E402
+from pretriever.references.config import FetchConfig  # noqa: E402
+from pretriever.references.fetch import fetch_references  # noqa: E402
 from pretriever.train.pairs import scan_pairs  # noqa: E402
 
 PAGES = Path(__file__).parent / "data" / "cmore_pages"
@@ -356,3 +360,37 @@ def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, 
     assert pq.read_table(tmp_path / "qac.parquet").to_pylist() == rows
     with pytest.raises(Exception, match="other options"):
         mine(MineConfig(**{**config, "seed": 5}, resume=True))
+
+
+# -- the whole route: the real fetcher, then qac --------------------------------------------------
+@pytest.mark.slow
+def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_store, mined, tmp_path):
+    """``references fetch`` on the whole sample through a proxy on 127.0.0.1 that serves the canned pages
+    at their real (http) URLs, answers every other http URL with 404 and refuses tunnels (https); then
+    qac on what was fetched gives exactly the triplets of the canned http pages."""
+    import trafilatura
+
+    index = json.loads((PAGES / "index.json").read_text(encoding="utf-8"))
+    canned = {url: (PAGES / name).read_bytes() for url, name in index.items() if url.startswith("http://")}
+    assert len(canned) >= 30
+    routes = {url: (lambda body: lambda h: send(h, 200, body, "text/html; charset=utf-8"))(body)
+              for url, body in canned.items()}
+    routes["*"] = lambda h: send(h, 404, b"not found", "text/plain")
+    refs = tmp_path / "fetched"
+    with LoopbackServer(routes) as proxy:
+        manifest = fetch_references(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
+                                                host_delay=0.0, archive_fallback=False, concurrency=64))
+    assert manifest["funnel"]["with_url"] == 4248
+    fetched = pq.read_table(refs / "references.parquet").to_pylist()
+    ok = {r["url"]: r for r in fetched if r["status"] == 200}
+    assert set(ok) == set(canned)
+    texts = {url: r["text"] for url, r in ok.items()}  # the main text, as trafilatura finds it on the page itself
+    assert texts == {url: trafilatura.extract(body.decode("utf-8")) for url, body in canned.items()}
+    with_text = sum(text is not None for text in texts.values())
+    assert with_text >= 30 and manifest["funnel"]["fetched"] == len(canned)
+    assert manifest["funnel"]["text_extracted"] == with_text
+    out = tmp_path / "pairs"
+    mine(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
+    got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())
+    expected = sorted((r["query"], r["answer"], r["reference_url"]) for r in mined[3] if r["reference_url"] in canned)
+    assert got == expected and len(got) >= 30
