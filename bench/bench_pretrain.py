@@ -137,7 +137,7 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     from tests.conftest import build
-    from pretrain_fixtures import scifact_mini, tiny_t5
+    from tests.pretrain_fixtures import scifact_mini, tiny_t5
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

@@ -12,7 +12,7 @@ from pretriever.cli import app
 from pretriever.generate import GenerateConfig, GenerateError, generate, import_queries
 from pretriever.generate.run import QUERIES_FILE, generate_batch
 from pretriever.mine import MineConfig, mine
-from tests.conftest import SCIFACT, build, shared
+from conftest import SCIFACT, build, shared
 from pretrain_fixtures import scifact_mini, tiny_t5
 
 

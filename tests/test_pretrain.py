@@ -16,7 +16,7 @@ from pretriever.mine import MineConfig, mine
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import epoch_batches, load_pairs
 from pretriever.pretrain.run import build_objective, pretrain
-from tests.conftest import SCIFACT, build, shared
+from conftest import SCIFACT, build, shared
 from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
