@@ -5,46 +5,18 @@ Wire into the main app with ``app.command("generate")(generate_command)``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
 
-import typer
 
 from pretriever.cli.common import stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.options import Flag, config_command
 from pretriever.data import QUERIES_FILE
 from pretriever.generate import GenerateConfig, generate, import_queries
 from pretriever.progress import console, count_progress
 
-G = GenerateConfig
-
-
-def generate_command(
-    corpus: Path = typer.Argument(..., help=help_for(G, "corpus"), show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help=help_for(G, "out"), show_default=False),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=help_for(G, "model")),
-    per_passage: Optional[int] = typer.Option(None, "--per-passage", "-c", help=help_for(G, "per_passage")),
-    prefix: Optional[str] = typer.Option(None, "--prefix", help=help_for(G, "prefix")),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help=help_for(G, "top_k")),
-    top_p: Optional[float] = typer.Option(None, "--top-p", help=help_for(G, "top_p")),
-    max_input_length: Optional[int] = typer.Option(None, "--max-input-length", help=help_for(G, "max_input_length")),
-    max_output_length: Optional[int] = typer.Option(None, "--max-output-length",
-                                                    help=help_for(G, "max_output_length")),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help=help_for(G, "batch_size")),
-    seed: Optional[int] = typer.Option(None, "--seed", help=help_for(G, "seed")),
-    prepend_title: Optional[bool] = typer.Option(None, "--prepend-title/--no-prepend-title",
-                                                 help=help_for(G, "prepend_title")),
-    shard: Optional[str] = typer.Option(None, "--shard", help=help_for(G, "shard")),
-    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help=help_for(G, "checkpoint_every")),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(G, "device")),
-    precision: Optional[str] = typer.Option(None, "--precision", help=help_for(G, "precision")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(G, "limit")),
-    from_file: Optional[Path] = typer.Option(None, "--from", help=help_for(G, "from_file")),
-    key: Optional[str] = typer.Option(None, "--key", help=help_for(G, "key")),
-    resume: Optional[bool] = typer.Option(None, "--resume", help=help_for(G, "resume")),
-    overwrite: Optional[bool] = typer.Option(None, "--overwrite", help=help_for(G, "overwrite")),
-    config: Optional[Path] = typer.Option(None, "--config", help="A TOML file; its [generate] table sets defaults."),
-) -> None:
+@config_command(GenerateConfig, "generate", arguments=("corpus",),
+                short={"model": "-m", "per_passage": "-c", "batch_size": "-b", "limit": "-n"},
+                flags={"from_file": Flag("--from")})
+def generate_command(cfg: GenerateConfig) -> None:
     """Generate C queries per passage (doc2query, nucleus sampling), or import them with --from.
 
     Output: QUERIES_DIR/generated_queries.parquet (passage_id, candidate, text) and manifest.json, the input of
@@ -56,13 +28,6 @@ def generate_command(
 
       pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/     (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
     """
-    with stage():
-        cfg = build_config(GenerateConfig, config, "generate", corpus=corpus, out=out, model=model,
-                           per_passage=per_passage, prefix=prefix, top_k=top_k, top_p=top_p,
-                           max_input_length=max_input_length, max_output_length=max_output_length,
-                           batch_size=batch_size, seed=seed, prepend_title=prepend_title, shard=shard,
-                           checkpoint_every=checkpoint_every, device=device, precision=precision, limit=limit,
-                           from_file=from_file, key=key, resume=resume, overwrite=overwrite)
     if cfg.from_file is not None:
         with stage():
             result = import_queries(cfg)
