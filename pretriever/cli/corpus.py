@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from pretriever.cli.common import stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.options import Flag, config_command
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.formats import FORMATS
@@ -33,22 +32,9 @@ EXIT_PAGE_ERRORS = 3  # the store was built, but some pages could not be parsed 
 
 
 @corpus_app.command("build")
-def build(
-    input: Path = typer.Argument(..., help=help_for(CorpusConfig, "input"), show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help=help_for(CorpusConfig, "out")),
-    format: Optional[str] = typer.Option(None, "--format", help=help_for(CorpusConfig, "format")),
-    words: Optional[int] = typer.Option(None, "--words", help=help_for(CorpusConfig, "words")),
-    min_title_chars: Optional[int] = typer.Option(None, "--min-title-chars", help=help_for(CorpusConfig, "min_title_chars")),
-    keep_blank: Optional[bool] = typer.Option(None, "--keep-blank/--drop-blank", help=help_for(CorpusConfig, "keep_blank")),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help=help_for(CorpusConfig, "workers")),
-    chunk_pages: Optional[int] = typer.Option(None, "--chunk-pages", help=help_for(CorpusConfig, "chunk_pages")),
-    chunk_mb: Optional[float] = typer.Option(None, "--chunk-mb", help=help_for(CorpusConfig, "chunk_mb")),
-    multistream_index: Optional[Path] = typer.Option(None, "--multistream-index", help=help_for(CorpusConfig, "multistream_index")),
-    resume: bool = typer.Option(False, "--resume", help=help_for(CorpusConfig, "resume")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(CorpusConfig, "overwrite")),
-    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", help=help_for(CorpusConfig, "max_chunks")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[corpus] table sets any of these options."),
-) -> None:
+@config_command(CorpusConfig, "corpus", arguments=("input",), short={"workers": "-w"},
+                flags={"keep_blank": Flag("--keep-blank/--drop-blank")})
+def build(cfg: CorpusConfig) -> None:
     """Build a corpus store from INPUT.
 
     Streams the input page by page on all cores, writes each chunk of pages atomically, then resolves redirects and link targets over the whole corpus with DuckDB. The store is a folder of Parquet tables plus manifest.json (see docs/architecture.md).
@@ -61,11 +47,6 @@ def build(
 
       pretriever corpus build scifact/ --out scifact-store/
     """
-    with stage():
-        cfg = build_config(CorpusConfig, config, "corpus", input=input, out=out, format=format, words=words,
-                           min_title_chars=min_title_chars, keep_blank=keep_blank, workers=workers,
-                           chunk_pages=chunk_pages, chunk_mb=chunk_mb, multistream_index=multistream_index,
-                           resume=resume or None, overwrite=overwrite or None, max_chunks=max_chunks)
     result = run_build(cfg)
     if result.manifest is None:
         console.print(escape(f"Stopped after {result.chunks_done} chunk(s) as asked (--max-chunks); "

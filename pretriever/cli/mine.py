@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from pretriever.cli.common import fail, stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.options import Flag, config_command
 from pretriever.io import read_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.export import FORMATS, PairsDir, PairsError, export_pairs
@@ -23,44 +23,11 @@ from pretriever.mine.show import render_pair, stats_table
 from pretriever.progress import console
 
 
-def mine_command(
-    corpus: Path = typer.Argument(..., help=help_for(MineConfig, "corpus"), show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help=help_for(MineConfig, "out")),
-    method: Optional[str] = typer.Option(None, "--method", "-m",
-                                         help=help_for(MineConfig, "methods", "Example: --method dl,cm,ict,wlp,bfs.")),
-    negatives: Optional[str] = typer.Option(None, "--negatives", help=help_for(MineConfig, "negatives")),
-    max_pairs: Optional[int] = typer.Option(None, "--max-pairs", "-n",
-                                            help=help_for(MineConfig, "max_pairs", "Example: --max-pairs 20000000.")),
-    seed: Optional[int] = typer.Option(None, "--seed", help=help_for(MineConfig, "seed")),
-    engine: Optional[str] = typer.Option(None, "--engine", help=help_for(MineConfig, "engine")),
-    prepend_title: Optional[bool] = typer.Option(None, "--prepend-title/--no-prepend-title",
-                                                 help=help_for(MineConfig, "prepend_title")),
-    cm_indegree_percentile: Optional[float] = typer.Option(None, "--cm-indegree-percentile",
-                                                           help=help_for(MineConfig, "cm_indegree_percentile")),
-    cm_indegree_threshold: Optional[int] = typer.Option(
-        None, "--cm-indegree-threshold",
-        help=help_for(MineConfig, "cm_indegree_threshold", "Example: --cm-indegree-threshold 1000.")),
-    ict_keep_fraction: Optional[float] = typer.Option(None, "--ict-keep-fraction",
-                                                      help=help_for(MineConfig, "ict_keep_fraction")),
-    max_per_doc_pair: Optional[int] = typer.Option(None, "--max-per-doc-pair", help=help_for(MineConfig, "max_per_doc_pair")),
-    max_per_query_passage: Optional[int] = typer.Option(None, "--max-per-query-passage",
-                                                        help=help_for(MineConfig, "max_per_query_passage")),
-    min_query_words: Optional[int] = typer.Option(None, "--min-query-words", help=help_for(MineConfig, "min_query_words")),
-    min_passage_words: Optional[int] = typer.Option(None, "--min-passage-words",
-                                                    help=help_for(MineConfig, "min_passage_words")),
-    queries: Optional[Path] = typer.Option(None, "--queries", help=help_for(MineConfig, "queries")),
-    references: Optional[Path] = typer.Option(None, "--references", help=help_for(MineConfig, "references")),
-    context: Optional[str] = typer.Option(None, "--context", help=help_for(MineConfig, "context")),
-    block_words: Optional[int] = typer.Option(None, "--block-words", help=help_for(MineConfig, "block_words")),
-    block_stride: Optional[int] = typer.Option(None, "--block-stride", help=help_for(MineConfig, "block_stride")),
-    ner_model: Optional[str] = typer.Option(None, "--ner-model", help=help_for(MineConfig, "ner_model")),
-    threads: Optional[int] = typer.Option(None, "--threads", help=help_for(MineConfig, "threads")),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", help=help_for(MineConfig, "memory_limit")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(MineConfig, "overwrite")),
-    resume: bool = typer.Option(False, "--resume", help=help_for(MineConfig, "resume")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[mine] table sets any of these "
-                                          "options (keys as in MineConfig, e.g. methods = [\"dl\", \"cm\"])."),
-) -> None:
+@config_command(MineConfig, "mine", arguments=("corpus",), short={"max_pairs": "-n"},
+                flags={"methods": Flag(("--method", "-m"), cli_type=str, extra_help="Example: --method dl,cm,ict,wlp,bfs."),
+                       "max_pairs": Flag(extra_help="Example: --max-pairs 20000000."),
+                       "cm_indegree_threshold": Flag(extra_help="Example: --cm-indegree-threshold 1000.")})
+def mine_command(cfg: MineConfig) -> None:
     """Mine pseudo query-passage pairs from a corpus store.
 
     HLP (Zhou et al., 2022) pairs passages through hyperlinks: dual-link (passage q of document Q links to P, and passage p of P links back to Q) and co-mention (q and p both link to a third, not-too-common entity E, and p links to Q). The query is the sentence of q that holds the evidential anchor; the positive is p, without its title. The ICT, WLP and BFS baselines (Lee et al., 2019; Chang et al., 2020) are available too.
@@ -83,20 +50,6 @@ def mine_command(
 
       pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/      (query-as-context pre-training pairs)
     """
-    if max_pairs is not None and max_pairs <= 0:
-        fail(f"--max-pairs {max_pairs} leaves nothing to mine: give a positive number of pairs, or leave "
-             "the option out to keep every pair that passes the caps")
-    with stage():
-        cfg = build_config(MineConfig, config, "mine", corpus=corpus, out=out, methods=method, negatives=negatives,
-                           max_pairs=max_pairs, seed=seed, engine=engine, prepend_title=prepend_title,
-                           cm_indegree_percentile=cm_indegree_percentile,
-                           cm_indegree_threshold=cm_indegree_threshold, ict_keep_fraction=ict_keep_fraction,
-                           max_per_doc_pair=max_per_doc_pair, max_per_query_passage=max_per_query_passage,
-                           min_query_words=min_query_words, min_passage_words=min_passage_words,
-                           queries=queries, references=references, context=context, block_words=block_words,
-                           block_stride=block_stride, ner_model=ner_model, threads=threads,
-                           memory_limit=memory_limit, overwrite=overwrite or None, resume=resume or None)
-
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress, stage(progress):
         task = progress.add_task(escape(f"mining {', '.join(cfg.methods)} on {cfg.engine}"), total=None)
