@@ -5,72 +5,33 @@ Wire into the main app with ``app.command("evaluate")(evaluate_command)``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import List, Optional
 
-import typer
 from rich.markup import escape
 
-from pretriever.cli.common import fail, given, stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.common import fail, stage
+from pretriever.cli.options import Flag, config_command
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.pipeline import run_evaluation
 from pretriever.evaluate.report import metrics_table, overlap_table
-from pretriever.index import HybridOptions
 from pretriever.progress import console, count_progress
 from pretriever.reader.evaluate import read_behind_systems, reader_table
 
 
-def _ks(value: Optional[str]) -> Optional[list[int]]:
-    if value is None:
-        return None
+def _ks(value: str) -> list[int]:
+    """--k 1,5,20,100 -> [1, 5, 20, 100]."""
     try:
         return [int(k) for k in value.replace(" ", "").split(",") if k]
     except ValueError:
         fail(f"--k takes comma-separated numbers such as 1,5,20,100; got {value!r}")
 
 
-def evaluate_command(
-    index: Optional[List[Path]] = typer.Option(None, "--index", "-i", show_default=False,
-                                               help=help_for(EvaluateConfig, "index", "Repeat --index for each "
-                                                             "(e.g. the base model and the pre-trained one).")),
-    bm25: bool = typer.Option(False, "--bm25", help=help_for(EvaluateConfig, "bm25")),
-    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False,
-                                           help=help_for(EvaluateConfig, "queries")),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=help_for(EvaluateConfig, "qrels")),
-    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False,
-                                           help=help_for(EvaluateConfig, "answers")),
-    multihop: Optional[Path] = typer.Option(None, "--multihop", show_default=False,
-                                            help=help_for(EvaluateConfig, "multihop")),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=help_for(EvaluateConfig, "out")),
-    corpus: Optional[Path] = typer.Option(None, "--corpus", show_default=False,
-                                          help=help_for(EvaluateConfig, "corpus")),
-    match: Optional[str] = typer.Option(None, "--match", help=help_for(EvaluateConfig, "match")),
-    k: Optional[str] = typer.Option(None, "--k", help=help_for(EvaluateConfig, "ks")),
-    depth: Optional[int] = typer.Option(None, "--depth", help=help_for(EvaluateConfig, "depth")),
-    maxp_factor: Optional[int] = typer.Option(None, "--maxp-factor", help=help_for(EvaluateConfig, "maxp_factor")),
-    keep_identical_ids: bool = typer.Option(
-        False, "--keep-identical-ids", help="Count a document whose id equals the query id (BEIR leaves such "
-                                            "results out; so does pretriever unless this is given)."),
-    overlap_k: Optional[int] = typer.Option(None, "--overlap-k", help=help_for(EvaluateConfig, "overlap_k")),
-    overlap: Optional[bool] = typer.Option(None, "--overlap/--no-overlap", help=help_for(EvaluateConfig, "overlap")),
-    plots: Optional[bool] = typer.Option(None, "--plots/--no-plots", help=help_for(EvaluateConfig, "plots")),
-    save_runs: bool = typer.Option(False, "--save-runs", help=help_for(EvaluateConfig, "save_runs")),
-    bm25_dir: Optional[Path] = typer.Option(None, "--bm25-dir", help=help_for(EvaluateConfig, "bm25_dir")),
-    hybrid: bool = typer.Option(False, "--hybrid", help=help_for(EvaluateConfig, "hybrid")),
-    fusion: Optional[str] = typer.Option(None, "--fusion", help=help_for(HybridOptions, "fusion")),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help=help_for(HybridOptions, "alpha")),
-    rrf_k: Optional[int] = typer.Option(None, "--rrf-k", help=help_for(HybridOptions, "rrf_k")),
-    alpha_from: Optional[Path] = typer.Option(None, "--alpha-from", help=help_for(EvaluateConfig, "alpha_from")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(EvaluateConfig, "limit")),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(EvaluateConfig, "batch_size")),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(EvaluateConfig, "device")),
-    reader: Optional[Path] = typer.Option(None, "--reader", help=help_for(EvaluateConfig, "reader")),
-    reader_k: Optional[int] = typer.Option(None, "--reader-k", help=help_for(EvaluateConfig, "reader_k")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[evaluate] table sets any "
-                                          "of these options (keys as in EvaluateConfig, e.g. index = [\"a\", "
-                                          "\"b\"], ks = [1, 5, 20, 100])."),
-) -> None:
+@config_command(EvaluateConfig, "evaluate", nested=("fusion",),
+                short={"index": "-i", "queries": "-q", "answers": "-a", "limit": "-n"},
+                flags={"index": Flag(extra_help="Repeat --index for each (e.g. the base model and the pre-trained "
+                                                "one)."),
+                       "ks": Flag("--k", parse=_ks, cli_type=str),
+                       "ignore_identical_ids": Flag("--ignore-identical-ids/--keep-identical-ids")})
+def evaluate_command(cfg: EvaluateConfig) -> None:
     """Evaluate retrievers: dense indexes (--index, repeatable), BM25 (--bm25) and their fusion (--hybrid), side by side.
 
     Give exactly one kind of question set. Judgments (--queries with --qrels, BEIR or TREC): nDCG@10, MRR@10, Recall@20/100/1000 and MAP via pytrec_eval; judged ids are documents, so when the store splits documents into passages each document scores its best passage (MaxP), and a result whose id is the query's own id is left out (as in BEIR). Open-domain QA (--answers): the share of questions with an answer in the top 1, 5, 20, 100 passages, matched as DPR does (NFD, simple tokenizer, case-insensitive; regex mode for CuratedTREC). Multi-hop (--multihop): the share of questions with ALL gold passages or titles in the top k.
@@ -97,16 +58,6 @@ def evaluate_command(
 
       pretriever evaluate --index enwiki-index/ --answers curatedtrec-test.jsonl --match regex --out eval-trec/
     """
-    with stage():
-        cfg = build_config(EvaluateConfig, config, "evaluate", out=out, index=index or None, bm25=bm25 or None,
-                           corpus=corpus, queries=queries, qrels=qrels, answers=answers, multihop=multihop,
-                           match=match, ks=_ks(k), depth=depth, maxp_factor=maxp_factor,
-                           ignore_identical_ids=False if keep_identical_ids else None, overlap=overlap,
-                           overlap_k=overlap_k, batch_size=batch_size, limit=limit, plots=plots,
-                           save_runs=save_runs or None, bm25_dir=bm25_dir, device=device, hybrid=hybrid or None,
-                           fusion=given(fusion=fusion, alpha=alpha, rrf_k=rrf_k), alpha_from=alpha_from,
-                           reader=reader, reader_k=reader_k)
-
     with count_progress() as progress, stage(progress):
         tasks: dict[str, int] = {}
 

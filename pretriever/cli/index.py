@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -12,10 +13,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pretriever.cli.common import given, stage
+from pretriever.cli.common import stage
+from pretriever.cli.options import Flag, config_command
 from pretriever.config import build_config, help_for
 from pretriever.data import CorpusStore, PassageLookup
-from pretriever.index import (BM25Index, BM25Options, FaissParams, HybridOptions, HybridRetriever, IndexConfig,
+from pretriever.index import (BM25Index, BM25Options, HybridOptions, HybridRetriever, IndexConfig,
                               bm25_beside, build_index, merge_index, open_retriever, read_index_meta)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
@@ -52,41 +54,13 @@ class _StageProgress:
         self.progress.update(task, completed=done, total=total or None, rate=rate)
 
 
-_INDEX_OPTIONS_HELP = "Index type: flat (exact inner product, the default), hnsw or ivfpq."
+_FAISS_FLAGS = {"type": Flag("--index-type"), "build_bm25": Flag("--bm25")}
 
 
 @index_app.command("build")
-def build(
-    corpus: Path = typer.Argument(..., help=help_for(IndexConfig, "corpus"), show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help=help_for(IndexConfig, "out")),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=help_for(IndexConfig, "model")),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(IndexConfig, "device")),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(IndexConfig, "batch_size")),
-    max_length: Optional[int] = typer.Option(None, "--max-length", help=help_for(IndexConfig, "max_length")),
-    normalize: Optional[bool] = typer.Option(None, "--normalize/--no-normalize", help=help_for(IndexConfig, "normalize")),
-    title: Optional[bool] = typer.Option(None, "--title/--no-title", help=help_for(IndexConfig, "prepend_title")),
-    passage_prompt: Optional[str] = typer.Option(None, "--passage-prompt", help=help_for(IndexConfig, "passage_prompt")),
-    query_prompt: Optional[str] = typer.Option(None, "--query-prompt", help=help_for(IndexConfig, "query_prompt")),
-    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help=help_for(IndexConfig, "checkpoint_every")),
-    shard: Optional[str] = typer.Option(None, "--shard", help=help_for(IndexConfig, "shard")),
-    resume: bool = typer.Option(False, "--resume", help=help_for(IndexConfig, "resume")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(IndexConfig, "overwrite")),
-    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", help=help_for(IndexConfig, "max_chunks")),
-    keep_work: Optional[bool] = typer.Option(None, "--keep-work", help=help_for(IndexConfig, "keep_work")),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help=help_for(IndexConfig, "dtype")),
-    index_type: Optional[str] = typer.Option(None, "--index-type", help=help_for(FaissParams, "type")),
-    hnsw_m: Optional[int] = typer.Option(None, "--hnsw-m", help=help_for(FaissParams, "hnsw_m")),
-    hnsw_ef_construction: Optional[int] = typer.Option(None, "--hnsw-ef-construction", help=help_for(FaissParams, "hnsw_ef_construction")),
-    hnsw_ef_search: Optional[int] = typer.Option(None, "--hnsw-ef-search", help=help_for(FaissParams, "hnsw_ef_search")),
-    ivf_nlist: Optional[int] = typer.Option(None, "--ivf-nlist", help=help_for(FaissParams, "ivf_nlist")),
-    ivf_nprobe: Optional[int] = typer.Option(None, "--ivf-nprobe", help=help_for(FaissParams, "ivf_nprobe")),
-    pq_m: Optional[int] = typer.Option(None, "--pq-m", help=help_for(FaissParams, "pq_m")),
-    pq_nbits: Optional[int] = typer.Option(None, "--pq-nbits", help=help_for(FaissParams, "pq_nbits")),
-    train_size: Optional[int] = typer.Option(None, "--train-size", help=help_for(FaissParams, "train_size")),
-    rerank: Optional[int] = typer.Option(None, "--rerank", help=help_for(FaissParams, "rerank")),
-    bm25: Optional[bool] = typer.Option(None, "--bm25", help=help_for(IndexConfig, "build_bm25")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index] table (and \\[index.faiss], \\[index.bm25]) sets any of these options."),
-) -> None:
+@config_command(IndexConfig, "index", arguments=("corpus",), short={"model": "-m"}, nested=("faiss",), skip=("bm25",),
+                flags={**_FAISS_FLAGS, "prepend_title": Flag("--title/--no-title")})
+def build(cfg: IndexConfig) -> None:
     """Encode the passages of CORPUS into a dense index in OUT.
 
     Passages are encoded as "title text" with the model's own maximum length and searched by exact inner product: the BEIR zero-shot setting (all-MiniLM-L6-v2 on SciFact: nDCG@10 0.649). Encoding is checkpointed every --checkpoint-every passages; an interrupted run continues with --resume and gives identical vectors.
@@ -101,16 +75,6 @@ def build(
 
       pretriever index build scifact-store/ --out scifact-shards/ --shard 0/2      (then 1/2, on another machine, then `pretriever index merge`)
     """
-    with stage():
-        cfg = build_config(IndexConfig, config, "index", corpus=corpus, out=out, model=model, device=device,
-                           batch_size=batch_size, max_length=max_length, normalize=normalize, prepend_title=title,
-                           passage_prompt=passage_prompt, query_prompt=query_prompt,
-                           checkpoint_every=checkpoint_every, shard=shard, resume=resume or None,
-                           overwrite=overwrite or None, max_chunks=max_chunks, keep_work=keep_work, dtype=dtype,
-                           faiss=given(type=index_type, hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction,
-                                       hnsw_ef_search=hnsw_ef_search, ivf_nlist=ivf_nlist, ivf_nprobe=ivf_nprobe,
-                                       pq_m=pq_m, pq_nbits=pq_nbits, train_size=train_size, rerank=rerank),
-                           build_bm25=bm25)
     run_build(cfg)
 
 
@@ -134,25 +98,25 @@ def run_build(cfg: IndexConfig):
     return result
 
 
+def _corpus_of_shards(values: dict, extras: dict) -> None:
+    """The corpus store the shards were encoded from (recorded in their work folders)."""
+    values["corpus"] = Path(".")
+    for work in [Path(values["out"]) / WORK, *((d / WORK) for d in extras["shard_dirs"] or [])]:
+        if (work / ENCODE_JSON).exists():
+            values["corpus"] = Path(json.loads((work / ENCODE_JSON).read_text(encoding="utf-8"))["corpus"]["store"])
+            break
+
+
+_SHARD_DIRS = inspect.Parameter(
+    "shard_dirs", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[list[Path]],
+    default=typer.Argument(None, help="Other shards' --out folders, when they were encoded elsewhere.", show_default=False))
+
+
 @index_app.command("merge")
-def merge(
-    index_dir: Path = typer.Argument(..., help="The index folder to write (and the --out of the shards run there)."),
-    shard_dirs: Optional[list[Path]] = typer.Argument(None, help="Other shards' --out folders, when they were encoded elsewhere.", show_default=False),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help=help_for(IndexConfig, "dtype")),
-    index_type: Optional[str] = typer.Option(None, "--index-type", help=help_for(FaissParams, "type")),
-    hnsw_m: Optional[int] = typer.Option(None, "--hnsw-m", help=help_for(FaissParams, "hnsw_m")),
-    hnsw_ef_construction: Optional[int] = typer.Option(None, "--hnsw-ef-construction", help=help_for(FaissParams, "hnsw_ef_construction")),
-    hnsw_ef_search: Optional[int] = typer.Option(None, "--hnsw-ef-search", help=help_for(FaissParams, "hnsw_ef_search")),
-    ivf_nlist: Optional[int] = typer.Option(None, "--ivf-nlist", help=help_for(FaissParams, "ivf_nlist")),
-    ivf_nprobe: Optional[int] = typer.Option(None, "--ivf-nprobe", help=help_for(FaissParams, "ivf_nprobe")),
-    pq_m: Optional[int] = typer.Option(None, "--pq-m", help=help_for(FaissParams, "pq_m")),
-    pq_nbits: Optional[int] = typer.Option(None, "--pq-nbits", help=help_for(FaissParams, "pq_nbits")),
-    train_size: Optional[int] = typer.Option(None, "--train-size", help=help_for(FaissParams, "train_size")),
-    rerank: Optional[int] = typer.Option(None, "--rerank", help=help_for(FaissParams, "rerank")),
-    keep_work: Optional[bool] = typer.Option(None, "--keep-work", help=help_for(IndexConfig, "keep_work")),
-    bm25: Optional[bool] = typer.Option(None, "--bm25", help=help_for(IndexConfig, "build_bm25")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index] table sets any of these options."),
-) -> None:
+@config_command(IndexConfig, "index", arguments=("out",), only=("dtype", "keep_work", "build_bm25"), nested=("faiss",),
+                flags={**_FAISS_FLAGS, "out": Flag(extra_help="The folder the shards ran in (INDEX_DIR).")},
+                extra=[_SHARD_DIRS], before=_corpus_of_shards)
+def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
     """Merge the shards of an encode into one index and build its FAISS index.
 
     Chunks are gathered from INDEX_DIR/_work and from each SHARD_DIR (another machine's --out); every chunk must be there and all must come from the same encode (model, settings, corpus), else the missing shards are named.
@@ -163,49 +127,27 @@ def merge(
 
       pretriever index merge scifact-shards/ --index-type hnsw
     """
-    corpus = Path(".")
-    for work in [index_dir / WORK, *((d / WORK) for d in shard_dirs or [])]:
-        if (work / ENCODE_JSON).exists():
-            corpus = Path(json.loads((work / ENCODE_JSON).read_text(encoding="utf-8"))["corpus"]["store"])
-            break
-    with stage():
-        cfg = build_config(IndexConfig, config, "index", corpus=corpus, out=index_dir, dtype=dtype,
-                           faiss=given(type=index_type, hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction,
-                                       hnsw_ef_search=hnsw_ef_search, ivf_nlist=ivf_nlist, ivf_nprobe=ivf_nprobe,
-                                       pq_m=pq_m, pq_nbits=pq_nbits, train_size=train_size, rerank=rerank),
-                           keep_work=keep_work, build_bm25=bm25)
     with count_progress() as progress, stage(progress):
-        meta = merge_index(index_dir, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work,
+        meta = merge_index(cfg.out, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work,
                            on_progress=_StageProgress(progress))
     if cfg.build_bm25:
-        _build_bm25(cfg.corpus, index_dir / BM25_DIR, cfg.bm25)
-    print_meta(meta, index_dir)
+        _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
+    print_meta(meta, cfg.out)
 
 
 @index_app.command("bm25")
-def bm25_command(
-    corpus: Path = typer.Argument(..., help=help_for(IndexConfig, "corpus"), show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the BM25 index; INDEX_DIR/bm25 attaches it to a dense index."),
-    k1: Optional[float] = typer.Option(None, "--k1", help=help_for(BM25Options, "k1")),
-    b: Optional[float] = typer.Option(None, "--b", help=help_for(BM25Options, "b")),
-    method: Optional[str] = typer.Option(None, "--method", help=help_for(BM25Options, "method")),
-    stopwords: Optional[str] = typer.Option(None, "--stopwords", help=help_for(BM25Options, "stopwords")),
-    stemmer: Optional[str] = typer.Option(None, "--stemmer", help=help_for(BM25Options, "stemmer")),
-    title: Optional[bool] = typer.Option(None, "--title/--no-title", help=help_for(BM25Options, "prepend_title")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[index.bm25] table sets k1, b, ..."),
-) -> None:
+@config_command(IndexConfig, "index", arguments=("corpus",), only=("out",), nested=("bm25",),
+                flags={"prepend_title": Flag("--title/--no-title"),
+                       "out": Flag(extra_help="INDEX_DIR/bm25 attaches it to a dense index.")})
+def bm25_command(cfg: IndexConfig) -> None:
     """Build a BM25 index (bm25s) over the passages of CORPUS.
 
     Defaults are the usual BEIR BM25 baseline: Lucene scoring, k1=1.5, b=0.75, English stop words, Snowball English stemming, "title text" (SciFact test nDCG@10 0.686).
 
     Example:  pretriever index bm25 scifact-store/ --out scifact-index/bm25
     """
-    with stage():
-        cfg = build_config(IndexConfig, config, "index", corpus=corpus, out=out,
-                           bm25=given(k1=k1, b=b, method=method, stopwords=stopwords, stemmer=stemmer,
-                                      prepend_title=title))
-    index = _build_bm25(cfg.corpus, out, cfg.bm25)
-    console.print(f"BM25 index of {len(index):,} passages ({index.meta['vocabulary']:,} terms) in {out}")
+    index = _build_bm25(cfg.corpus, cfg.out, cfg.bm25)
+    console.print(f"BM25 index of {len(index):,} passages ({index.meta['vocabulary']:,} terms) in {cfg.out}")
 
 
 def _build_bm25(corpus: Path, out: Path, options: BM25Options) -> BM25Index:

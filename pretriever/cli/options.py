@@ -91,19 +91,24 @@ def _parameter(cls: type, field: dataclasses.Field, hint: Any, flag: Flag, short
 
 
 def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), flags: dict[str, Flag] | None = None,
-                   short: dict[str, str] | None = None, skip: Sequence[str] = (), nested: Sequence[str] = (),
-                   extra: Sequence[inspect.Parameter] = ()) -> Callable[[Callable[..., None]], Callable[..., None]]:
+                   short: dict[str, str] | None = None, skip: Sequence[str] = (), only: Sequence[str] = (),
+                   nested: Sequence[str] = (), extra: Sequence[inspect.Parameter] = (),
+                   before: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """A decorator: ``run(cfg, **extra)`` becomes a typer command whose options are ``cls``'s fields.
 
     ``arguments`` are positional; ``flags`` override single fields; ``short`` adds aliases
-    (``--out`` always has ``-o``); ``skip`` leaves fields out; ``nested`` names nested-config
-    fields whose own fields become options; ``extra`` are further parameters (not config
-    fields) passed to ``run`` as keyword arguments.
+    (``--out`` always has ``-o``); ``skip`` leaves fields out, or ``only`` keeps just those (with
+    the arguments and ``nested``); ``nested`` names nested-config fields whose own fields become
+    options; ``extra`` are further parameters (not config fields) passed to ``run`` as keyword
+    arguments; ``before(values, extras)`` may fill values the command derives (a merge's corpus).
     """
     flags, short = flags or {}, {"out": "-o", **(short or {})}
     hints = typing.get_type_hints(cls)
-    fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
+    keep = set(only) | set(arguments) | set(nested) if only else None
+    fields = [f for f in dataclasses.fields(cls) if f.name not in skip and (keep is None or f.name in keep)]
     params, parse, inner = [], {}, {}
+    top = {f.name for f in fields if f.name not in nested}
     for name in arguments:
         field = next(f for f in fields if f.name == name)
         params.append(_parameter(cls, field, hints[name], flags.get(name, Flag()), short, True))
@@ -114,6 +119,8 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
             sub = hints[field.name]
             sub_hints = typing.get_type_hints(sub)
             for f in dataclasses.fields(sub):
+                if f.name in top:  # the outer config's own field keeps the name; TOML sets the inner one
+                    continue
                 params.append(_parameter(sub, f, sub_hints[f.name], flags.get(f.name, Flag()), short, False))
                 inner[f.name] = field.name
                 parse[f.name] = flags.get(f.name, Flag()).parse
@@ -141,6 +148,8 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
                     values.setdefault(inner[name], {})[name] = value
                 else:
                     values[name] = value
+            if before is not None:
+                before(values, passed)
             with stage():
                 cfg = build_config(cls, config, section, **values)
             run(cfg, **passed)

@@ -6,67 +6,25 @@ Wire into the main app with ``app.command("train")(train_command)``.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Optional
 
-import typer
 from rich.markup import escape
 from rich.table import Table
 
 from pretriever.cli.common import stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.options import Flag, config_command
 from pretriever.progress import console
 from pretriever.train import TrainConfig, train
 from pretriever.train.heldout import smoothed
 
 
-def train_command(
-    pairs: Optional[Path] = typer.Argument(None, help=help_for(TrainConfig, "pairs", "Leave out with --beir or --dpr."),
-                                           show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help=help_for(TrainConfig, "out")),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=help_for(TrainConfig, "model")),
-    beir: Optional[Path] = typer.Option(None, "--beir", help=help_for(TrainConfig, "beir")),
-    split: Optional[str] = typer.Option(None, "--split", help=help_for(TrainConfig, "split")),
-    dpr: Optional[Path] = typer.Option(None, "--dpr", help=help_for(TrainConfig, "dpr")),
-    corpus: Optional[Path] = typer.Option(None, "--corpus", help=help_for(TrainConfig, "corpus")),
-    hard_negatives: Optional[str] = typer.Option(None, "--hard-negatives", help=help_for(TrainConfig, "hard_negatives")),
-    bm25_depth: Optional[int] = typer.Option(None, "--bm25-depth", help=help_for(TrainConfig, "bm25_depth")),
-    prepend_title: Optional[bool] = typer.Option(None, "--prepend-title/--no-prepend-title",
-                                                 help=help_for(TrainConfig, "prepend_title")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(TrainConfig, "limit")),
-    mix: Optional[str] = typer.Option(None, "--mix", help=help_for(TrainConfig, "mix")),
-    negatives: Optional[bool] = typer.Option(None, "--negatives/--no-negatives", help=help_for(TrainConfig, "use_negatives")),
-    pooling: Optional[str] = typer.Option(None, "--pooling", help=help_for(TrainConfig, "pooling")),
-    normalize: Optional[bool] = typer.Option(None, "--normalize/--no-normalize", help=help_for(TrainConfig, "normalize")),
-    shared_encoder: Optional[bool] = typer.Option(None, "--shared-encoder/--separate-encoders",
-                                                  help=help_for(TrainConfig, "shared_encoder")),
-    similarity: Optional[str] = typer.Option(None, "--similarity", help=help_for(TrainConfig, "similarity")),
-    scale: Optional[float] = typer.Option(None, "--scale", help=help_for(TrainConfig, "scale")),
-    max_query_length: Optional[int] = typer.Option(None, "--max-query-length", help=help_for(TrainConfig, "max_query_length")),
-    max_passage_length: Optional[int] = typer.Option(None, "--max-passage-length", help=help_for(TrainConfig, "max_passage_length")),
-    epochs: Optional[float] = typer.Option(None, "--epochs", help=help_for(TrainConfig, "epochs")),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help=help_for(TrainConfig, "max_steps")),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help=help_for(TrainConfig, "batch_size")),
-    mini_batch_size: Optional[int] = typer.Option(None, "--mini-batch-size", help=help_for(TrainConfig, "mini_batch_size")),
-    learning_rate: Optional[float] = typer.Option(None, "--lr", "--learning-rate", help=help_for(TrainConfig, "learning_rate")),
-    warmup_ratio: Optional[float] = typer.Option(None, "--warmup", help=help_for(TrainConfig, "warmup_ratio")),
-    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help=help_for(TrainConfig, "weight_decay")),
-    seed: Optional[int] = typer.Option(None, "--seed", help=help_for(TrainConfig, "seed")),
-    no_duplicates: Optional[bool] = typer.Option(None, "--no-duplicates/--allow-duplicates",
-                                                 help=help_for(TrainConfig, "no_duplicates")),
-    precision: Optional[str] = typer.Option(None, "--precision", help=help_for(TrainConfig, "precision")),
-    gather_across_devices: Optional[bool] = typer.Option(None, "--gather-across-devices",
-                                                         help=help_for(TrainConfig, "gather_across_devices")),
-    save_steps: Optional[int] = typer.Option(None, "--save-steps", help=help_for(TrainConfig, "save_steps")),
-    keep_checkpoints: Optional[bool] = typer.Option(None, "--keep-checkpoints", help=help_for(TrainConfig, "keep_checkpoints")),
-    heldout_pairs: Optional[int] = typer.Option(None, "--heldout-pairs", help=help_for(TrainConfig, "heldout_pairs")),
-    logging_steps: Optional[int] = typer.Option(None, "--logging-steps", help=help_for(TrainConfig, "logging_steps")),
-    resume: bool = typer.Option(False, "--resume", help=help_for(TrainConfig, "resume")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(TrainConfig, "overwrite")),
-    config: Optional[Path] = typer.Option(
-        None, "--config", help="TOML file whose \\[train] table sets any of these options (keys as in "
-                               "TrainConfig, e.g. batch_size = 400, mix = \"dl:0.5,cm:0.5\")."),
-) -> None:
+@config_command(TrainConfig, "train", arguments=("pairs",), short={"model": "-m", "limit": "-n", "batch_size": "-b"},
+                flags={"pairs": Flag(extra_help="Leave out with --beir or --dpr."),
+                       "use_negatives": Flag("--negatives/--no-negatives"),
+                       "normalize": Flag("--normalize/--no-normalize"),
+                       "shared_encoder": Flag("--shared-encoder/--separate-encoders"),
+                       "learning_rate": Flag(("--lr", "--learning-rate")), "warmup_ratio": Flag("--warmup"),
+                       "no_duplicates": Flag("--no-duplicates/--allow-duplicates")})
+def train_command(cfg: TrainConfig) -> None:
     """Train a dense retriever (bi-encoder) with sentence-transformers.
 
     The loss is HLP's (Zhou et al., 2022, section 3.3): for each query, the NLL of its positive passage against every other passage in the batch plus each pair's extra negative (2n - 1 negatives for a batch of n pairs), i.e. sentence-transformers' MultipleNegativesRankingLoss; --mini-batch-size switches to its GradCache version so the paper's batch of 400 fits on a small GPU. Learning rate 2e-5 with 10% linear warm-up and linear decay, as in the paper. The result is a standard sentence-transformers model folder: SentenceTransformer("MODEL_DIR") loads it anywhere.
@@ -85,19 +43,6 @@ def train_command(
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bar
-    with stage():
-        cfg = build_config(
-            TrainConfig, config, "train", out=out, pairs=pairs, model=model, beir=beir, split=split, dpr=dpr,
-            corpus=corpus, hard_negatives=hard_negatives, bm25_depth=bm25_depth, prepend_title=prepend_title,
-            limit=limit, mix=mix, use_negatives=negatives,
-            pooling=pooling, normalize=normalize, shared_encoder=shared_encoder, similarity=similarity, scale=scale,
-            max_query_length=max_query_length, max_passage_length=max_passage_length, epochs=epochs,
-            max_steps=max_steps, batch_size=batch_size, mini_batch_size=mini_batch_size,
-            learning_rate=learning_rate, warmup_ratio=warmup_ratio, weight_decay=weight_decay, seed=seed,
-            no_duplicates=no_duplicates, precision=precision, gather_across_devices=gather_across_devices,
-            save_steps=save_steps, keep_checkpoints=keep_checkpoints, logging_steps=logging_steps,
-            heldout_pairs=heldout_pairs,
-            resume=resume or None, overwrite=overwrite or None)
     _quiet_libraries()
     with stage():
         result = train(cfg, progress=True, step=lambda message: console.print(f"[dim]{escape(message)}[/dim]"))
