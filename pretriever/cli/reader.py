@@ -6,6 +6,7 @@ Wire into the main app with ``app.add_typer(reader_app, name="reader")`` and
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import List, Optional
@@ -16,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pretriever.cli.common import fail, stage
+from pretriever.cli.options import Flag, config_command
 from pretriever.config import build_config, help_for
 from pretriever.progress import console, count_progress
 from pretriever.reader.config import PrepareConfig, ReadOptions, ReaderConfig
@@ -42,28 +44,8 @@ def _config(cls, config: Optional[Path], section: str, **values):
         return build_config(cls, config, section, **values)
 
 
-def train_command(
-    data: Path = typer.Argument(..., help=help_for(ReaderConfig, "data"), show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=help_for(ReaderConfig, "out"), show_default=False),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=help_for(ReaderConfig, "model")),
-    dev: Optional[Path] = typer.Option(None, "--dev", help=help_for(ReaderConfig, "dev")),
-    dev_share: Optional[float] = typer.Option(None, "--dev-share", help=help_for(ReaderConfig, "dev_share")),
-    passages: Optional[int] = typer.Option(None, "--passages", help=help_for(ReaderConfig, "passages")),
-    max_length: Optional[int] = typer.Option(None, "--max-length", help=help_for(ReaderConfig, "max_length")),
-    epochs: Optional[float] = typer.Option(None, "--epochs", help=help_for(ReaderConfig, "epochs")),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help=help_for(ReaderConfig, "max_steps")),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help=help_for(ReaderConfig, "batch_size")),
-    grad_accum: Optional[int] = typer.Option(None, "--grad-accum", help=help_for(ReaderConfig, "grad_accum")),
-    lr: Optional[float] = typer.Option(None, "--lr", help=help_for(ReaderConfig, "lr")),
-    precision: Optional[str] = typer.Option(None, "--precision", help=help_for(ReaderConfig, "precision")),
-    eval_steps: Optional[int] = typer.Option(None, "--eval-steps", help=help_for(ReaderConfig, "eval_steps")),
-    seed: Optional[int] = typer.Option(None, "--seed", help=help_for(ReaderConfig, "seed")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(ReaderConfig, "limit")),
-    resume: bool = typer.Option(False, "--resume", help=help_for(ReaderConfig, "resume")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=help_for(ReaderConfig, "overwrite")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [reader] table sets any of these "
-                                          "(keys as in ReaderConfig; [reader.read] for the dev-time reading)."),
-) -> None:
+@config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
+def train_command(cfg: ReaderConfig) -> None:
     """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac triplets).
 
     Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.
@@ -76,10 +58,6 @@ def train_command(
     """
     from pretriever.reader.train import train_reader
 
-    cfg = _config(ReaderConfig, config, "reader", data=data, out=out, model=model, dev=dev, dev_share=dev_share,
-                  passages=passages, max_length=max_length, epochs=epochs, max_steps=max_steps,
-                  batch_size=batch_size, grad_accum=grad_accum, lr=lr, precision=precision, eval_steps=eval_steps,
-                  seed=seed, limit=limit, resume=resume or None, overwrite=overwrite or None)
     with stage():
         result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
     dev_text = f"dev EM {result.dev['EM']:.3f}, F1 {result.dev['F1']:.3f} on {result.dev['questions']} questions; " \
@@ -87,19 +65,23 @@ def train_command(
     console.print(f"{dev_text}{result.seconds:.0f} s; reader written to {result.out}")
 
 
-def prepare_command(
-    index: Path = typer.Argument(..., help=help_for(PrepareConfig, "index"), show_default=False),
-    questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=help_for(PrepareConfig, "out"), show_default=False),
-    k: Optional[int] = typer.Option(None, "-k", help=help_for(PrepareConfig, "k")),
-    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
-    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
-    match: Optional[str] = typer.Option(None, "--match", help=help_for(PrepareConfig, "match")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=help_for(PrepareConfig, "limit")),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(PrepareConfig, "device")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose [reader_prepare] table sets "
-                                          "any of these."),
-) -> None:
+def _retrieval_flags(values: dict, extras: dict) -> None:
+    chosen = _retrieval(extras.pop("bm25"), extras.pop("hybrid"))
+    if chosen:
+        values["retrieval"] = chosen
+
+
+_BM25 = inspect.Parameter("bm25", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."))
+_HYBRID = inspect.Parameter("hybrid", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                            default=typer.Option(False, "--hybrid", help="Retrieve with the index fused with its "
+                                                                         "BM25 (RRF)."))
+
+
+@config_command(PrepareConfig, "reader_prepare", arguments=("index", "questions"), short={"limit": "-n"},
+                skip=("retrieval",), flags={"k": Flag(("-k", "--k"))}, extra=[_BM25, _HYBRID],
+                before=_retrieval_flags)
+def prepare_command(cfg: PrepareConfig) -> None:
     """Retrieve the top k passages of each question, mark those holding an answer (DPR's matching), write DPR reader JSON for `reader train` and `reader evaluate`.
 
     Examples:
@@ -110,8 +92,6 @@ def prepare_command(
     """
     from pretriever.reader.prepare import prepare_reader_data
 
-    cfg = _config(PrepareConfig, config, "reader_prepare", index=index, questions=questions, out=out, k=k,
-                  retrieval=_retrieval(bm25, hybrid), match=match, limit=limit, device=device)
     with count_progress() as progress, stage(progress):
         task = progress.add_task("retrieving", total=None, rate="")
         counts = prepare_reader_data(cfg, say=lambda m: progress.console.print(f"[dim]{escape(m)}[/dim]"),
