@@ -10,7 +10,6 @@ sweeps linear re-weighting.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -19,7 +18,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from pretriever.cli.common import stage
-from pretriever.config import build_config, help_for
+from pretriever.cli.options import Flag, config_command
 from pretriever.progress import console
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.grid import run_grid
@@ -59,39 +58,14 @@ def _say(message: str) -> None:
         console.print(f"[dim]{escape(message)}[/dim]")
 
 
-def _help(name: str, extra: str = "") -> str:
-    return help_for(RefineConfig, name, extra)
+_SHORT = {"queries": "-q", "feedback": "-f", "answers": "-a", "method": "-m", "limit": "-n"}
+_GRID = ("betas", "gammas", "validation", "seed", "select_metric")
 
 
 @refine_app.command("run")
-def run_command(
-    index: Path = typer.Argument(..., help=_help("index"), show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=_help("out")),
-    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False, help=_help("queries")),
-    feedback: Optional[str] = typer.Option(None, "--feedback", "-f", help=_help("feedback")),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=_help("qrels")),
-    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False, help=_help("answers")),
-    method: Optional[str] = typer.Option(None, "--method", "-m", help=_help("method")),
-    k: Optional[int] = typer.Option(None, "-k", "--k", help=_help("k")),
-    k_pos: Optional[int] = typer.Option(None, "--k-pos", help=_help("k_pos")),
-    beta: Optional[float] = typer.Option(None, "--beta", help=_help("beta")),
-    gamma: Optional[float] = typer.Option(None, "--gamma", help=_help("gamma")),
-    lr: Optional[float] = typer.Option(None, "--lr", help=_help("lr")),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help=_help("max_epochs")),
-    patience: Optional[int] = typer.Option(None, "--patience", help=_help("patience")),
-    rounds: Optional[int] = typer.Option(None, "--rounds", help=_help("rounds")),
-    query_rounds: Optional[int] = typer.Option(None, "--query-rounds", help=_help("query_rounds")),
-    normalize: Optional[bool] = typer.Option(None, "--normalize/--no-normalize", help=_help("normalize")),
-    test_time: Optional[bool] = typer.Option(None, "--test-time/--no-test-time", help=_help("test_time_queries")),
-    oracle: bool = typer.Option(False, "--oracle", help=_help("oracle")),
-    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_help("holdout"), show_default=False),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=_help("limit")),
-    match: Optional[str] = typer.Option(None, "--match", help=_help("match")),
-    device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
-    threads: Optional[int] = typer.Option(None, "--threads", help=_help("threads")),
-    overwrite: bool = typer.Option(False, "--overwrite", help=_help("overwrite")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of these."),
-) -> None:
+@config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, skip=_GRID,
+                flags={"k": Flag(("-k", "--k")), "test_time_queries": Flag("--test-time/--no-test-time")})
+def run_command(cfg: RefineConfig) -> None:
     """Refine INDEX_DIR's vectors with feedback and write REFINED_INDEX_DIR (a normal index folder).
 
     Examples (SciFact, honest protocol: training claims refine, test claims evaluate):
@@ -102,13 +76,6 @@ def run_command(
 
       pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval/
     """
-    with stage():
-        cfg = build_config(RefineConfig, config, "refine", index=index, out=out, queries=queries, feedback=feedback,
-                           qrels=qrels, answers=answers, method=method, k=k, k_pos=k_pos, beta=beta, gamma=gamma,
-                           lr=lr, max_epochs=max_epochs, patience=patience, rounds=rounds,
-                           query_rounds=query_rounds, normalize=normalize, test_time_queries=test_time,
-                           oracle=oracle or None, holdout=holdout, limit=limit, match=match, device=device,
-                           threads=threads, overwrite=overwrite or None)
     with stage():
         meta = run_refine(cfg, step=_say)
     print_refine(meta, cfg.out)
@@ -148,39 +115,25 @@ def print_refine(meta: dict, out: Path) -> None:
                   "--out EVAL_DIR")
 
 
+def _linear(values: dict, extras: dict) -> None:
+    values["method"] = "linear"  # the grid sweeps linear re-weighting
+
+
 @refine_app.command("grid")
-def grid_command(
-    index: Path = typer.Argument(..., help=_help("index"), show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, help=_help("out")),
-    queries: Optional[Path] = typer.Option(None, "--queries", "-q", show_default=False, help=_help("queries")),
-    feedback: Optional[str] = typer.Option(None, "--feedback", "-f",
-                                           help=_help("feedback", "The grid is scored with labels: qrels or answers.")),
-    qrels: Optional[Path] = typer.Option(None, "--qrels", show_default=False, help=_help("qrels")),
-    answers: Optional[Path] = typer.Option(None, "--answers", "-a", show_default=False, help=_help("answers")),
-    k: Optional[int] = typer.Option(None, "-k", "--k", help=_help("k")),
-    validation: Optional[float] = typer.Option(None, "--validation", help=_help("validation")),
-    seed: Optional[int] = typer.Option(None, "--seed", help=_help("seed")),
-    select_metric: Optional[str] = typer.Option(None, "--select-metric", help=_help("select_metric")),
-    oracle: bool = typer.Option(False, "--oracle", help=_help("oracle", "Here: score on the feedback queries "
-                                                              "themselves (the paper's Figure 6).")),
-    holdout: Optional[Path] = typer.Option(None, "--holdout", help=_help("holdout"), show_default=False),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help=_help("limit")),
-    match: Optional[str] = typer.Option(None, "--match", help=_help("match")),
-    device: Optional[str] = typer.Option(None, "--device", help=_help("device")),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file whose \\[refine] table sets any of "
-                                          "these (betas, gammas lists too)."),
-) -> None:
+@config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, before=_linear,
+                only=("out", "queries", "feedback", "qrels", "answers", "k", "validation", "seed", "select_metric",
+                      "oracle", "holdout", "limit", "match", "device"),
+                flags={"k": Flag(("-k", "--k")),
+                       "feedback": Flag(extra_help="The grid is scored with labels: qrels or answers."),
+                       "oracle": Flag(extra_help="Here: score on the feedback queries themselves (the paper's "
+                                                 "Figure 6).")})
+def grid_command(cfg: RefineConfig) -> None:
     """Sweep linear re-weighting p' = p + beta*mean(pos q) + gamma*mean(neg q), beta 0..0.9, gamma 0..-0.9 (Figure 6).
 
     Labels come from a fit split of the feedback queries and every point is scored on the held-out rest, so the chosen point is honest; then refine with it: pretriever refine run INDEX --method linear --beta B --gamma G ...
 
     Example:  pretriever refine grid scifact-index/ -q scifact/queries.jsonl --qrels scifact/qrels/train.tsv --out sf-grid/
     """
-    with stage():
-        cfg = build_config(RefineConfig, config, "refine", index=index, out=out, queries=queries, feedback=feedback,
-                           qrels=qrels, answers=answers, method="linear", k=k, validation=validation, seed=seed,
-                           select_metric=select_metric, oracle=oracle or None, holdout=holdout, limit=limit,
-                           match=match, device=device)
     with stage():
         result = run_grid(cfg, step=_say)
     metric = result["select_metric"]
