@@ -42,6 +42,20 @@ def read_json(path: Path, error: type[Exception], what: str = "") -> Any:
         raise error(f"{path}: not valid JSON ({err.msg} at line {err.lineno}){'; ' + what if what else ''}") from None
 
 
+def read_jsonl(path: Path, error: type[Exception]) -> Iterator[tuple[str, Any]]:
+    """("PATH, line N", object) for every non-blank line of a JSONL file; ``error`` naming the line when one
+    is not JSON."""
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {line_no}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise error(f"{where}: not JSON ({err.msg})") from None
+
+
 def write_json(path: Path, data: Any) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")

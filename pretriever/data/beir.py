@@ -11,10 +11,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pretriever.errors import PretrieverError
+from pretriever.io import read_jsonl
 
 
 class DatasetError(PretrieverError, ValueError):
@@ -31,18 +31,11 @@ def _beir_file(path: Path, name: str) -> Path:
 
 
 def _json_lines(path: Path, expected: str):
-    """(line number, object) for every non-blank line of a JSONL file; ``expected`` names the record."""
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}, line {line_no}: not JSON ({err.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj:
-                raise DatasetError(f"{path}, line {line_no}: expected {expected}")
-            yield line_no, obj
+    """("PATH, line N", object) for every non-blank line of a JSONL file; ``expected`` names the record."""
+    for where, obj in read_jsonl(path, DatasetError):
+        if not isinstance(obj, dict) or "_id" not in obj:
+            raise DatasetError(f"{where}: expected {expected}")
+        yield where, obj
 
 
 def load_queries(path: Path | str) -> dict[str, str]:
@@ -50,9 +43,9 @@ def load_queries(path: Path | str) -> dict[str, str]:
     path = _beir_file(Path(path), "queries.jsonl")
     expected = 'a BEIR query {"_id": ..., "text": ...}'
     queries: dict[str, str] = {}
-    for line_no, obj in _json_lines(path, expected):
+    for where, obj in _json_lines(path, expected):
         if not isinstance(obj.get("text"), str):
-            raise DatasetError(f"{path}, line {line_no}: expected {expected}")
+            raise DatasetError(f"{where}: expected {expected}")
         queries[str(obj["_id"])] = obj["text"]
     if not queries:
         raise DatasetError(f"{path}: holds no queries")

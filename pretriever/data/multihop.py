@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pretriever.data.beir import DatasetError
+from pretriever.io import read_jsonl
 
 
 @dataclass
@@ -64,12 +65,7 @@ def load_multihop(path: Path | str) -> tuple[list[MultiHopExample], str]:
             raise DatasetError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
         items = [(f"{path}, item {i}", obj) for i, obj in enumerate(data)]
     else:
-        for line_no, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    items.append((f"{path}, line {line_no}", json.loads(line)))
-                except json.JSONDecodeError as err:
-                    raise DatasetError(f"{path}, line {line_no}: not JSON ({err.msg})") from None
+        items = list(read_jsonl(path, DatasetError))
     examples, kinds = [], set()
     for where, obj in items:
         if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):

@@ -41,6 +41,7 @@ from pathlib import Path
 import regex
 
 from pretriever.data.beir import DatasetError
+from pretriever.io import read_jsonl
 
 MATCH_MODES = ("string", "regex")
 
@@ -198,17 +199,9 @@ def _example(obj, where: str, index: int) -> QAExample:
 
 
 def _read_jsonl(path: Path) -> list[QAExample]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}, line {line_no}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise QAFileError(f"{where}: not JSON ({err.msg})") from None
-            out.append(_example(obj, where, len(out)))
+    out: list[QAExample] = []
+    for where, obj in read_jsonl(path, QAFileError):
+        out.append(_example(obj, where, len(out)))
     return out
 
 
