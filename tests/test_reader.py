@@ -193,6 +193,7 @@ def test_training_lowers_the_loss_and_the_saved_reader_reloads(trained, tiny, to
     curve = [p["loss"] for p in meta["loss_curve"]]
     assert curve[-1] < curve[0] / 2
     assert meta["data"]["kept"] == 8 and meta["dev_curve"] and meta["best_checkpoint"]
+    assert meta["dev"]["EM"] > meta["dev_before"]["EM"]  # the same dev questions, read before training
     # the same batch: the saved reader's loss is far below the untrained model's (fresh heads)
     samples, _ = build_samples(load_reading_file(tiny[1]), tokenizer, 64)
     pool = [s.positive for s in samples]

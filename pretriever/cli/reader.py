@@ -60,8 +60,12 @@ def train_command(cfg: ReaderConfig) -> None:
 
     with stage():
         result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
-    dev_text = f"dev EM {result.dev['EM']:.3f}, F1 {result.dev['F1']:.3f} on {result.dev['questions']} questions; " \
-        if result.dev else ""
+    dev_text = ""
+    if result.dev:
+        start = result.dev_before
+        dev_text = (f"dev EM {start['EM']:.3f} -> " if start else "dev EM ") + f"{result.dev['EM']:.3f}, F1 " \
+            + (f"{start['F1']:.3f} -> " if start else "") + f"{result.dev['F1']:.3f} on {result.dev['questions']} " \
+            "questions (held out by document); "
     console.print(f"{dev_text}{result.seconds:.0f} s; reader written to {result.out}")
 
 

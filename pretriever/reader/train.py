@@ -44,6 +44,7 @@ class ReaderTrainResult:
     counts: dict[str, Any]
     dev: dict[str, float] | None
     seconds: float
+    dev_before: dict[str, float] | None = None  # the starting model on the same dev questions
 
 
 def collate(instances: list[Instance], tokenizer, max_length: int) -> dict[str, Any]:
@@ -211,6 +212,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
                                callbacks=[progress_callback()] if progress else [], dev_eval=dev_eval)
     for callback in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(callback)
+    before = dev_eval(trainer.model) if dev and not resume_from else None  # the starting model, for comparison
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     seconds = time.perf_counter() - t0
@@ -220,7 +222,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
     write_json(cfg.out / READER_JSON, {
         "base_model": model_label(cfg.model), "config": _jsonable(asdict(cfg)), "match": mode,
         "precision": precision, "data": counts.as_dict(), "dev_data": dev_counts.as_dict() if dev_counts else None,
-        "train_questions": len(train), "dev_questions": len(dev), "dev": final,
+        "train_questions": len(train), "dev_questions": len(dev), "dev_before": before, "dev": final,
         "best_checkpoint": trainer.state.best_model_checkpoint, "steps": trainer.state.global_step,
         "loss_curve": loss_curve(history),
         "dev_curve": [{"step": e["step"], "EM": e["eval_em"], "F1": e["eval_f1"]} for e in history if "eval_em" in e],
@@ -228,4 +230,4 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
         "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.grad_accum / seconds, 3)
         if seconds > 0 else None,
     })
-    return ReaderTrainResult(cfg.out, counts.as_dict(), final, seconds)
+    return ReaderTrainResult(cfg.out, counts.as_dict(), final, seconds, before)
