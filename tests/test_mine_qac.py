@@ -19,6 +19,7 @@ from references_server import LoopbackServer, send
 
 pytest.importorskip("spacy")
 
+from pretriever.data.reading import ReadingFileError, load_reading_file  # noqa: E402
 from pretriever.data.references import ReferencesError, load_references  # noqa: E402
 from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import PairsDir, PairsError, export_pairs  # noqa: E402
@@ -254,6 +255,11 @@ def test_dpr_and_squad_exports_and_training_read_qac(mined, tmp_path):
                 assert para["context"][a["answer_start"]:a["answer_start"] + len(a["text"])] == a["text"]
     scan = scan_pairs(out)
     assert scan.methods == ["qac"] and scan.available["qac"] == len(rows) and scan.with_negatives
+    # the reader reads the pairs folder itself as it reads the SQuAD export
+    from_folder, from_squad = load_reading_file(out), load_reading_file(tmp_path / "squad.json")
+    assert from_folder == from_squad and len(from_folder) == len(rows)
+    with pytest.raises(ReadingFileError, match="no qac.parquet"):
+        load_reading_file(tmp_path)
 
 
 def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):

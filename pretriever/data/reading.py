@@ -9,7 +9,9 @@ Recognised by content (:func:`load_reading_file`):
 * DPR reader JSON, a list of ``{"question", "answers", "ctxs": [{"id", "title", "text", "score",
   "has_answer"}]}`` (DPR's retriever output, which ``pretriever reader prepare`` writes): the
   contexts marked ``has_answer`` are positives, the others negatives;
-* DPR retriever training JSON (``positive_ctxs``, ``hard_negative_ctxs``, ``negative_ctxs``).
+* DPR retriever training JSON (``positive_ctxs``, ``hard_negative_ctxs``, ``negative_ctxs``);
+* a pairs folder of ``pretriever mine --method qac`` (its ``qac.parquet``), read as the SQuAD
+  articles that ``pretriever pairs export --format squad`` writes (:func:`squad_article`).
 
 Answer offsets are kept only where SQuAD gives them; every other occurrence is found by the reader
 stage, which knows its tokenizer.
@@ -19,9 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
 
 from pretriever.data.beir import DatasetError
 from pretriever.io import read_json
+
+QAC_COLUMNS = ("pair_id", "query", "answer", "answer_start", "positive_title", "positive_text")
 
 
 class ReadingFileError(DatasetError):
@@ -115,10 +122,27 @@ def _dpr(data: list, path: Path) -> list[ReadingExample]:
     return out
 
 
+def squad_article(row: dict[str, Any]) -> dict[str, Any]:
+    """A qac triplet (a pairs row with ``answer`` and ``answer_start``) as a one-question SQuAD v1.1 article."""
+    answer = {"text": row["answer"], "answer_start": row["answer_start"]}
+    qa = {"id": row["pair_id"], "question": row["query"], "answers": [answer]}
+    return {"title": row.get("positive_title") or "", "paragraphs": [{"context": row["positive_text"], "qas": [qa]}]}
+
+
+def _qac_folder(path: Path) -> dict[str, Any]:
+    table = path / "qac.parquet"
+    if not table.is_file():
+        raise ReadingFileError(f"{path}: a folder, but no qac.parquet in it (mine one with `pretriever mine CORPUS "
+                               "--method qac --out PAIRS_DIR`, or give SQuAD or DPR JSON)")
+    rows = pq.read_table(table, columns=list(QAC_COLUMNS)).to_pylist()
+    return {"data": [squad_article(r) for r in rows if r["answer"] is not None and r["answer_start"] is not None]}
+
+
 def load_reading_file(path: Path | str) -> list[ReadingExample]:
-    """Questions with their passages from SQuAD v1.1 JSON or DPR reader/retriever JSON (see the module)."""
+    """Questions with their passages from SQuAD v1.1 JSON, DPR reader/retriever JSON or a qac pairs folder
+    (see the module)."""
     path = Path(path)
-    data = read_json(path, ReadingFileError)
+    data = _qac_folder(path) if path.is_dir() else read_json(path, ReadingFileError)
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         examples = _squad(data["data"], path)
     elif isinstance(data, list):

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.data.reading import squad_article
 from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json
 from pretriever.mine.schema import MANIFEST
@@ -136,12 +137,6 @@ def _export_dpr(pairs: PairsDir, out: Path, methods: list[str]) -> int:
             n += 1
         f.write("\n]\n")
     return n
-
-
-def squad_article(row: dict[str, Any]) -> dict[str, Any]:
-    answer = {"text": row["answer"], "answer_start": row["answer_start"]}
-    qa = {"id": row["pair_id"], "question": row["query"], "answers": [answer]}
-    return {"title": row.get("positive_title") or "", "paragraphs": [{"context": row["positive_text"], "qas": [qa]}]}
 
 
 def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:

@@ -38,8 +38,9 @@ class ReadOptions:
 class ReaderConfig:
     """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file)."""
 
-    data: Path = option(help="Training data: SQuAD v1.1 JSON (qac `pairs export --format squad`) or DPR reader "
-                             "JSON (`pretriever reader prepare`, or DPR's positive_ctxs/hard_negative_ctxs files).")
+    data: Path = option(help="Training data: a qac pairs folder (`pretriever mine --method qac`), SQuAD v1.1 JSON "
+                             "(qac `pairs export --format squad`) or DPR reader JSON (`pretriever reader prepare`, "
+                             "or DPR's positive_ctxs/hard_negative_ctxs files).")
     out: Path = option(help="READER_DIR: a transformers question-answering folder plus reader.json.")
     model: str | None = option(None, "Encoder to start from: a Hugging Face name or folder, or a reader folder "
                                      "(to fine-tune a pre-trained reader).", default_help="all-MiniLM-L6-v2")
