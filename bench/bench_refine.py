@@ -262,8 +262,8 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
     out["honest"]["base"] = evaluate([base], test, test_qrels)[base.name]
     console.print(f"base: {out['honest']['base']}")
     common = dict(index=index_dir, queries=queries_file, feedback="qrels", overwrite=True, label_texts=False,
-                  threads=threads)
-    paper = dict(lr=0.1, max_epochs=100, patience=5)
+                  threads=threads, normalize=False)  # every row states its own settings
+    paper = dict(preset="paper", max_epochs=100, patience=5)
 
     # the validation split of the TRAINING claims (the grid's own split): settings are chosen on it
     fit, val = split_queries(len(fb_train), 0.2, 0)

@@ -285,7 +285,8 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     meta = run_refine(_cfg(toy, out, method=method, rounds=2), query_vectors=toy["train_vectors"])
     ref = meta["refine"]
     assert ref["method"] == method and ref["protocol"]["name"] == "honest"
-    assert ref["queries"]["count"] == 40 and meta["name"] == f"all-MiniLM-L6-v2+{method}"
+    label = method + ("[prf k'=2]" if method in ("aopt-query", "hybrid") else "")  # honest query side: label-free PRF
+    assert ref["queries"]["count"] == 40 and meta["name"] == f"all-MiniLM-L6-v2+{label}"
     passage_side = method != "aopt-query"
     assert [r["side"] for r in ref["rounds"]] == ["passage"] * (2 * passage_side) + \
         ["query"] * (method in ("aopt-query", "hybrid"))
@@ -508,3 +509,15 @@ def test_an_overflowing_vector_is_never_written():
     res = aopt(c, others, [0, 0], [0, 1], [True, False], lr=1e20, max_epochs=3, restore_best=False)
     assert np.isfinite(res.vectors).all()
     assert res.vectors[0] == pytest.approx([1.0, 0.0])  # kept where it started
+
+
+def test_presets_default_does_no_harm_and_paper_is_the_papers(toy, tmp_path):
+    default = _cfg(toy, tmp_path / "a")
+    assert (default.preset, default.lr, default.normalize) == ("default", 0.01, True)
+    paper = _cfg(toy, tmp_path / "b", preset="paper")
+    assert (paper.lr, paper.normalize) == (0.1, False)
+    given = _cfg(toy, tmp_path / "c", preset="paper", lr=0.05, normalize=True)  # given values win
+    assert (given.lr, given.normalize) == (0.05, True)
+    assert _cfg(toy, tmp_path / "d", method="linear").normalize is False  # eq. 9 as the paper writes it
+    with pytest.raises(ValueError, match="preset must be one of default, paper"):
+        _cfg(toy, tmp_path / "e", preset="fast")

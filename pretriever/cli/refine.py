@@ -64,7 +64,8 @@ _GRID = ("betas", "gammas", "validation", "seed", "select_metric")
 
 @refine_app.command("run")
 @config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, skip=_GRID,
-                flags={"k": Flag(("-k", "--k")), "test_time_queries": Flag("--test-time/--no-test-time")})
+                flags={"k": Flag(("-k", "--k")), "test_time_queries": Flag("--test-time/--no-test-time"),
+                       "normalize": Flag("--normalize/--no-normalize")})
 def run_command(cfg: RefineConfig) -> None:
     """Refine INDEX_DIR's vectors with feedback and write REFINED_INDEX_DIR (a normal index folder).
 

@@ -219,6 +219,15 @@ def query_side(cfg: RefineConfig, query_vectors: bool) -> dict[str, Any]:
             "note": note, "test_time": test_time}
 
 
+def system_label(cfg: RefineConfig) -> str:
+    """How a refined index is named in every table: the method, and for the query side under the honest
+    protocol what it really is at search time, label-free PRF (``aopt-query[prf k'=5]``)."""
+    label = cfg.method
+    if cfg.refines_queries and cfg.test_time_queries and not cfg.oracle:
+        label += f"[prf k'={cfg.k_pos}]"
+    return label + ("+oracle" if cfg.oracle else "")
+
+
 def build_refine_meta(cfg: RefineConfig, feedback: FeedbackSet, protocol: dict[str, Any],
                       log: list[dict[str, Any]], *, passages_changed: int, base_name: str, query_vectors: bool,
                       passage_labels: bool, query_labels: bool) -> dict[str, Any]:
@@ -324,7 +333,7 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
             }), rdir / QUERY_VECTORS)
 
         base_name = dense.meta.get("name", dense.encoder.get("model_label", "dense"))
-        name = f"{base_name}+{cfg.method}" + ("+oracle" if cfg.oracle else "")
+        name = f"{base_name}+{system_label(cfg)}"
         refine_meta = build_refine_meta(cfg, feedback, protocol, log, passages_changed=len(searcher.rows),
                                         base_name=base_name, query_vectors=refined_queries is not None,
                                         passage_labels=bool(passage_tables), query_labels=bool(query_tables))
