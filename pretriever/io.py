@@ -10,7 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": True}
@@ -64,3 +67,10 @@ def write_json(path: Path, data: Any) -> None:
 def write_parquet(table: pa.Table, path: Path) -> None:
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **PARQUET_OPTIONS)
+
+
+def text_pair_hashes(first: pa.Array, second: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each (first, second) text pair (nulls as ""), to find a pair seen before cheaply."""
+    first, second = (pc.fill_null(a.cast(pa.string()), "") for a in (first, second))
+    joined = pc.binary_join_element_wise(first, second, "\x1f")
+    return pd.util.hash_array(np.asarray(joined.to_pylist(), dtype=object))

@@ -217,3 +217,24 @@ def test_existing_output_needs_overwrite(enwiki_store, cli, tmp_path):
     (other / "notes.txt").write_text("mine")
     result = cli("mine", enwiki_store.path, "--out", other, "--overwrite")
     assert result.exit_code == 2 and "does not hold mined pairs" in result.text
+
+
+def test_a_pair_two_methods_found_is_exported_and_trained_once(pairs_dir, cli, tmp_path):
+    from pretriever.train.pairs import scan_pairs
+
+    out, _ = pairs_dir
+    dl, cm = pq.read_table(out / "dl.parquet"), pq.read_table(out / "cm.parquet")
+    assert dl.num_rows >= 5 and cm.num_rows >= 3
+    shared = dl.slice(0, 5).set_column(dl.schema.get_field_index("method"), "method", pa.array(["cm"] * 5))
+    both = tmp_path / "both"
+    both.mkdir()
+    pq.write_table(dl, both / "dl.parquet")
+    pq.write_table(pa.concat_tables([shared, cm.slice(0, 3)]), both / "cm.parquet")
+    (both / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl.parquet"},
+                                                             "cm": {"file": "cm.parquet"}}}))
+    result = cli("pairs", "export", both, "--format", "jsonl", "--out", tmp_path / "both.jsonl")
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "both.jsonl").read_text().splitlines()) == dl.num_rows + 3
+    assert "5 found by two methods written once" in result.text
+    scan = scan_pairs(both, use_negatives=False)
+    assert scan.duplicate_across == {"dl": 0, "cm": 5} and scan.available == {"dl": dl.num_rows, "cm": 3}

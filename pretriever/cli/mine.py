@@ -156,4 +156,5 @@ def export(
         if not methods:
             raise PairsError(f"{pairs_dir} holds no pairs (see why in {pairs_dir / 'pairs.json'})")
         n = export_pairs(pairs, format, out, methods)
-    console.print(escape(f"{n:,} pairs ({', '.join(methods)}) written to {out} as {format}"))
+    dropped = f"; {pairs.duplicates_dropped:,} found by two methods written once" if pairs.duplicates_dropped else ""
+    console.print(escape(f"{n:,} pairs ({', '.join(methods)}) written to {out} as {format}{dropped}"))

@@ -69,6 +69,9 @@ def print_summary(report: dict, cfg) -> None:
     table.add_column("value", overflow="fold")
     per = ", ".join(f"{k} {v:,}" for k, v in data["per_method"].items())
     table.add_row("training pairs", f"{data['pairs']:,} ({per})")
+    if data.get("duplicate_across_methods"):
+        table.add_row("found by two methods", "trained once: " + ", ".join(
+            f"{k} {v:,} left to an earlier method" for k, v in data["duplicate_across_methods"].items()))
     table.add_row("negatives", "one extra per pair + in-batch" if data["negatives"] else "in-batch only")
     if data.get("negatives_found"):
         table.add_row("hard negatives", ", ".join(f"{k} {v:,}" for k, v in data["negatives_found"].items()))

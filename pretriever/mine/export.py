@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from pretriever.data.reading import squad_article
 from pretriever.errors import PretrieverError
-from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json
+from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json, text_pair_hashes
 from pretriever.mine.schema import MANIFEST
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad")
@@ -53,6 +53,7 @@ class PairsDir:
             raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
                              "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
         self.manifest: dict[str, Any] = read_json(manifest, PairsError)
+        self.duplicates_dropped = 0  # by the last batches() over several methods
 
     @property
     def methods(self) -> list[str]:
@@ -77,8 +78,23 @@ class PairsDir:
 
     def batches(self, methods: list[str], columns: list[str] | None = None,
                 batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
+        """The pairs of ``methods`` in order; with several methods a (query, positive) that an earlier method
+        gave is left out and counted in ``duplicates_dropped``."""
+        self.duplicates_dropped = 0
+        seen: set[int] = set()
+        read = None if columns is None else list(dict.fromkeys([*columns, "query", "positive_text"]))
         for method in methods:
-            yield from pq.ParquetFile(self.file(method)).iter_batches(batch_size=batch_size, columns=columns)
+            for batch in pq.ParquetFile(self.file(method)).iter_batches(batch_size=batch_size, columns=read):
+                if len(methods) > 1:
+                    batch = self._unseen(batch, seen)
+                yield batch if columns is None else batch.select(columns)
+
+    def _unseen(self, batch: pa.RecordBatch, seen: set[int]) -> pa.RecordBatch:
+        hashes = text_pair_hashes(batch.column("query"), batch.column("positive_text")).tolist()
+        keep = [h not in seen for h in hashes]
+        seen.update(hashes)
+        self.duplicates_dropped += keep.count(False)
+        return batch.filter(pa.array(keep))
 
     def rows(self, methods: list[str], limit: int | None = None) -> Iterator[dict[str, Any]]:
         n = 0

@@ -7,10 +7,12 @@ any folder of Parquet files with at least ``query`` and ``positive_text`` (``met
 by the file), or the ``pretriever pairs export --format sentence-transformers`` Parquet
 (``anchor``, ``positive``, ``negative``).
 
-Sampling never reads the texts: the ``method`` column and the null counts of the row
-groups decide which rows are eligible, a seeded NumPy generator picks row numbers, and
-one streaming pass copies the picked rows into an Arrow file that the trainer
-memory-maps. So a 20-million-pair run does not hold the pairs in memory.
+Sampling reads the texts once at most: the ``method`` column and the null counts of the row
+groups decide which rows are eligible; when several methods are combined, one streaming pass
+hashes each (query, positive) so that a pair two methods both found is trained on once (the
+first method keeps it; the others count it as ``duplicate_across``); a seeded NumPy generator
+picks row numbers, and one streaming pass copies the picked rows into an Arrow file that the
+trainer memory-maps. So a 20-million-pair run holds 8 bytes per pair, not the pairs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.io import text_pair_hashes
 from pretriever.train.errors import TrainError
 
 QUERY_COLUMNS = ("query", "anchor")
@@ -58,6 +61,7 @@ class PairsScan:
     negatives_note: str
     without_negative: dict[str, int] = field(default_factory=dict)  # rows left out for lack of a negative
     without_text: dict[str, int] = field(default_factory=dict)  # rows with an empty query or positive
+    duplicate_across: dict[str, int] = field(default_factory=dict)  # (query, positive) an earlier method has
 
     @property
     def available(self) -> dict[str, int]:
@@ -208,10 +212,36 @@ def scan_pairs(path: Path, use_negatives: bool = True, only: list[str] | None = 
                 for m in methods}
     if only is not None:
         methods = [m for m in methods if m in wanted]
+    duplicates = _drop_duplicates_across(files, methods, eligible) if len(methods) > 1 else {}
     return PairsScan(files=files, methods=methods, total={m: total[m] for m in methods},
                      eligible={m: eligible[m] for m in methods}, with_negatives=with_negatives, negatives_note=note,
                      without_negative={m: without_negative[m] for m in methods},
-                     without_text={m: without_text[m] for m in methods})
+                     without_text={m: without_text[m] for m in methods},
+                     duplicate_across={m: duplicates.get(m, 0) for m in methods})
+
+
+def _pair_hashes(files: list[PairFile], batch_size: int = 65536) -> np.ndarray:
+    """A 64-bit hash of (query, positive) for every row of the files, in global row order."""
+    parts = []
+    for f in files:
+        for batch in pq.ParquetFile(f.path).iter_batches(batch_size=batch_size, columns=[f.query, f.positive]):
+            parts.append(text_pair_hashes(batch.column(0), batch.column(1)))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def _drop_duplicates_across(files: list[PairFile], methods: list[str], eligible: dict[str, np.ndarray]) -> dict[str, int]:
+    """Leave each (query, positive) to the first method (in ``methods`` order) that has it; returns how many
+    rows each later method lost. ``eligible`` is changed in place."""
+    hashes = _pair_hashes(files)
+    seen = np.zeros(0, dtype=np.uint64)
+    dropped = {}
+    for m in methods:
+        mine = hashes[eligible[m]]
+        repeat = np.isin(mine, seen)
+        dropped[m] = int(repeat.sum())
+        eligible[m] = eligible[m][~repeat]
+        seen = np.union1d(seen, mine)
+    return dropped
 
 
 def plan_mix(available: dict[str, int], mix: dict[str, float], limit: int | None) -> dict[str, int]:

@@ -166,6 +166,7 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
                 "methods_available": scan.total, "eligible": scan.available,
                 "without_negative": {m: v for m, v in scan.without_negative.items() if v},
                 "without_text": {m: v for m, v in scan.without_text.items() if v},
+                "duplicate_across_methods": {m: v for m, v in scan.duplicate_across.items() if v},
                 "negatives_note": scan.negatives_note, "mix": cfg.mix, "limit": cfg.limit}
         return TrainingData(path, n, counts, scan.with_negatives, info)
 
