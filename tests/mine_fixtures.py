@@ -103,6 +103,19 @@ def pairs_of(out: Path, method: str) -> list[dict]:
     return pq.read_table(path).to_pylist() if path.exists() else []
 
 
+def distinct_pairs_of(out: Path, methods: list[str]) -> list[dict]:
+    """The pairs of ``methods`` in order, a (query, positive) that an earlier method gave left out:
+    what an export or a training run over several methods sees."""
+    seen, rows = set(), []
+    for method in methods:
+        for row in pairs_of(out, method):
+            key = (row["query"], row["positive_text"])
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return rows
+
+
 @pytest.fixture(scope="session")
 def py_store(enwiki_store) -> PyStore:
     return load_store(enwiki_store.path)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from mine_fixtures import pairs_of
+from mine_fixtures import distinct_pairs_of, pairs_of
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.corpus.schema import LINKS
 from pretriever.mine.show import stats_table
@@ -66,8 +66,10 @@ def test_export_dpr(pairs_dir, cli, tmp_path):
     result = cli("pairs", "export", out, "--format", "dpr", "--method", "dl,cm", "--out", target)
     assert result.exit_code == 0, result.output
     records = json.loads(target.read_text())
-    expected = len(pairs_of(out, "dl")) + len(pairs_of(out, "cm"))
-    assert len(records) == expected
+    expected = distinct_pairs_of(out, ["dl", "cm"])
+    assert len(expected) < len(pairs_of(out, "dl")) + len(pairs_of(out, "cm"))  # the sample has pairs both found
+    assert [r["question"] for r in records] == [r["query"] for r in expected]
+    assert "found by two methods written once" in result.text
     for rec in records:
         assert {"question", "answers", "positive_ctxs", "negative_ctxs", "hard_negative_ctxs"} <= rec.keys()
         for ctx in rec["positive_ctxs"] + rec["negative_ctxs"] + rec["hard_negative_ctxs"]:
@@ -85,8 +87,8 @@ def test_export_sentence_transformers_loads_with_datasets(pairs_dir, cli, tmp_pa
     assert result.exit_code == 0, result.output
     ds = datasets.load_from_disk(str(folder))
     assert ds.column_names == ["anchor", "positive", "negative"]
-    total = sum(len(pairs_of(out, m)) for m in ("dl", "cm", "ict", "wlp", "bfs"))
-    assert len(ds) == total
+    expected = distinct_pairs_of(out, ["dl", "cm", "ict", "wlp", "bfs"])
+    assert ds["anchor"] == [r["query"] for r in expected]
     first = pairs_of(out, "dl")[0]
     assert ds[0] == {"anchor": first["query"], "positive": first["positive_text"], "negative": first["negative_text"]}
 
