@@ -192,9 +192,11 @@ def _trainer_class():
 def train_reader(cfg: ReaderConfig, progress: bool = False,
                  say: Callable[[str], None] = lambda message: None) -> ReaderTrainResult:
     """Train as ``cfg`` says and write READER_DIR (see the module docstring)."""
+    from transformers import set_seed
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     resume_from = _prepare_out(cfg)
+    set_seed(cfg.seed)  # the new span and selection heads are drawn here, before the Trainer seeds its own steps
     module, tokenizer = load_reader_model(cfg.model)
     train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, say)
     pool = negative_pool(train)
