@@ -4,47 +4,28 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from reader_fixtures import DOCS, QUESTIONS, tiny, trained  # noqa: F401 - fixtures
 from pretriever.cli import app
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
 from pretriever.index import encoder_info, save_dense_index
 from pretriever.metrics import exact_match, f1_score, normalize_answer
 from pretriever.models import resolve_model
-from pretriever.reader.config import ReaderConfig
+from pretriever.reader.config import ReaderConfig, ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model, reader_loss
-from pretriever.reader.predict import Reader, whole_words
+from pretriever.reader.predict import Passage, Reader, whole_words
 from pretriever.reader.prepare import answer_questions, open_system
 from pretriever.reader.samples import build_samples, instance
 from pretriever.reader.spans import answer_char_spans, encode, token_spans
 from pretriever.reader.train import collate, train_reader
 
-DOCS = [
-    ("eiffel", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by the "
-                               "engineer Gustave Eiffel and completed in 1889."),
-    ("hamlet", "Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600. The play is set in Denmark."),
-    ("python", "Python (programming language)", "Python is a programming language created by Guido van Rossum and "
-                                                "first released in 1991."),
-    ("everest", "Mount Everest", "Mount Everest is the highest mountain on Earth, located in the Himalayas on the "
-                                 "border of Nepal and China."),
-    ("penicillin", "Penicillin", "Penicillin was discovered by Alexander Fleming in 1928 at St Mary's Hospital in "
-                                 "London."),
-    ("apollo", "Apollo 11", "Apollo 11 landed on the Moon in July 1969. Neil Armstrong was the first person to walk "
-                            "on the lunar surface."),
-]
-QUESTIONS = {
-    "eiffel": [("Who designed the Eiffel Tower?", "Gustave Eiffel"), ("When was the Eiffel Tower completed?", "1889")],
-    "hamlet": [("Who wrote Hamlet?", "William Shakespeare"), ("Where is Hamlet set?", "Denmark")],
-    "python": [("Who created the Python programming language?", "Guido van Rossum")],
-    "everest": [("Where is Mount Everest located?", "the Himalayas")],
-    "penicillin": [("Who discovered penicillin?", "Alexander Fleming")],
-    "apollo": [("Who was the first person to walk on the Moon?", "Neil Armstrong")],
-}
 runner = CliRunner()
 
 
@@ -53,38 +34,6 @@ def tokenizer():
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(resolve_model(None))
-
-
-def _squad(path: Path) -> Path:
-    data = []
-    for doc_id, title, text in DOCS:
-        qas = [{"id": f"{doc_id}{i}", "question": q, "answers": [{"text": a, "answer_start": text.index(a)}]}
-               for i, (q, a) in enumerate(QUESTIONS[doc_id])]
-        data.append({"title": title, "paragraphs": [{"context": text, "qas": qas}]})
-    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """A six-document store built by `pretriever corpus build`, its BM25 index, and SQuAD data on its passages."""
-    root = tmp_path_factory.mktemp("reader")
-    docs = root / "docs.jsonl"
-    docs.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in DOCS), encoding="utf-8")
-    for args in (["corpus", "build", str(docs), "--out", str(root / "store")],
-                 ["index", "bm25", str(root / "store"), "--out", str(root / "bm25")]):
-        result = runner.invoke(app, args)
-        assert result.exit_code == 0, result.output
-    return root, _squad(root / "squad.json")
-
-
-@pytest.fixture(scope="module")
-def trained(tiny):
-    """MiniLM trained on the eight SQuAD questions (dev = the same questions, to exercise best-checkpoint)."""
-    root, squad = tiny
-    cfg = ReaderConfig(data=squad, out=root / "reader", dev=squad, passages=2, max_steps=30, batch_size=4, lr=2e-4,
-                       max_length=64, eval_steps=15, seed=1)
-    return train_reader(cfg)
 
 
 # ---------------------------------------------------------------- span labels
@@ -194,6 +143,8 @@ def test_training_lowers_the_loss_and_the_saved_reader_reloads(trained, tiny, to
     assert curve[-1] < curve[0] / 2
     assert meta["data"]["kept"] == 8 and meta["dev_curve"] and meta["best_checkpoint"]
     assert meta["dev"]["EM"] > meta["dev_before"]["EM"]  # the same dev questions, read before training
+    assert [p["step"] for p in meta["dev_curve"]] == [15, 30]
+    assert meta["dev"]["EM"] == max(p["EM"] for p in meta["dev_curve"])  # the written reader is the best one
     # the same batch: the saved reader's loss is far below the untrained model's (fresh heads)
     samples, _ = build_samples(load_reading_file(tiny[1]), tokenizer, 64)
     pool = [s.positive for s in samples]
@@ -261,6 +212,214 @@ def test_prepare_writes_dpr_reader_json_that_trains_and_evaluates(trained, tiny,
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "eval" / "results.json").read_text())
     assert saved["reader"]["systems"]["bm25"] == metrics
+
+
+@pytest.mark.slow
+def test_evaluate_reports_reader_only_em_on_the_gold_passages(trained, tiny, tmp_path):
+    """DPR JSON with positive_ctxs for five of the eight questions: `evaluate --reader` reads each of those
+    on its gold passage alone, and "gold EM" is the mean over those five (none retrieved, no negatives)."""
+    root, _ = tiny
+    texts = {doc: (title, text) for doc, title, text in DOCS}
+    with_gold = {"hamlet", "python", "penicillin", "apollo"}  # five questions
+    items = [{"question": q, "answers": [a], "positive_ctxs": [{"title": texts[doc][0], "text": texts[doc][1],
+                                                                "passage_id": f"{doc}-0"}] if doc in with_gold else []}
+             for doc, qs in QUESTIONS.items() for q, a in qs]
+    qa = tmp_path / "gold.json"
+    qa.write_text(json.dumps(items), encoding="utf-8")
+    reader = Reader.load(trained.out)
+    expected = [exact_match(reader.read(i["question"], [Passage(c["title"], c["text"], c["passage_id"])
+                                                        for c in i["positive_ctxs"]]).text, i["answers"])
+                for i in items if i["positive_ctxs"]]
+    assert len(expected) == 5 and sum(expected) >= 3  # the reader learnt these questions
+    result = runner.invoke(app, ["evaluate", "--bm25", "--corpus", str(root / "store"), "--answers", str(qa),
+                                 "--reader", str(trained.out), "--reader-k", "1", "--k", "1", "--no-plots",
+                                 "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 0, result.output
+    scores = json.loads((tmp_path / "eval" / "results.json").read_text())["reader"]["systems"]["bm25"]
+    assert scores["gold questions"] == 5 and scores["questions"] == 8
+    assert scores["gold EM"] == pytest.approx(sum(expected) / 5)
+
+
+# ---------------------------------------------------------------- resume, best checkpoint
+
+def _short_run(squad: Path, out: Path, **options) -> ReaderConfig:
+    """Four optimizer steps, a checkpoint every two."""
+    return ReaderConfig(data=squad, out=out, passages=2, max_steps=4, batch_size=4, lr=2e-4, max_length=64,
+                        eval_steps=2, seed=1, **options)
+
+
+def _weights(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _same(a: dict, b: dict, prefix: str = "") -> bool:
+    import torch
+
+    return all(torch.equal(a[prefix + k], v) for k, v in b.items())
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _callback(on_step, on_start=lambda model: None):
+    """A Trainer callback: ``on_step(step)`` after each optimizer step, ``on_start(model)`` before the first
+    step this run takes."""
+    from transformers import TrainerCallback
+
+    class Step(TrainerCallback):
+        started = False
+
+        def on_step_begin(self, args, state, control, model=None, **kwargs):
+            if not self.started:
+                self.started = True
+                on_start(model)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            on_step(state.global_step)
+
+    return Step()
+
+
+@pytest.mark.slow
+def test_resume_continues_an_interrupted_run(tiny, tmp_path, monkeypatch):
+    """Killed after the checkpoint of step 2, `--resume` runs steps 3 and 4 only, from that checkpoint's weights
+    and optimizer state, and ends with the weights of the same run never interrupted (same seed: same heads,
+    same data order, same dropout)."""
+    _, squad = tiny
+    whole = train_reader(_short_run(squad, tmp_path / "whole", dev_share=0.0))  # no dev: the last step is written
+
+    def stop_at_3(step):
+        if step == 3:
+            raise _Interrupted  # killed after the checkpoint of step 2, before the one of step 4
+
+    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda: _callback(stop_at_3))
+    cut = _short_run(squad, tmp_path / "cut", dev_share=0.0)
+    with pytest.raises(_Interrupted):
+        train_reader(cut, progress=True)
+    checkpoint = cut.out / "checkpoints" / "checkpoint-2"
+    assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["checkpoint-2"]
+    at_2 = _weights(checkpoint)
+    with pytest.raises(ReaderError, match="exists and is not empty"):  # no silent restart over it
+        train_reader(cut)
+    steps: list[int] = []
+    start: dict = {}
+    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda: _callback(
+        steps.append, lambda model: start.update({k: v.detach().clone() for k, v in model.state_dict().items()})))
+    resumed = train_reader(replace(cut, resume=True), progress=True)
+    assert steps == [3, 4]  # only the steps after the checkpoint were run
+    assert start.keys() == at_2.keys() and _same(at_2, start)  # and from its weights
+    meta, whole_meta = (json.loads((r.out / "reader.json").read_text()) for r in (resumed, whole))
+    assert meta["steps"] == 4 and meta["dev_before"] is None
+    # step 2: the same seed gave the same first steps, and the history came back with the state
+    assert meta["loss_curve"][0] == whole_meta["loss_curve"][0]
+    assert [(c["step"], c["learning_rate"]) for c in meta["loss_curve"]] == \
+        [(c["step"], c["learning_rate"]) for c in whole_meta["loss_curve"]]  # the schedule resumed at step 3
+    assert not _same(at_2, _weights(resumed.out), prefix="qa.")  # it trained on from there
+    assert _same(_weights(whole.out), _weights(resumed.out))  # bit-equal to the run never interrupted
+    with pytest.raises(ReaderError, match="nothing to resume"):
+        train_reader(_short_run(squad, tmp_path / "never", resume=True))
+
+
+@pytest.mark.slow
+def test_the_written_reader_is_the_best_dev_checkpoint_not_the_last(tiny, tmp_path, monkeypatch):
+    """Dev EM is scripted per set of weights (0.75 after step 2, 0.25 after step 4), so the best checkpoint
+    is not the last: the reader written must be step 2's, and its final dev EM the curve's best."""
+    import torch
+
+    _, squad = tiny
+    scripted, seen = [0.0, 0.75, 0.25], {}
+
+    def fingerprint(module) -> float:
+        return float(sum(p.detach().double().sum() for p in module.parameters()))
+
+    def dev_em(reader, samples, *args, **kwargs):
+        key = fingerprint(reader.module)
+        if key not in seen:
+            seen[key] = scripted[len(seen)]
+        return {"EM": seen[key], "F1": seen[key], "questions": len(samples)}
+
+    monkeypatch.setattr("pretriever.reader.train.evaluate_gold", dev_em)
+    result = train_reader(_short_run(squad, tmp_path / "r", dev=squad))
+    meta = json.loads((result.out / "reader.json").read_text())
+    assert meta["dev_curve"] == [{"step": 2, "EM": 0.75, "F1": 0.75}, {"step": 4, "EM": 0.25, "F1": 0.25}]
+    assert meta["best_checkpoint"].endswith("checkpoint-2") and meta["dev_before"]["EM"] == 0.0
+    assert meta["dev"]["EM"] == 0.75 == max(p["EM"] for p in meta["dev_curve"])
+    written = _weights(result.out)
+    checkpoints = result.out / "checkpoints"
+    assert _same(_weights(checkpoints / "checkpoint-2"), written, prefix="qa.")
+    assert not _same(_weights(checkpoints / "checkpoint-4"), written, prefix="qa.")
+    from safetensors.torch import load_file
+
+    head = load_file(str(result.out / "selection_head.safetensors"))
+    assert torch.equal(_weights(checkpoints / "checkpoint-2")["selector.weight"], head["weight"])
+
+
+# ---------------------------------------------------------------- picking answers: rank, n-best, length cap
+
+def _scripted(tokenizer, script: list[tuple[dict[str, float], dict[str, float], float]]):
+    """A stand-in for the reader network: for passage j, ``script[j] = (starts, ends, selection)`` gives the start
+    logits of some words, the end logits of some words and the selection logit; every other logit is 0. Words
+    are found by their (single) token id."""
+    import torch
+
+    class Scripted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.anchor = torch.nn.Parameter(torch.zeros(1))  # the reader asks a parameter for the device
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            start, end = torch.zeros(input_ids.shape), torch.zeros(input_ids.shape)
+            relevance = torch.zeros(input_ids.shape[:2])
+            for j, (starts, ends, selection) in enumerate(script):
+                row = input_ids[0, j].tolist()
+                for logits, words in ((start, starts), (end, ends)):
+                    for word, value in words.items():
+                        logits[0, j, row.index(tokenizer.convert_tokens_to_ids(word))] = value
+                relevance[0, j] = selection
+            return {"start_logits": start, "end_logits": end, "relevance_logits": relevance}
+
+    return Scripted()
+
+
+PASSAGES = [Passage("A", "The capital of Freedonia is Alpha City, the old records say.", "a"),
+            Passage("B", "Others say the capital is Beta Town since the war.", "b")]
+
+
+def test_rank_passage_and_rank_span_choose_differently(tokenizer):
+    # passage a: selection 3, best span 2 + 2 = 4; passage b: selection 1, best span 6 + 6 = 12
+    module = _scripted(tokenizer, [({"alpha": 2.0}, {"city": 2.0}, 3.0), ({"beta": 6.0}, {"town": 6.0}, 1.0)])
+    by_passage = Reader(module, tokenizer, ReadOptions(rank="passage", max_length=64)).read("which?", PASSAGES)
+    by_span = Reader(module, tokenizer, ReadOptions(rank="span", max_length=64, n_best=3)).read("which?", PASSAGES)
+    assert (by_passage.text, by_passage.passage.passage_id, by_passage.passage_rank) == ("Alpha City", "a", 0)
+    assert by_passage.score == pytest.approx(4.0) and by_passage.relevance == pytest.approx(3.0)
+    assert (by_span.text, by_span.passage.passage_id, by_span.passage_rank) == ("Beta Town", "b", 1)
+    assert PASSAGES[1].text[by_span.start:by_span.end] == "Beta Town" and by_span.score == pytest.approx(12.0)
+    # n-best over all passages by span score: both peaks, then a zero-score span
+    assert [s.text for s in by_span.n_best[:2]] == ["Beta Town", "Alpha City"] and len(by_span.n_best) == 3
+    assert by_span.n_best[2].score == pytest.approx(0.0)
+
+
+def test_n_best_and_the_answer_length_cap(tokenizer):
+    passage = [Passage("C", "The winner was Gamma Delta Epsilon Zeta at the games.", "c")]
+    # span scores: Gamma..Zeta 10 (four tokens), Gamma..Epsilon 7, Gamma..Delta 6, Zeta alone 5
+    module = _scripted(tokenizer, [({"gamma": 5.0}, {"delta": 1.0, "epsilon": 2.0, "zeta": 5.0}, 0.0)])
+
+    def read(**options):
+        return Reader(module, tokenizer, ReadOptions(max_length=64, **options)).read("who won?", passage)
+
+    assert read(max_answer_length=4).text == "Gamma Delta Epsilon Zeta"
+    capped = read(max_answer_length=3, n_best=4)
+    assert capped.text == "Gamma Delta Epsilon" and capped.score == pytest.approx(7.0)
+    assert [s.text for s in capped.n_best[:2]] == ["Gamma Delta Epsilon", "Zeta"] and len(capped.n_best) == 4
+    for span in capped.n_best:  # every listed span obeys the cap and none overlaps another
+        assert 1 <= len(tokenizer.tokenize(span.text)) <= 3
+    ranges = sorted((s.start, s.end) for s in capped.n_best)
+    assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+    assert [s.score for s in capped.n_best] == sorted((s.score for s in capped.n_best), reverse=True)
+    assert read(max_answer_length=2).text == "Gamma Delta" and len(read(n_best=1).n_best) == 1
 
 
 # ---------------------------------------------------------------- bad input
