@@ -205,8 +205,13 @@ class Engine:
             return {i: Passage(i, None, None, None) for i in ids}
         return await self.run(self.lookup.get, ids)
 
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The served index's recorded metadata (index.json; a refined index's has a ``refine`` section)."""
+        return getattr(self.dense, "meta", None) or getattr(self.bm25, "meta", {}) or {}
+
     def info(self) -> dict[str, Any]:
-        meta = getattr(self.dense, "meta", None) or getattr(self.bm25, "meta", {}) or {}
+        meta = self.meta
         size = len(self.dense) if self.dense is not None else len(self.bm25)
         encoder = meta.get("encoder", {}) if self.dense is not None else {}
         return {
