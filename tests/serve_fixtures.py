@@ -1,5 +1,6 @@
-"""Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs mined from
-the enwiki sample, and one opened engine (built once per session; the model is loaded once)."""
+"""Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs of six methods
+mined from the enwiki sample (qac from canned cited pages, qc from two imported generated queries), and one
+opened engine (built once per session; the model is loaded once)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ import pytest
 
 from conftest import SCIFACT, build, shared
 from mine_fixtures import run
+from qac_fixtures import make_refs
+from pretriever.generate import GenerateConfig, import_queries
 from pretriever.index import BM25Index, IndexConfig, build_index
 from pretriever.serve import ServeConfig
 from pretriever.serve.engine import Engine
 
 N_DOCS = 300
+METHODS = ["dl", "cm", "ict", "cc", "qac", "qc"]
+GENERATED = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
+             {"id": "25", "queries": ["what is autism"]}]
 
 
 @dataclass
@@ -33,16 +39,29 @@ class Served:
 
 
 def scifact_subset(out: Path) -> Path:
-    """The first 300 SciFact documents as a BEIR folder (queries and test qrels as they are)."""
+    """The first 300 SciFact documents as a BEIR folder (queries, train and test qrels as they are)."""
     source = shared(SCIFACT)
     (out / "qrels").mkdir(parents=True)
     with open(source / "corpus.jsonl", encoding="utf-8") as f:
         lines = [next(f) for _ in range(N_DOCS)]
     (out / "corpus.jsonl").write_text("".join(lines), encoding="utf-8")
     shutil.copy(source / "queries.jsonl", out / "queries.jsonl")
-    shutil.copy(source / "qrels" / "test.tsv", out / "qrels" / "test.tsv")
+    for split in ("train", "test"):
+        shutil.copy(source / "qrels" / f"{split}.tsv", out / "qrels" / f"{split}.tsv")
     assert len({json.loads(line)["_id"] for line in lines}) == N_DOCS
     return out
+
+
+def mine_pairs(enwiki_store, root: Path) -> Path:
+    """Pairs of METHODS from the enwiki sample into ROOT/pairs."""
+    pytest.importorskip("spacy")
+    refs = make_refs(enwiki_store, root / "refs")
+    lines = root / "generated.jsonl"
+    lines.write_text("".join(json.dumps(q) + "\n" for q in GENERATED), encoding="utf-8")
+    import_queries(GenerateConfig(corpus=enwiki_store.path, from_file=lines, out=root / "queries"))
+    run(enwiki_store, root / "pairs", methods=",".join(METHODS), references=refs, queries=root / "queries",
+        cm_indegree_percentile=99.0, negatives="overlap", seed=0)
+    return root / "pairs"
 
 
 @pytest.fixture(scope="session")
@@ -51,10 +70,10 @@ def served(tmp_path_factory, enwiki_store) -> Served:
     beir = scifact_subset(root / "scifact300")
     store = build(beir / "corpus.jsonl", root / "store", workers=1)  # no worker processes forked from a
     # test process that already runs torch and browser threads
-    build_index(IndexConfig(corpus=store.path, out=root / "index"))
-    BM25Index.build(store).save(root / "index" / "bm25")
-    run(enwiki_store, root / "pairs", methods="dl,cm,ict", cm_indegree_percentile=99.0, negatives="overlap", seed=0)
-    cfg = ServeConfig(index=root / "index", batch_wait_ms=20.0)
-    engine = Engine.open(cfg)
-    yield Served(root / "index", root / "pairs", beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)
+    index = root / "scifact-index"  # the page shows the folder's name (and the screenshots)
+    build_index(IndexConfig(corpus=store.path, out=index))
+    BM25Index.build(store).save(index / "bm25")
+    pairs = mine_pairs(enwiki_store, root)
+    engine = Engine.open(ServeConfig(index=index, batch_wait_ms=20.0))
+    yield Served(index, pairs, beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)
     engine.executor.shutdown(wait=False)

@@ -1,4 +1,5 @@
-"""The HTTP API of `pretriever serve` on a real 300-document SciFact index and pairs mined from enwiki."""
+"""The HTTP API of `pretriever serve` on a real 300-document SciFact index and pairs mined from enwiki; /answer
+with the reader the reader tests train (shared), over an index of their six documents."""
 
 from __future__ import annotations
 
@@ -11,14 +12,22 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from serve_fixtures import served  # noqa: F401 - a fixture
+from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
+from serve_fixtures import GENERATED, METHODS, served  # noqa: F401 - a fixture
 from pretriever.cli import app as cli_app
-from pretriever.retrieval import Hit
-from pretriever.serve import ServeError, create_app
+from pretriever.data import CorpusStore
+from pretriever.index import BM25Index, IndexConfig, build_index
 from pretriever.index.hybrid import HybridOptions, fuse
+from pretriever.mine.methods import METHODS as REGISTERED
+from pretriever.refine import RefineConfig, run_refine
+from pretriever.retrieval import Hit
+from pretriever.serve import ServeConfig, ServeError, create_app
+from pretriever.serve.judged import JudgedSets
+from pretriever.serve.pairs import reason
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
 COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 970012
+QAC_QUESTION = "The first person born in Africa to fly in space was who (France), in 1985?"
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +140,54 @@ def test_pairs_filters_by_query_words_and_title(client, served):  # noqa: F811
     assert client.get("/pairs", params={"method": "ict", "title": title}).json()["total"] == len(expect)
 
 
+def test_qac_pairs_carry_the_answer_span_and_the_question_word(client, served):  # noqa: F811
+    rows = pq.read_table(served.pairs / "qac.parquet").to_pylist()
+    body = client.get("/pairs", params={"method": "qac", "page_size": 100}).json()
+    assert body["total"] == len(rows) > 0
+    for pair, row in zip(body["pairs"], rows):
+        positive = pair["positive"]
+        [answer] = [s for s in positive["spans"] if s["kind"] == "answer"]
+        assert (answer["start"], answer["end"], answer["text"]) == (row["answer_start"], row["answer_end"],
+                                                                     row["answer"])
+        assert positive["text"][answer["start"]:answer["end"]] == row["answer"]
+        [phrase] = [s for s in pair["query"]["spans"] if s["kind"] == "answer_phrase"]
+        assert phrase["text"].lower() == row["answer_phrase"].lower()
+        # the question is the statement with the answer replaced by the phrase, at the phrase's offsets
+        assert row["statement"][:phrase["start"]] == row["query"][:phrase["start"]]
+        assert pair["answer"] == {"text": row["answer"], "type": row["answer_type"], "phrase": row["answer_phrase"],
+                                  "statement": row["statement"], "reference_url": row["reference_url"],
+                                  "reference_title": row["reference_title"], "context_source": row["context_source"]}
+        assert pair["reason"].startswith("question-answer-context") and f"\u201c{row['answer']}\u201d" in pair["reason"]
+    # a triplet checked by hand (tests/test_mine_qac.py): the question word sits where the name was
+    [pair] = [p for p in body["pairs"] if p["query"]["text"] == QAC_QUESTION]
+    assert pair["answer"]["text"] == "Patrick Baudry" and pair["answer"]["type"] == "PERSON"
+    assert pair["query"]["spans"] == [{"start": 52, "end": 55, "kind": "answer_phrase", "text": "who"}]
+    assert pair["answer"]["statement"] == "The first person born in Africa to fly in space was Patrick Baudry " \
+                                          "(France), in 1985."
+    assert "http://www.astronautix.com/astros/tamendez.htm" in pair["reason"]
+
+
+def test_cc_and_qc_pairs_say_why(client, served):  # noqa: F811
+    cc = client.get("/pairs", params={"method": "cc", "page_size": 5}).json()["pairs"]
+    for pair in cc:
+        assert pair["query"]["doc_id"] == pair["positive"]["doc_id"] and pair["query"]["title"]
+        assert pair["reason"] == f"context pairs: the query and the positive are two passages of the same document, " \
+                                 f"{pair['query']['title']}"
+    qc = client.get("/pairs", params={"method": "qc", "page_size": 10}).json()
+    generated = {(g["id"], i): q for g in GENERATED for i, q in enumerate(g["queries"])}
+    assert qc["total"] == len(generated)
+    for pair in qc["pairs"]:
+        assert generated[(pair["positive"]["doc_id"], pair["candidate"])] == pair["query"]["text"]
+        assert pair["reason"].startswith(f"query as context: the query is generated query #{pair['candidate']} ")
+        assert pair["answer"] is None and pair["query"]["spans"] == [] and pair["positive"]["spans"] == []
+
+
+def test_every_registered_method_has_its_own_reason():
+    for name, method in REGISTERED.items():
+        assert reason({"method": name}) != f"{method.title}: {method.summary}", f"{name} has no reason of its own"
+    assert reason({"method": "plugin"}) == "plugin"
+
+
 def test_pairs_unknown_method_and_page_out_of_range(client):
     r = client.get("/pairs", params={"method": "wlp"})
     assert r.status_code == 404 and "'wlp' was not mined" in r.json()["error"]
@@ -142,7 +199,7 @@ def test_pairs_unknown_method_and_page_out_of_range(client):
 def test_pairs_stats_are_the_stats_file(client, served):  # noqa: F811
     body = client.get("/pairs/stats").json()
     stats = json.loads((served.pairs / "stats.json").read_text())
-    assert body["methods"] == stats["methods"] and body["mined"] == ["dl", "cm", "ict"]
+    assert body["methods"] == stats["methods"] and body["mined"] == METHODS
     assert body["definitions"]["dl"]["title"] == "dual-link"
 
 
@@ -157,6 +214,8 @@ def test_passages_health_info_and_page(client):
     assert info["bm25"]["source"].endswith("bm25") and info["sets"]["qrels"] == {"test": 300}
     assert "pretriever" in client.get("/").text and client.get("/static/app.js").status_code == 200
     assert "/search/batch" in client.get("/openapi.json").json()["paths"]
+    assert "/answer" not in client.get("/openapi.json").json()["paths"] and info["reader"] is None
+    assert client.post("/answer", json={"q": "who?"}).status_code in (404, 405)  # no reader: no route
     assert client.get("/docs").status_code == 200
 
 
@@ -225,3 +284,92 @@ def test_generated_requests_never_get_a_5xx(served):  # noqa: F811
     check()
     assert len(statuses) >= 500
     assert any(s == 200 for s in statuses) and any(400 <= s < 500 for s in statuses)
+
+
+# ---------------------------------------------------------------- /answer, with the reader the reader tests train
+
+@pytest.fixture(scope="module")
+def answering(tiny, trained, tmp_path_factory):  # noqa: F811
+    """The six reader-test documents as a dense + BM25 index, served with the trained reader."""
+    root, _ = tiny
+    index = tmp_path_factory.mktemp("answer") / "tiny-index"
+    build_index(IndexConfig(corpus=root / "store", out=index))
+    BM25Index.build(CorpusStore(root / "store")).save(index / "bm25")
+    with TestClient(create_app(ServeConfig(index=index, reader=trained.out, max_read_k=5))) as c:
+        yield c
+
+
+HAMLET = "Hamlet is a tragedy written by William Shakespeare around 1600. The play is set in Denmark."
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_answer_returns_the_span_at_its_offsets(answering, mode):
+    r = answering.post("/answer", json={"q": "Who wrote Hamlet?", "k": 3, "mode": mode})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["answer"], body["passage_id"], body["title"]) == ("William Shakespeare", "hamlet-0", "Hamlet")
+    assert body["evidence"] == HAMLET and HAMLET[body["start"]:body["end"]] == "William Shakespeare"
+    assert (body["mode"], body["k"], body["rank"]) == (mode, 3, "passage") and body["took_ms"] > 0
+    assert body["n_best"][0]["text"] == "William Shakespeare" and body["n_best"][0]["passage_id"] == "hamlet-0"
+    assert len(body["n_best"]) <= 5
+
+
+@pytest.mark.slow
+def test_answer_options_are_honoured(answering):
+    body = answering.post("/answer", json={"q": "Who discovered penicillin?", "k": 3, "mode": "bm25", "n_best": 2,
+                                           "rank": "span"}).json()
+    assert body["answer"] == "Alexander Fleming" and body["rank"] == "span" and len(body["n_best"]) == 2
+    for span in body["n_best"]:  # each span sits at its offsets in its own passage
+        text = answering.get(f"/passages/{span['passage_id']}").json()["text"]
+        assert text[span["start"]:span["end"]] == span["text"]
+    one = answering.post("/answer", json={"q": "Who discovered penicillin?", "k": 3, "max_answer_length": 1}).json()
+    assert one["answer"] in ("Alexander", "Fleming")
+    info = answering.get("/info").json()
+    assert info["reader"]["defaults"] == {"rank": "passage", "n_best": 5, "max_answer_length": 10}
+    assert info["reader"]["base_model"] == "all-MiniLM-L6-v2" and info["limits"]["max_read_k"] == 5
+
+
+@pytest.mark.slow
+def test_answer_limits_and_errors(answering):
+    r = answering.post("/answer", json={"q": "Who wrote Hamlet?", "k": 6})
+    assert r.status_code == 422 and "k: Input should be less than or equal to 5" in r.json()["error"]
+    for bad, field in (({"n_best": 21}, "n_best"), ({"max_answer_length": 0}, "max_answer_length"),
+                       ({"rank": "best"}, "rank"), ({"q": "x" * 1001}, "q"), ({"reader": "/tmp"}, "reader")):
+        r = answering.post("/answer", json={"q": "Who wrote Hamlet?", **bad})
+        assert r.status_code == 422 and r.json()["error"].startswith(f"{field}:"), r.text
+    r = answering.post("/answer", json={"q": "zzzq qqqz", "mode": "bm25"})  # no term of it is in the index
+    assert r.status_code == 404 and "no passage was retrieved" in r.json()["error"]
+
+
+# ---------------------------------------------------------------- judged sets a refined index records
+
+@pytest.mark.slow
+def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path):  # noqa: F811
+    beir = served.queries.parent
+    refined = tmp_path / "refined"
+    run_refine(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
+                            qrels=beir / "qrels" / "train.tsv", holdout=served.qrels, k=20, limit=40))
+    with TestClient(create_app(ServeConfig(index=refined))) as c:
+        info = c.get("/info").json()
+        train_ids = list(dict.fromkeys(line.split("\t")[0] for line in
+                                       (beir / "qrels" / "train.tsv").read_text().splitlines()[1:]))
+        assert info["kind"] == "refined" and info["sets"]["qrels"] == {"feedback": len(train_ids), "holdout": 300}
+        assert info["sets"]["sources"]["holdout"].startswith("refine holdout")
+        queries = c.get("/queries", params={"set": "feedback", "page_size": 3}).json()
+        assert [q["id"] for q in queries["queries"]] == train_ids[:3] and all(q["text"] for q in queries["queries"])
+        r = c.post("/compare", json={"q": ALBENDAZOLE, "k": 5, "qrels": "holdout"})  # found by its text
+        assert r.status_code == 200 and r.json()["query_id"] == "94"
+        assert [h["id"] for s in r.json()["systems"] for h in s["hits"] if h["relevance"]] == ["1215116"] * 2
+    # the command line's set of the same name wins
+    with TestClient(create_app(ServeConfig(index=refined, qrels={"holdout": served.qrels}))) as c:
+        assert c.get("/info").json()["sets"]["sources"]["holdout"] == f"--qrels {served.qrels}"
+
+
+def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):  # noqa: F811
+    meta = {"refine": {"feedback": {"kind": "qrels", "queries": str(served.queries), "qrels": "gone/train.tsv"},
+                       "protocol": {"name": "honest", "holdout": str(served.queries)}}}
+    sets = JudgedSets.load(ServeConfig(index=tmp_path / "refined"), meta)
+    assert sets.qrels == {} and sets.answers == {}
+    assert "gone/train.tsv (recorded in" in sets.skipped["feedback"] and "not there" in sets.skipped["feedback"]
+    assert "neither qrels nor a QA file" in sets.skipped["holdout"]  # a queries file holds no judgments

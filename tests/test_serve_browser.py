@@ -1,6 +1,9 @@
 """The page at / in headless Chromium (Debian's `chromium`, driven by Playwright): search side by side,
-the pair browser with its method filter and highlights, the judged-query view. Screenshots go to
-docs/img/ when PRETRIEVER_SCREENSHOTS=1."""
+the pair browser with its method filter and highlights (anchors, QAC answers), the judged-query view,
+the answer box with a reader. Screenshots go to docs/img/ when PRETRIEVER_SCREENSHOTS=1:
+
+    PRETRIEVER_SCREENSHOTS=1 pytest tests/test_serve_browser.py
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,17 @@ import os
 import socket
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import uvicorn
 
+from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
 from serve_fixtures import served  # noqa: F401 - a fixture
-from pretriever.serve import create_app
+from pretriever.data import CorpusStore
+from pretriever.index import BM25Index, IndexConfig, build_index
+from pretriever.serve import ServeConfig, create_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -35,13 +42,13 @@ def browser():
         b.close()
 
 
-@pytest.fixture(scope="module")
-def base_url(served):  # noqa: F811
+@contextmanager
+def running(app):
+    """``app`` served by uvicorn on a free loopback port, in a thread; yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(served.config(), engine=served.engine), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -52,6 +59,12 @@ def base_url(served):  # noqa: F811
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def base_url(served):  # noqa: F811
+    with running(create_app(served.config(), engine=served.engine)) as url:
+        yield url
 
 
 def shot(page, name: str) -> None:
@@ -126,3 +139,42 @@ def test_judged_query_view_marks_relevant_hits(browser, base_url):
     assert "1 of 1 relevant" in page.locator("#judged-status").inner_text()
     shot(page, "serve-judged-1280.png")
     page.close()
+
+
+def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, base_url):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(base_url + "/#pairs")
+    page.wait_for_selector("#pairs .pair")
+    page.select_option("#method", "qac")
+    page.wait_for_function("document.querySelector('#pairs .pair h3').textContent.startsWith('QAC')")
+    for i in range(page.locator("#pairs .pair").count()):
+        pair = page.locator("#pairs .pair").nth(i)
+        assert pair.locator(".reason").first.inner_text().startswith("question-answer-context")
+        answer = pair.locator("mark.answer")
+        assert answer.count() == 1 and answer.inner_text() in pair.locator(".reason").first.inner_text()
+        assert pair.locator("mark.answer_phrase").count() == 1
+        assert pair.locator(".reason", has_text="Statement:").count() == 1
+    shot(page, "serve-pairs-qac-1280.png")
+    page.close()
+
+
+def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path):  # noqa: F811
+    root, _ = tiny
+    index = tmp_path / "tiny-index"
+    build_index(IndexConfig(corpus=root / "store", out=index))
+    BM25Index.build(CorpusStore(root / "store")).save(index / "bm25")
+    with running(create_app(ServeConfig(index=index, reader=trained.out))) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url + "/")
+        page.wait_for_function("document.querySelector('#info').textContent.includes('reader')")
+        assert page.locator("#answer").is_hidden()  # until a question is asked
+        page.keyboard.press("/")
+        page.keyboard.type("Who wrote Hamlet?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#answer .the-answer", timeout=60000)
+        assert page.locator("#answer .the-answer").inner_text() == "William Shakespeare"
+        assert page.locator("#answer mark.answer").inner_text() == "William Shakespeare"
+        assert "hybrid, top 10 read" in page.locator("#answer h2").inner_text()
+        page.wait_for_function("document.querySelectorAll('#results .column').length == 3")
+        shot(page, "serve-answer-1280.png")
+        page.close()

@@ -13,10 +13,10 @@ from pretriever.serve import ServeConfig, create_app
 
 @config_command(ServeConfig, "serve", arguments=("index",), nested=("hybrid",))
 def serve_command(cfg: ServeConfig) -> None:
-    """Serve INDEX_DIR over HTTP: search (dense, BM25, hybrid), compare, browse pairs; a web page at /.
+    """Serve INDEX_DIR over HTTP: search (dense, BM25, hybrid), compare, browse pairs, answer; a web page at /.
 
     OpenAPI docs at /docs. Binds 127.0.0.1 unless --host says otherwise; any other address needs --api-key
-    (or $PRETRIEVER_API_KEY). Judgments and answers are read at start-up and requests name them.
+    (or $PRETRIEVER_API_KEY). Judgments and answers are read at start-up and requests name them; a refined index offers the qrels its refinement recorded (sets feedback and holdout), any other index needs --qrels and --queries. With --reader READER_DIR, POST /answer retrieves and reads (as `pretriever answer`) and the page shows an answer box.
 
     Examples:
 

@@ -1,19 +1,24 @@
 """Serve and look: an HTTP search API and a web page over an index and a pairs folder.
 
 The top layer, beside the CLI: it opens indexes with :func:`pretriever.index.open_retriever`,
-reads passages through :mod:`pretriever.data` and pairs through
-:class:`pretriever.mine.export.PairsDir`; no stage imports it.
+reads passages through :mod:`pretriever.data`, pairs through
+:class:`pretriever.mine.export.PairsDir` and answers with :class:`pretriever.reader.predict.Reader`;
+no stage imports it.
 
 * :mod:`~pretriever.serve.config` - :class:`ServeConfig` (the ``[serve]`` TOML table);
 * :mod:`~pretriever.serve.engine` - :class:`Engine`: the model loaded once, query encoding
-  micro-batched across concurrent requests, FAISS/BM25 search in a thread pool, hybrid RRF;
+  micro-batched across concurrent requests, FAISS/BM25 search in a thread pool, hybrid by
+  :func:`pretriever.index.hybrid.fuse` (RRF or convex, ``[serve.hybrid]``);
 * :mod:`~pretriever.serve.pairs` - :class:`PairsView`: pages of mined pairs with their spans;
+* :mod:`~pretriever.serve.judged` - the qrels and answer sets requests name (command line, or recorded by
+  a refined index);
+* :mod:`~pretriever.serve.answer` - ``POST /answer`` with ``--reader``;
 * :mod:`~pretriever.serve.app` - :func:`create_app`: the FastAPI application and the page at ``/``.
 
 Example::
 
     from pretriever.serve import ServeConfig, create_app
-    app = create_app(ServeConfig(index="scifact-index/", pairs="pairs/"))
+    app = create_app(ServeConfig(index="scifact-index/", pairs="pairs/", reader="reader/"))
     # uvicorn.run(app, host="127.0.0.1", port=8000)
 """
 

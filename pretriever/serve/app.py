@@ -1,25 +1,21 @@
-"""The FastAPI application: :func:`create_app` wires the engine, the pairs, the limits and the page.
+"""The FastAPI application: :func:`create_app` wires the engine, the pairs, the reader, the limits and the page.
 
 Endpoints (OpenAPI at ``/docs``): ``GET/POST /search``, ``POST /search/batch``, ``POST /compare``,
-``GET /pairs``, ``GET /pairs/stats``, ``GET /queries`` (judged queries of a qrels set, for the
-query view), ``GET /passages/{id}``, ``GET /health``, ``GET /info``; the page at ``/``.
+``POST /answer`` (with ``--reader``), ``GET /pairs``, ``GET /pairs/stats``, ``GET /queries``
+(judged queries of a qrels set, for the query view), ``GET /passages/{id}``, ``GET /health``,
+``GET /info``; the page at ``/``.
 
-Safety: no endpoint takes a filesystem path (indexes, pairs, qrels and answers are fixed at
-start-up and named); request bodies over ``max_body_bytes`` get 413 before they are read;
-queries, k and batches are capped in the request models (422); every error is JSON
+Safety: no endpoint takes a filesystem path (indexes, pairs, the reader, qrels and answers are
+fixed at start-up and named); request bodies over ``max_body_bytes`` get 413 before they are
+read; queries, k and batches are capped in the request models (422); every error is JSON
 ``{"error": message}``. Off loopback every API route needs the key (``X-API-Key`` or
 ``Authorization: Bearer``), compared in constant time.
-
-Extension point: ``POST /answer`` (a reader) is not part of this module. A reader package
-builds an ``APIRouter`` whose handlers read ``request.app.state.engine`` (search) and passes it
-as ``create_app(cfg, routers=[answer_router])``; it is mounted with the same key and limits.
 """
 
 
 import hmac
 import math
 import time
-from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
@@ -35,16 +31,15 @@ from pretriever import __version__
 from pretriever.errors import PretrieverError
 from pretriever.mine.export import PairsError
 from pretriever.retrieval import Hit
+from pretriever.serve.answer import Answering, answer_router
 from pretriever.serve.config import ServeConfig, is_loopback
 from pretriever.serve.engine import Engine, Passages
 from pretriever.serve.judged import JudgedSets, UnknownSetError
 from pretriever.serve.pairs import PageError, PairsView
-from pretriever.serve.schemas import (BatchOut, CompareOut, ErrorOut, HitOut, Mode, PairsOut, PassageOut, QueriesOut,
+from pretriever.serve.schemas import (ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut, PassageOut, QueriesOut,
                                       SearchOut, request_models)
 
 STATIC = Path(__file__).parent / "static"
-ERRORS = {400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 413: {"model": ErrorOut},
-          422: {"model": ErrorOut}}
 
 
 class BodyLimit:
@@ -244,13 +239,14 @@ def _api(cfg: ServeConfig) -> APIRouter:
 
     @router.get("/info", tags=["service"])
     async def info(request: Request) -> dict:
-        """Model, index type, sizes, modes, pairs and judged sets, limits."""
-        view = request.app.state.pairs
+        """Model, index type, sizes, modes, pairs, the reader, judged sets, limits."""
+        view, reading = request.app.state.pairs, request.app.state.reader
         return {"version": __version__, **engine(request).info(),
                 "pairs": {"path": str(view.dir.path), "methods": view.methods} if view else None,
+                "reader": reading.info() if reading is not None else None,
                 "sets": request.app.state.judged.describe(),
                 "limits": {k: getattr(cfg, k) for k in ("max_query_chars", "max_k", "max_batch", "max_body_bytes",
-                                                        "max_page_size")}}
+                                                        "max_page_size", "max_read_k")}}
     return router
 
 
@@ -261,9 +257,9 @@ def _pairs_view(request: Request) -> PairsView:
     return view
 
 
-def create_app(cfg: ServeConfig, routers: Sequence[APIRouter] = (), engine: Engine | None = None) -> FastAPI:
-    """The application serving ``cfg.index`` (and ``cfg.pairs``); ``routers`` add endpoints such as a
-    reader's ``POST /answer`` under the same key and limits; ``engine`` shares an already opened one."""
+def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
+    """The application serving ``cfg.index`` (and ``cfg.pairs``, ``cfg.reader``); ``engine`` shares an
+    already opened one (its ``config`` need not be ``cfg``: the search settings are the engine's)."""
     owned = engine is None  # an engine passed in belongs to the caller, who closes it
 
     @asynccontextmanager
@@ -276,10 +272,12 @@ def create_app(cfg: ServeConfig, routers: Sequence[APIRouter] = (), engine: Engi
                 closing.close()
 
     app = FastAPI(title="pretriever", version=__version__, lifespan=lifespan,
-                  description="Search an index (dense, BM25, hybrid), compare systems, browse mined pairs.")
+                  description="Search an index (dense, BM25, hybrid), compare systems, browse mined pairs, "
+                              "answer questions with a reader.")
     app.state.engine = engine or Engine.open(cfg)
     app.state.pairs = PairsView(cfg.pairs) if cfg.pairs is not None else None
-    app.state.judged = JudgedSets.load(cfg)
+    app.state.reader = Answering(cfg.reader, cfg.device) if cfg.reader is not None else None
+    app.state.judged = JudgedSets.load(cfg, app.state.engine.meta)
     pairs_store = app.state.pairs.store_path() if app.state.pairs is not None else None
     app.state.stores = {"index": app.state.engine.lookup,
                         "pairs": Passages(pairs_store) if pairs_store is not None else None}
@@ -287,8 +285,8 @@ def create_app(cfg: ServeConfig, routers: Sequence[APIRouter] = (), engine: Engi
     _install_errors(app)
     guard = [Depends(_key_check(cfg))] if cfg.api_key or not is_loopback(cfg.host) else []
     app.include_router(_api(cfg), dependencies=guard)
-    for router in routers:
-        app.include_router(router, dependencies=guard)
+    if app.state.reader is not None:
+        app.include_router(answer_router(cfg), dependencies=guard)
 
     @app.get("/health", tags=["service"])
     async def health() -> dict:

@@ -52,14 +52,20 @@ def parse_named(values: list[str] | dict[str, str] | None, what: str) -> dict[st
 class ServeConfig:
     index: Path = option(help="The index folder to serve (dense, refined or BM25; from `pretriever index build`).")
     pairs: Path | None = option(None, "A pairs folder (from `pretriever mine`) to browse at /pairs and on the page.")
+    reader: Path | None = option(None, "READER_DIR (from `pretriever reader train`): enables POST /answer and the "
+                                       "page's answer box.")
     host: str = option("127.0.0.1", "Address to bind. Anything but loopback needs an API key.")
     port: int = option(8000, "Port to listen on.")
     api_key: str | None = option(None, f"Key clients send as `X-API-Key` (or `Authorization: Bearer KEY`); "
                                        f"required off loopback. Also read from ${API_KEY_ENV}.",
                                  default_help=f"${API_KEY_ENV} if set")
     qrels: dict[str, Path] = option(default_factory=dict, help="Judgment files (BEIR or TREC qrels) requests may "
-                                    "name for /compare, as NAME=PATH (repeatable).")
-    queries: Path | None = option(None, "BEIR queries.jsonl giving the texts of the judged queries (query view).")
+                                    "name for /compare and the judged-query view, as NAME=PATH (repeatable). A "
+                                    "refined index offers its own (sets 'feedback' and 'holdout', from index.json); "
+                                    "an evaluation folder (`pretriever evaluate --out`) is not read: give its "
+                                    "qrels and queries here.")
+    queries: Path | None = option(None, "BEIR queries.jsonl giving the texts of the --qrels queries (judged-query "
+                                        "view).")
     answers: dict[str, Path] = option(default_factory=dict, help="QA files (NQ-open JSONL, DPR TSV/JSON) requests "
                                       "may name for /compare, as NAME=PATH (repeatable).")
     device: str | None = option(None, "Torch device of the query encoder (cpu, cuda).", default_help="auto")
@@ -68,6 +74,7 @@ class ServeConfig:
     max_batch: int = option(64, "Most queries in one /search/batch request.")
     max_body_bytes: int = option(65536, "Largest request body accepted, in bytes.")
     max_page_size: int = option(100, "Most pairs in one /pairs page.")
+    max_read_k: int = option(100, "Most passages one /answer request has the reader read.")
     encode_batch: int = option(32, "Most queries encoded together (micro-batch across concurrent requests).")
     batch_wait_ms: float = option(2.0, "How long the encoder waits for more queries before encoding a batch.")
     hybrid: HybridOptions = option(default_factory=HybridOptions, help="How mode=hybrid fuses dense and BM25 "
@@ -77,13 +84,14 @@ class ServeConfig:
     def __post_init__(self) -> None:
         self.index = Path(self.index)
         self.pairs = Path(self.pairs) if self.pairs is not None else None
+        self.reader = Path(self.reader) if self.reader is not None else None
         self.queries = Path(self.queries) if self.queries is not None else None
         self.qrels = parse_named(self.qrels, "qrels")
         self.answers = parse_named(self.answers, "answers")
         if self.api_key is None:
             self.api_key = os.environ.get(API_KEY_ENV) or None
         for name in ("port", "max_query_chars", "max_k", "max_batch", "max_body_bytes", "max_page_size",
-                     "encode_batch", "threads"):
+                     "max_read_k", "encode_batch", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.batch_wait_ms < 0:

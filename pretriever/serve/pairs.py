@@ -19,6 +19,7 @@ import duckdb
 
 from pretriever.io import read_json
 from pretriever.mine.export import PairsDir, PairsError
+from pretriever.mine.methods import METHODS
 from pretriever.mine.schema import STATS
 
 
@@ -60,30 +61,67 @@ def reason(row: dict[str, Any]) -> str:
         return f"wiki link prediction: the query is a lead sentence of {q_title}{back}"
     if method == "bfs":
         return f"body first selection: the query is a lead sentence of {q_title}, the positive a passage of its body"
-    return method
+    if method == "qac":
+        url = row.get("reference_url")
+        cited = f" ({url})" if url else ""
+        source = (f"a passage of the linked article {p_title}" if row.get("context_source") == "link"
+                  else f"a block of the cited page {row.get('reference_title') or url}")
+        return (f"question-answer-context: the question is a cited statement of {q_title}{cited} with its "
+                f"{row.get('answer_type')} \u201c{row.get('answer')}\u201d replaced by \u201c{row.get('answer_phrase')}"
+                f"\u201d; the positive is {source}, where the answer occurs")
+    if method == "cc":
+        return f"context pairs: the query and the positive are two passages of the same document, {q_title}"
+    if method == "qc":
+        return (f"query as context: the query is generated query #{row.get('candidate')} of the positive passage "
+                f"(doc2query)")
+    known = METHODS.get(method)  # a method registered by a plugin: its own definition
+    return f"{known.title}: {known.summary}" if known is not None else method
+
+
+def phrase_span(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """QAC: where the interrogative phrase sits in the question. The question is the statement with the
+    answer replaced (:func:`pretriever.mine.qac.make_question`), so the phrase starts within the prefix
+    the two share; the last such start is taken (the phrase's first letter may be capitalised)."""
+    query, statement, phrase = row["query"], row.get("statement") or "", row.get("answer_phrase") or ""
+    if not phrase:
+        return []
+    shared = next((i for i, (a, b) in enumerate(zip(query, statement)) if a != b), min(len(query), len(statement)))
+    starts = [i for i in range(min(shared, len(query) - len(phrase)) + 1)
+              if query[i:i + len(phrase)].lower() == phrase.lower()]
+    return _span(starts[-1], starts[-1] + len(phrase), "answer_phrase", query) if starts else []
 
 
 def pair_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A pair as the API returns it: texts, titles, passage ids, spans, negative, reason."""
+    """A pair as the API returns it: texts, titles, passage ids, spans, negative, reason, QAC answer, QC
+    candidate."""
     negative = None
     if row.get("negative_passage_id"):
         negative = {"passage_id": row["negative_passage_id"], "title": row.get("negative_title"),
                     "text": row.get("negative_text"), "kind": row.get("negative_kind")}
+    answer = None
+    if row.get("answer") is not None:
+        answer = {"text": row["answer"], "type": row.get("answer_type"), "phrase": row.get("answer_phrase"),
+                  "statement": row.get("statement"), "reference_url": row.get("reference_url"),
+                  "reference_title": row.get("reference_title"), "context_source": row.get("context_source")}
     return {
         "pair_id": row["pair_id"], "method": row["method"], "reason": reason(row),
         "query": {"text": row["query"], "title": row.get("query_title"), "doc_id": row.get("query_doc_id"),
                   "passage_id": row.get("query_passage_id"),
-                  "spans": _span(row.get("query_anchor_start"), row.get("query_anchor_end"), "query_anchor",
-                                 row["query"])},
+                  "spans": sorted(_span(row.get("query_anchor_start"), row.get("query_anchor_end"), "query_anchor",
+                                        row["query"]) + phrase_span(row), key=lambda s: s["start"])},
         "positive": {"text": row["positive_text"], "title": row.get("positive_title"),
                      "doc_id": row.get("positive_doc_id"), "passage_id": row.get("positive_passage_id"),
                      "spans": sorted(_span(row.get("positive_anchor_start"), row.get("positive_anchor_end"),
                                            "back_anchor", row["positive_text"])
                                      + _span(row.get("entity_anchor_start"), row.get("entity_anchor_end"),
-                                             "entity_anchor", row["positive_text"]),
+                                             "entity_anchor", row["positive_text"])
+                                     + _span(row.get("answer_start"), row.get("answer_end"), "answer",
+                                             row["positive_text"]),
                                      key=lambda s: s["start"])},
         "negative": negative,
         "entity": row.get("entity"),
+        "answer": answer,
+        "candidate": row.get("candidate"),
     }
 
 

@@ -7,9 +7,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from pretriever.reader.config import ReadOptions
 from pretriever.serve.config import ServeConfig
 
 Mode = Literal["dense", "bm25", "hybrid"]
+Rank = Literal["passage", "span"]
+MAX_N_BEST = 20
+MAX_ANSWER_TOKENS = 50
 
 
 class HitOut(BaseModel):
@@ -53,7 +57,9 @@ class CompareOut(BaseModel):
 class Span(BaseModel):
     start: int
     end: int
-    kind: str = Field(description="query_anchor, back_anchor (links to the query's document) or entity_anchor")
+    kind: str = Field(description="query_anchor, back_anchor (links to the query's document), entity_anchor "
+                      "(CM), answer (QAC: the answer in the positive) or answer_phrase (QAC: the question word "
+                      "that replaced it)")
     text: str
 
 
@@ -72,6 +78,17 @@ class Negative(BaseModel):
     kind: str | None
 
 
+class AnswerEvidence(BaseModel):
+    """QAC: how the question was made (C-MORE): the cited statement with its answer entity replaced."""
+    text: str
+    type: str | None
+    phrase: str | None
+    statement: str | None
+    reference_url: str | None
+    reference_title: str | None
+    context_source: str | None = Field(description="reference (the cited page) or link (a linked article)")
+
+
 class PairOut(BaseModel):
     pair_id: str
     method: str
@@ -80,6 +97,8 @@ class PairOut(BaseModel):
     positive: PairSide
     negative: Negative | None
     entity: str | None
+    answer: AnswerEvidence | None = None
+    candidate: int | None = Field(None, description="QC: which generated query of the passage (0-based)")
 
 
 class PairsOut(BaseModel):
@@ -113,9 +132,42 @@ class QueriesOut(BaseModel):
     queries: list[QueryOut]
 
 
+class AnswerSpan(BaseModel):
+    text: str
+    start: int = Field(description="character offset in its passage's text")
+    end: int
+    score: float = Field(description="start + end logit")
+    passage: int = Field(description="0-based rank of its passage among those read")
+    passage_id: str
+    relevance: float = Field(description="its passage's selection logit")
+
+
+class AnswerOut(BaseModel):
+    """As `pretriever answer --json` prints it, plus how it was retrieved and the time taken."""
+    question: str
+    answer: str
+    span_score: float
+    selection_score: float
+    passage_id: str
+    title: str | None
+    passage_rank: int = Field(description="0-based rank of the answer's passage among those read")
+    start: int = Field(description="character offsets of the answer in evidence")
+    end: int
+    evidence: str = Field(description="the text of the answer's passage")
+    n_best: list[AnswerSpan]
+    mode: Mode
+    k: int
+    rank: Rank
+    took_ms: float
+
+
 class ErrorOut(BaseModel):
     error: str
     detail: list | None = None
+
+
+ERRORS = {400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 413: {"model": ErrorOut},
+          422: {"model": ErrorOut}}
 
 
 @dataclass
@@ -123,6 +175,7 @@ class RequestModels:
     search: type[BaseModel]
     batch: type[BaseModel]
     compare: type[BaseModel]
+    answer: type[BaseModel]
 
 
 def request_models(cfg: ServeConfig) -> RequestModels:
@@ -160,4 +213,17 @@ def request_models(cfg: ServeConfig) -> RequestModels:
         answer_set: str | None = Field(None, max_length=200, description="name of a QA file given at start-up "
                                        "(--answers NAME=PATH): its answers for this question")
 
-    return RequestModels(SearchIn, BatchIn, CompareIn)
+    reading = ReadOptions()
+
+    class AnswerIn(BaseModel):
+        model_config = strict
+        q: Query
+        k: int = Field(min(20, cfg.max_read_k), ge=1, le=cfg.max_read_k, description="passages retrieved and read")
+        mode: Mode = "dense"
+        rank: Rank = Field(reading.rank, description="passage: the best span of the passage with the highest "
+                           "selection score (C-MORE); span: the best span score over all passages")
+        n_best: int = Field(reading.n_best, ge=1, le=MAX_N_BEST, description="answers listed")
+        max_answer_length: int = Field(reading.max_answer_length, ge=1, le=MAX_ANSWER_TOKENS,
+                                       description="longest answer, in tokens")
+
+    return RequestModels(SearchIn, BatchIn, CompareIn, AnswerIn)

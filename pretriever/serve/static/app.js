@@ -68,6 +68,25 @@ function column(title, result) {
     ...(result.hits.length ? result.hits.map(hitCard) : [el("p", { class: "muted" }, "no hits")]));
 }
 
+// The reader's answer (POST /answer), highlighted in its passage, with the other n-best answers.
+async function runAnswer(q, k, modes) {
+  const box = $("answer"), ticket = (state.asked = (state.asked || 0) + 1);
+  const mode = modes.includes("hybrid") ? "hybrid" : modes[0];
+  box.hidden = false;
+  box.replaceChildren(el("p", { class: "muted" }, `reading the top ${k} (${mode})\u2026`));
+  try {
+    const a = await api("/answer", { q, k: Math.min(k, state.info.limits.max_read_k), mode, n_best: 5 });
+    if (ticket !== state.asked) return;  // a newer question was asked meanwhile
+    const others = [...new Set(a.n_best.map((s) => s.text))].filter((t) => t !== a.answer);
+    box.replaceChildren(
+      el("h2", {}, "Answer ", el("span", { class: "muted" }, `${mode}, top ${a.k} read, ${a.took_ms.toFixed(0)} ms`)),
+      el("p", { class: "the-answer" }, a.answer),
+      el("div", { class: "meta" }, `passage #${a.passage_rank + 1} \u00b7 `, passageLink(a.passage_id, "index"), ` \u00b7 ${a.title || ""} \u00b7 span ${a.span_score.toFixed(2)}, selection ${a.selection_score.toFixed(2)}`),
+      el("p", { class: "text" }, highlighted(a.evidence, [{ start: a.start, end: a.end, kind: "answer" }])),
+      others.length ? el("p", { class: "muted" }, `also: ${others.join(" | ")}`) : null);
+  } catch (err) { if (ticket === state.asked) box.replaceChildren(el("p", {}, `Answer: ${err.message}`)); }
+}
+
 async function runSearch(e) {
   e && e.preventDefault();
   const q = $("q").value.trim();
@@ -75,6 +94,7 @@ async function runSearch(e) {
   const k = Math.max(1, Math.min(100, +$("k").value || 10));
   $("search-status").textContent = "searching\u2026";
   const modes = state.info ? state.info.modes : ["dense", "bm25", "hybrid"];
+  if (state.info && state.info.reader) runAnswer(q, k, modes);
   try {
     const results = await Promise.all(modes.map((mode) => api("/search", { q, k, mode })));
     $("results").replaceChildren(...results.map((r) => column(r.mode, r)));
@@ -85,9 +105,10 @@ async function runSearch(e) {
 
 function pairCard(p) {
   const neg = p.negative ? el("div", { class: "side negative" }, el("div", { class: "label" }, `Negative (${p.negative.kind || ""}) \u00b7 ${p.negative.title || ""} \u00b7 `, passageLink(p.negative.passage_id, "pairs")), (p.negative.text || "").slice(0, 300) + "\u2026") : null;
+  const statement = p.answer && p.answer.statement ? el("p", { class: "reason" }, "Statement: ", el("q", {}, p.answer.statement)) : null;
   return el("article", { class: "pair" },
     el("h3", {}, `${p.method.toUpperCase()} \u00b7 ${p.query.title || ""} \u2192 ${p.positive.title || ""}`),
-    el("p", { class: "reason" }, p.reason),
+    el("p", { class: "reason" }, p.reason), statement,
     el("div", { class: "side" }, el("div", { class: "label" }, "Query \u00b7 ", passageLink(p.query.passage_id, "pairs")), el("div", {}, highlighted(p.query.text, p.query.spans))),
     el("div", { class: "side" }, el("div", { class: "label" }, `Positive \u00b7 ${p.positive.title || ""} \u00b7 `, passageLink(p.positive.passage_id, "pairs")), el("div", {}, highlighted(p.positive.text, p.positive.spans))),
     neg);
@@ -204,10 +225,11 @@ async function init() {
 async function loadInfo() {
   try {
     state.info = await api("/info");
-    $("info").textContent = `${state.info.index} \u00b7 ${state.info.kind} \u00b7 ${state.info.model || "bm25"} \u00b7 ${state.info.passages.toLocaleString()} passages`;
+    $("info").title = state.info.index;
+    $("info").textContent = `${state.info.index.split(/[\\/]/).filter(Boolean).pop()} \u00b7 ${state.info.kind} \u00b7 ${state.info.model || "bm25"} \u00b7 ${state.info.passages.toLocaleString()} passages${state.info.reader ? " \u00b7 reader" : ""}`;
     const sets = Object.keys(state.info.sets.qrels);
     $("qset").replaceChildren(...sets.map((s) => el("option", { value: s }, s)));
-    if (!sets.length) $("judged-status").textContent = "No judgments are loaded (start with --qrels NAME=PATH --queries queries.jsonl).";
+    if (!sets.length) $("judged-status").textContent = "No judgments are loaded: serve a refined index (it records its own), or start with --qrels NAME=PATH --queries queries.jsonl.";
   } catch (err) { $("info").textContent = err.message; }
 }
 
