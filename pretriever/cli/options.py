@@ -81,7 +81,8 @@ def _parameter(cls: type, field: dataclasses.Field, hint: Any, flag: Flag, short
     cli_type = flag.cli_type or _cli_type(hint)
     required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     if argument:
-        info = typer.Argument(... if required else None, help=help_text, show_default=False)
+        info = typer.Argument(... if required else None, help=help_text, show_default=False,
+                              metavar=(help_name or field.name).upper())
         annotation = cli_type if required else Optional[cli_type]
     else:
         info = typer.Option(None, *_names(field, hint, flag, short), help=help_text, show_default=False)
