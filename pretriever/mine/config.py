@@ -47,9 +47,10 @@ class MineConfig:
     prepend_title: bool = option(False, "Prepend the document title to positive and negative passages "
                                         "(\"Title. text\"). HLP does not, to avoid superficial entity overlap.")
     cm_indegree_percentile: float = option(
-        90.0, "CM: co-mentioned entities must have an in-degree (documents linking to them) below the top "
-              "(100 - this)% of all link targets. Paper: 90 (the top 10% are excluded). On a small sample "
-              "almost every target is linked once, so try 99.")
+        90.0, "CM: the co-mentioned entity E is an article of the store (never a red link or a disambiguation "
+              "page) whose in-degree (documents linking to it) is below the top (100 - this)% of the store's "
+              "articles. Paper: 90 (the top 10% are excluded). On a small sample few articles are linked from "
+              "two documents, so try 99.")
     cm_indegree_threshold: int | None = option(
         None, "CM: an absolute in-degree threshold K instead of the percentile (entities with in-degree >= K "
               "are excluded).")
