@@ -51,3 +51,7 @@ def test_spark_and_duckdb_agree_on_co_mention(cowiki_store, tmp_path, spark):
     duck = same_pairs(cowiki_store, tmp_path, spark, "dl,cm,wlp")
     assert duck.methods["cm"].pairs == 22 and duck.manifest["cm_indegree_threshold"]["k"] == 6
 
+
+def test_spark_and_duckdb_agree_on_sentence_passages(cowiki_store, tmp_path, spark):
+    duck = same_pairs(cowiki_store, tmp_path, spark, "cc", cc_max_tokens=24, min_passage_words=5)
+    assert duck.methods["cc"].pairs > 0

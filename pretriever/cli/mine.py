@@ -49,6 +49,8 @@ def mine_command(cfg: MineConfig) -> None:
       pretriever mine enwiki/ --method qac --context links --out qac-links/      (offline: contexts from linked articles)
 
       pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/      (query-as-context pre-training pairs)
+
+      pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/      (context passages of whole sentences up to 128 tokens)
     """
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress, stage(progress):
@@ -67,6 +69,9 @@ def print_result(result) -> None:
         if funnel:
             steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
             console.print(f"{name} funnel: " + escape(steps))
+    for name, r in result.methods.items():
+        if (r.report or {}).get("note"):
+            console.print(escape(f"{name}: {r.report['note']}"))
     cm = result.manifest.get("cm_indegree_threshold")
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} articles excluded" if cm.get("entities") else ""
