@@ -39,4 +39,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
+    dropped = result.report["pairs"]["duplicate_across_methods"]
+    if dropped:
+        console.print("found by two methods, trained once: " + ", ".join(
+            f"{m} {n:,} left to an earlier method" for m, n in dropped.items()))
     console.print(f"wrote {cfg.out} (sentence-transformers model) and {cfg.out / 'pretrain.json'}")

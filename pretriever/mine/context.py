@@ -31,10 +31,17 @@ class MineContext:
     @cached_property
     def docs(self) -> ir.Table:
         """Documents that may give queries and passages: (doc_id, title)."""
-        d = self.engine.table("documents")
         if self.config.skip_disambiguation:
-            d = d.filter(~d.is_disambiguation.fill_null(False))
-        return d.select("doc_id", "title")
+            return self.articles
+        return self.engine.table("documents").select("doc_id", "title")
+
+    @cached_property
+    def articles(self) -> ir.Table:
+        """Articles: documents that are not disambiguation pages, (doc_id, title). They are the entities
+        whose in-degrees rank co-mention's E ("among the Wikipedia entities"), whatever
+        ``skip_disambiguation`` says about queries and passages."""
+        d = self.engine.table("documents")
+        return d.filter(~d.is_disambiguation.fill_null(False)).select("doc_id", "title")
 
     @cached_property
     def passages(self) -> ir.Table:
@@ -73,7 +80,9 @@ class MineContext:
         Columns: doc_id, link_idx, passage_id, sentence_idx, start, end, passage_start,
         passage_end, anchor, entity (target title), target_doc_id (NULL when the target is
         not a usable document), s_start, s_end, s_text, s_ok (the sentence can be a query
-        holding the whole anchor). Computed once (materialized).
+        holding the whole anchor), in_passage (the anchor lies wholly inside its passage; one
+        that crosses into the next passage is only partly in the one it starts in).
+        Computed once (materialized).
         """
         raw = self.engine.table("links")
         docs = self.docs
@@ -92,6 +101,10 @@ class MineContext:
         ok = (l.s_text.notnull() & (l.s_words >= self.config.min_query_words)
               & (l.start >= l.s_start) & (l.end <= l.s_end))
         l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words")
+        p = self.passages.select(p_pid=self.passages.passage_id, p_len=self.passages.text.length())
+        l = l.left_join(p, l.passage_id == p.p_pid)
+        inside = (l.passage_start >= 0) & (l.passage_end <= l.p_len)
+        l = l.mutate(in_passage=inside.fill_null(False)).drop("p_pid", "p_len")
         return self.engine.materialize(l, "elinks")
 
     @cached_property
@@ -99,21 +112,34 @@ class MineContext:
         """Entity links whose target is a usable document of the store."""
         return self.elinks.filter(self.elinks.target_doc_id.notnull())
 
+    @cached_property
+    def passage_links(self) -> ir.Table:
+        """Links to usable documents whose anchor lies wholly inside its passage: the only links that can be
+        the evidence of a positive (M(p) in the paper). An anchor crossing a passage boundary is cut in two,
+        so neither passage holds it."""
+        return self.doc_links.filter(self.doc_links.in_passage)
+
     # -- in-degree -----------------------------------------------------------------------
     @cached_property
     def indegree(self) -> ir.Table:
-        """(entity, indegree): number of distinct documents linking to each link target."""
-        l = self.elinks
-        return self.engine.materialize(l.group_by("entity").agg(indegree=l.doc_id.nunique().cast("int64")),
-                                       "indegree")
+        """(entity_doc_id, entity, indegree) for every article of the store: the number of distinct usable
+        documents linking to it (0 when none does). Red links and disambiguation pages are not in it."""
+        l = self.doc_links
+        counts = l.group_by(c_doc=l.target_doc_id).agg(c_deg=l.doc_id.nunique().cast("int64"))
+        a = self.articles
+        t = a.left_join(counts, a.doc_id == counts.c_doc)
+        t = t.select(entity_doc_id=t.doc_id, entity=t.title, indegree=t.c_deg.fill_null(0).cast("int64"))
+        return self.engine.materialize(t, "indegree")
 
     @cached_property
     def indegree_threshold(self) -> dict[str, Any]:
         """K for co-mention: entities with in-degree >= K are too common to be evidence.
 
         With a percentile x (default 90), K is the smallest in-degree such that at most
-        (100 - x)% of all link targets have an in-degree of K or more, so the top 10% (ties
-        kept on the safe side: never more than 10% excluded) are dropped.
+        (100 - x)% of the store's articles have an in-degree of K or more, so the top 10% (ties
+        kept on the safe side: never more than 10% excluded) are dropped. The ranking is over
+        articles (HLP: "among the Wikipedia entities"), those no document links to included,
+        not over every link target: red links would swamp it on a sample of a wiki.
         """
         if self.config.cm_indegree_threshold is not None:
             return {"k": int(self.config.cm_indegree_threshold), "rule": "absolute",

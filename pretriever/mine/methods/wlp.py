@@ -1,9 +1,10 @@
 """Wiki link prediction (WLP; Chang et al., 2020): a lead sentence of A, a passage linking to A.
 
 Query: a sentence from the lead section (section 0) of document A. Positive: a passage p
-of another document B that links to A. Every (p, A) link gives a candidate; the lead
-sentences of A are dealt out to A's candidates in a seeded random order, so a much-linked
-A uses all its lead sentences evenly before the caps pick among them.
+of another document B that links to A, with an anchor wholly inside p. Every (p, A) link
+gives a candidate; the lead sentences of A are dealt out to A's candidates in a seeded
+random order, so a much-linked A uses all its lead sentences evenly before the caps pick
+among them.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class WikiLinkPrediction(Method):
 
     def candidates(self, ctx: MineContext) -> ir.Table:
         pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
-        dl = ctx.doc_links
-        a = dl.join(pos, dl.passage_id == pos.pp)
+        held = ctx.passage_links  # the anchor to A lies wholly inside p
+        a = held.join(pos, held.passage_id == pos.pp)
         a = a.select(p_pid=a.passage_id, b_doc=a.doc_id, a_doc=a.target_doc_id, link=a.link_idx,
                      anchor=a.anchor, astart=a.passage_start, aend=a.passage_end, p_text=a.p_text)
         a = a.mutate(_h=hkey(ctx.seed, "wlp-link", a.p_pid, a.a_doc, a.link))
