@@ -38,6 +38,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from .model import Citation, CleanDocument, Link, Section
+from .templates import Args, renderer_for
 from .titles import Namespaces
 
 __all__ = ["clean_wikitext"]
@@ -129,9 +130,10 @@ _BLOCK_TAG_RE = re.compile(
     re.I,
 )
 # Punctuation left stranded where a template stood: "( ; , Phoibos", "Greek , i.e.", "( )".
-_EMPTY_PARENS_RE = re.compile(r"(?<!\S)\([^\S\n]*[,;:]?[^\S\n]*\)")  # not "f()"
-_PAREN_LEAD_RE = re.compile(r"\((?:(?: ?[,;:])+ ?| )")
-_SPACE_PUNCT_RE = re.compile(r" ([,;]|[.:)](?=[ \n]|$))")  # spaces are folded already
+# (citation markers inside are kept: "(<ref/>, from" -> "(<ref/>from")
+_EMPTY_PARENS_RE = re.compile("(?<!\\S)\\((?:[^\\S\\n]|[,;:%s])*\\)" % _REF_MARKS)  # "( ; , )", not "f()"
+_PAREN_LEAD_RE = re.compile("\\((?=[ ,;:%s])[ ,;:%s]+" % (_REF_MARKS, _REF_MARKS))
+_SPACE_PUNCT_RE = re.compile(r" ([,;)]|[.:](?=[ \n]|$))")  # spaces are folded already
 _COMMAS_RE = re.compile(r",(?: ?,)+")
 _WS_RE = re.compile(r"[^\S\n]+")
 _ODD_WS_RE = re.compile(r"[^\S \n]")  # whitespace other than " " and "\n" (two passes beat one)
@@ -391,7 +393,7 @@ def _parse_citation(position: int, name: str | None, content: str) -> Citation:
 
 
 def _strip_templates(text: str, refs: _Refs) -> str:
-    """Delete every ``{{...}}`` / ``{{{...}}}`` construct; footnote templates become markers."""
+    """Replace every ``{{...}}`` / ``{{{...}}}`` construct by what it shows (see :func:`_top_template`), mostly nothing."""
     stack: list[list[int]] = []  # [position of the brace run, braces still open]
     ranges: list[list] = []  # merged [start, end, replacement]
     strays: list[list] = []
@@ -417,7 +419,7 @@ def _strip_templates(text: str, refs: _Refs) -> str:
                 ranges.pop()
             repl = None
             if not stack:
-                repl = _footnote_template(text, start, q, refs)
+                repl = _top_template(text, start, q, refs)
             ranges.append([start, q, repl])
         if n:
             strays.append([q, q + n, None])
@@ -426,8 +428,13 @@ def _strip_templates(text: str, refs: _Refs) -> str:
     return _apply_edits(text, ranges + strays if strays else ranges)
 
 
-def _footnote_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
-    """``{{sfn|...}}`` in prose is a citation; ``{{r|a|b}}`` reuses named refs."""
+def _top_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
+    """What an outermost template leaves in the text: a citation marker, rendered words, or nothing (None).
+
+    ``{{sfn|...}}`` in prose is a citation and ``{{r|a|b}}`` reuses named refs; a template
+    with a renderer in :mod:`pretriever.corpus.templates` becomes its visible words, its
+    arguments cleaned of nested templates first.
+    """
     m = _TPL_NAME_RE.match(text, start)
     if not m:
         return None
@@ -445,7 +452,15 @@ def _footnote_template(text: str, start: int, end: int, refs: _Refs) -> str | No
             if part and "=" not in part:
                 marks.append(refs.add(part, None, ""))
         return "".join(marks) or None
-    return None
+    render = renderer_for(name)
+    if render is None:
+        return None
+    parts = _split_params(text[start + 2 : end - 2])[1:]
+    parts = [_strip_templates(p, refs) if "{{" in p or "}}" in p else p for p in parts]
+    try:
+        return render(Args(parts)) or None
+    except Exception:  # noqa: BLE001 - a renderer meeting input it did not foresee drops the template, not the page
+        return None
 
 
 def _strip_tables(text: str) -> str:
@@ -658,10 +673,10 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
             text = _BIG_CHARREF_RE.sub(_safe_charref, text)
         text = html.unescape(text)
     if "(" in text:
-        text = _EMPTY_PARENS_RE.sub("", text)
+        text = _EMPTY_PARENS_RE.sub(_refs_only, text)
     text = _SPACES2_RE.sub(" ", _ODD_WS_RE.sub(" ", text))
     if "(" in text:
-        text = _PAREN_LEAD_RE.sub("(", text)
+        text = _PAREN_LEAD_RE.sub(_paren_refs, text)
     if " " in text:
         text = _SPACE_PUNCT_RE.sub(r"\1", text)
     if ",," in text or ", ," in text:
@@ -672,6 +687,15 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
     joined, section_marks = _assemble_lines(text)
     _anchor(doc, joined, section_marks, maker.targets, refs)
     return doc
+
+
+def _refs_only(m: re.Match) -> str:
+    """The citation markers of a match: what is left of an emptied "(...)"."""
+    return "".join(_REF_ONLY_RE.findall(m.group()))
+
+
+def _paren_refs(m: re.Match) -> str:
+    return "(" + _refs_only(m)
 
 
 def _safe_charref(m: re.Match) -> str:
