@@ -144,11 +144,42 @@ def test_external_links():
     assert doc.text == "Visit the site or now, http://bare.org stays."
 
 
-def test_lists_and_indentation():
+def test_lists_and_indentation_are_marked_for_the_segmenter():
+    """The cleaner strips list markup and says where each list line is; the build drops them unless --keep-lists."""
     wt = "Intro:\n* first item\n** nested [[Item]]\n# numbered\n: indented\n; term : definition\n----\nEnd."
     doc = clean(wt)
     assert doc.text == "Intro:\nfirst item\nnested Item\nnumbered\nindented\nterm: definition\nEnd."
     assert anchors(doc) == [("Item", "Item")]
+    assert [doc.text[a:b] for a, b in doc.list_lines] == [
+        "first item", "nested Item", "numbered", "indented", "term: definition"]
+
+
+def test_list_lines_leave_with_their_links_citations_and_line_breaks():
+    from pretriever.corpus.segment import without_lines
+
+    wt = ("Intro [[A]].<ref>x</ref>\n* first [[Item]]<ref>y</ref>\n** nested\nMiddle [[B]].\n== S ==\n"
+          "* only a list\nAfter [[C]].<ref>z</ref>\n== T ==\n# last")
+    doc = without_lines(clean(wt))
+    check_invariants(doc)
+    assert doc.text == "Intro A.\nMiddle B.\nAfter C."
+    assert anchors(doc) == [("A", "A"), ("B", "B"), ("C", "C")] and doc.dropped_links["list"] == 1
+    assert [(c.position, c.raw) for c in doc.citations] == [(8, "x"), (27, "z")]
+    assert doc.sections == [Section(0, ""), Section(19, "S"), Section(27, "T")]
+    assert without_lines(clean("* a\n* b")).text == ""
+
+
+@pytest.mark.parametrize("title", ["Bibliography", "Etymological bibliography", "Works", "Selected works",
+                                   "Discography", "Filmography", "Partial filmography as director", "Publications",
+                                   "List of works", "Primary sources", "References and further reading"])
+def test_bibliography_like_sections_are_dropped_like_references(title):
+    doc = clean(f"Lead.\n== {title} ==\nSome book, 1990.\n=== Sub ===\nMore.\n== Life ==\nProse.")
+    assert doc.text == "Lead.\nProse."
+    assert [s.title for s in doc.sections] == ["", title, "Life"]
+
+
+@pytest.mark.parametrize("title", ["Loss and preservation of his works", "Work", "Publication", "Biography"])
+def test_prose_sections_named_like_works_stay(title):
+    assert clean(f"Lead.\n== {title} ==\nProse.").text == "Lead.\nProse."
 
 
 def test_whitespace_folding_and_empty_lines():

@@ -145,12 +145,24 @@ _NOISE_SECTIONS = frozenset(
         "references", "reference", "external links", "see also", "notes", "note",
         "further reading", "bibliography", "sources", "footnotes", "citations",
         "works cited", "notes and references", "references and notes", "literature",
-        "other websites", "external links and references",
+        "other websites", "external links and references", "references and further reading",
+        "primary sources", "secondary sources", "notes and sources", "sources and further reading",
         # Bulgarian
         "източници", "бележки", "външни препратки", "вижте също", "литература",
         "библиография",
     }
 )
+# ... and lists of works: "Selected works", "Etymological bibliography", "Partial filmography as director"
+_WORKS_SECTION_RE = re.compile(
+    r"(?:[\w'-]+ ){0,2}(?:works|writings|publications|bibliography|bibliographies|discography|filmography|"
+    r"videography)(?: as [\w ]+)?"
+)
+
+
+def _is_noise_section(title: str) -> bool:
+    title = title.lower()
+    return title in _NOISE_SECTIONS or _WORKS_SECTION_RE.fullmatch(title) is not None
+
 
 # Citation parsing
 _TPL_START_RE = re.compile(r"\{\{\s*([^{}|\n]*?)\s*(?=\||\}\})")
@@ -684,8 +696,8 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
     if refs.entries or maker.targets:
         text = _fix_mark_runs(text)
 
-    joined, section_marks = _assemble_lines(text)
-    _anchor(doc, joined, section_marks, maker.targets, refs)
+    joined, section_marks, list_marks = _assemble_lines(text)
+    _anchor(doc, joined, section_marks, list_marks, maker.targets, refs)
     return doc
 
 
@@ -754,9 +766,14 @@ def _fix_mark_runs(text: str) -> str:
     return "".join(out)
 
 
-def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
-    """Line pass: headings -> sections, list markup stripped, empty and noise lines dropped."""
+def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]], list[tuple[int, int]]]:
+    """Line pass: headings -> sections, list markup stripped, empty and noise lines dropped.
+
+    Returns the joined lines, the sections' (start, title) and the (start, end) of every
+    list or indented line (``* # : ;``), all as offsets in the joined text.
+    """
     out: list[str] = []
+    list_lines: list[int] = []  # indices in ``out``
     out_len = 0
     sections: list[tuple[int, str]] = [(0, "")]
     skip_level = 0
@@ -782,13 +799,14 @@ def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
                 if title:
                     if skip_level and level > skip_level:
                         continue
-                    skip_level = level if title.lower() in _NOISE_SECTIONS else 0
+                    skip_level = level if _is_noise_section(title) else 0
                     sections.append((out_len + 1 if out else 0, title))
                     after_heading = True
                     continue
         if skip_level:
             continue
-        if c in "*#:;":
+        is_list = c in "*#:;"
+        if is_list:
             s = s.lstrip("*#:; ")
             if not s:
                 continue
@@ -815,13 +833,21 @@ def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
             s = _trim_marks(s)
         if out:
             out_len += 1
+        if is_list:
+            list_lines.append(len(out))
         out.append(s)
         after_heading = False
         out_len += len(s)
-    return "\n".join(out), sections
+    spans = []
+    if list_lines:
+        starts = [0] * len(out)
+        for i in range(1, len(out)):
+            starts[i] = starts[i - 1] + len(out[i - 1]) + 1
+        spans = [(starts[i], starts[i] + len(out[i])) for i in list_lines]
+    return "\n".join(out), sections, spans
 
 
-def _anchor(doc: CleanDocument, joined: str, section_marks, targets: list[str], refs: _Refs) -> None:
+def _anchor(doc: CleanDocument, joined: str, section_marks, list_marks, targets: list[str], refs: _Refs) -> None:
     """Turn marker characters in ``joined`` into offsets of the final text."""
     positions: list[int] = []
     cites: list[tuple[int, int]] = []
@@ -881,3 +907,6 @@ def _anchor(doc: CleanDocument, joined: str, section_marks, targets: list[str], 
             start -= bisect_left(positions, start)
         sections.append(Section(min(start, n), title))
     doc.sections = sections
+    if positions and list_marks:
+        list_marks = [(a - bisect_left(positions, a), b - bisect_left(positions, b)) for a, b in list_marks]
+    doc.list_lines = list_marks
