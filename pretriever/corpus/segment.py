@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from pretriever.corpus.formats.base import PageFailure
-from pretriever.corpus.hygiene import has_hole
+from pretriever.corpus.hygiene import has_hole, may_have_hole
 from pretriever.corpus.model import CleanDocument, Link, ParsedPage, Section
 from pretriever.corpus.schema import CHUNK_TABLES
 from pretriever.corpus.sentences import split_sentences
@@ -88,16 +88,20 @@ class ChunkBuffers:
         sentence_starts: list[int] = []
         sentence_texts: list[str] = []
         list_starts = {start for start, _end in doc.list_lines}
+        rows = self.rows["sentences"]
         for line in _LINE.finditer(text):
-            is_list_item = line.start() in list_starts
-            for s, e in split_sentences(line.group()):
-                start, end = line.start() + s, line.start() + e
-                idx = len(sentence_starts)
-                sentence = text[start:end]
+            offset = line.start()
+            paragraph = line.group()
+            is_list_item = offset in list_starts
+            check = may_have_hole(paragraph)
+            for s, e in split_sentences(paragraph):
+                start = offset + s
+                sentence = paragraph[s:e]
+                rows.append((doc_id, len(sentence_starts), passage_ids[_locate(passage_starts, start)],
+                             _locate(section_starts, start), start, offset + e, sentence,
+                             has_hole(sentence, scan=check), is_list_item))
                 sentence_starts.append(start)
                 sentence_texts.append(sentence)
-                self._append("sentences", doc_id, idx, passage_ids[_locate(passage_starts, start)],
-                             _locate(section_starts, start), start, end, sentence, has_hole(sentence), is_list_item)
 
         for idx, link in enumerate(doc.links):
             p = _locate(passage_starts, link.start)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 
-# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then space.
-_BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+")
+# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then space, then
+# no ASCII lower-case letter (the caller checks the next character further).
+_BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+(?![a-z])")
 # "U.S", "J.R.R", "e.g", "i.e": single letters joined by dots
 _INITIALISM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 
