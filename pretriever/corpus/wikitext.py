@@ -49,6 +49,7 @@ _REF_BASE = 0xF0000  # citation i  -> chr(_REF_BASE + i)
 _REF_MAX = 0xFFFD
 _LINK_BASE = 0x100000  # link i start -> chr(_LINK_BASE + i)
 _LINK_MAX = 0xFFFC
+_LINK_START = chr(_LINK_BASE)
 _LINK_END = "\U0010fffd"
 _MARK_RE = re.compile("[\U000f0000-\U0010ffff]")
 _REF_MARKS = "\U000f0000-\U000fffff"
@@ -86,10 +87,9 @@ _BRACE_RE = re.compile(r"\{\{+|\}\}+")
 _TPL_NAME_RE = re.compile(r"\{\{\s*([^{}|<>\[\]\n]*)")
 _DAB_RE = re.compile(
     r"\{\{\s*(?:template\s*:\s*)?(?:disambiguation|disambig|dab|disamb|hndis|geodis|numberdis|"
-    r"letter[-_ ]numbercombdisambig|mathdab|[^{}|\n]*?[ _]+disambiguation)\s*(?:\||\}\})"
-    r"|__DISAMBIG__",
+    r"letter[-_ ]numbercombdisambig|mathdab|[^{}|\n]*?[ _]+disambiguation)\s*(?:\||\}\})",
     re.I,
-)
+)  # or __DISAMBIG__ (a branch of its own would stop the regex engine from skipping to each "{{")
 _SFN_NAMES = frozenset(
     {
         "sfn", "sfnp", "sfnm", "sfnmp", "harvnb", "harv", "harvp", "harvtxt", "harvcol",
@@ -203,7 +203,7 @@ def _norm_name(name: str) -> str:
 
 
 def _is_disambiguation(text: str) -> bool:
-    return _DAB_RE.search(text) is not None
+    return "__DISAMBIG__" in text or _DAB_RE.search(text) is not None
 
 
 class _Refs:
@@ -849,31 +849,27 @@ def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]], list[tuple[i
 
 def _anchor(doc: CleanDocument, joined: str, section_marks, list_marks, targets: list[str], refs: _Refs) -> None:
     """Turn marker characters in ``joined`` into offsets of the final text."""
-    positions: list[int] = []
     cites: list[tuple[int, int]] = []
     links = doc.links
-    if _MARK_RE.search(joined) is None:
+    positions = [m.start() for m in _MARK_RE.finditer(joined)]
+    if not positions:
         text = joined
     else:
-        open_links: list[tuple[int, int]] = []
-        removed = 0
-        n_targets = len(targets)
-        n_refs = len(refs.entries)
-        for m in _MARK_RE.finditer(joined):
-            p = m.start()
-            positions.append(p)
+        open_links: list[tuple[int, str]] = []
+        link_limit = chr(_LINK_BASE + len(targets))  # markers past these were never handed out
+        ref_limit = chr(_REF_BASE + len(refs.entries))
+        for removed, p in enumerate(positions):
+            ch = joined[p]
             clean = p - removed
-            removed += 1
-            ch = ord(joined[p])
-            if ch >= _LINK_BASE:
-                if joined[p] == _LINK_END:
+            if ch >= _LINK_START:
+                if ch == _LINK_END:
                     if open_links:
-                        idx, start = open_links.pop()
-                        links.append(Link(start, clean, targets[idx]))
-                elif ch - _LINK_BASE < n_targets:
-                    open_links.append((ch - _LINK_BASE, clean))
-            elif ch - _REF_BASE < n_refs:
-                cites.append((clean, ch - _REF_BASE))
+                        start, opener = open_links.pop()
+                        links.append(Link(start, clean, targets[ord(opener) - _LINK_BASE]))
+                elif ch < link_limit:
+                    open_links.append((clean, ch))
+            elif ch < ref_limit:
+                cites.append((clean, ord(ch) - _REF_BASE))
         text = _MARK_RE.sub("", joined)
     doc.text = text
     if links:
