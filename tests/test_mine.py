@@ -74,7 +74,7 @@ def test_dl_gives_both_directions(mined_all):
     assert len(both) >= 10  # e.g. Ayn Rand <-> Aristotle, Apollo 8 <-> Apollo 11
 
 
-def test_dl_known_pair_by_content(mined_all):
+def test_dl_known_pair_by_content(mined_all, py_store):
     """Ayn Rand's "Early life" says she read Aristotle (a link), and Aristotle's
     "Post-Enlightenment thinkers" section links to Ayn Rand: a dual-link pair."""
     out, _ = mined_all
@@ -86,7 +86,9 @@ def test_dl_known_pair_by_content(mined_all):
     assert row["query_anchor"] == "Aristotle"
     assert row["positive_anchor"] == "Ayn Rand"
     assert 'Ayn Rand accredited Aristotle as "the greatest philosopher in history"' in row["positive_text"]
-    assert not row["positive_text"].startswith("Aristotle")  # no title prepended
+    # no title prepended: the passage happens to start with the word ("... Aristotle. However debatable")
+    assert row["positive_text"].startswith("Aristotle. However debatable this is, Aristotle rigid")
+    assert row["positive_text"] == py_store.passages[row["positive_passage_id"]]["text"]
     back = [r for r in pairs_of(out, "dl") if r["query_title"] == "Aristotle" and r["positive_title"] == "Ayn Rand"]
     assert back and back[0]["query_anchor"] == "Ayn Rand" and back[0]["positive_anchor"] == "Aristotle"
 
