@@ -8,12 +8,13 @@ Latin text); it never splits after a known abbreviation ("Brig. Gen. Smith",
 initialism ("U.S. Army", "J.R.R. Tolkien").
 
 Why not a maintained splitter: ``bench/bench_sentences.py`` on the enwiki sample's clean
-text (2.8 MB, one core) measured this splitter at 31 MB per CPU second, blingfire 0.1.8
-at 9.8 (3.2 times slower; 10 times with character offsets, which we need) and pySBD 0.3.4
-at 0.15 (200 times slower, which would make it the most expensive step of a Wikipedia
-build); both also split after "vz.", and blingfire joins "it. J.R.R. Tolkien". The price
-of the rules: "in the U.S. The next" stays one sentence (an abbreviation before a
-capital is never taken as a boundary), and a new abbreviation needs a line here.
+text (2.8 MB, one core, 2026-11-24) measured this splitter at 32 MB per CPU second,
+blingfire 0.1.8 at 11.6 (2.8 times slower) and pySBD 0.3.4 at 0.17 (190 times slower,
+which would make it the most expensive step of a Wikipedia build); on the known misses
+("Brig. Gen.", "vz.", initials, "U.S.", "No. 5", "St.") both split after "vz.", and
+blingfire also joins "it. J.R.R. Tolkien". The price of the rules: "in the U.S. The
+next" stays one sentence (an abbreviation before a capital is never taken as a
+boundary), and a new abbreviation needs a word added here.
 """
 
 from __future__ import annotations
