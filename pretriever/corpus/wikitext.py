@@ -131,7 +131,8 @@ _BLOCK_TAG_RE = re.compile(
 )
 # Punctuation left stranded where a template stood: "( ; , Phoibos", "Greek , i.e.", "( )".
 # (citation markers inside are kept: "(<ref/>, from" -> "(<ref/>from")
-_EMPTY_PARENS_RE = re.compile("(?<!\\S)\\((?:[^\\S\\n]|[,;:%s])*\\)" % _REF_MARKS)  # "( ; , )", not "f()"
+# (the bracket first, then what precedes it: a pattern that starts with a lookbehind is tried at every position)
+_EMPTY_PARENS_RE = re.compile("\\((?<!\\S\\()(?:[^\\S\\n]|[,;:%s])*\\)" % _REF_MARKS)  # "( ; , )", not "f()"
 _PAREN_LEAD_RE = re.compile("\\((?=[ ,;:%s])[ ,;:%s]+" % (_REF_MARKS, _REF_MARKS))
 _SPACE_PUNCT_RE = re.compile(r" ([,;)]|[.:](?=[ \n]|$))")  # spaces are folded already
 _COMMAS_RE = re.compile(r",(?: ?,)+")
