@@ -580,6 +580,8 @@ def test_punctuation_stranded_by_removed_templates():
     ("{{convert|70|F|C|abbr=on}}", "70°F"),
     ("{{convert|3|qux}}", "3 qux"),
     ("{{convert|5|m|sp=us}}", "5 meters"),
+    ("{{convert|5|ST|t}} or {{convert|5|st|kg}}", "5 short tons or 5 stone"),  # unit codes are case-sensitive
+    ("{{convert|3|e6acre|ha}}", "3 million acres"),
 ])
 def test_convert_gives_value_and_unit(wikitext, expected):
     assert clean(wikitext).text == expected

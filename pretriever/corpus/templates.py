@@ -292,32 +292,33 @@ _NUMBER_RE = re.compile(r"[-−+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-−]?\d+)
 _RANGES = {"-": "–", "–": "–", "to": " to ", "to(-)": " to ", "and": " and ", "and(-)": " and ", "or": " or ",
            "by": " by ", "x": " × ", "×": " × ", "+/-": " ± ", "±": " ± ", "+": " + ", ",": ", ",
            ", and": ", and ", ", or": ", or ", "-to-": " to ", "to about": " to about "}
-# unit code -> (singular, plural, symbol); anything else is written as given
+# {{convert}}'s unit codes (case matters: "ST" is a short ton, "st" a stone) -> (singular, plural, symbol);
+# anything else is written as given
 _UNITS: dict[str, tuple[str, str, str]] = {
     "km": ("kilometre", "kilometres", "km"), "m": ("metre", "metres", "m"), "cm": ("centimetre", "centimetres", "cm"),
     "mm": ("millimetre", "millimetres", "mm"), "mi": ("mile", "miles", "mi"), "ft": ("foot", "feet", "ft"),
     "in": ("inch", "inches", "in"), "yd": ("yard", "yards", "yd"), "nmi": ("nautical mile", "nautical miles", "nmi"),
     "smi": ("statute mile", "statute miles", "mi"), "fathom": ("fathom", "fathoms", "fathom"),
-    "au": ("astronomical unit", "astronomical units", "AU"), "ly": ("light-year", "light-years", "ly"),
+    "AU": ("astronomical unit", "astronomical units", "AU"), "ly": ("light-year", "light-years", "ly"),
     "km2": ("square kilometre", "square kilometres", "km²"), "m2": ("square metre", "square metres", "m²"),
     "sqmi": ("square mile", "square miles", "sq mi"), "sqft": ("square foot", "square feet", "sq ft"),
     "acre": ("acre", "acres", "acres"), "ha": ("hectare", "hectares", "ha"),
     "km3": ("cubic kilometre", "cubic kilometres", "km³"), "m3": ("cubic metre", "cubic metres", "m³"),
     "ft3": ("cubic foot", "cubic feet", "cu ft"), "cuft": ("cubic foot", "cubic feet", "cu ft"),
-    "l": ("litre", "litres", "L"), "ml": ("millilitre", "millilitres", "ml"),
-    "usgal": ("US gallon", "US gallons", "US gal"), "impgal": ("imperial gallon", "imperial gallons", "imp gal"),
+    "L": ("litre", "litres", "L"), "l": ("litre", "litres", "l"), "ml": ("millilitre", "millilitres", "ml"),
+    "USgal": ("US gallon", "US gallons", "US gal"), "impgal": ("imperial gallon", "imperial gallons", "imp gal"),
     "oilbbl": ("barrel", "barrels", "bbl"), "kg": ("kilogram", "kilograms", "kg"), "g": ("gram", "grams", "g"),
     "t": ("tonne", "tonnes", "t"), "lb": ("pound", "pounds", "lb"), "oz": ("ounce", "ounces", "oz"),
-    "st": ("stone", "stone", "st"), "lt": ("long ton", "long tons", "long tons"),
-    "short ton": ("short ton", "short tons", "short tons"), "carat": ("carat", "carats", "carats"),
-    "c": ("degree Celsius", "degrees Celsius", "°C"), "°c": ("degree Celsius", "degrees Celsius", "°C"),
-    "f": ("degree Fahrenheit", "degrees Fahrenheit", "°F"), "°f": ("degree Fahrenheit", "degrees Fahrenheit", "°F"),
-    "k": ("kelvin", "kelvins", "K"), "m/s": ("metre per second", "metres per second", "m/s"),
+    "st": ("stone", "stone", "st"), "LT": ("long ton", "long tons", "long tons"),
+    "ST": ("short ton", "short tons", "short tons"), "carat": ("carat", "carats", "carats"),
+    "C": ("degree Celsius", "degrees Celsius", "°C"), "°C": ("degree Celsius", "degrees Celsius", "°C"),
+    "F": ("degree Fahrenheit", "degrees Fahrenheit", "°F"), "°F": ("degree Fahrenheit", "degrees Fahrenheit", "°F"),
+    "K": ("kelvin", "kelvins", "K"), "m/s": ("metre per second", "metres per second", "m/s"),
     "km/h": ("kilometre per hour", "kilometres per hour", "km/h"), "mph": ("mile per hour", "miles per hour", "mph"),
     "ft/s": ("foot per second", "feet per second", "ft/s"), "kn": ("knot", "knots", "kn"),
-    "w": ("watt", "watts", "W"), "kw": ("kilowatt", "kilowatts", "kW"), "mw": ("megawatt", "megawatts", "MW"),
-    "hp": ("horsepower", "horsepower", "hp"), "pd/sqmi": ("per square mile", "per square mile", "/sq mi"),
-    "pd/km2": ("per square kilometre", "per square kilometre", "/km²"),
+    "W": ("watt", "watts", "W"), "kW": ("kilowatt", "kilowatts", "kW"), "MW": ("megawatt", "megawatts", "MW"),
+    "hp": ("horsepower", "horsepower", "hp"), "PD/sqmi": ("per square mile", "per square mile", "/sq mi"),
+    "PD/km2": ("per square kilometre", "per square kilometre", "/km²"),
 }
 # multiplier prefixes of {{convert}} unit codes: "e6acre", "Moilbbl", "koilbbl"
 _MULTIPLIERS = {"e3": "thousand", "e6": "million", "e9": "billion", "e12": "trillion"}
@@ -337,14 +338,14 @@ def _unit(code: str, value: str, a: Args) -> str:
     if base.endswith("/d"):
         base, per_day = base[:-2], " per day"
     for prefix, word in _MULTIPLIERS.items():
-        if base.startswith(prefix) and base[len(prefix):].lower() in _UNITS:
+        if base.startswith(prefix) and base[len(prefix):] in _UNITS:
             base, rate = base[len(prefix):], word
-    if not rate and base[:1] in _CASED_MULTIPLIERS and base[1:].lower() in ("oilbbl", "usgal", "cuft", "m3"):
+    if not rate and base[:1] in _CASED_MULTIPLIERS and base[1:] in ("oilbbl", "USgal", "cuft", "m3"):
         base, rate = base[1:], _CASED_MULTIPLIERS[base[:1]]
     change = base.endswith("-change")
     if change:
         base = base[: -len("-change")]
-    names = _UNITS.get(base.lower())
+    names = _UNITS.get(base)
     if names is None:
         return f"{value} {code}"
     singular, plural, symbol = names
