@@ -8,7 +8,7 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-from mine_fixtures import ALL, mined_all, pairs_of, percentile_threshold, py_store, run  # noqa: F401
+from mine_fixtures import ALL, mined_all, pairs_of, percentile_threshold, py_store, read, run  # noqa: F401
 from pretriever.mine.pipeline import allocate
 from pretriever.mine.schema import PAIRS
 
@@ -317,3 +317,34 @@ def test_lexical_overlap_matches_wordpiece():
     assert tok.encode("Anarchism", add_special_tokens=False).tokens == ["ana", "##rch", "##ism"]
     got = lexical_overlap(tok, ["Anarchism is old", "zebra"], ["anarchism is a philosophy", "nothing here"])
     assert got == [pytest.approx(4 / 5), 0.0]  # ana ##rch ##ism is | old -> 4 of 5 tokens
+
+
+# --- sentence hygiene --------------------------------------------------------------------
+
+
+def test_flagged_sentences_are_never_queries(mined_all, py_store):
+    """A sentence with a hole where markup stood ("was $5 ($ in dollars)") is no query of any method."""
+    out, result = mined_all
+    flagged = {(d, i) for (d, i), s in py_store.sentences.items() if s["has_hole"]}
+    assert len(flagged) == 23
+    for method in ALL.split(","):
+        for row in pairs_of(out, method):
+            assert (row["query_doc_id"], row["query_sentence_idx"]) not in flagged, (method, row["query"])
+    # of the usable documents (disambiguation pages are not): none of the 23 is on one
+    counts = {"sentences": 18066, "with_hole": 23, "list_items": 0, "excluded": 23}
+    assert result.manifest["flagged_sentences"] == counts
+    assert json.loads((out / "stats.json").read_text())["flagged_sentences"] == counts
+
+
+def test_list_items_kept_with_keep_lists_are_never_queries(tmp_path):
+    from conftest import ENWIKI, build
+
+    store = build(ENWIKI, tmp_path / "lists", workers=2, keep_lists=True)
+    result = run(store, tmp_path / "p", methods="ict,wlp", negatives="none", seed=0)
+    usable = {d["doc_id"] for d in read(store.path / "documents.parquet") if not d["is_disambiguation"]}
+    items = {(r["doc_id"], r["sentence_idx"]) for r in read(store.path / "sentences")
+             if r["is_list_item"] and r["doc_id"] in usable}
+    assert result.manifest["flagged_sentences"]["list_items"] == len(items) == 2842
+    for method in ("ict", "wlp"):
+        rows = pairs_of(tmp_path / "p", method)
+        assert rows and not any((r["query_doc_id"], r["query_sentence_idx"]) in items for r in rows)
