@@ -20,12 +20,19 @@ Conventions (DPR / WikiExtractor-like, plus what retrieval training needs):
   an unclosed ``{{`` therefore never swallows the rest of the page.  An unclosed
   ``{|`` table runs until the first line that does not look like a table row.
   An unclosed ``<!--`` hides the rest of the page (as in MediaWiki).
-* Templates never leave text behind, not even ``{{lang|fr|mot}}`` or ``{{convert}}``;
-  the punctuation they strand (``( ; , x)``, ``word , next``, ``()``) is tidied.
+* Templates leave text behind only when :mod:`pretriever.corpus.templates` has a renderer
+  for them (``{{convert|52|mi|km}}`` -> "52 miles", ``{{lang|fr|mot}}`` -> "mot", dates,
+  money, ...); every other template is dropped, and the punctuation it strands
+  (``( ; , x)``, ``word , next``, ``()``) is tidied. A hole that tidying cannot see is
+  left to :func:`pretriever.corpus.hygiene.has_hole`, which flags the sentence.
 * Headings are not part of the text; each starts a :class:`Section`.  The content
-  of reference-like sections ("References", "External links", "See also", "Notes",
-  ...) is dropped, their links included; the sections themselves are kept (empty),
-  their sub-headings are not recorded.
+  of reference-like and bibliography-like sections ("References", "External links",
+  "See also", "Notes", "Bibliography", "Selected works", "Discography", ...) is dropped,
+  their links included; the sections themselves are kept (empty), their sub-headings
+  are not recorded.
+* List and indented lines (``* # : ;``) lose their markup and stay in the text, their
+  offsets in ``CleanDocument.list_lines``: the segmenter leaves them out of passages
+  unless the build keeps lists.
 * ``<ref>`` tags, ``{{sfn}}``-style footnote templates standing in prose and
   ``{{r|name}}`` become :class:`Citation` objects placed right after the text they
   follow (before any whitespace), so the supported sentence ends at the position.
