@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ENWIKI, build, shared
 from mine_fixtures import (ALL, co_mentions, co_store, crossing_passage_size, load_store, mined_all,  # noqa: F401
-                           mined_co, pairs_of, percentile_threshold, py_store, run)
+                           mined_co, pairs_of, percentile_threshold, py_store, read, run)
 from pretriever.mine.pipeline import allocate
 from pretriever.mine.schema import PAIRS
 
@@ -90,7 +90,7 @@ def test_dl_gives_both_directions(mined_all):
     assert len(both) >= 10  # e.g. Ayn Rand <-> Aristotle, Apollo 8 <-> Apollo 11
 
 
-def test_dl_known_pair_by_content(mined_all):
+def test_dl_known_pair_by_content(mined_all, py_store):
     """Ayn Rand's "Early life" says she read Aristotle (a link), and Aristotle's
     "Post-Enlightenment thinkers" section links to Ayn Rand: a dual-link pair."""
     out, _ = mined_all
@@ -102,7 +102,9 @@ def test_dl_known_pair_by_content(mined_all):
     assert row["query_anchor"] == "Aristotle"
     assert row["positive_anchor"] == "Ayn Rand"
     assert 'Ayn Rand accredited Aristotle as "the greatest philosopher in history"' in row["positive_text"]
-    assert not row["positive_text"].startswith("Aristotle")  # no title prepended
+    # no title prepended: the passage happens to start with the word ("... Aristotle. However debatable")
+    assert row["positive_text"].startswith("Aristotle. However debatable this is, Aristotle rigid")
+    assert row["positive_text"] == py_store.passages[row["positive_passage_id"]]["text"]
     back = [r for r in pairs_of(out, "dl") if r["query_title"] == "Aristotle" and r["positive_title"] == "Ayn Rand"]
     assert back and back[0]["query_anchor"] == "Ayn Rand" and back[0]["positive_anchor"] == "Aristotle"
 
@@ -444,3 +446,34 @@ def test_lexical_overlap_matches_wordpiece():
     assert tok.encode("Anarchism", add_special_tokens=False).tokens == ["ana", "##rch", "##ism"]
     got = lexical_overlap(tok, ["Anarchism is old", "zebra"], ["anarchism is a philosophy", "nothing here"])
     assert got == [pytest.approx(4 / 5), 0.0]  # ana ##rch ##ism is | old -> 4 of 5 tokens
+
+
+# --- sentence hygiene --------------------------------------------------------------------
+
+
+def test_flagged_sentences_are_never_queries(mined_all, py_store):
+    """A sentence with a hole where markup stood ("was $5 ($ in dollars)") is no query of any method."""
+    out, result = mined_all
+    flagged = {(d, i) for (d, i), s in py_store.sentences.items() if s["has_hole"]}
+    assert len(flagged) == 23
+    for method in ALL.split(","):
+        for row in pairs_of(out, method):
+            assert (row["query_doc_id"], row["query_sentence_idx"]) not in flagged, (method, row["query"])
+    # of the usable documents (disambiguation pages are not): none of the 23 is on one
+    counts = {"sentences": 18066, "with_hole": 23, "list_items": 0, "excluded": 23}
+    assert result.manifest["flagged_sentences"] == counts
+    assert json.loads((out / "stats.json").read_text())["flagged_sentences"] == counts
+
+
+def test_list_items_kept_with_keep_lists_are_never_queries(tmp_path):
+    from conftest import ENWIKI, build
+
+    store = build(ENWIKI, tmp_path / "lists", workers=2, keep_lists=True)
+    result = run(store, tmp_path / "p", methods="ict,wlp", negatives="none", seed=0)
+    usable = {d["doc_id"] for d in read(store.path / "documents.parquet") if not d["is_disambiguation"]}
+    items = {(r["doc_id"], r["sentence_idx"]) for r in read(store.path / "sentences")
+             if r["is_list_item"] and r["doc_id"] in usable}
+    assert result.manifest["flagged_sentences"]["list_items"] == len(items) == 2842
+    for method in ("ict", "wlp"):
+        rows = pairs_of(tmp_path / "p", method)
+        assert rows and not any((r["query_doc_id"], r["query_sentence_idx"]) in items for r in rows)

@@ -76,6 +76,10 @@ def print_result(result) -> None:
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} articles excluded" if cm.get("entities") else ""
         console.print(f"cm: co-mentioned entities have in-degree < K = {cm['k']} ({cm['rule']}{excluded})")
+    flagged = result.manifest.get("flagged_sentences")
+    if flagged and flagged.get("excluded"):
+        console.print(f"{flagged['excluded']:,} of {flagged['sentences']:,} sentences are never queries: "
+                      f"{flagged['with_hole']:,} with a hole where markup stood, {flagged['list_items']:,} list items")
     console.print(escape(f"{result.total:,} pairs in {result.config.out}/ ({result.seconds:.1f} s); "
                          f"look at them with: pretriever pairs show {result.config.out}"))
 

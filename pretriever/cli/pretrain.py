@@ -5,13 +5,11 @@ Wire into the main app with ``app.command("pretrain")(pretrain_command)``.
 
 from __future__ import annotations
 
-
-
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.pretrain import PretrainConfig
-from pretriever.pretrain.run import pretrain
 from pretriever.progress import console, count_progress
+
 
 @config_command(PretrainConfig, "pretrain", arguments=("pairs",), short={"model": "-m", "batch_size": "-b"},
                 flags={"learning_rate": Flag(("--learning-rate", "--lr"))})
@@ -27,6 +25,10 @@ def pretrain_command(cfg: PretrainConfig) -> None:
 
       pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out cocondenser-minilm/
     """
+    # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
+    # other command, `pretriever corpus build` included, would otherwise pay at start-up.
+    from pretriever.pretrain.run import pretrain
+
     with count_progress() as bar, stage(bar):
         task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")
 

@@ -51,16 +51,29 @@ class MineContext:
 
     @cached_property
     def sentences(self) -> ir.Table:
-        """Sentences of usable documents with a word count (``words``)."""
+        """Sentences of usable documents with a word count (``words``) and ``clean``: no hole, not a list item.
+
+        A sentence with a hole where markup stood ("With an area of, Algeria is ...") or from a
+        list line is never a query (see ``pretriever.corpus.hygiene``); it still counts as text.
+        """
         s = self.engine.table("sentences")
         s = s.semi_join(self.docs, s.doc_id == self.docs.doc_id)
-        return s.mutate(words=word_count(s.text))
+        return s.mutate(words=word_count(s.text), clean=~(s.has_hole | s.is_list_item))
 
     @cached_property
     def query_sentences(self) -> ir.Table:
-        """Sentences long enough to be queries."""
+        """Sentences that may be queries: clean and long enough."""
         s = self.sentences
-        return s.filter(s.words >= self.config.min_query_words)
+        return s.filter(s.clean, s.words >= self.config.min_query_words)
+
+    @cached_property
+    def flagged_sentences(self) -> dict[str, int]:
+        """How many sentences of usable documents can never be queries, by flag (reported in stats and pairs.json)."""
+        s = self.sentences
+        row = self.engine.to_arrow(s.aggregate(
+            sentences=s.count(), with_hole=s.has_hole.cast("int64").sum(), list_items=s.is_list_item.cast("int64").sum(),
+            excluded=(~s.clean).cast("int64").sum())).to_pylist()[0]
+        return {k: int(v or 0) for k, v in row.items()}
 
     @cached_property
     def positives(self) -> ir.Table:
@@ -80,9 +93,9 @@ class MineContext:
         Columns: doc_id, link_idx, passage_id, sentence_idx, start, end, passage_start,
         passage_end, anchor, entity (target title), target_doc_id (NULL when the target is
         not a usable document), s_start, s_end, s_text, s_ok (the sentence can be a query
-        holding the whole anchor), in_passage (the anchor lies wholly inside its passage; one
-        that crosses into the next passage is only partly in the one it starts in).
-        Computed once (materialized).
+        holding the whole anchor: clean, long enough), in_passage (the anchor lies wholly inside
+        its passage; one that crosses into the next passage is only partly in the one it starts
+        in). Computed once (materialized).
         """
         raw = self.engine.table("links")
         docs = self.docs
@@ -96,11 +109,12 @@ class MineContext:
                      "passage_end", "anchor", entity=l.target_title, target_doc_id=l.tgt_doc)
         s = self.sentences.select(s_doc=self.sentences.doc_id, s_idx=self.sentences.sentence_idx,
                                   s_start=self.sentences.start, s_end=self.sentences.end,
-                                  s_text=self.sentences.text, s_words=self.sentences.words)
+                                  s_text=self.sentences.text, s_words=self.sentences.words,
+                                  s_clean=self.sentences.clean)
         l = l.left_join(s, (l.doc_id == s.s_doc) & (l.sentence_idx == s.s_idx))
-        ok = (l.s_text.notnull() & (l.s_words >= self.config.min_query_words)
+        ok = (l.s_text.notnull() & l.s_clean & (l.s_words >= self.config.min_query_words)
               & (l.start >= l.s_start) & (l.end <= l.s_end))
-        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words")
+        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words", "s_clean")
         p = self.passages.select(p_pid=self.passages.passage_id, p_len=self.passages.text.length())
         l = l.left_join(p, l.passage_id == p.p_pid)
         inside = (l.passage_start >= 0) & (l.passage_end <= l.p_len)
