@@ -133,6 +133,18 @@ class MineContext:
         so neither passage holds it."""
         return self.doc_links.filter(self.doc_links.in_passage)
 
+    @cached_property
+    def positive_links(self) -> ir.Table:
+        """The evidence side of DL, CM and WLP: links held wholly inside a passage long enough to be a
+        positive, with that passage's text. Columns p_pid, p_doc, p_link, p_target (the linked document),
+        p_entity (its title), p_anchor, p_astart, p_aend (offsets in the passage), p_text."""
+        held = self.passage_links
+        pos = self.positives.select(pp=self.positives.passage_id, p_text=self.positives.text)
+        j = held.join(pos, held.passage_id == pos.pp)
+        return j.select(p_pid=j.passage_id, p_doc=j.doc_id, p_link=j.link_idx, p_target=j.target_doc_id,
+                        p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start, p_aend=j.passage_end,
+                        p_text=j.p_text)
+
     # -- in-degree -----------------------------------------------------------------------
     @cached_property
     def indegree(self) -> ir.Table:

@@ -29,18 +29,14 @@ class CoMention(Method):
         k = ctx.indegree_threshold["k"]
         ind = ctx.indegree.filter(ctx.indegree.indegree < k)  # articles only
         ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
-        held = ctx.passage_links  # anchors wholly inside p
+        pl = ctx.positive_links  # anchors wholly inside p
         # p (in P) links back to Q
-        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
-        pq = held.join(pos, held.passage_id == pos.pp)
-        pq = pq.select(p_pid=pq.passage_id, p_doc=pq.doc_id, p_text=pq.p_text, q_doc=pq.target_doc_id,
-                       pq_link=pq.link_idx, pq_anchor=pq.anchor, pq_astart=pq.passage_start,
-                       pq_aend=pq.passage_end)
+        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, p_text=pl.p_text, q_doc=pl.p_target, pq_link=pl.p_link,
+                       pq_anchor=pl.p_anchor, pq_astart=pl.p_astart, pq_aend=pl.p_aend)
         # p links to an article E that is not too common
-        pe = held.join(ind, held.target_doc_id == ind.i_doc)
-        pe = pe.select(pe_pid=pe.passage_id, e=pe.entity, e_doc=pe.target_doc_id, e_deg=pe.i_deg,
-                       pe_link=pe.link_idx, pe_anchor=pe.anchor, pe_astart=pe.passage_start,
-                       pe_aend=pe.passage_end)
+        pe = pl.join(ind, pl.p_target == ind.i_doc)
+        pe = pe.select(pe_pid=pe.p_pid, e=pe.p_entity, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link,
+                       pe_anchor=pe.p_anchor, pe_astart=pe.p_astart, pe_aend=pe.p_aend)
         j = pq.join(pe, pq.p_pid == pe.pe_pid)
         j = j.filter(j.e_doc != j.q_doc)
         # q (in Q) links to E from a sentence usable as a query

@@ -29,12 +29,7 @@ class DualLink(Method):
                       q_text=qs.s_text, q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start),
                       q_anchor=qs.anchor, q_target=qs.target_doc_id)
         # positive side: a link in p (document P) back to Q, its anchor wholly inside p
-        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
-        held = ctx.passage_links
-        pl = held.join(pos, held.passage_id == pos.pp)
-        p = pl.select(p_doc=pl.doc_id, p_pid=pl.passage_id, p_link=pl.link_idx, p_text=pl.p_text,
-                      p_anchor=pl.anchor, p_astart=pl.passage_start, p_aend=pl.passage_end,
-                      p_target=pl.target_doc_id)
+        p = ctx.positive_links
         j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
         j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"])
