@@ -103,42 +103,48 @@ class RetrievalSource:
             raise ValueError(f"k must be at least 1, got {self.k}")
 
 
-QUESTIONS_HELP = "QA set: NQ-open/WebQ/CuratedTREC JSONL, DPR qas TSV or DPR JSON."
-MATCH_HELP = "string (DPR's token matching) or regex (CuratedTREC)."
+@dataclass(kw_only=True)
+class QASetSource(RetrievalSource):
+    """A QA file whose questions are retrieved for (``reader prepare`` and ``reader evaluate``)."""
+
+    questions: Path = option(help="QA set: NQ-open/WebQ/CuratedTREC JSONL, DPR qas TSV or DPR JSON.")
+    match: str | None = option(None, "string (DPR's token matching) or regex (CuratedTREC).",
+                               default_help="regex when the file name contains 'trec'")
+    limit: int | None = option(None, "Only the first N questions.")
+
+    def _check_source(self) -> None:
+        super()._check_source()
+        self.questions = Path(self.questions)
+
+
 READER_HELP = "READER_DIR from `pretriever reader train`."
 
 
 @dataclass(kw_only=True)
-class PrepareConfig(RetrievalSource):
+class PrepareConfig(QASetSource):
     """Retrieving passages for a QA set and labelling them (``pretriever reader prepare``)."""
 
-    questions: Path = option(help=QUESTIONS_HELP)
     out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
                             "has_answer).")
-    match: str | None = option(None, MATCH_HELP, default_help="regex when the file name contains 'trec'")
     batch_size: int = option(256, "Questions per search call.")
-    limit: int | None = option(None, "Only the first N questions.")
 
     def __post_init__(self) -> None:
         self._check_source()
-        self.questions, self.out = Path(self.questions), Path(self.out)
+        self.out = Path(self.out)
 
 
 @dataclass(kw_only=True)
-class ReaderEvaluateConfig(RetrievalSource):
+class ReaderEvaluateConfig(QASetSource):
     """End-to-end QA over an index (``pretriever reader evaluate``; the ``[reader_evaluate]`` table)."""
 
-    questions: Path = option(help=QUESTIONS_HELP)
     reader: Path = option(help=READER_HELP)
-    match: str | None = option(None, MATCH_HELP, default_help="regex when the file name contains 'trec'")
     read: ReadOptions = option(default_factory=ReadOptions,
                                help="How the reader picks answers ([reader_evaluate.read] in TOML).")
-    limit: int | None = option(None, "Only the first N questions.")
     out: Path | None = option(None, "Write results.json (metrics and per-question predictions) here.")
 
     def __post_init__(self) -> None:
         self._check_source()
-        self.questions, self.reader = Path(self.questions), Path(self.reader)
+        self.reader = Path(self.reader)
 
 
 @dataclass(kw_only=True)
