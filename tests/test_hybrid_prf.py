@@ -54,6 +54,14 @@ def test_prf_searches_the_dense_side_again_with_the_moved_vector(index):
     assert hits[0].score == pytest.approx(1 / 62 + 1 / 61) and hits[2].score == pytest.approx(1 / 63)
 
 
+def test_alpha_is_not_chosen_without_the_prf_it_would_be_used_with(tmp_path):
+    from pretriever.evaluate.config import EvaluateConfig
+
+    with pytest.raises(ValueError, match="alpha_from scores each weight without dense PRF"):
+        EvaluateConfig(out=tmp_path, index=[tmp_path], hybrid=True, queries=tmp_path / "q.jsonl", qrels=tmp_path / "t",
+                       alpha_from=tmp_path / "train.tsv", fusion=HybridOptions(fusion="convex", prf_k=3))
+
+
 def test_prf_needs_a_dense_side():
     with pytest.raises(ValueError, match="needs a dense index"):
         HybridRetriever(_BM25(), _BM25(), HybridOptions(prf_k=2)).search(["q"], 3)
