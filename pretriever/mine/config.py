@@ -33,7 +33,8 @@ class MineConfig:
              "and p links to Q), cm (co-mention: q and p link to a third entity E and p links to Q), ict (inverse "
              "cloze task), wlp (wiki link prediction), bfs (body first selection), qac (C-MORE question-answer-"
              "context triplets; needs references or context links), cc (two passages of one document: "
-             "coCondenser), qc (a passage and its generated queries; needs queries). HLP: dl,cm.")
+             "coCondenser), qc (a passage and its generated queries; needs queries), tb (title-body: a statement-like "
+             "title and a passage of its document). HLP: dl,cm.")
     negatives: str = option("random", "One extra negative passage per pair: random (the paper's choice: any "
                                       "passage of another document), overlap (shares a linked entity with the "
                                       "query but is neither DL nor CM; falls back to random) or none.")
