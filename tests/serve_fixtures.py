@@ -1,4 +1,5 @@
-"""Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs of six methods
+"""Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs of dl, cm and ict
+mined from the hand-written co-mention wiki (the enwiki sample has no co-mention pair), pairs of cc, qac and qc
 mined from the enwiki sample (qac from canned cited pages, qc from two imported generated queries), and one
 opened engine (built once per session; the model is loaded once)."""
 
@@ -20,7 +21,8 @@ from pretriever.serve import ServeConfig
 from pretriever.serve.engine import Engine
 
 N_DOCS = 300
-METHODS = ["dl", "cm", "ict", "cc", "qac", "qc"]
+METHODS = ["dl", "cm", "ict"]  # from the co-mention wiki
+EVIDENCE_METHODS = ["cc", "qac", "qc"]  # from the enwiki sample
 GENERATED = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
              {"id": "25", "queries": ["what is autism"]}]
 
@@ -29,6 +31,7 @@ GENERATED = [{"id": "12", "queries": ["what is anarchism", "anarchism definition
 class Served:
     index: Path
     pairs: Path
+    evidence_pairs: Path
     qrels: Path
     queries: Path
     engine: Engine
@@ -52,20 +55,20 @@ def scifact_subset(out: Path) -> Path:
     return out
 
 
-def mine_pairs(enwiki_store, root: Path) -> Path:
-    """Pairs of METHODS from the enwiki sample into ROOT/pairs."""
+def mine_evidence_pairs(enwiki_store, root: Path) -> Path:
+    """Pairs of EVIDENCE_METHODS from the enwiki sample into ROOT/evidence-pairs."""
     pytest.importorskip("spacy")
     refs = make_refs(enwiki_store, root / "refs")
     lines = root / "generated.jsonl"
     lines.write_text("".join(json.dumps(q) + "\n" for q in GENERATED), encoding="utf-8")
     import_queries(GenerateConfig(corpus=enwiki_store.path, from_file=lines, out=root / "queries"))
-    run(enwiki_store, root / "pairs", methods=",".join(METHODS), references=refs, queries=root / "queries",
-        cm_indegree_percentile=99.0, negatives="overlap", seed=0)
-    return root / "pairs"
+    run(enwiki_store, root / "evidence-pairs", methods=",".join(EVIDENCE_METHODS), references=refs,
+        queries=root / "queries", negatives="overlap", seed=0)
+    return root / "evidence-pairs"
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory, enwiki_store) -> Served:
+def served(tmp_path_factory, cowiki_store, enwiki_store) -> Served:
     root = tmp_path_factory.mktemp("serve")
     beir = scifact_subset(root / "scifact300")
     store = build(beir / "corpus.jsonl", root / "store", workers=1)  # no worker processes forked from a
@@ -73,7 +76,8 @@ def served(tmp_path_factory, enwiki_store) -> Served:
     index = root / "scifact-index"  # the page shows the folder's name (and the screenshots)
     build_index(IndexConfig(corpus=store.path, out=index))
     BM25Index.build(store).save(index / "bm25")
-    pairs = mine_pairs(enwiki_store, root)
+    run(cowiki_store, root / "pairs", methods=",".join(METHODS), negatives="overlap", seed=0)
+    evidence = mine_evidence_pairs(enwiki_store, root)
     engine = Engine.open(ServeConfig(index=index, batch_wait_ms=20.0))
-    yield Served(index, pairs, beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)
+    yield Served(index, root / "pairs", evidence, beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)
     engine.executor.shutdown(wait=False)

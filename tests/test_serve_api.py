@@ -1,5 +1,6 @@
-"""The HTTP API of `pretriever serve` on a real 300-document SciFact index and pairs mined from enwiki; /answer
-with the reader the reader tests train (shared), over an index of their six documents."""
+"""The HTTP API of `pretriever serve` on a real 300-document SciFact index, pairs mined from a small wiki and
+from enwiki (cc, qac, qc); /answer with the reader the reader tests train (shared), over an index of their six
+documents."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import GENERATED, METHODS, served  # noqa: F401 - a fixture
+from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, served  # noqa: F401 - a fixture
 from pretriever.cli import app as cli_app
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
@@ -33,6 +34,13 @@ QAC_QUESTION = "The first person born in Africa to fly in space was who (France)
 @pytest.fixture(scope="module")
 def client(served):  # noqa: F811
     with TestClient(create_app(served.config(), engine=served.engine)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def evidence(served):  # noqa: F811
+    """The same index with the enwiki pairs of cc, qac and qc."""
+    with TestClient(create_app(served.config(pairs=served.evidence_pairs), engine=served.engine)) as c:
         yield c
 
 
@@ -140,9 +148,9 @@ def test_pairs_filters_by_query_words_and_title(client, served):  # noqa: F811
     assert client.get("/pairs", params={"method": "ict", "title": title}).json()["total"] == len(expect)
 
 
-def test_qac_pairs_carry_the_answer_span_and_the_question_word(client, served):  # noqa: F811
-    rows = pq.read_table(served.pairs / "qac.parquet").to_pylist()
-    body = client.get("/pairs", params={"method": "qac", "page_size": 100}).json()
+def test_qac_pairs_carry_the_answer_span_and_the_question_word(evidence, served):  # noqa: F811
+    rows = pq.read_table(served.evidence_pairs / "qac.parquet").to_pylist()
+    body = evidence.get("/pairs", params={"method": "qac", "page_size": 100}).json()
     assert body["total"] == len(rows) > 0
     for pair, row in zip(body["pairs"], rows):
         positive = pair["positive"]
@@ -167,13 +175,14 @@ def test_qac_pairs_carry_the_answer_span_and_the_question_word(client, served): 
     assert "http://www.astronautix.com/astros/tamendez.htm" in pair["reason"]
 
 
-def test_cc_and_qc_pairs_say_why(client, served):  # noqa: F811
-    cc = client.get("/pairs", params={"method": "cc", "page_size": 5}).json()["pairs"]
+def test_cc_and_qc_pairs_say_why(evidence):
+    assert evidence.get("/pairs/stats").json()["mined"] == EVIDENCE_METHODS
+    cc = evidence.get("/pairs", params={"method": "cc", "page_size": 5}).json()["pairs"]
     for pair in cc:
         assert pair["query"]["doc_id"] == pair["positive"]["doc_id"] and pair["query"]["title"]
         assert pair["reason"] == f"context pairs: the query and the positive are two passages of the same document, " \
                                  f"{pair['query']['title']}"
-    qc = client.get("/pairs", params={"method": "qc", "page_size": 10}).json()
+    qc = evidence.get("/pairs", params={"method": "qc", "page_size": 10}).json()
     generated = {(g["id"], i): q for g in GENERATED for i, q in enumerate(g["queries"])}
     assert qc["total"] == len(generated)
     for pair in qc["pairs"]:

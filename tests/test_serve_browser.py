@@ -109,7 +109,7 @@ def test_pairs_filter_by_method_with_highlights(browser, base_url, width):
     assert first.locator(".reason").inner_text().startswith("co-mention")
     assert first.locator("mark.query_anchor").count() == 1
     assert first.locator("mark.back_anchor").count() == 1 and first.locator("mark.entity_anchor").count() == 1
-    assert "of 15" in page.locator("#pageinfo").inner_text()  # 71 CM pairs, 5 a page
+    assert "of 5" in page.locator("#pageinfo").inner_text()  # 22 CM pairs, 5 a page
     page.click("#next")
     page.wait_for_function("document.querySelector('#pageinfo').textContent.startsWith('page 2')")
     page.locator("#pairs .pair .side a").first.click()  # a link to the query's passage opens it
@@ -141,21 +141,22 @@ def test_judged_query_view_marks_relevant_hits(browser, base_url):
     page.close()
 
 
-def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, base_url):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(base_url + "/#pairs")
-    page.wait_for_selector("#pairs .pair")
-    page.select_option("#method", "qac")
-    page.wait_for_function("document.querySelector('#pairs .pair h3').textContent.startsWith('QAC')")
-    for i in range(page.locator("#pairs .pair").count()):
-        pair = page.locator("#pairs .pair").nth(i)
-        assert pair.locator(".reason").first.inner_text().startswith("question-answer-context")
-        answer = pair.locator("mark.answer")
-        assert answer.count() == 1 and answer.inner_text() in pair.locator(".reason").first.inner_text()
-        assert pair.locator("mark.answer_phrase").count() == 1
-        assert pair.locator(".reason", has_text="Statement:").count() == 1
-    shot(page, "serve-pairs-qac-1280.png")
-    page.close()
+def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, served):  # noqa: F811
+    with running(create_app(served.config(pairs=served.evidence_pairs), engine=served.engine)) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(url + "/#pairs")
+        page.wait_for_selector("#pairs .pair")
+        page.select_option("#method", "qac")
+        page.wait_for_function("document.querySelector('#pairs .pair h3').textContent.startsWith('QAC')")
+        for i in range(page.locator("#pairs .pair").count()):
+            pair = page.locator("#pairs .pair").nth(i)
+            assert pair.locator(".reason").first.inner_text().startswith("question-answer-context")
+            answer = pair.locator("mark.answer")
+            assert answer.count() == 1 and answer.inner_text() in pair.locator(".reason").first.inner_text()
+            assert pair.locator("mark.answer_phrase").count() == 1
+            assert pair.locator(".reason", has_text="Statement:").count() == 1
+        shot(page, "serve-pairs-qac-1280.png")
+        page.close()
 
 
 def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path):  # noqa: F811

@@ -71,6 +71,8 @@ def reason(row: dict[str, Any]) -> str:
                 f"\u201d; the positive is {source}, where the answer occurs")
     if method == "cc":
         return f"context pairs: the query and the positive are two passages of the same document, {q_title}"
+    if method == "tb":
+        return f"title-body: the query is the title of {q_title}, the positive a passage of its body"
     if method == "qc":
         return (f"query as context: the query is generated query #{row.get('candidate')} of the positive passage "
                 f"(doc2query)")
