@@ -37,8 +37,8 @@ class Served:
     engine: Engine
 
     def config(self, **options) -> ServeConfig:
-        return ServeConfig(index=self.index, pairs=self.pairs, qrels={"test": self.qrels}, queries=self.queries,
-                           **options)
+        return ServeConfig(**{"index": self.index, "pairs": self.pairs, "qrels": {"test": self.qrels},
+                              "queries": self.queries, **options})
 
 
 def scifact_subset(out: Path) -> Path:

@@ -13,8 +13,6 @@ Example::
          -d '{"q": "who wrote hamlet", "k": 20, "mode": "hybrid", "rank": "passage", "n_best": 3}'
 """
 
-from __future__ import annotations
-
 import threading
 import time
 from dataclasses import replace
@@ -57,7 +55,7 @@ class Answering:
 def answer_router(cfg: ServeConfig) -> APIRouter:
     """The ``POST /answer`` route (mounted by :func:`pretriever.serve.app.create_app` when a reader is given)."""
     body_model = request_models(cfg).answer
-    router = APIRouter()
+    router = APIRouter()  # no `from __future__ import annotations` here: FastAPI must see body_model itself
 
     @router.post("/answer", response_model=AnswerOut, responses=ERRORS, tags=["answer"])
     async def answer(request: Request, body: body_model) -> AnswerOut:  # type: ignore[valid-type]
