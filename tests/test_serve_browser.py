@@ -175,7 +175,7 @@ def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path)
         page.wait_for_selector("#answer .the-answer", timeout=60000)
         assert page.locator("#answer .the-answer").inner_text() == "William Shakespeare"
         assert page.locator("#answer mark.answer").inner_text() == "William Shakespeare"
-        assert "hybrid, top 10 read" in page.locator("#answer h2").inner_text()
+        assert "hybrid, top 10 read" in page.locator("#answer h2").text_content()  # shown in capitals (CSS)
         page.wait_for_function("document.querySelectorAll('#results .column').length == 3")
         shot(page, "serve-answer-1280.png")
         page.close()
