@@ -87,7 +87,7 @@ def print_result(result) -> None:
 pairs_app = typer.Typer(
     help=(
         "Look at mined pairs and export them for training.\n\n"
-        "Example: pretriever pairs show pairs/ --method cm -n 5"
+        "Example: pretriever pairs show pairs/ --method dl -n 5"
     ),
     no_args_is_help=True,
 )
@@ -106,7 +106,7 @@ def show(
 
     Example:
 
-      pretriever pairs show pairs/ --method cm -n 5
+      pretriever pairs show pairs/ --method dl -n 5
     """
     with stage():
         pairs = PairsDir(pairs_dir)
@@ -153,7 +153,7 @@ def export(
 
       pretriever pairs export pairs/ --format dpr --out hlp-train.json
 
-      pretriever pairs export pairs/ --format sentence-transformers --method dl,cm --out hlp-st/
+      pretriever pairs export pairs/ --format sentence-transformers --method dl --out hlp-st/
 
       pretriever pairs export qac-links/ --format squad --out qac-squad.json      (question-answer-context triplets for a reader)
     """

@@ -37,7 +37,7 @@ def train_command(cfg: TrainConfig) -> None:
 
     Examples:
 
-      pretriever train pairs/ --out hlp-minilm/ --mix dl:0.5,cm:0.5 --batch-size 32 --heldout-pairs 32
+      pretriever train pairs/ --out hlp-minilm/ --mix dl:1 --batch-size 32 --heldout-pairs 32   (HLP mixes dl:0.5,cm:0.5; a small sample has too few linked articles for co-mention pairs)
 
       pretriever train --beir scifact/ --split train --limit 16 --separate-encoders --out scifact-16/
     """
