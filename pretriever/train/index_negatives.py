@@ -54,7 +54,9 @@ def mine_index_negatives(examples: list[Example], retriever: Retriever, lookup: 
                          passages: Passages, depth: int, count: int, seed: int, prepend_title: bool = True,
                          batch: int = 64, on_batch: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Give each example ``count`` negatives drawn from the top ``depth`` hits of ``retriever`` that are not
-    judged positives of its query (``Example.exclude``, document ids); returns the counts for train.json.
+    judged positives of its query (``Example.exclude``, document ids); returns the counts for train.json, per
+    query: ``index`` negatives drawn from the hits, ``random_fallback`` drawn at random for ``queries_short``
+    queries, ``judged_positives_skipped`` hits left out as judged positives.
 
     ``lookup`` reads the ids and texts of the hits from the store the index was built on; ``passages``
     (the training corpus) gives the random top-ups.
@@ -84,10 +86,13 @@ def mine_index_negatives(examples: list[Example], retriever: Retriever, lookup: 
             take = min(count, len(candidates))
             picked = sorted(named_rng(seed, f"index-negatives:{qid}").choice(len(candidates), take, replace=False))
             stats["queries_short"] += take < count
-            for e in group:
-                e.negatives = [candidates[j] for j in picked]
+            group[0].negatives = [candidates[j] for j in picked]
         if on_batch:
             on_batch(len(chunk))
-    stats["index"] = sum(len(e.negatives) for e in examples)
-    stats["random_fallback"] = fill_random_negatives(examples, passages, seed, count)
+    first = [by_qid[q][0] for q in qids]  # one example per query carries the query's negatives
+    stats["index"] = sum(len(e.negatives) for e in first)
+    stats["random_fallback"] = fill_random_negatives(first, passages, seed, count)
+    for q in qids:
+        for e in by_qid[q][1:]:
+            e.negatives = list(by_qid[q][0].negatives)
     return stats
