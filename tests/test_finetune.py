@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from pretriever.cli.train import finetune_command
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
-from pretriever.data import PassageLookup, load_qrels, qrels_path, relevant
+from pretriever.data import PassageLookup, load_qrels, load_queries, qrels_path, relevant
+from pretriever.index import open_retriever
 from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
 from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
@@ -178,7 +179,7 @@ def test_settings_that_cannot_mine_are_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_beir(tmp_path_factory) -> Path:
-    """SciFact in BEIR layout, cut to the first 6 train claims, their 8 judged abstracts and 22 others."""
+    """SciFact in BEIR layout, cut to the first 6 train claims, their 6 judged abstracts and 24 others."""
     source = scifact()
     rows = (source / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()[1:]
     qids = list(dict.fromkeys(r.split("\t")[0] for r in rows))[:6]
@@ -195,7 +196,7 @@ def tiny_beir(tmp_path_factory) -> Path:
     (folder / "queries.jsonl").write_text((source / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
     (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(kept) + "\n",
                                                 encoding="utf-8")
-    assert len(docs) == 30 and len(judged) == 8
+    assert len(docs) == 30 and len(judged) == 6
     return folder
 
 
@@ -230,12 +231,18 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
         ("retriever 1", True), ("corpus store", True), ("index of retriever 1", True), ("retriever 2", True)]
     first = json.loads((out / "stage1" / "train.json").read_text())
     second = json.loads((out / "stage2" / "train.json").read_text())
-    assert first["data"]["negatives_found"]["bm25"] == first["data"]["pairs"] == 8  # 8 judged pairs, BM25
+    assert first["data"]["negatives_found"]["bm25"] == first["data"]["pairs"] == 6  # 6 judged pairs, BM25
     assert second["data"]["hard_negatives"] == f"index {out / 'stage1-index'}"
     assert second["data"]["negatives_per_pair"] == 2 and second["data"]["negatives_store"] == str(
         (out / "store").resolve())
-    assert second["data"]["negatives_found"] == {"queries": 6, "judged_positives_skipped": 8, "queries_short": 0,
-                                                 "index": 12, "random_fallback": 0}
+    # retriever 1's top 10 of each claim: the judged abstracts in it were skipped, 2 others drawn per claim
+    qrels = relevant(load_qrels(qrels_path(tiny_beir, "train")))
+    queries = load_queries(tiny_beir)
+    top = open_retriever(out / "stage1-index").search([queries[q] for q in qrels], 10)
+    judged_in_top = sum(h.passage_id in qrels[q] for q, row in zip(qrels, top) for h in row)
+    assert judged_in_top >= 3
+    assert second["data"]["negatives_found"] == {"queries": 6, "judged_positives_skipped": judged_in_top,
+                                                 "queries_short": 0, "index": 12, "random_fallback": 0}
     assert first["config"]["model"] is None and second["config"]["model"] is None  # both start from --model
     meta = json.loads((out / "stage1-index" / "index.json").read_text())
     assert meta["encoder"]["model"] == str((out / "stage1").resolve())  # indexed with retriever 1
