@@ -97,6 +97,9 @@ def test_the_corpus_toml_table_sets_the_engine(tmp_path):
     result = runner.invoke(app, ["corpus", "build", str(shared(ENWIKI)), "--out", str(tmp_path / "s"),
                                  "--config", str(config)])
     assert result.exit_code == 2 and "engine must be one of local, spark" in result.output
+    result = runner.invoke(app, ["corpus", "build", str(shared(ENWIKI)), "--out", str(tmp_path / "s"),
+                                 "--spark-master", "spark://head:7077"])
+    assert result.exit_code == 2 and "only used with engine spark" in result.output
 
 
 # Redirects chosen to hit every rule: a 6-long chain (A..F then X), a 2-cycle (Q, R), a self-redirect (S), a

@@ -52,6 +52,8 @@ class CorpusConfig:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.spark_master and self.engine != "spark":
+            raise ValueError(f"spark_master ({self.spark_master}) is only used with engine spark")
         if self.words is not None and self.words < 0:
             raise ValueError(f"words must be 0 (whole documents) or more, got {self.words}")
 

@@ -124,11 +124,15 @@ def write_pages_and_documents(parts: list[Path], out: Path) -> None:
 
 
 def _counts(engine: BuildEngine, out: Path, pages: ir.Table, status, dropped_links) -> dict[str, Any]:
-    def count(folder: str, where=None) -> int:
-        t = engine.read(out / folder)
-        return int(engine.to_arrow(t.filter(where(t)).count() if where else t.count()).as_py())
+    def counts(table: str, **where) -> dict[str, int]:
+        t = engine.read(out / table)
+        metrics = {table: t.count(), **{name: t.count(where=cond(t)) for name, cond in where.items()}}
+        return engine.to_arrow(t.aggregate(**metrics)).to_pylist()[0]
 
-    kept = pages.filter((pages.status == "kept") & pages.is_disambiguation)
+    links = counts("links", links_to_documents=lambda t: t.target_doc_id.notnull(),
+                   links_via_redirect=lambda t: t.via_redirect)
+    citations = counts("citations", citations_with_url=lambda t: t.url.notnull())
+    disambiguation = pages.filter((pages.status == "kept") & pages.is_disambiguation).count()
     return {
         "pages": sum(status.values()),
         "documents": status.get("kept", 0),
@@ -137,13 +141,10 @@ def _counts(engine: BuildEngine, out: Path, pages: ir.Table, status, dropped_lin
         "dropped_short_title": status.get("dropped_short_title", 0),
         "dropped_blank": status.get("dropped_blank", 0),
         "errors": status.get("error", 0),
-        "disambiguation_documents": int(engine.to_arrow(kept.count()).as_py()),
-        "passages": count("passages"),
-        "sentences": count("sentences"),
-        "links": count("links"),
-        "links_to_documents": count("links", lambda t: t.target_doc_id.notnull()),
-        "links_via_redirect": count("links", lambda t: t.via_redirect),
+        "disambiguation_documents": int(engine.to_arrow(disambiguation).as_py()),
+        **counts("passages"),
+        **counts("sentences"),
+        **links,
         "links_dropped": dict(sorted(dropped_links.items())),
-        "citations": count("citations"),
-        "citations_with_url": count("citations", lambda t: t.url.notnull()),
+        **citations,
     }

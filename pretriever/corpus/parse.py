@@ -45,9 +45,14 @@ def process_chunk(chunk: Chunk) -> ChunkSummary:
         write_parquet(table, work / name / part_name(chunk.index))
     summary = ChunkSummary(chunk.index, pages, dict(buffers.status), dict(buffers.dropped_links),
                            buffers.failures, {name: t.num_rows for name, t in tables.items()})
-    write_json(work / "summaries" / f"part-{chunk.index:06d}.json", summary.__dict__)
+    write_json(summary_path(work, chunk.index), summary.__dict__)
     return summary
 
 
 def part_name(index: int) -> str:
     return f"part-{index:06d}.parquet"
+
+
+def summary_path(work: Path, index: int) -> Path:
+    """Where chunk ``index``'s summary is written, last of its files (so its presence means the chunk is done)."""
+    return work / "summaries" / f"part-{index:06d}.json"

@@ -36,7 +36,7 @@ from pretriever.backends import spark_session
 from pretriever.corpus.engine import BuildEngine, Progress, part_files
 from pretriever.corpus.formats.base import Chunk, InputFormat
 from pretriever.corpus.model import InputError
-from pretriever.corpus.parse import init_worker, process_chunk
+from pretriever.corpus.parse import init_worker, process_chunk, summary_path
 from pretriever.corpus.summary import ChunkSummary
 from pretriever.errors import ConfigError, PretrieverError
 from pretriever.io import write_json, write_parquet_batches
@@ -85,7 +85,7 @@ class SparkEngine(BuildEngine):
         while todo:
             finished = not job.is_alive()  # looked at first, so no summary written before the end is missed
             for index in sorted(todo):
-                path = work / "summaries" / f"part-{index:06d}.json"
+                path = summary_path(work, index)
                 if path.exists():
                     del todo[index]
                     done_bytes += read[index]
@@ -98,7 +98,7 @@ class SparkEngine(BuildEngine):
             raise _job_error(outcome["error"], work) from outcome["error"]
         if todo:
             raise SparkJobError(f"the Spark job ended without the summaries of chunk(s) {sorted(todo)} in "
-                                f"{work / 'summaries'}: is --out on a filesystem that every executor shares?")
+                                f"{summary_path(work, 0).parent}: is --out on a filesystem every executor shares?")
 
     # -- finalize ------------------------------------------------------------------------
     def open(self, work: Path) -> None:
@@ -163,7 +163,7 @@ def _parse_chunk_task(fmt_cls: type[InputFormat], context: Any, options, work: P
     try:
         return process_chunk(chunk).index
     except InputError as err:
-        write_json(work / ERRORS / f"part-{chunk.index:06d}.json", {"chunk": chunk.index, "message": str(err)})
+        write_json(work / ERRORS / summary_path(work, chunk.index).name, {"chunk": chunk.index, "message": str(err)})
         raise
 
 
@@ -192,8 +192,9 @@ def _collect(rdd, outcome: dict[str, Any]) -> None:
 
 
 def _job_error(err: Exception, work: Path) -> PretrieverError:
-    """The input error a task left behind (the first chunk's), else the Spark failure itself."""
-    reports = sorted((work / ERRORS).glob("part-*.json"))
+    """The input error a task left behind (the first failed chunk's), else the Spark failure itself."""
+    reports = [p for p in sorted((work / ERRORS).glob("part-*.json"))
+               if not summary_path(work, int(p.stem.split("-")[1])).exists()]  # not a chunk that a retry then finished
     if reports:
         return InputError(_read_json(reports[0])["message"])
     return SparkJobError(f"the Spark job failed: {str(err).strip().splitlines()[0][:500]}")
