@@ -75,7 +75,12 @@ def duckdb_batches(con: Any, expr: ir.Table, rows: int = 50_000) -> Iterator[pa.
     Ibis 12's ``to_pyarrow_batches`` calls ``fetch_record_batch``, which DuckDB 2.0 removed.
     """
     con._run_pre_execute_hooks(expr)  # registers in-memory tables
-    relation = con.con.sql(con.compile(expr))
+    return duckdb_query_batches(con.con, con.compile(expr), rows)
+
+
+def duckdb_query_batches(raw: Any, sql: str, rows: int = 50_000) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of a SQL query on a DuckDB connection, streamed (a query compiled once, run many times)."""
+    relation = raw.sql(sql)
     reader = (relation.to_arrow_reader(rows) if hasattr(relation, "to_arrow_reader")
               else relation.fetch_arrow_reader(rows))  # DuckDB 1.x
     for batch in reader:

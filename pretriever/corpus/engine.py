@@ -22,7 +22,7 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
-from pretriever.backends import duckdb_batches
+from pretriever.backends import duckdb_batches, duckdb_query_batches
 from pretriever.corpus.formats.base import Chunk, InputFormat
 from pretriever.corpus.model import InputError
 from pretriever.corpus.parse import init_worker, process_chunk
@@ -136,11 +136,24 @@ class LocalEngine(BuildEngine):
         write_parquet_batches(duckdb_batches(self.con, expr.order_by(by)), schema, dest)
 
     def write_parts(self, source, transform, schema, dest) -> None:
-        # part by part: each join is small, and no sort of the whole table is needed to keep row order
-        for part in part_files(source):
-            rows = self.con.read_parquet(str(part), file_row_number=True).rename(_row="file_row_number")
-            write_parquet_batches(duckdb_batches(self.con, transform(rows).order_by("_row")), schema,
-                                  dest / part.name)
+        # Part by part: each join is small, and no sort of the whole table is needed to keep row order.
+        # The query is compiled once, over a view that each part in turn replaces.
+        parts = part_files(source)
+        if not parts:
+            return
+        view = f"part_{next(self._names)}"
+        self._point_view(view, parts[0])
+        expr = transform(self.con.table(view)).order_by("_row")
+        self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
+        sql = self.con.compile(expr)
+        for part in parts:
+            self._point_view(view, part)
+            write_parquet_batches(duckdb_query_batches(self.con.con, sql), schema, dest / part.name)
+
+    def _point_view(self, view: str, part: Path) -> None:
+        path = str(part).replace("'", "''")
+        self.con.raw_sql(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * EXCLUDE (file_row_number), "
+                         f"file_row_number AS _row FROM read_parquet('{path}', file_row_number = true)")
 
     def close(self) -> None:
         if self.con is not None:
