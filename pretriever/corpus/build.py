@@ -60,7 +60,7 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None, spark_
     options = SegmentOptions(
         words=fmt_cls.default_words if cfg.words is None else cfg.words,
         min_title_chars=(3 if fmt_cls.has_links else 0) if cfg.min_title_chars is None else cfg.min_title_chars,
-        drop_blank=not cfg.keep_blank,
+        drop_blank=not cfg.keep_blank, keep_lists=cfg.keep_lists,
     )
     engine = open_engine(cfg, fmt, spark_session)
     try:

@@ -7,6 +7,7 @@ parsed it; the main process (or Spark's driver) only hands out chunks and collec
 
 from __future__ import annotations
 
+import atexit
 import gc
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,13 @@ _WORKER: dict[str, Any] = {}
 
 def init_worker(fmt_cls: type[InputFormat], context: Any, options: SegmentOptions, work: Path) -> None:
     """Set what every chunk of this build needs (called once per worker process, or per Spark task)."""
+    first = not _WORKER
     _WORKER.update(fmt=fmt_cls, context=context, options=options, work=work)
+    if first:
+        # What the imports made lives on: frozen, the collection after each chunk walks only the chunk's own
+        # objects (~70 ms less per chunk); unfrozen at exit, so that extension modules see their objects released.
+        gc.freeze()
+        atexit.register(gc.unfreeze)
 
 
 def process_chunk(chunk: Chunk) -> ChunkSummary:
