@@ -11,12 +11,8 @@ gives the same pairs on either engine.
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
-import sys
-import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +20,7 @@ import ibis
 import ibis.expr.types as ir
 import pyarrow as pa
 
+from pretriever.backends import duckdb_batches, quiet, spark_session
 from pretriever.data.store import CorpusStore
 from pretriever.errors import PretrieverError
 
@@ -32,14 +29,6 @@ SEP = "|"
 
 class MineError(PretrieverError):
     """Mining cannot start or go on; the message says why and what to do."""
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Silence deprecation noise from the libraries' glue (Ibis 12 on DuckDB 2.0, PySpark on pandas 3)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*(fetch_arrow_table|copy keyword).*")
-        yield
 
 
 def as_str(value: Any) -> ir.StringValue:
@@ -166,14 +155,8 @@ class DuckDBEngine(Engine):
         self.con.to_parquet(expr, str(path))
 
     def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        # Ibis 12's to_pyarrow_batches calls fetch_record_batch, which DuckDB 2.0 removed
-        self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
-        relation = self.con.con.sql(self.con.compile(expr))
-        reader = (relation.to_arrow_reader(50_000) if hasattr(relation, "to_arrow_reader")
-                  else relation.fetch_arrow_reader(50_000))  # DuckDB 1.x
-        for batch in reader:
-            if batch.num_rows:
-                yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
+        for batch in duckdb_batches(self.con, expr):
+            yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
 
     def close(self) -> None:
         try:
@@ -193,7 +176,7 @@ class SparkEngine(Engine):
         super().__init__(store, work)
         self._own_session = session is None
         self._views: list[str] = []
-        self.session = session if session is not None else local_spark_session(threads, master)
+        self.session = session if session is not None else spark_session(threads, master, app="pretriever-mine")
         self.con = ibis.pyspark.connect(self.session)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
@@ -224,32 +207,6 @@ class SparkEngine(Engine):
                     self.session.catalog.dropTempView(name)
         finally:
             super().close()
-
-
-def local_spark_session(threads: int | None = None, master: str | None = None):
-    """A quiet local Spark session (UTC, no UI, few shuffle partitions for one machine)."""
-    try:
-        from pyspark.sql import SparkSession  # optional dependency (pretriever[spark])
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise MineError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
-                           "(and a Java 17+ runtime)") from err
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cores = threads or os.cpu_count() or 2
-    try:
-        session = (SparkSession.builder
-                   .master(master or f"local[{threads or '*'}]")
-                   .appName("pretriever-mine")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.shuffle.partitions", str(max(2, min(cores * 2, 64))))
-                   .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
-                   .getOrCreate())
-    except Exception as err:  # no Java, a port in use, ...: say so instead of a JVM stack trace
-        raise MineError(f"could not start a local Spark session for --engine spark ({err}); "
-                           "PySpark needs a Java 17+ runtime on the PATH or in JAVA_HOME") from err
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
