@@ -64,8 +64,11 @@ class MineConfig:
     stats_sample: int = option(10000, "Pairs per method tokenized for the query-passage lexical overlap statistic.")
     overwrite: bool = option(False, "Replace pairs already in --out.")
     threads: int | None = option(None, "Cores to use (DuckDB threads, Spark local cores).", default_help="all")
-    memory_limit: str | None = option(None, "DuckDB memory before it spills to disk, e.g. 16GB.",
-                                      default_help="DuckDB's own")
+    memory_limit: str | None = option(
+        None, "DuckDB's memory before it spills to OUT/.work/spill (removed at the end), e.g. 8GiB or 500MB. "
+              "Peak memory stays near this plus about 1 GiB; the spill needs free disk of a few times the "
+              "pairs' size (bench/README.md).",
+        default_help="half of this machine's RAM (psutil; a smaller container limit wins)")
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
     tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")

@@ -16,12 +16,14 @@ import shutil
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import ibis
 import ibis.expr.types as ir
+import psutil
 import pyarrow as pa
 
 from pretriever.data.store import CorpusStore
@@ -110,16 +112,16 @@ class Engine:
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"
-        with quiet():
+        with quiet(), self.guard():
             self._write(expr, path)
             return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
 
     def to_arrow(self, expr: ir.Expr) -> pa.Table:
-        with quiet():
+        with quiet(), self.guard():
             return expr.to_pyarrow()
 
     def scalar(self, expr: ir.Scalar) -> Any:
-        with quiet():
+        with quiet(), self.guard():
             value = expr.to_pyarrow()
         return value.as_py() if hasattr(value, "as_py") else value
 
@@ -135,6 +137,10 @@ class Engine:
     # -- engine specific ---------------------------------------------------------------
     _writes_dirs = False
 
+    def guard(self) -> AbstractContextManager[None]:
+        """Where the engine's own failures (out of memory, disk full) become a :class:`MineError`."""
+        return nullcontext()
+
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         raise NotImplementedError
 
@@ -142,21 +148,75 @@ class Engine:
         raise NotImplementedError
 
 
+MEMORY_SHARE = 0.5  # of the machine's RAM (or of the cgroup's limit), for DuckDB by default
+SPILL = "spill"  # DuckDB's temp directory, inside the engine's work folder
+
+
+def machine_memory() -> int:
+    """Bytes of RAM this process may use: psutil's total, or a smaller cgroup v2 limit (a container)."""
+    total = psutil.virtual_memory().total
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def default_memory_limit() -> str:
+    """``MEMORY_SHARE`` of :func:`machine_memory` as a DuckDB size (``'11.7GiB'`` on a 23.5 GiB machine):
+    the rest is left to the Python side, the OS page cache and whatever else runs on the machine."""
+    return f"{machine_memory() * MEMORY_SHARE / 2**30:.1f}GiB"
+
+
+def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, threads: int | None = None) -> str:
+    """Bound a DuckDB connection's memory and let it spill to ``work/spill``; returns the limit it got.
+
+    ``preserve_insertion_order = false`` lets joins and aggregations stream and spill without
+    keeping row order (every output of mining is sorted explicitly).
+    """
+    limit = memory_limit or default_memory_limit()
+    try:
+        con.execute(f"SET memory_limit = '{limit}'")
+    except duckdb.Error as err:
+        raise MineError(f"--memory-limit {limit!r} is not a size DuckDB understands (e.g. 8GiB, 500MB): {err}") from err
+    con.execute(f"SET temp_directory = '{Path(work) / SPILL}'")
+    con.execute("SET preserve_insertion_order = false")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return limit
+
+
+@contextmanager
+def explained(work: Path, limit: str) -> Iterator[None]:
+    """DuckDB running out of memory or spill space -> a :class:`MineError` saying which and what to do."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException as err:
+        free = shutil.disk_usage(work).free / 2**30 if Path(work).exists() else float("nan")
+        raise MineError(
+            f"DuckDB ran out of memory within --memory-limit {limit} and could not spill enough to {Path(work) / SPILL} "
+            f"({free:.1f} GiB free on that disk): give more memory (--memory-limit), fewer --threads, or an --out "
+            f"on a disk with more room. DuckDB said: {str(err).splitlines()[0]}") from err
+    except duckdb.IOException as err:
+        if "space" not in str(err).lower():
+            raise
+        raise MineError(f"the disk under {work} is full ({str(err).splitlines()[0]}): mining at scale needs room "
+                        "for the spilled joins and the pairs; choose an --out on a larger disk") from err
+
+
 class DuckDBEngine(Engine):
-    """DuckDB in-process: out-of-core (spills to the work folder), all cores by default."""
+    """DuckDB in-process: out-of-core within ``memory_limit`` (default :func:`default_memory_limit`), spilling
+    to the work folder; all cores by default."""
 
     name = "duckdb"
 
     def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None):
         super().__init__(store, work)
         self.con = ibis.duckdb.connect()
-        raw = self.con.con
-        raw.execute(f"SET temp_directory = '{self.work / 'spill'}'")
-        raw.execute("SET preserve_insertion_order = false")  # every output is explicitly sorted
-        if threads:
-            raw.execute(f"SET threads = {int(threads)}")
-        if memory_limit:
-            raw.execute(f"SET memory_limit = '{memory_limit}'")
+        self.memory_limit = configure_duckdb(self.con.con, self.work, memory_limit, threads)
+
+    def guard(self) -> AbstractContextManager[None]:
+        return explained(self.work, self.memory_limit)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         source = str(path / "*.parquet") if is_dir else str(path)
@@ -168,12 +228,13 @@ class DuckDBEngine(Engine):
     def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         # Ibis 12's to_pyarrow_batches calls fetch_record_batch, which DuckDB 2.0 removed
         self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
-        relation = self.con.con.sql(self.con.compile(expr))
-        reader = (relation.to_arrow_reader(50_000) if hasattr(relation, "to_arrow_reader")
-                  else relation.fetch_arrow_reader(50_000))  # DuckDB 1.x
-        for batch in reader:
-            if batch.num_rows:
-                yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
+        with self.guard():
+            relation = self.con.con.sql(self.con.compile(expr))
+            reader = (relation.to_arrow_reader(50_000) if hasattr(relation, "to_arrow_reader")
+                      else relation.fetch_arrow_reader(50_000))  # DuckDB 1.x
+            for batch in reader:
+                if batch.num_rows:
+                    yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
 
     def close(self) -> None:
         try:

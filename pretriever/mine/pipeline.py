@@ -57,6 +57,7 @@ class MineResult:
     manifest: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    memory_limit: str | None = None  # DuckDB's, as used (the default is computed on the machine)
 
     @property
     def total(self) -> int:
@@ -181,20 +182,23 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             if quota[name] == 0:
                 continue
             step(f"{name}: writing {quota[name]:,} pairs")
-            table = candidates[name]
-            chosen = table.order_by([table._h, table.key]).limit(quota[name])
-            chosen = engine.materialize(chosen, f"chosen-{name}")
+            chosen = candidates[name]
+            if quota[name] < result.methods[name].candidates:  # else all of them: `finish` sorts anyway
+                chosen = engine.materialize(chosen.order_by([chosen._h, chosen.key]).limit(quota[name]),
+                                            f"chosen-{name}")
             path = config.out / f"{name}.parquet"
             rows = write_pairs(engine, finish(ctx, name, chosen, negatives), path)
             result.methods[name].pairs = rows
             result.methods[name].file = path.name
         cm = ctx.__dict__.get("indegree_threshold")
+        result.memory_limit = getattr(engine, "memory_limit", None)
     finally:
         engine.close()
 
     step("statistics")
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
-                                 sample=config.stats_sample, tokenizer=config.tokenizer)
+                                 sample=config.stats_sample, tokenizer=config.tokenizer,
+                                 memory_limit=config.memory_limit, work=config.out / WORK)
     for name, r in result.methods.items():
         if r.report:
             result.stats["methods"].setdefault(name, {}).update(r.report)
@@ -213,6 +217,7 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
         "corpus": {"path": str(config.corpus), "input": store.manifest.get("input"),
                    "counts": {k: v for k, v in store.counts.items() if not isinstance(v, dict)}},
         "options": config.to_json(),
+        **({"duckdb_memory_limit": result.memory_limit} if result.memory_limit else {}),
         "total_pairs": result.total,
         "methods": {
             name: {"title": METHODS[name].title, "definition": METHODS[name].summary,
