@@ -69,6 +69,10 @@ class MineConfig:
               "Peak memory stays near this plus about 1 GiB; the spill needs free disk of a few times the "
               "pairs' size (bench/README.md).",
         default_help="half of this machine's RAM (psutil; a smaller container limit wins)")
+    max_spill: str | None = option(
+        None, "Most disk DuckDB may spill to under OUT/.work/spill, e.g. 200GB (0B: never spill; a run that needs "
+              "more than --memory-limit then stops with an out-of-memory error instead of filling the disk).",
+        default_help="DuckDB's: 90% of the free space on that disk")
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
     tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")

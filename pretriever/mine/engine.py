@@ -168,8 +168,10 @@ def default_memory_limit() -> str:
     return f"{machine_memory() * MEMORY_SHARE / 2**30:.1f}GiB"
 
 
-def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, threads: int | None = None) -> str:
-    """Bound a DuckDB connection's memory and let it spill to ``work/spill``; returns the limit it got.
+def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, threads: int | None = None,
+                     max_spill: str | None = None) -> str:
+    """Bound a DuckDB connection's memory and let it spill to ``work/spill`` (at most ``max_spill``); returns the
+    memory limit it got.
 
     ``preserve_insertion_order = false`` lets joins and aggregations stream and spill without
     keeping row order (every output of mining is sorted explicitly).
@@ -180,6 +182,11 @@ def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, thre
     except duckdb.Error as err:
         raise MineError(f"--memory-limit {limit!r} is not a size DuckDB understands (e.g. 8GiB, 500MB): {err}") from err
     con.execute(f"SET temp_directory = '{Path(work) / SPILL}'")
+    if max_spill:
+        try:
+            con.execute(f"SET max_temp_directory_size = '{max_spill}'")
+        except duckdb.Error as err:
+            raise MineError(f"--max-spill {max_spill!r} is not a size DuckDB understands (e.g. 200GB, 0B): {err}") from err
     con.execute("SET preserve_insertion_order = false")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
@@ -194,9 +201,10 @@ def explained(work: Path, limit: str) -> Iterator[None]:
     except duckdb.OutOfMemoryException as err:
         free = shutil.disk_usage(work).free / 2**30 if Path(work).exists() else float("nan")
         raise MineError(
-            f"DuckDB ran out of memory within --memory-limit {limit} and could not spill enough to {Path(work) / SPILL} "
-            f"({free:.1f} GiB free on that disk): give more memory (--memory-limit), fewer --threads, or an --out "
-            f"on a disk with more room. DuckDB said: {str(err).splitlines()[0]}") from err
+            f"DuckDB ran out of memory within --memory-limit {limit}: what it cannot spill did not fit, or the spill "
+            f"to {Path(work) / SPILL} hit --max-spill or the disk ({free:.1f} GiB free there). Give more memory "
+            f"(--memory-limit), fewer --threads, or an --out on a disk with more room. DuckDB said: "
+            f"{str(err).splitlines()[0]}") from err
     except duckdb.IOException as err:
         if "space" not in str(err).lower():
             raise
@@ -210,10 +218,11 @@ class DuckDBEngine(Engine):
 
     name = "duckdb"
 
-    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None):
+    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None,
+                 max_spill: str | None = None):
         super().__init__(store, work)
         self.con = ibis.duckdb.connect()
-        self.memory_limit = configure_duckdb(self.con.con, self.work, memory_limit, threads)
+        self.memory_limit = configure_duckdb(self.con.con, self.work, memory_limit, threads, max_spill)
 
     def guard(self) -> AbstractContextManager[None]:
         return explained(self.work, self.memory_limit)
@@ -315,9 +324,9 @@ def local_spark_session(threads: int | None = None, master: str | None = None):
 
 def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
                 memory_limit: str | None = None, spark_master: str | None = None,
-                spark_session: Any = None) -> Engine:
+                spark_session: Any = None, max_spill: str | None = None) -> Engine:
     if name == "duckdb":
-        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit)
+        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit, max_spill=max_spill)
     if name == "spark":
         return SparkEngine(store, work, threads=threads, master=spark_master, session=spark_session)
     raise ValueError(f"unknown engine {name!r}; choose duckdb or spark")

@@ -162,7 +162,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     prepare_out(config.out, config.overwrite, config.resume)
     engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
                          memory_limit=config.memory_limit, spark_master=config.spark_master,
-                         spark_session=spark_session)  # MineError when Spark is missing or cannot start
+                         spark_session=spark_session, max_spill=config.max_spill)  # MineError: no Spark, bad sizes
     result = MineResult(config)
     try:
         ctx = MineContext(engine, config)
@@ -198,7 +198,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     step("statistics")
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
                                  sample=config.stats_sample, tokenizer=config.tokenizer,
-                                 memory_limit=config.memory_limit, work=config.out / WORK)
+                                 memory_limit=config.memory_limit, work=config.out / WORK, max_spill=config.max_spill)
     for name, r in result.methods.items():
         if r.report:
             result.stats["methods"].setdefault(name, {}).update(r.report)

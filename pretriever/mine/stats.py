@@ -70,10 +70,12 @@ def mean_words(texts: list[str]) -> float:
 
 
 def compute_stats(out: Path, methods: list[str], sample: int = 20000, tokenizer: Path | None = None,
-                  memory_limit: str | None = None, work: Path | None = None) -> dict[str, Any]:
+                  memory_limit: str | None = None, work: Path | None = None,
+                  max_spill: str | None = None) -> dict[str, Any]:
     """Per method's pairs file: counts, mean lengths and the overlap histogram (see the module docstring).
 
-    ``memory_limit`` and ``work`` bound DuckDB's memory and say where it spills, as for mining.
+    ``memory_limit``, ``work`` and ``max_spill`` bound DuckDB's memory and say where (and how much) it spills,
+    as for mining.
     """
     try:
         tok = load_tokenizer(tokenizer) if sample else None
@@ -84,7 +86,7 @@ def compute_stats(out: Path, methods: list[str], sample: int = 20000, tokenizer:
                              "methods": {}}
     con = duckdb.connect()
     try:
-        configure_duckdb(con, work or out, memory_limit)
+        configure_duckdb(con, work or out, memory_limit, max_spill=max_spill)
         for method in methods:
             path = out / f"{method}.parquet"
             row = con.execute("""
