@@ -93,6 +93,7 @@ class Engine:
         self.work.mkdir(parents=True, exist_ok=True)
         self._tables: dict[str, ir.Table] = {}
         self._names = itertools.count()
+        self._written: dict[str, Path] = {}  # table name -> the Parquet that materialize() wrote
 
     # -- tables ------------------------------------------------------------------
     def table(self, name: str) -> ir.Table:
@@ -112,9 +113,18 @@ class Engine:
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"
+        table_name = f"t_{path.name.replace('-', '_')}"
         with quiet(), self.guard():
             self._write(expr, path)
-            return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
+            self._written[table_name] = path
+            return self._read(path, self._writes_dirs, table_name)
+
+    def release(self, table: ir.Table) -> None:
+        """Delete the Parquet behind a table from :meth:`materialize` once nothing will read it again: at
+        10^8 links a method's candidates are gigabytes that the spill of the next join can use."""
+        path = self._written.pop(table.get_name(), None)
+        if path is not None:
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
     def to_arrow(self, expr: ir.Expr) -> pa.Table:
         with quiet(), self.guard():

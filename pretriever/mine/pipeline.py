@@ -188,6 +188,8 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
                                             f"chosen-{name}")
             path = config.out / f"{name}.parquet"
             rows = write_pairs(engine, finish(ctx, name, chosen, negatives), path)
+            engine.release(chosen)
+            engine.release(candidates[name])
             result.methods[name].pairs = rows
             result.methods[name].file = path.name
         cm = ctx.__dict__.get("indegree_threshold")
