@@ -147,6 +147,22 @@ class MineContext:
             raise KeyError(f"not candidate columns: {sorted(unknown)}")
         return t.select(**out)
 
+    def with_passage_text(self, t: ir.Table, passage_id: str, name: str) -> ir.Table:
+        """``t`` plus column ``name``: the text of the positive passage whose id is in ``t[passage_id]``.
+
+        Strategies join texts after their joins and windows, which then carry ids only: at 10^8 links the
+        texts would be most of the bytes those joins hold in memory or spill to disk.
+        """
+        p = self.positives
+        texts = p.select(_t_pid=p.passage_id, **{name: p.text})
+        return t.join(texts, t[passage_id] == texts._t_pid).drop("_t_pid")
+
+    def with_sentence_text(self, t: ir.Table, doc_id: str, sentence_idx: str, name: str) -> ir.Table:
+        """``t`` plus column ``name``: the text of sentence ``t[sentence_idx]`` of document ``t[doc_id]``."""
+        s = self.sentences
+        texts = s.select(_t_doc=s.doc_id, _t_idx=s.sentence_idx, **{name: s.text})
+        return t.join(texts, (t[doc_id] == texts._t_doc) & (t[sentence_idx] == texts._t_idx)).drop("_t_doc", "_t_idx")
+
     @cached_property
     def link_counts(self) -> dict[str, int]:
         """Numbers used to explain empty results."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.engine import SEP, first_per_group, hkey
 from pretriever.mine.methods.base import Method, links_reason, register
 
 
@@ -29,10 +29,10 @@ class CoMention(Method):
         ind = ind.select(i_entity=ind.entity, i_deg=ind.indegree)
         links = ctx.elinks
         # p (in P) links back to Q
-        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
+        pos = ctx.positives.select(pp=ctx.positives.passage_id)
         dl = ctx.doc_links
         pq = dl.join(pos, dl.passage_id == pos.pp)
-        pq = pq.select(p_pid=pq.passage_id, p_doc=pq.doc_id, p_text=pq.p_text, q_doc=pq.target_doc_id,
+        pq = pq.select(p_pid=pq.passage_id, p_doc=pq.doc_id, q_doc=pq.target_doc_id,
                        q_title=pq.entity, pq_link=pq.link_idx, pq_anchor=pq.anchor,
                        pq_astart=pq.passage_start, pq_aend=pq.passage_end)
         # p links to a not-too-common entity E
@@ -42,14 +42,16 @@ class CoMention(Method):
                        pe_aend=pe.passage_end)
         j = pq.join(pe, pq.p_pid == pe.pe_pid)
         j = j.filter(j.e != j.q_title)
+        j = j.mutate(_qe=j.q_doc + SEP + j.e)  # one key, so q's side joins (Q, E) pairs, not all links of Q
         # q (in Q) links to E from a sentence usable as a query
         qs = links.filter(links.s_ok)
-        qe = qs.select(q_pid=qs.passage_id, qe_doc=qs.doc_id, qe_entity=qs.entity, q_link=qs.link_idx,
-                       q_sidx=qs.sentence_idx, q_text=qs.s_text, q_anchor=qs.anchor,
+        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.entity, q_link=qs.link_idx,
+                       q_sidx=qs.sentence_idx, q_anchor=qs.anchor,
                        q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start))
-        j = j.join(qe, (qe.qe_doc == j.q_doc) & (qe.qe_entity == j.e))
+        j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe")
         j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "pq_link", "pe_link"])
+        j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
             query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
