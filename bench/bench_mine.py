@@ -1,6 +1,6 @@
 """Benchmark of ``pretriever mine`` (dl,cm, random negatives) on synthetic stores of 10^5..10^8 links.
 
-    python bench/bench_mine.py [--sizes 1e5,1e6,1e7] [--spark-size 1e7] [--memory-limit 8GiB]
+    python bench/bench_mine.py [--sizes 1e5,1e6,1e7] [--spark-size 1e7] [--memory-limit 8GiB] [--max-spill 30GB]
                                [--workdir DIR] [--keep-stores] [--merge] [--json bench/out/mine.json]
 
 For each size a store is generated (``synthetic_corpus.py``, not timed with mining), then
@@ -46,7 +46,8 @@ import sys
 from pretriever.mine.config import MineConfig
 from pretriever.mine.pipeline import mine
 r = mine(MineConfig(corpus=sys.argv[1], out=sys.argv[2], methods="dl,cm", negatives="random",
-                    engine=sys.argv[3], overwrite=True, memory_limit=sys.argv[4] or None))
+                    engine=sys.argv[3], overwrite=True, memory_limit=sys.argv[4] or None,
+                    max_spill=sys.argv[5] or None))
 """
 
 
@@ -78,8 +79,8 @@ class DiskPeak(threading.Thread):
         return max(self.peak, folder_bytes(self.path))
 
 
-def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "") -> dict:
-    cmd = [sys.executable, "-c", MINE_SNIPPET, str(store), str(out), engine, memory_limit]
+def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "", max_spill: str = "") -> dict:
+    cmd = [sys.executable, "-c", MINE_SNIPPET, str(store), str(out), engine, memory_limit, max_spill]
     disk = DiskPeak(out)
     disk.start()
     started = time.perf_counter()
@@ -88,14 +89,15 @@ def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "") -> dic
         stdout, stderr = proc.communicate()
     seconds = time.perf_counter() - started
     peak_disk = disk.stop()
-    if proc.returncode != 0:
-        raise RuntimeError(f"mine failed ({engine}):\n{stderr[-3000:]}")
+    measured = {"engine": engine, "seconds": round(seconds, 2), "peak_rss_sum_mib": round(peak_sum / 2**20, 1),
+                "peak_rss_largest_mib": round(peak_one / 2**20, 1), "peak_disk_gib": round(peak_disk / 2**30, 2)}
+    if proc.returncode != 0:  # kept: how far it got and why it stopped is the result
+        return {**measured, "error": stderr.strip().splitlines()[-1][:2000] if stderr.strip() else f"exit {proc.returncode}"}
     manifest = json.loads((out / "pairs.json").read_text())
     methods = {m: {"candidates": v["candidates"], "pairs": v["pairs"]} for m, v in manifest["methods"].items()}
-    return {"engine": engine, "seconds": round(seconds, 2), "mine_seconds": manifest["seconds"],
-            "peak_rss_sum_mib": round(peak_sum / 2**20, 1), "peak_rss_largest_mib": round(peak_one / 2**20, 1),
+    return {**measured, "mine_seconds": manifest["seconds"],
             "memory_limit": manifest.get("duckdb_memory_limit") if engine == "duckdb" else None,
-            "peak_disk_gib": round(peak_disk / 2**30, 2), "pairs_gib": round(folder_bytes(out) / 2**30, 2),
+            "pairs_gib": round(folder_bytes(out) / 2**30, 2),
             "methods": methods, "cm_indegree_threshold": manifest.get("cm_indegree_threshold")}
 
 
@@ -119,6 +121,7 @@ def main() -> None:
     ap.add_argument("--keep-stores", action="store_true", help="keep the generated stores in --workdir and reuse them")
     ap.add_argument("--memory-limit", default="", help="DuckDB memory limit, e.g. 8GiB (default: pretriever's, "
                                                         "half of the RAM)")
+    ap.add_argument("--max-spill", default="", help="most disk DuckDB may spill to, e.g. 30GB (default: DuckDB's)")
     ap.add_argument("--merge", action="store_true", help="keep other sizes already in --json")
     ap.add_argument("--json", type=Path, default=REPO / "bench" / "out" / "mine.json")
     args = ap.parse_args()
@@ -134,26 +137,27 @@ def main() -> None:
     runs, spark = [], None
     if args.merge and args.json.exists():  # keep the sizes measured by an earlier invocation
         old = json.loads(args.json.read_text())
-        runs = [r for r in old.get("runs", []) if r["links"] not in sizes]
+        runs = [r for r in old.get("runs", []) + old.get("failed", []) if r["links"] not in sizes]
         spark = old.get("spark") if spark_size not in sizes else None
     for n in sizes:
         store, m, gen_s = store_for(work, n, args.keep_stores)
         console.print(f"[dim]{n:,} links: store generated in {gen_s:.1f}s, mining...[/dim]")
         load = os.getloadavg()[0]
-        r = run_mine(store, work / f"pairs-{n}", "duckdb", args.memory_limit)
+        r = run_mine(store, work / f"pairs-{n}", "duckdb", args.memory_limit, args.max_spill)
         r.update(links=n, passages=m["counts"]["passages"], documents=m["counts"]["documents"],
                  generate_seconds=round(gen_s, 2), store_gib=round(folder_bytes(store) / 2**30, 2),
                  load_1m_before=load, load_1m_after=os.getloadavg()[0],
                  date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        r.setdefault("memory_limit", args.memory_limit or "pretriever's default")
         runs.append(r)
         console.print(f"[dim]  {r['seconds']}s, peak {r['peak_rss_sum_mib']} MiB, disk {r['peak_disk_gib']} GiB, "
-                      f"{r['methods']}[/dim]")
+                      f"{r.get('methods') or r.get('error')}[/dim]")
         shutil.rmtree(work / f"pairs-{n}", ignore_errors=True)
-        if spark_size == n:
+        if spark_size == n and "error" not in r:
             load = os.getloadavg()[0]
             spark = run_mine(store, work / f"pairs-{n}-spark", "spark")
             spark.update(links=n, ratio_spark_over_duckdb=round(spark["seconds"] / r["seconds"], 2),
-                         duckdb_seconds=r["seconds"], same_pair_counts=spark["methods"] == r["methods"],
+                         duckdb_seconds=r["seconds"], same_pair_counts=spark.get("methods") == r["methods"],
                          load_1m_before=load, load_1m_after=os.getloadavg()[0])
             console.print(f"[dim]  spark {spark['seconds']}s, same pair counts: {spark['same_pair_counts']}[/dim]")
             shutil.rmtree(work / f"pairs-{n}-spark", ignore_errors=True)
@@ -164,8 +168,9 @@ def main() -> None:
     report(console, *save(args.json, info, runs, spark))
 
 
-def save(path: Path, info: dict, runs: list[dict], spark: dict | None) -> tuple:
-    runs = sorted(runs, key=lambda r: r["links"])
+def save(path: Path, info: dict, runs_in: list[dict], spark: dict | None) -> tuple:
+    runs = sorted((r for r in runs_in if "error" not in r), key=lambda r: r["links"])
+    failed = [r for r in runs_in if "error" in r]
     for r in runs:
         r.pop("exponent", None)
     for prev, cur in zip(runs, runs[1:]):
@@ -181,15 +186,17 @@ def save(path: Path, info: dict, runs: list[dict], spark: dict | None) -> tuple:
     if base and runs[-1]["links"] > base["links"]:
         projection["exponent_from_1e6"] = exponent(base, runs[-1])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": info, "runs": runs, "spark": spark, "projection": projection}, indent=1))
-    return path, runs, spark, projection
+    path.write_text(json.dumps({"machine": info, "runs": runs, "failed": failed, "spark": spark,
+                                "projection": projection}, indent=1))
+    return path, runs, spark, projection, failed
 
 
 def exponent(small: dict, large: dict) -> float:
     return round(math.log(large["seconds"] / small["seconds"]) / math.log(large["links"] / small["links"]), 3)
 
 
-def report(console: Console, path: Path, runs: list[dict], spark: dict | None, projection: dict | None) -> None:
+def report(console: Console, path: Path, runs: list[dict], spark: dict | None, projection: dict | None,
+           failed: list[dict]) -> None:
     table = Table(title="pretriever mine (dl,cm + random negatives, DuckDB)")
     for col in ("links", "passages", "memory limit", "seconds", "peak RSS MiB (tree)", "peak disk GiB", "dl pairs",
                 "cm pairs", "exponent"):
@@ -200,6 +207,10 @@ def report(console: Console, path: Path, runs: list[dict], spark: dict | None, p
                       f"{r['methods']['dl']['pairs']:,}", f"{r['methods']['cm']['pairs']:,}",
                       str(r.get("exponent", "")))
     console.print(table)
+    for r in failed:
+        console.print(f"[red]{r['links']:,} links did not finish[/red] (memory limit {r.get('memory_limit')}): stopped "
+                      f"after {r['seconds']:.0f} s, peak RSS {r['peak_rss_sum_mib']:,.0f} MiB, peak disk "
+                      f"{r['peak_disk_gib']} GiB: {r['error']}")
     if spark:
         console.print(f"Spark local on {spark['links']:,} links: {spark['seconds']}s "
                       f"(Spark/DuckDB = {spark['ratio_spark_over_duckdb']}), peak {spark['peak_rss_sum_mib']} MiB, "
