@@ -190,7 +190,8 @@ def generate(out: Path, links: int, seed: int = 0, part_links: int = 1_000_000, 
         write_table(pa.table({
             "doc_id": s_doc_ids, "sentence_idx": s_idx.astype(np.int32), "passage_id": pid.take(pa.array(s_pass)),
             "section_idx": sec[s_pass], "start": s_start.astype(np.int32),
-            "end": (s_start + s_len).astype(np.int32), "text": s_text}, schema=STORE_TABLES["sentences"][0]),
+            "end": (s_start + s_len).astype(np.int32), "text": s_text, "has_hole": np.zeros(ns, dtype=bool),
+            "is_list_item": np.zeros(ns, dtype=bool)}, schema=STORE_TABLES["sentences"][0]),
             out / "sentences" / fname)
         first_of_sec = np.flatnonzero((ppos == 0) | ((ppos >= 1) & ((ppos - 1) % 2 == 0)))
         write_table(pa.table({

@@ -15,6 +15,7 @@ ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p00
 BGWIKI = SHARED_DATA / "wiki" / "bgwiki-latest-pages-articles-shortened.xml.bz2"
 TABLE_WIKI = SHARED_DATA / "wiki" / "enwiki-table-markup.xml.bz2"
 SCIFACT = SHARED_DATA / "beir" / "scifact"
+COWIKI = Path(__file__).resolve().parent / "data" / "cowiki.xml"  # hand-written: co-mentions of articles
 
 
 def shared(path: Path) -> Path:
@@ -34,6 +35,13 @@ def build(input: Path, out: Path, **options) -> CorpusStore:
 def enwiki_store(tmp_path_factory) -> CorpusStore:
     """The real shortened enwiki dump, built once with the default options and 2 workers."""
     return build(shared(ENWIKI), tmp_path_factory.mktemp("enwiki") / "store", workers=2)
+
+
+@pytest.fixture(scope="session")
+def cowiki_store(tmp_path_factory) -> CorpusStore:
+    """A hand-written 12-page wiki (tests/data/cowiki.xml) whose articles co-mention each other: the enwiki
+    sample links mostly outside itself and has no co-mention pair whose entity is one of its articles."""
+    return build(COWIKI, tmp_path_factory.mktemp("cowiki") / "store", workers=1)
 
 
 @pytest.fixture(scope="session")

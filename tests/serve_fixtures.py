@@ -1,5 +1,6 @@
 """Shared by the serve tests: a 300-document SciFact store with a dense + BM25 index, pairs mined from
-the enwiki sample, and one opened engine (built once per session; the model is loaded once)."""
+the hand-written co-mention wiki (the enwiki sample has no co-mention pair), and one opened engine (built
+once per session; the model is loaded once)."""
 
 from __future__ import annotations
 
@@ -46,14 +47,14 @@ def scifact_subset(out: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory, enwiki_store) -> Served:
+def served(tmp_path_factory, cowiki_store) -> Served:
     root = tmp_path_factory.mktemp("serve")
     beir = scifact_subset(root / "scifact300")
     store = build(beir / "corpus.jsonl", root / "store", workers=1)  # no worker processes forked from a
     # test process that already runs torch and browser threads
     build_index(IndexConfig(corpus=store.path, out=root / "index"))
     BM25Index.build(store).save(root / "index" / "bm25")
-    run(enwiki_store, root / "pairs", methods="dl,cm,ict", cm_indegree_percentile=99.0, negatives="overlap", seed=0)
+    run(cowiki_store, root / "pairs", methods="dl,cm,ict", negatives="overlap", seed=0)
     cfg = ServeConfig(index=root / "index", batch_wait_ms=20.0)
     engine = Engine.open(cfg)
     yield Served(root / "index", root / "pairs", beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)

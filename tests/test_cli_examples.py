@@ -13,6 +13,7 @@ tunnels, so they run their whole course (politeness, retries, the table) offline
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import traceback
@@ -31,7 +32,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DUMP = SHARED / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 SCIFACT = SHARED / "beir" / "scifact"
 QA = SHARED / "qa"
-_EXAMPLE = re.compile(r"^(?:Examples?:)?\s*(pretriever\s.*?)(?:\s{3,}\(.*\))?\s*$")
+_EXAMPLE = re.compile(r"^(?:Examples?:)?\s*((?:[A-Z_][A-Z0-9_]*=\S+\s+)*pretriever\s.*?)(?:\s{3,}\(.*\))?\s*$")
 
 
 def _commands(command, path=()):
@@ -108,7 +109,8 @@ def _probe_instead_of_serving(served: list[dict]):
     """A stand-in for ``uvicorn.run``: the app the example built answers /health and a search, then returns."""
 
     def run(app, **_):
-        with TestClient(app) as client:
+        key = os.environ.get("PRETRIEVER_API_KEY")  # an example that binds off loopback sets one
+        with TestClient(app, headers={"X-API-Key": key} if key else {}) as client:
             health = client.get("/health")
             assert health.status_code == 200, health.text
             search = client.get("/search", params={"q": "cancer prognosis", "k": 3})
@@ -128,11 +130,13 @@ def test_every_help_example_runs_as_written(workspace, monkeypatch):
     with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
         env = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}
         for path, example in help_examples():
-            args = shlex.split(example)[1:]
-            result = runner.invoke(app, args, env=env)
+            words = shlex.split(example)
+            at = words.index("pretriever")
+            given = dict(word.split("=", 1) for word in words[:at])  # VAR=value before the command
+            result = runner.invoke(app, words[at + 1:], env={**env, **given})
             trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
             assert result.exit_code == 0, (f"`{example}` (from `pretriever {path} --help`) failed:\n"
                                            f"{result.output[-3000:]}\n{trace[-3000:]}")
             ran.append(example)
-    assert len(ran) >= 20
+    assert len(ran) >= 20 and any(example.startswith("PRETRIEVER_API_KEY=") for example in ran)
     assert served and all(len(answer["hits"]) == 3 for answer in served)  # the serve examples built a working app

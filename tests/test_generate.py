@@ -185,3 +185,50 @@ def test_train_mixes_qc_and_cc(store, whole, tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "m" / "train.json").read_text())
     assert report["data"]["per_method"] == {"qc": 8, "cc": 8}
+
+
+def test_pack_sentences_is_greedy_and_keeps_a_long_sentence_alone():
+    from pretriever.mine.methods.cc import pack_sentences
+
+    rows = [("d1", 0, "a b", 3), ("d1", 1, "c", 2), ("d1", 2, "d e f", 6), ("d1", 3, "g", 1), ("d1", 4, "h", 4),
+            ("d2", 0, "x", 1), ("d2", 2, "y", 1)]
+    got = [(p["passage_id"], p["text"], p["n_tokens"], p["n_sentences"]) for p in pack_sentences(rows, 5)]
+    assert got == [("d1-s0", "a b c", 5, 2), ("d1-s2", "d e f", 6, 1), ("d1-s3", "g h", 5, 2), ("d2-s0", "x y", 2, 2)]
+
+
+def test_mine_cc_with_sentence_passages(store, tmp_path):
+    """--cc-max-tokens: each document's sentences packed in order, greedily, up to N WordPiece tokens of
+    all-MiniLM-L6-v2 (a longer sentence alone), and two passages of a document paired."""
+    from pretriever.mine.stats import load_tokenizer
+
+    n = 48
+    result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="cc", cc_max_tokens=n,
+                             negatives="none", stats_sample=10))
+    cc = pq.read_table(tmp_path / "pairs" / "cc.parquet").to_pylist()
+    sentences: dict[str, list[str]] = {}
+    for doc_id, text in store.connect().sql("SELECT doc_id, text FROM sentences ORDER BY doc_id, sentence_idx").fetchall():
+        sentences.setdefault(doc_id, []).append(text)
+    tok = load_tokenizer()
+    size = {s: len(tok.encode(s, add_special_tokens=False).ids) for ss in sentences.values() for s in ss}
+    passages = {}
+    for r in cc:
+        assert r["query_doc_id"] == r["positive_doc_id"] and r["query_passage_id"] != r["positive_passage_id"]
+        passages[r["query_passage_id"]] = r["query"]
+        passages[r["positive_passage_id"]] = r["positive_text"]
+    for pid, text in passages.items():
+        doc, first = pid.rsplit("-s", 1)
+        doc_sentences = sentences[doc]
+        first = int(first)
+        k = next(k for k in range(1, len(doc_sentences) - first + 1)
+                 if " ".join(doc_sentences[first:first + k]) == text)  # whole consecutive sentences
+        tokens = sum(size[s] for s in doc_sentences[first:first + k])
+        assert tokens <= n or k == 1  # within N, or one sentence longer than N on its own
+        if first + k < len(doc_sentences):  # greedy: the next sentence would not have fitted
+            assert tokens + size[doc_sentences[first + k]] > n
+    report = result.methods["cc"].report["sentence_passages"]
+    assert report["sentences"] == sum(len(v) for v in sentences.values())
+    assert report["sentences_over_max_tokens"] == sum(v > n for v in size.values()) > 0
+    assert report["max_tokens"] == n and report["passages"] >= len(passages)
+    assert result.methods["cc"].pairs == len(cc) == len(passages)  # each passage a query once, a positive once
+    with pytest.raises(ValueError, match="cc_max_tokens"):
+        MineConfig(corpus=store.path, out=tmp_path / "x", methods="cc", cc_max_tokens=0)

@@ -1,4 +1,5 @@
-"""Mining on the real enwiki sample: every pair re-checked against the store in plain Python."""
+"""Mining on the real enwiki sample (and, for co-mention, a hand-written wiki whose articles co-mention
+each other): every pair re-checked against the store in plain Python."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-from mine_fixtures import ALL, mined_all, pairs_of, percentile_threshold, py_store, run  # noqa: F401
+from conftest import ENWIKI, build, shared
+from mine_fixtures import (ALL, co_mentions, co_store, crossing_passage_size, load_store, mined_all,  # noqa: F401
+                           mined_co, pairs_of, percentile_threshold, py_store, read, run)
 from pretriever.mine.pipeline import allocate
 from pretriever.mine.schema import PAIRS
+
+MINED = ("dl", "ict", "wlp", "bfs")  # the methods of ALL that find pairs on the sample (cm finds none)
 
 
 def sentence_of(store, row):
@@ -47,6 +52,16 @@ def check_positive_anchor(row, text_field="positive_text"):
     assert text[row["positive_anchor_start"]:row["positive_anchor_end"]] == row["positive_anchor"]
 
 
+def held_link(store, row, prefix, target_ok):
+    """The link of the positive passage that ``prefix``_anchor names (by its offsets in the passage); it lies
+    wholly inside the passage (a crossing anchor is no evidence) and its target satisfies ``target_ok``."""
+    start, end = row[f"{prefix}_anchor_start"], row[f"{prefix}_anchor_end"]
+    [link] = [l for l in store.links_by_passage[row["positive_passage_id"]]
+              if (l["passage_start"], l["passage_end"]) == (start, end) and target_ok(l)]
+    assert store.inside(link), f"{row['pair_id']}: {prefix} anchor {link['anchor']!r} crosses the passage boundary"
+    return link
+
+
 # --- DL --------------------------------------------------------------------------------
 
 def test_dl_pairs_satisfy_dual_link(mined_all, py_store):
@@ -58,11 +73,12 @@ def test_dl_pairs_satisfy_dual_link(mined_all, py_store):
         assert Q != P
         assert py_store.passages[q]["doc_id"] == Q and py_store.passages[p]["doc_id"] == P
         assert P in py_store.M_docs(q), f"{row['pair_id']}: q does not link to P"  # t_P in M(q)
-        assert Q in py_store.M_docs(p), f"{row['pair_id']}: p does not link to Q"  # t_Q in M(p)
+        assert Q in py_store.M_docs(p, inside=True), f"{row['pair_id']}: p does not link to Q"  # t_Q in M(p)
         check_query_is_sentence(py_store, row)
         check_anchor_in_query(py_store, row, lambda l: l["target_doc_id"] == P)
         check_positive_is_passage(py_store, row)
         check_positive_anchor(row)
+        held_link(py_store, row, "positive", lambda l: l["target_doc_id"] == Q)
         assert row["query_title"] == py_store.docs[Q]["title"]
         assert row["positive_title"] == py_store.docs[P]["title"]
 
@@ -74,7 +90,7 @@ def test_dl_gives_both_directions(mined_all):
     assert len(both) >= 10  # e.g. Ayn Rand <-> Aristotle, Apollo 8 <-> Apollo 11
 
 
-def test_dl_known_pair_by_content(mined_all):
+def test_dl_known_pair_by_content(mined_all, py_store):
     """Ayn Rand's "Early life" says she read Aristotle (a link), and Aristotle's
     "Post-Enlightenment thinkers" section links to Ayn Rand: a dual-link pair."""
     out, _ = mined_all
@@ -86,52 +102,164 @@ def test_dl_known_pair_by_content(mined_all):
     assert row["query_anchor"] == "Aristotle"
     assert row["positive_anchor"] == "Ayn Rand"
     assert 'Ayn Rand accredited Aristotle as "the greatest philosopher in history"' in row["positive_text"]
-    assert not row["positive_text"].startswith("Aristotle")  # no title prepended
+    # no title prepended: the passage happens to start with the word ("... Aristotle. However debatable")
+    assert row["positive_text"].startswith("Aristotle. However debatable this is, Aristotle rigid")
+    assert row["positive_text"] == py_store.passages[row["positive_passage_id"]]["text"]
     back = [r for r in pairs_of(out, "dl") if r["query_title"] == "Aristotle" and r["positive_title"] == "Ayn Rand"]
     assert back and back[0]["query_anchor"] == "Ayn Rand" and back[0]["positive_anchor"] == "Aristotle"
 
 
 # --- CM --------------------------------------------------------------------------------
+# The enwiki sample's 105 articles link mostly outside the sample: no article of it is co-mentioned,
+# so CM is checked on the hand-written wiki (tests/data/cowiki.xml), and on the sample for what it lacks.
 
-def test_cm_pairs_satisfy_co_mention(mined_all, py_store):
-    out, result = mined_all
+def check_co_mention(store, row, k):
+    Q, P, q, p, E, E_doc = (row["query_doc_id"], row["positive_doc_id"], row["query_passage_id"],
+                            row["positive_passage_id"], row["entity"], row["entity_doc_id"])
+    assert Q != P
+    assert store.is_article(E_doc) and store.docs[E_doc]["title"] == E, f"{row['pair_id']}: E={E!r} is no article"
+    assert E not in (store.docs[Q]["title"], store.docs[P]["title"])
+    assert E in store.M(q), f"{row['pair_id']}: q does not link to E={E!r}"
+    assert E in store.M(p, inside=True), f"{row['pair_id']}: p does not link to E={E!r}"
+    assert Q in store.M_docs(p, inside=True), f"{row['pair_id']}: p does not link to Q"
+    assert store.indegree[E_doc] < k and row["entity_indegree"] == store.indegree[E_doc]
+    check_query_is_sentence(store, row)
+    check_anchor_in_query(store, row, lambda l: l["target_title"] == E)
+    check_positive_is_passage(store, row)
+    check_positive_anchor(row)
+    held_link(store, row, "positive", lambda l: l["target_doc_id"] == Q)
+    held_link(store, row, "entity", lambda l: l["target_doc_id"] == E_doc)
+    text = row["positive_text"]
+    assert text[row["entity_anchor_start"]:row["entity_anchor_end"]] == row["entity_anchor"]
+
+
+def test_cm_pairs_satisfy_co_mention(mined_co, co_store):
+    out, result = mined_co
     rows = pairs_of(out, "cm")
-    assert len(rows) >= 10
+    assert len(rows) == 22
     k = result.manifest["cm_indegree_threshold"]["k"]
-    assert k == percentile_threshold(py_store.indegree, 99.0)
+    assert k == percentile_threshold(co_store.indegree, 90.0) == 6  # Sun (6 linking documents) is the top 10%
     for row in rows:
-        Q, P, q, p, E = (row["query_doc_id"], row["positive_doc_id"], row["query_passage_id"],
-                         row["positive_passage_id"], row["entity"])
-        assert Q != P
-        assert E not in (py_store.docs[Q]["title"], py_store.docs[P]["title"])
-        assert E in py_store.M(q), f"{row['pair_id']}: q does not link to E={E!r}"
-        assert E in py_store.M(p), f"{row['pair_id']}: p does not link to E={E!r}"
-        assert Q in py_store.M_docs(p), f"{row['pair_id']}: p does not link to Q"
-        assert py_store.indegree[E] < k and row["entity_indegree"] == py_store.indegree[E]
-        check_query_is_sentence(py_store, row)
-        check_anchor_in_query(py_store, row, lambda l: l["target_title"] == E)
-        check_positive_is_passage(py_store, row)
-        check_positive_anchor(row)
-        text = row["positive_text"]
-        assert text[row["entity_anchor_start"]:row["entity_anchor_end"]] == row["entity_anchor"]
+        check_co_mention(co_store, row, k)
+    allowed = co_mentions(co_store, lambda l: co_store.is_article(l["target_doc_id"])
+                          and co_store.indegree[l["target_doc_id"]] < k)
+    assert {(r["query_passage_id"], r["positive_passage_id"], r["entity"]) for r in rows} <= allowed
+    # 49 co-mentions give 40 passage pairs (q, p); each of the 11 one-passage documents gives queries to at
+    # most 2 of them (max_per_query_passage): 22 pairs
+    assert len(allowed) == 49 and len({(q, p) for q, p, _ in allowed}) == 40
+    assert Counter(r["query_passage_id"] for r in rows) == Counter({q: 2 for q, _, _ in allowed})
 
 
-def test_cm_default_threshold_explains_zero_pairs(enwiki_store, tmp_path):
-    """Paper default (top 10% excluded): on 105 articles ~91% of link targets are linked once,
-    so K=2 and no entity can be co-mentioned; mining says so instead of failing silently."""
-    result = run(enwiki_store, tmp_path / "p", methods="dl,cm")
-    assert result.methods["cm"].pairs == 0
-    assert "K=2" in result.methods["cm"].reason and "--cm-indegree-percentile" in result.methods["cm"].reason
-    assert result.methods["dl"].pairs > 0
-    manifest = json.loads((tmp_path / "p" / "pairs.json").read_text())
-    assert "K=2" in manifest["methods"]["cm"]["why_no_pairs"]
+def test_cm_known_pair_by_content(mined_co):
+    """Galileo "greatly improved the telescope"; Jupiter's passage says its moons were seen by Galileo
+    Galilei "through an early telescope": E = Telescope, linked from both, and p links back to Galileo."""
+    out, _ = mined_co
+    [row] = [r for r in pairs_of(out, "cm") if r["query_title"] == "Galileo Galilei" and r["positive_title"] == "Jupiter"]
+    assert row["query"] == "He greatly improved the telescope in 1609 and turned it to the night sky."
+    assert (row["entity"], row["query_anchor"], row["entity_anchor"]) == ("Telescope", "telescope", "telescope")
+    assert row["positive_anchor"] == "Galileo Galilei" and row["entity_indegree"] == 4
 
 
-def test_cm_absolute_threshold(enwiki_store, tmp_path, py_store):
-    result = run(enwiki_store, tmp_path / "p", methods="cm", cm_indegree_threshold=3, negatives="none")
+def test_cm_entity_is_never_a_red_link_or_a_disambiguation_page(mined_co, co_store, cowiki_store, tmp_path):
+    """Phobos and Deimos both link to Mars, to the red link [[Asaph Hall]] and to the disambiguation page
+    [[Greek mythology (disambiguation)]]: only Mars (an article) can be their co-mentioned entity."""
+    red, dab = "Asaph Hall", "Greek mythology (disambiguation)"
+    every_target = co_mentions(co_store, lambda l: True)  # the old rule: E any link target
+    assert {e for _, _, e in every_target} >= {red, dab}
+    dab_doc = next(d for d in co_store.docs.values() if d["title"] == dab)
+    assert dab_doc["is_disambiguation"] and not any(d["title"] == red for d in co_store.docs.values())
+    out, _ = mined_co
+    entities = {r["entity"] for r in pairs_of(out, "cm")}
+    assert entities.isdisjoint({red, dab}) and "Mars" in entities
+    # with disambiguation pages kept as documents, links to one get a target_doc_id: still no entity
+    result = run(cowiki_store, tmp_path / "dab", methods="cm", skip_disambiguation=False, negatives="none")
+    rows = pairs_of(tmp_path / "dab", "cm")
+    assert rows and all(co_store.is_article(r["entity_doc_id"]) for r in rows) and dab not in {r["entity"] for r in rows}
+    assert result.manifest["cm_indegree_threshold"]["entities"] == 11  # articles; the disambiguation page is none
+
+
+def test_cm_hub_entity_excluded_by_default_allowed_at_100(mined_co, cowiki_store, co_store, tmp_path):
+    out, _ = mined_co
+    assert "Sun" not in {r["entity"] for r in pairs_of(out, "cm")}
+    result = run(cowiki_store, tmp_path / "all", methods="cm", cm_indegree_percentile=100.0, negatives="none")
+    rows = pairs_of(tmp_path / "all", "cm")
+    assert result.manifest["cm_indegree_threshold"] == {"k": 7, "rule": "top 0% of in-degree", "entities": 11,
+                                                        "excluded": 0}
+    assert [r["entity_indegree"] for r in rows if r["entity"] == "Sun"] == [6, 6, 6]
+    for row in rows:
+        check_co_mention(co_store, row, 7)
+
+
+def test_cm_absolute_threshold(cowiki_store, tmp_path, co_store):
+    result = run(cowiki_store, tmp_path / "p", methods="cm", cm_indegree_threshold=3, negatives="none")
     rows = pairs_of(tmp_path / "p", "cm")
     assert result.manifest["cm_indegree_threshold"]["k"] == 3
-    assert rows and all(py_store.indegree[r["entity"]] == 2 for r in rows)
+    assert len(rows) == 5 and all(co_store.indegree[r["entity_doc_id"]] == 2 for r in rows)
+    assert {r["entity"] for r in rows} == {"Phobos (moon)", "Deimos (moon)", "Jupiter"}
+
+
+def test_cm_k_is_ranked_among_articles(enwiki_store, py_store, tmp_path):
+    """The paper's top 10% "among the Wikipedia entities": the sample's 96 articles (8 of its 104 documents
+    are disambiguation pages), those no document links to included, not its 13,939 link targets."""
+    result = run(enwiki_store, tmp_path / "p", methods="cm", negatives="none")
+    t = result.manifest["cm_indegree_threshold"]
+    assert t["entities"] == len(py_store.indegree) == 96
+    assert t["k"] == percentile_threshold(py_store.indegree, 90.0) == 3  # Aristotle 7, Angola 5, six at 3
+    assert t["excluded"] == sum(v >= 3 for v in py_store.indegree.values()) == 8
+    # over every link target K would be 2: 91% of them are linked from one document
+    assert len(py_store.target_indegree) == 13939 and percentile_threshold(py_store.target_indegree, 90.0) == 2
+
+
+def test_cm_sample_has_no_article_to_co_mention(enwiki_store, py_store, tmp_path):
+    """On the sample every co-mention is of a link target outside the store (157 (q, p, E) triples, e.g.
+    E = "Politics (Aristotle)", a red link here), none of an article: no CM pair even with nothing excluded,
+    and the command says why."""
+    every_target = co_mentions(py_store, lambda l: True)
+    assert len(every_target) == 157 and "Politics (Aristotle)" in {e for _, _, e in every_target}
+    assert not co_mentions(py_store, lambda l: py_store.is_article(l["target_doc_id"]))
+    result = run(enwiki_store, tmp_path / "p", methods="dl,cm", cm_indegree_percentile=100.0)
+    assert result.methods["cm"].pairs == 0 and result.methods["dl"].pairs > 0
+    reason = result.methods["cm"].reason
+    assert "article of the store" in reason and "links point to a document of the store" in reason
+    manifest = json.loads((tmp_path / "p" / "pairs.json").read_text())
+    assert manifest["methods"]["cm"]["why_no_pairs"] == reason
+
+
+def test_cm_threshold_of_two_explains_zero_pairs(cowiki_store, tmp_path):
+    """K=2 lets through only entities linked from one document, never a co-mentioned one: mining says so."""
+    result = run(cowiki_store, tmp_path / "p", methods="cm", cm_indegree_threshold=2)
+    assert result.methods["cm"].pairs == 0
+    assert "K=2" in result.methods["cm"].reason and "--cm-indegree-percentile" in result.methods["cm"].reason
+
+
+# --- anchors crossing a passage boundary ------------------------------------------------------
+
+@pytest.mark.slow
+def test_an_anchor_crossing_a_passage_boundary_is_no_evidence(py_store, tmp_path):
+    """Cut the real sample into short passages until a link between two articles crosses a boundary (20
+    words: Alkali metal's "atomic number", its only link to Atomic number, and Alabama's "American
+    Revolutionary War", whose passage ends "... victory in the American Revolutionary"). The first would make
+    its passage a WLP positive for Atomic number's lead sentences; cut in two, it is the evidence of no pair."""
+    words, crossing = crossing_passage_size(py_store)
+    assert (words, crossing) == (20, [("303", "American Revolutionary War"), ("666", "Atomic number")]), \
+        "the sample's text changed: re-check by hand"
+    store = build(shared(ENWIKI), tmp_path / "store", words=words, workers=2)
+    s = load_store(store.path)
+    links = [l for ls in s.links_by_passage.values() for l in ls if (l["doc_id"], l["target_title"]) in crossing]
+    assert links and not any(s.inside(l) for l in links)  # the built store agrees: the anchor crosses
+    out = tmp_path / "pairs"
+    run(store, out, methods="dl,cm,wlp", cm_indegree_percentile=100.0, negatives="none")
+    rows = {m: pairs_of(out, m) for m in ("dl", "cm", "wlp")}
+    assert rows["dl"] and rows["wlp"]
+    for method, method_rows in rows.items():
+        for row in method_rows:
+            held_link(s, row, "positive", lambda l: l["target_doc_id"] == row["query_doc_id"])
+            if method == "cm":
+                held_link(s, row, "entity", lambda l: l["target_doc_id"] == row["entity_doc_id"])
+    # an article whose every in-link crosses a boundary (Atomic number) is no WLP query document at all
+    only_crossing = {l["target_doc_id"] for l in links} - {
+        l["target_doc_id"] for ls in s.links_by_passage.values() for l in ls if s.inside(l)}
+    assert only_crossing and not [r for r in rows["wlp"] if r["query_doc_id"] in only_crossing]
 
 
 # --- ICT, WLP, BFS --------------------------------------------------------------------
@@ -167,8 +295,9 @@ def test_wlp_pairs(mined_all, py_store):
         assert A != B
         assert check_query_is_sentence(py_store, row)["section_idx"] == 0  # lead section of A
         check_positive_is_passage(py_store, row)
-        assert A in py_store.M_docs(row["positive_passage_id"])  # the positive links to A
+        assert A in py_store.M_docs(row["positive_passage_id"], inside=True)  # the positive links to A
         check_positive_anchor(row)
+        held_link(py_store, row, "positive", lambda l: l["target_doc_id"] == A)
 
 
 def test_bfs_pairs(mined_all, py_store):
@@ -183,7 +312,7 @@ def test_bfs_pairs(mined_all, py_store):
 
 def test_queries_hold_min_words_and_positives_min_length(mined_all):
     out, _ = mined_all
-    for method in ALL.split(","):
+    for method in MINED:
         for row in pairs_of(out, method):
             assert len(row["query"].split()) >= 5
             assert row["query"].count("\n") == 0
@@ -191,11 +320,13 @@ def test_queries_hold_min_words_and_positives_min_length(mined_all):
 
 # --- shared machinery --------------------------------------------------------------------
 
-def test_caps_and_dedup(mined_all):
-    out, result = mined_all
+@pytest.mark.parametrize("mined, methods", [("mined_all", MINED), ("mined_co", ("dl", "cm", "wlp"))])
+def test_caps_and_dedup(mined, methods, request):
+    out, result = request.getfixturevalue(mined)
     cfg = result.config
-    for method in ALL.split(","):
+    for method in methods:
         rows = pairs_of(out, method)
+        assert rows, method
         per_query_passage = Counter(r["query_passage_id"] for r in rows)
         assert max(per_query_passage.values()) <= cfg.max_per_query_passage
         if method in ("dl", "cm", "wlp"):
@@ -207,7 +338,7 @@ def test_caps_and_dedup(mined_all):
 
 def test_random_negatives(mined_all, py_store):
     out, _ = mined_all
-    for method in ALL.split(","):
+    for method in MINED:
         for row in pairs_of(out, method):
             assert row["negative_kind"] == "random"
             n = py_store.passages[row["negative_passage_id"]]
@@ -230,7 +361,7 @@ def test_overlap_negatives(enwiki_store, tmp_path, py_store):
             if row["negative_kind"] != "overlap":
                 continue
             query_entities = {l["target_title"] for l in py_store.links_by_sentence[(Q, row["query_sentence_idx"])]}
-            assert query_entities & py_store.M(n_pid), "an overlap negative shares a linked entity with the query"
+            assert query_entities & py_store.M(n_pid, inside=True), "an overlap negative shares a linked entity"
             q = row["query_passage_id"]
             is_dl = n_doc in py_store.M_docs(q) and Q in py_store.M_docs(n_pid)
             is_cm = Q in py_store.M_docs(n_pid) and bool(py_store.M(q) & py_store.M(n_pid))
@@ -256,7 +387,7 @@ def test_same_seed_same_pairs_other_seed_other_sample(enwiki_store, tmp_path, mi
     out, _ = mined_all
     again = tmp_path / "again"
     run(enwiki_store, again, methods=ALL, cm_indegree_percentile=99.0, seed=0)
-    for method in ALL.split(","):
+    for method in MINED:
         assert pq.read_table(again / f"{method}.parquet").equals(pq.read_table(out / f"{method}.parquet"))
     other = tmp_path / "other"
     run(enwiki_store, other, methods="ict,dl", seed=1)
@@ -293,13 +424,15 @@ def test_output_files_manifest_and_stats(mined_all):
     manifest = json.loads((out / "pairs.json").read_text())
     assert manifest["total_pairs"] == sum(m["pairs"] for m in manifest["methods"].values())
     assert manifest["options"]["seed"] == 0 and manifest["columns"] == PAIRS.names
-    for method in ALL.split(","):
+    for method in MINED:
         table = pq.read_table(out / f"{method}.parquet")
         assert table.schema.equals(PAIRS)
         assert manifest["methods"][method]["pairs"] == table.num_rows
+    assert manifest["methods"]["cm"]["pairs"] == 0 and not (out / "cm.parquet").exists()
+    assert "article of the store" in manifest["methods"]["cm"]["why_no_pairs"]
     assert not (out / ".work").exists()
     stats = json.loads((out / "stats.json").read_text())
-    for method in ALL.split(","):
+    for method in MINED:
         s = stats["methods"][method]
         assert s["pairs"] == manifest["methods"][method]["pairs"]
         assert 0 < s["mean_overlap"] < 1 and s["distinct_queries"] <= s["pairs"]
@@ -315,3 +448,34 @@ def test_lexical_overlap_matches_wordpiece():
     assert tok.encode("Anarchism", add_special_tokens=False).tokens == ["ana", "##rch", "##ism"]
     got = lexical_overlap(tok, ["Anarchism is old", "zebra"], ["anarchism is a philosophy", "nothing here"])
     assert got == [pytest.approx(4 / 5), 0.0]  # ana ##rch ##ism is | old -> 4 of 5 tokens
+
+
+# --- sentence hygiene --------------------------------------------------------------------
+
+
+def test_flagged_sentences_are_never_queries(mined_all, py_store):
+    """A sentence with a hole where markup stood ("was $5 ($ in dollars)") is no query of any method."""
+    out, result = mined_all
+    flagged = {(d, i) for (d, i), s in py_store.sentences.items() if s["has_hole"]}
+    assert len(flagged) == 23
+    for method in ALL.split(","):
+        for row in pairs_of(out, method):
+            assert (row["query_doc_id"], row["query_sentence_idx"]) not in flagged, (method, row["query"])
+    # of the usable documents (disambiguation pages are not): none of the 23 is on one
+    counts = {"sentences": 18066, "with_hole": 23, "list_items": 0, "excluded": 23}
+    assert result.manifest["flagged_sentences"] == counts
+    assert json.loads((out / "stats.json").read_text())["flagged_sentences"] == counts
+
+
+def test_list_items_kept_with_keep_lists_are_never_queries(tmp_path):
+    from conftest import ENWIKI, build
+
+    store = build(ENWIKI, tmp_path / "lists", workers=2, keep_lists=True)
+    result = run(store, tmp_path / "p", methods="ict,wlp", negatives="none", seed=0)
+    usable = {d["doc_id"] for d in read(store.path / "documents.parquet") if not d["is_disambiguation"]}
+    items = {(r["doc_id"], r["sentence_idx"]) for r in read(store.path / "sentences")
+             if r["is_list_item"] and r["doc_id"] in usable}
+    assert result.manifest["flagged_sentences"]["list_items"] == len(items) == 2842
+    for method in ("ict", "wlp"):
+        rows = pairs_of(tmp_path / "p", method)
+        assert rows and not any((r["query_doc_id"], r["query_sentence_idx"]) in items for r in rows)

@@ -49,6 +49,7 @@ def test_mine_prints_stats_table(pairs_dir):
         assert word in result.text
     manifest = json.loads((out / "pairs.json").read_text())
     assert f"{manifest['methods']['ict']['pairs']:,}" in result.text
+    assert "cm: no pairs - no passage p links back to a document Q and to an entity E" in result.text
     assert manifest["options"]["negatives"] == "overlap"
 
 
@@ -63,11 +64,11 @@ def test_stats_table_shows_a_method_that_mined_nothing_but_reported_why():
 def test_export_dpr(pairs_dir, cli, tmp_path):
     out, _ = pairs_dir
     target = tmp_path / "train.json"
-    result = cli("pairs", "export", out, "--format", "dpr", "--method", "dl,cm", "--out", target)
+    result = cli("pairs", "export", out, "--format", "dpr", "--method", "dl,wlp", "--out", target)
     assert result.exit_code == 0, result.output
     records = json.loads(target.read_text())
-    expected = distinct_pairs_of(out, ["dl", "cm"])
-    assert len(expected) < len(pairs_of(out, "dl")) + len(pairs_of(out, "cm"))  # the sample has pairs both found
+    expected = distinct_pairs_of(out, ["dl", "wlp"])
+    assert len(expected) < len(pairs_of(out, "dl")) + len(pairs_of(out, "wlp"))  # the sample has pairs both found
     assert [r["question"] for r in records] == [r["query"] for r in expected]
     assert "found by two methods written once" in result.text
     for rec in records:
@@ -112,10 +113,10 @@ def test_export_tevatron_one_pair_a_line_loads_with_datasets(pairs_dir, cli, tmp
 
     out, _ = pairs_dir
     target = tmp_path / "tevatron.jsonl"
-    result = cli("pairs", "export", out, "--format", "tevatron", "--method", "dl,cm", "--out", target)
+    result = cli("pairs", "export", out, "--format", "tevatron", "--method", "dl,wlp", "--out", target)
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in target.read_text().splitlines()]
-    expected = distinct_pairs_of(out, ["dl", "cm"])
+    expected = distinct_pairs_of(out, ["dl", "wlp"])
     assert len(records) == len(expected)
     for rec, pair in zip(records, expected):
         assert list(rec) == ["query_id", "query", "answers", "positive_passages", "negative_passages"]
@@ -124,14 +125,15 @@ def test_export_tevatron_one_pair_a_line_loads_with_datasets(pairs_dir, cli, tmp
                                              "text": pair["positive_text"]}]
         assert rec["negative_passages"] == [{"docid": pair["negative_passage_id"], "title": "",
                                              "text": pair["negative_text"]}]
-        assert rec["answers"] == [pair["query_title"]]  # DL/CM positives link to the query's document
+        assert rec["answers"] == [pair["query_title"]]  # DL/WLP positives link to the query's document
     # Tevatron reads its training files with datasets' json loader: every record must fit one schema
     ds = datasets.load_dataset("json", data_files=str(target), split="train")
     assert len(ds) == len(records) and ds[0]["positive_passages"][0]["docid"] == expected[0]["positive_passage_id"]
 
 
-def test_pairs_show_highlights_evidence(pairs_dir, cli):
-    out, _ = pairs_dir
+def test_pairs_show_highlights_evidence(cowiki_store, cli, tmp_path):
+    out = tmp_path / "co"
+    assert cli("mine", cowiki_store.path, "--out", out, "--method", "dl,cm").exit_code == 0
     result = cli("pairs", "show", out, "--method", "cm", "-n", "3")
     assert result.exit_code == 0, result.output
     rows = pairs_of(out, "cm")[:3]
@@ -248,18 +250,18 @@ def test_a_pair_two_methods_found_is_exported_and_trained_once(pairs_dir, cli, t
     from pretriever.train.pairs import scan_pairs
 
     out, _ = pairs_dir
-    dl, cm = pq.read_table(out / "dl.parquet"), pq.read_table(out / "cm.parquet")
-    assert dl.num_rows >= 5 and cm.num_rows >= 3
-    shared = dl.slice(0, 5).set_column(dl.schema.get_field_index("method"), "method", pa.array(["cm"] * 5))
+    dl, wlp = pq.read_table(out / "dl.parquet"), pq.read_table(out / "wlp.parquet")
+    assert dl.num_rows >= 5 and wlp.num_rows >= 3
+    shared = dl.slice(0, 5).set_column(dl.schema.get_field_index("method"), "method", pa.array(["wlp"] * 5))
     both = tmp_path / "both"
     both.mkdir()
     pq.write_table(dl, both / "dl.parquet")
-    pq.write_table(pa.concat_tables([shared, cm.slice(0, 3)]), both / "cm.parquet")
+    pq.write_table(pa.concat_tables([shared, wlp.slice(0, 3)]), both / "wlp.parquet")
     (both / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl.parquet"},
-                                                             "cm": {"file": "cm.parquet"}}}))
+                                                             "wlp": {"file": "wlp.parquet"}}}))
     result = cli("pairs", "export", both, "--format", "jsonl", "--out", tmp_path / "both.jsonl")
     assert result.exit_code == 0, result.output
     assert len((tmp_path / "both.jsonl").read_text().splitlines()) == dl.num_rows + 3
     assert "5 found by two methods written once" in result.text
     scan = scan_pairs(both, use_negatives=False)
-    assert scan.duplicate_across == {"dl": 0, "cm": 5} and scan.available == {"dl": dl.num_rows, "cm": 3}
+    assert scan.duplicate_across == {"dl": 0, "wlp": 5} and scan.available == {"dl": dl.num_rows, "wlp": 3}

@@ -152,6 +152,28 @@ def test_one_generated_query_per_passage_per_epoch(tmp_path):
         load_pairs(tmp_path, ["ict"])
 
 
+def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):
+    """cc and ict both give (passage A, passage B): it is kept once, by the method read first, and counted;
+    the same pair twice within one method is that method's own business and stays."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cc = [{"method": "cc", "query": f"x{i}", "positive_text": f"y{i}"} for i in range(6)]
+    ict = [{"method": "ict", "query": f"x{i}", "positive_text": f"y{i}"} for i in range(2)]  # found by cc too
+    ict += [{"method": "ict", "query": f"s{i}", "positive_text": f"y{i}"} for i in range(4)]  # new positives' pairs
+    ict += [{"method": "ict", "query": "s0", "positive_text": "y0"}]  # ict's own repeat
+    pq.write_table(pa.Table.from_pylist(cc), tmp_path / "cc.parquet")
+    pq.write_table(pa.Table.from_pylist(ict), tmp_path / "ict.parquet")
+    pairs = load_pairs(tmp_path)
+    assert pairs.duplicate_across == {"ict": 2} and pairs.per_method == {"cc": 6, "ict": 5}
+    assert [y for y, m in zip(pairs.y, pairs.method) if pairs.methods[m] == "ict"] == ["s0", "s1", "s2", "s3", "s0"]
+    assert load_pairs(tmp_path, ["ict"]).duplicate_across == {}  # alone, ict keeps all of its pairs
+    result = pretrain(PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), batch_size=2,
+                                     max_steps=1, max_length=16))
+    assert result.report["pairs"]["duplicate_across_methods"] == {"ict": 2}
+    assert json.loads((tmp_path / "m" / "pretrain.json").read_text())["pairs"]["rows"] == 11
+
+
 @pytest.fixture(scope="module")
 def scifact(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")

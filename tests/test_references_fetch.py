@@ -186,3 +186,67 @@ def test_existing_output_needs_resume_or_overwrite(tmp_path):
             fetch(tmp_path, [server.url("/a")])
         rows, _ = fetch(tmp_path, [server.url("/a"), server.url("/b")], resume=True)
         assert server.hits["/a"] == 1 and set(rows) == {server.url("/a"), server.url("/b")}
+
+
+def _pdf(text: str) -> bytes:
+    """A one-page PDF whose page shows ``text`` in Helvetica (objects and xref offsets written by hand)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_pdf_is_refused_by_default_and_read_with_the_pdf_extra(tmp_path):
+    pytest.importorskip("pypdf")
+    body = _pdf("The Eiffel Tower was completed in 1889.")
+    with LoopbackServer({"/paper.pdf": lambda h: send(h, 200, body, "application/pdf")}) as server:
+        url = server.url("/paper.pdf")
+        rows, _ = fetch(tmp_path / "html-only", [url])
+        assert rows[url]["error"] == "content_type" and rows[url]["text"] is None
+        rows, _ = fetch(tmp_path / "with-pdf", [url], pdf=True)
+    assert rows[url]["error"] is None and "completed in 1889" in rows[url]["text"]
+
+
+def test_the_socket_goes_to_the_checked_address_when_dns_changes(monkeypatch):
+    """DNS rebinding: the name answers a public address when checked and a loopback one afterwards. The
+    connection must go to the address that was checked (never a second lookup of the name), and a later
+    connection, which resolves again, is refused."""
+    import asyncio
+
+    from pretriever.references.errors import RefusedAddress
+    from pretriever.references.safety import AddressGuard, CheckedBackend
+
+    answers = iter(["93.184.216.34", "127.0.0.1"])
+
+    async def getaddrinfo(self, host, port, **_):
+        assert host == "rebind.test"
+        return [(2, 1, 6, "", (next(answers), port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    backend = CheckedBackend(AddressGuard())
+    opened = []
+
+    async def connect_tcp(host, port, **_):
+        opened.append(host)
+        return object()
+
+    backend._inner.connect_tcp = connect_tcp
+
+    async def two_connections():
+        await backend.connect_tcp("rebind.test", 80)
+        with pytest.raises(RefusedAddress, match="127.0.0.1"):
+            await backend.connect_tcp("rebind.test", 80)
+
+    asyncio.run(two_connections())
+    assert opened == ["93.184.216.34"]  # the checked address itself, not the name

@@ -90,3 +90,45 @@ def test_cli_refine_then_evaluate_on_held_out_claims(slice_index, method):
     for name in (base.name, refined.name):
         assert res.systems[name]["queries"] == 20
         assert 0.3 < res.systems[name]["nDCG@10"] <= 1.0
+
+
+def test_fuse_bm25_labels_what_evaluate_hybrid_ranks_and_differs_from_dense(slice_index):
+    """`refine --fuse-bm25`: the passages labelled in round 1 are exactly the top k that `evaluate --hybrid`
+    (HybridRetriever, RRF k = 60) ranks on the unrefined index, not the dense top k, and index.json says so."""
+    import pyarrow.parquet as pq
+
+    from pretriever.cli.refine import refine_app
+    from pretriever.index import DenseIndex, HybridRetriever, bm25_beside
+
+    root, data, _, _ = slice_index
+    app = typer.Typer()
+    app.add_typer(refine_app, name="refine")
+
+    @app.callback()
+    def _main() -> None:
+        """test app"""
+
+    out = root / "refined-fused"
+    result = CliRunner().invoke(app, ["refine", str(root / "index"), "--queries", str(data / "queries.jsonl"),
+                                      "--qrels", str(data / "qrels" / "train.tsv"), "--feedback", "topk",
+                                      "--fuse-bm25", "-k", "20", "--k-pos", "3", "--out", str(out),
+                                      "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "labelled passages found by: dense+bm25 (rrf" in " ".join(result.output.split())
+    meta = json.loads((out / "index.json").read_text())
+    assert meta["refine"]["params"]["label_search"]["retrieval"] == "dense+bm25"
+    assert meta["refine"]["params"]["label_search"]["fusion"]["rrf_k"] == 60
+    assert meta["name"] == "all-MiniLM-L6-v2+aopt-passage[labels dense+bm25 rrf k=60]"
+    labels = pq.read_table(out / "refine" / "labels_queries.parquet").to_pylist()
+    assert len(labels) == 60
+    base = DenseIndex.load(root / "index")
+    bm25, _ = bm25_beside(root / "store", [])
+    texts = [row["query"] for row in labels]
+    fused = HybridRetriever(base, bm25).search(texts, 20)
+    dense = base.search(texts, 20)
+    differs = 0
+    for row, f, d in zip(labels, fused, dense):
+        assert row["positive_passages"] == [h.passage_id for h in f[:3]], row["query_id"]
+        assert row["negative_passages"] == [h.passage_id for h in f[3:20]], row["query_id"]
+        differs += [h.passage_id for h in d[:3]] != row["positive_passages"]
+    assert differs >= 10  # BM25 changes the pseudo-relevant top 3 of many claims

@@ -1,4 +1,4 @@
-"""The HTTP API of `pretriever serve` on a real 300-document SciFact index and pairs mined from enwiki."""
+"""The HTTP API of `pretriever serve` on a real 300-document SciFact index and pairs mined from a small wiki."""
 
 from __future__ import annotations
 

@@ -144,11 +144,42 @@ def test_external_links():
     assert doc.text == "Visit the site or now, http://bare.org stays."
 
 
-def test_lists_and_indentation():
+def test_lists_and_indentation_are_marked_for_the_segmenter():
+    """The cleaner strips list markup and says where each list line is; the build drops them unless --keep-lists."""
     wt = "Intro:\n* first item\n** nested [[Item]]\n# numbered\n: indented\n; term : definition\n----\nEnd."
     doc = clean(wt)
     assert doc.text == "Intro:\nfirst item\nnested Item\nnumbered\nindented\nterm: definition\nEnd."
     assert anchors(doc) == [("Item", "Item")]
+    assert [doc.text[a:b] for a, b in doc.list_lines] == [
+        "first item", "nested Item", "numbered", "indented", "term: definition"]
+
+
+def test_list_lines_leave_with_their_links_citations_and_line_breaks():
+    from pretriever.corpus.segment import without_lines
+
+    wt = ("Intro [[A]].<ref>x</ref>\n* first [[Item]]<ref>y</ref>\n** nested\nMiddle [[B]].\n== S ==\n"
+          "* only a list\nAfter [[C]].<ref>z</ref>\n== T ==\n# last")
+    doc = without_lines(clean(wt))
+    check_invariants(doc)
+    assert doc.text == "Intro A.\nMiddle B.\nAfter C."
+    assert anchors(doc) == [("A", "A"), ("B", "B"), ("C", "C")] and doc.dropped_links["list"] == 1
+    assert [(c.position, c.raw) for c in doc.citations] == [(8, "x"), (27, "z")]
+    assert doc.sections == [Section(0, ""), Section(19, "S"), Section(27, "T")]
+    assert without_lines(clean("* a\n* b")).text == ""
+
+
+@pytest.mark.parametrize("title", ["Bibliography", "Etymological bibliography", "Works", "Selected works",
+                                   "Discography", "Filmography", "Partial filmography as director", "Publications",
+                                   "List of works", "Primary sources", "References and further reading"])
+def test_bibliography_like_sections_are_dropped_like_references(title):
+    doc = clean(f"Lead.\n== {title} ==\nSome book, 1990.\n=== Sub ===\nMore.\n== Life ==\nProse.")
+    assert doc.text == "Lead.\nProse."
+    assert [s.title for s in doc.sections] == ["", title, "Life"]
+
+
+@pytest.mark.parametrize("title", ["Loss and preservation of his works", "Work", "Publication", "Biography"])
+def test_prose_sections_named_like_works_stay(title):
+    assert clean(f"Lead.\n== {title} ==\nProse.").text == "Lead.\nProse."
 
 
 def test_whitespace_folding_and_empty_lines():
@@ -519,6 +550,97 @@ def test_citation_on_its_own_line():
 
 
 def test_punctuation_stranded_by_removed_templates():
-    wt = "Phoebus ({{IPA|x}}; {{lang|grc|y}}, Phoibos) is from Greek {{lang|el|z}}, i.e. ( {{circa}} 292). Call <code>f()</code>."
+    wt = ("Phoebus ({{IPAc-en|x}}; {{respell|y}}, Phoibos) is from Greek {{unknown|z}}, i.e. ( {{unknown}} 292). "
+          "Call <code>f()</code>.")
     assert clean(wt).text == "Phoebus (Phoibos) is from Greek, i.e. (292). Call f()."
-    assert clean("Foo ({{convert|3|km}}) bar.").text == "Foo bar."
+    assert clean("Foo ({{unknown|3|km}}) bar.").text == "Foo bar."
+    # several dropped pronunciations and a citation in the brackets: the citation stays
+    wt = "Andorra ({{IPAc-en|æ|n}}; {{IPA-ca|ənˈdorə|lang}}, {{IPA-ca|anˈdɔra|local}}<ref>r</ref>), officially"
+    doc = clean(wt)
+    assert doc.text == "Andorra, officially" and [c.position for c in doc.citations] == [7]
+    wt = "Adobe ({{IPAc-en|US|ə}}, {{IPAc-en|UK|ə}};<ref>r</ref> {{IPA-es|aˈðoβe|lang}}, from Spanish) is"
+    doc = clean(wt)
+    assert doc.text == "Adobe (from Spanish) is" and [c.position for c in doc.citations] == [7]
+
+
+# --------------------------------------------------------------------------- templates with visible text
+
+
+@pytest.mark.parametrize("wikitext, expected", [
+    ("At {{convert|52|mi|km}}, Alabama", "At 52 miles, Alabama"),
+    ("an area of {{convert|2381741|km2|sqmi}}", "an area of 2,381,741 square kilometres"),
+    ("{{convert|1|mi|km}} long", "1 mile long"),
+    ("{{convert|52|mi|km|abbr=on}}", "52 mi"),
+    ("a {{convert|52|mi|km|adj=on}} road", "a 52-mile road"),
+    ("{{convert|10|to|20|km}}", "10 to 20 kilometres"),
+    ("{{convert|10|-|20|km|abbr=on}}", "10–20 km"),
+    ("{{convert|10|and|20|m}}", "10 and 20 metres"),
+    ("{{cvt|5|ft|6|in|m}}", "5 feet 6 inches"),
+    ("{{convert|100|koilbbl/d|m3/d}}", "100 thousand barrels per day"),
+    ("{{convert|70|F|C|abbr=on}}", "70°F"),
+    ("{{convert|3|qux}}", "3 qux"),
+    ("{{convert|5|m|sp=us}}", "5 meters"),
+    ("{{convert|5|ST|t}} or {{convert|5|st|kg}}", "5 short tons or 5 stone"),  # unit codes are case-sensitive
+    ("{{convert|3|e6acre|ha}}", "3 million acres"),
+])
+def test_convert_gives_value_and_unit(wikitext, expected):
+    assert clean(wikitext).text == expected
+
+
+@pytest.mark.parametrize("wikitext, expected", [
+    ("from {{lang|grc|ἄναρχος}}, anarchos", "from ἄναρχος, anarchos"),
+    ("({{lang-fr|République française}})", "(République française)"),
+    ("{{lang-grc-gre|Ἀριστοτέλης}}", "Ἀριστοτέλης"),
+    ("''{{transl|ar|ALA|Allāh}}''", "Allāh"),
+    ("{{Nihongo|'''Aikido'''|合気道|Aikidō}} is", "Aikido (合気道, Aikidō) is"),
+    ("the vowel {{IPA|/a/}}, and", "the vowel /a/, and"),
+    ("{{nowrap|Alisa Rosenbaum}} {{nobr|x y}} {{small|(1832)}}", "Alisa Rosenbaum x y (1832)"),
+    ("{{as of|2014}}, the", "As of 2014, the"),
+    ("diagnosed {{as of|2014|lc=y}}", "diagnosed as of 2014"),
+    ("{{as of|2010|5|3}}", "As of 3 May 2010"),
+    ("({{circa|3000}} BC)", "(c. 3000 BC)"),
+    ("cost {{US$|5}}, {{£|5}}, {{€|7}} or {{currency|9|GBP}}", "cost US$5, £5, €7 or £9"),
+    ("born {{birth date|1809|2|12}}", "born February 12, 1809"),
+    ("born {{birth date|df=yes|1894|7|26}}", "born 26 July 1894"),
+    ("on {{start date|1990|5}}", "on May 1990"),
+    ("died {{death date and age|1865|4|15|1809|2|12}}", "died April 15, 1865 (aged 56)"),
+    ("5.98{{e|24}} kg", "5.98×10^24 kg"),
+    ("{{chem|H|2|O}} and {{frac|3|2}}", "H2O and 3/2"),
+    ("the letter {{angbr|a}}", "the letter ⟨a⟩"),
+    ("on 15{{nbsp}}September", "on 15 September"),
+    ("1775{{ndash}}1783", "1775–1783"),
+    ("{{nowrap|{{convert|5|km}} from [[Paris]]}}", "5 kilometres from Paris"),
+    ("the {{USS|Enterprise|CV-6}}", "the USS Enterprise (CV-6)"),
+    ("{{SimpleNuclide2|lithium|7}}", "lithium-7"),
+])
+def test_templates_that_carry_words_are_rendered(wikitext, expected):
+    assert clean(wikitext).text == expected
+
+
+def test_rendered_templates_keep_links_and_citations():
+    doc = clean("From {{lang|fr|[[Paris|la ville]]}} at {{convert|5|km}}{{sfn|Smith|2000}}.")
+    assert doc.text == "From la ville at 5 kilometres."
+    assert anchors(doc) == [("la ville", "Paris")]
+    assert [(c.position, c.template) for c in doc.citations] == [(len("From la ville at 5 kilometres"), "sfn")]
+
+
+def test_a_renderer_is_one_line_to_register(monkeypatch):
+    from pretriever.corpus import templates
+
+    assert clean("Say {{shout|hi}}.").text == "Say."
+    monkeypatch.setitem(templates.RENDERERS, "shout", lambda a: a.get(1).upper())
+    assert clean("Say {{shout|hi}}.").text == "Say HI."
+
+
+@pytest.mark.parametrize("wikitext, ours", [
+    ("At {{convert|52|mi|km}}, Alabama.", "At 52 miles, Alabama."),
+    ("From {{lang|fr|mot}}.", "From mot."),
+    ("{{as of|2014}}, yes.", "As of 2014, yes."),
+    ("{{nowrap|a b}} c.", "a b c."),
+])
+def test_wikiextractor_leaves_the_holes_we_fill(wikitext, ours):
+    """WikiExtractor 3.1, given no template pages (as with the sample dump), drops these words."""
+    extract = pytest.importorskip("wikiextractor.extract")
+    theirs = " ".join(extract.Extractor(1, 1, "", "Page", [wikitext]).clean_text(wikitext)).strip()
+    assert clean(wikitext).text == ours
+    assert theirs != ours and len(theirs) < len(ours)

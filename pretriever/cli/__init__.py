@@ -39,11 +39,15 @@ app = typer.Typer(
     name="pretriever",
     help=(
         "Turn the structure text collections already have (hyperlinks, citations, document "
-        "context) into training signal for dense retrievers.\n\n"
-        "The pipeline is corpus -> mine -> train -> index -> evaluate. Each stage reads and "
-        "writes plain Parquet/JSON files, so each can be run, inspected and resumed alone.\n\n"
-        "Start here:  pretriever quickstart   (the whole pipeline on a small real Wikipedia dump)\n\n"
-        "Then, on your own data:  pretriever corpus build enwiki-latest-pages-articles-multistream.xml.bz2 --out corpus/"
+        "context, generated queries) into training signal for dense retrievers.\n\n"
+        "The commands below are listed in the order you run them: corpus -> mine (references first for "
+        "C-MORE's qac triplets, generate first for query-as-context) -> pretrain and/or train -> index -> "
+        "search, refine, evaluate -> reader and answer -> serve. Each stage reads and writes plain Parquet/JSON "
+        "files (and BEIR, DPR, SQuAD, Tevatron), so each can be run, inspected and resumed alone; "
+        "`pretriever COMMAND --help` gives each one's options and examples that run as written.\n\n"
+        "Start here:  pretriever quickstart   (the whole pipeline on a small real Wikipedia dump, offline)\n\n"
+        "Then, on your own data:  pretriever corpus build DUMP --out corpus/   (DUMP: a Wikipedia pages-articles "
+        "dump, multistream or not, a BEIR folder, JSONL or DPR TSV: see `pretriever corpus formats`)"
     ),
     no_args_is_help=True,
     rich_markup_mode="rich",

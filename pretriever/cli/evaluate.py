@@ -38,7 +38,7 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
 
     With --answers and --reader READER_DIR (`pretriever reader train`), each system's top --reader-k passages are also read: end-to-end exact match and F1 beside top-k accuracy, and reader-only EM on gold passages when the file gives them; added to results.json under "reader".
 
-    --hybrid adds each index fused with BM25: reciprocal rank fusion (k = 60), or --fusion convex, a weighted sum of min-max normalised scores with --alpha given or chosen on validation judgments (--alpha-from qrels/train.tsv). On SciFact test with all-MiniLM-L6-v2 this gives nDCG@10 0.722 (RRF) and 0.731 (convex, alpha 0.5), against BM25 0.686 and dense 0.649.
+    --hybrid adds each index fused with BM25: reciprocal rank fusion (k = 60), or --fusion convex, a weighted sum of min-max normalised scores with --alpha given or chosen on validation judgments (--alpha-from qrels/train.tsv). On SciFact test with all-MiniLM-L6-v2 this gives nDCG@10 0.722 (RRF) and 0.731 (convex, alpha 0.5), against BM25 0.686 and dense 0.649. --prf-k K adds label-free dense pseudo-relevance feedback: each query vector moves towards the mean of the fused top K passages (Rocchio, --prf-weight), the dense side is searched again and fused again.
 
     A Q-P overlap analysis (HLP section 6.2) buckets questions by the share of their words found in the gold or answer-bearing passage and reports each system's accuracy per bucket.
 
@@ -53,6 +53,8 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
       pretriever evaluate --index scifact-index/ --bm25 --queries scifact/ --out eval-scifact/     (BEIR folder: test split)
 
       pretriever evaluate --index scifact-index/ --hybrid --fusion convex --alpha-from scifact/qrels/train.tsv --queries scifact/ --out eval-hybrid/
+
+      pretriever evaluate --index scifact-index/ --hybrid --fusion convex --alpha 0.5 --prf-k 3 --queries scifact/ --out eval-prf/
 
       pretriever evaluate --index enwiki-index/ --bm25 --answers nq-open-dev.jsonl --limit 500 --out eval-nq/
 

@@ -15,9 +15,8 @@ from rich.table import Table
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.config import build_config, help_for
 from pretriever.data import CorpusStore, PassageLookup
-from pretriever.index import (BM25Index, BM25Options, HybridOptions, HybridRetriever, IndexConfig,
+from pretriever.index import (BM25Index, BM25Options, HybridRetriever, IndexConfig, SearchConfig,
                               bm25_beside, build_index, merge_index, open_retriever, read_index_meta)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
@@ -214,17 +213,9 @@ def print_meta(meta: dict, path: Path) -> None:
     console.print(table)
 
 
-def search_command(
-    index_dir: Path = typer.Argument(..., help="An index folder: dense, refined or BM25.", show_default=False),
-    queries: list[str] = typer.Argument(..., help="One or more queries.", show_default=False),
-    k: int = typer.Option(10, "-k", "--k", help="Passages to show per query."),
-    bm25: bool = typer.Option(False, "--bm25", help="Show BM25's ranking beside the index's: INDEX_DIR/bm25 when present, else built on the fly from the index's corpus store (default options)."),
-    hybrid: bool = typer.Option(False, "--hybrid", help="Show the fusion of the index with BM25 beside them (see --fusion)."),
-    fusion: Optional[str] = typer.Option(None, "--fusion", help=help_for(HybridOptions, "fusion")),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help=help_for(HybridOptions, "alpha")),
-    device: Optional[str] = typer.Option(None, "--device", help="Device for encoding the queries."),
-    words: int = typer.Option(30, "--words", help="Words of each passage to show (0: titles only)."),
-) -> None:
+@config_command(SearchConfig, "search", arguments=("index_dir", "queries"), nested=("fusion",),
+                flags={"k": Flag(("-k", "--k"))})
+def search_command(cfg: SearchConfig) -> None:
     """Search an index and print the ranked passages with their titles and scores.
 
     The folder is opened by the kind it records, as `pretriever evaluate` opens it: a refined index (`pretriever refine run`) searches with its refined query side. With --hybrid, the index's ranking fused with BM25's (reciprocal rank fusion, or --fusion convex) is shown too. With --bm25, BM25's ranking is printed beside; it uses INDEX_DIR/bm25 (see `pretriever index build --bm25` or `pretriever index bm25 STORE --out INDEX_DIR/bm25`) and otherwise builds one in memory from the corpus store named in index.json (seconds for SciFact, long for Wikipedia: save one).
@@ -237,20 +228,20 @@ def search_command(
 
       pretriever search scifact-index/ "ALDH1 expression is associated with poorer prognosis for breast cancer" --hybrid --fusion convex --alpha 0.5
     """
+    queries, k = cfg.queries, cfg.k
     with stage():
-        system = open_retriever(index_dir, device=device)
+        system = open_retriever(cfg.index_dir, device=cfg.device)
         systems = [system]
         store_path = (system.meta.get("corpus") or {}).get("store")
-        if (bm25 or hybrid) and not isinstance(system, BM25Index):
-            lexical, _ = bm25_beside(store_path, [index_dir / BM25_DIR],
+        if (cfg.bm25 or cfg.hybrid) and not isinstance(system, BM25Index):
+            lexical, _ = bm25_beside(store_path, [cfg.index_dir / BM25_DIR],
                                      say=lambda message: console.print(f"[dim]{message}[/dim]"))
-            systems += [lexical] if bm25 else []
-            if hybrid:
-                options = build_config(HybridOptions, None, "hybrid", fusion=fusion, alpha=alpha)
-                systems.append(HybridRetriever(system, lexical, options))
+            systems += [lexical] if cfg.bm25 else []
+            if cfg.hybrid:
+                systems.append(HybridRetriever(system, lexical, cfg.fusion))
         results = [s.search(list(queries), k) for s in systems]
     wanted = sorted({h.passage_id for per_system in results for hits in per_system for h in hits})
-    details = _passage_details(store_path, wanted, words) if store_path and Path(store_path).exists() else {}
+    details = _passage_details(store_path, wanted, cfg.words) if store_path and Path(store_path).exists() else {}
     out = Console()  # results go to stdout (progress and messages to stderr)
     for qi, query in enumerate(queries):
         table = Table(title=f"[bold]{escape(query)}[/bold]", show_lines=True)

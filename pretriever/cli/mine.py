@@ -38,7 +38,7 @@ def mine_command(cfg: MineConfig) -> None:
 
     Examples:
 
-      pretriever mine enwiki/ --out pairs/ --max-pairs 20000000 --seed 0 --cm-indegree-percentile 99   (99 suits a small sample such as the demo dump; keep the paper's 90, the default, on a full wiki)
+      pretriever mine enwiki/ --out pairs/ --max-pairs 20000000 --seed 0 --cm-indegree-percentile 99   (a small sample has few linked articles: raise the paper's 90, the default, kept on a full wiki)
 
       pretriever mine enwiki/ --method dl,cm,ict,wlp,bfs --negatives overlap --out pairs-all/
 
@@ -49,6 +49,8 @@ def mine_command(cfg: MineConfig) -> None:
       pretriever mine enwiki/ --method qac --context links --out qac-links/      (offline: contexts from linked articles)
 
       pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/      (query-as-context pre-training pairs)
+
+      pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/      (context passages of whole sentences up to 128 tokens)
     """
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress, stage(progress):
@@ -67,10 +69,17 @@ def print_result(result) -> None:
         if funnel:
             steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
             console.print(f"{name} funnel: " + escape(steps))
+    for name, r in result.methods.items():
+        if (r.report or {}).get("note"):
+            console.print(escape(f"{name}: {r.report['note']}"))
     cm = result.manifest.get("cm_indegree_threshold")
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
-        excluded = f", {cm['excluded']:,} of {cm['entities']:,} link targets excluded" if cm.get("entities") else ""
+        excluded = f", {cm['excluded']:,} of {cm['entities']:,} articles excluded" if cm.get("entities") else ""
         console.print(f"cm: co-mentioned entities have in-degree < K = {cm['k']} ({cm['rule']}{excluded})")
+    flagged = result.manifest.get("flagged_sentences")
+    if flagged and flagged.get("excluded"):
+        console.print(f"{flagged['excluded']:,} of {flagged['sentences']:,} sentences are never queries: "
+                      f"{flagged['with_hole']:,} with a hole where markup stood, {flagged['list_items']:,} list items")
     console.print(escape(f"{result.total:,} pairs in {result.config.out}/ ({result.seconds:.1f} s); "
                          f"look at them with: pretriever pairs show {result.config.out}"))
 

@@ -81,7 +81,8 @@ def _parameter(cls: type, field: dataclasses.Field, hint: Any, flag: Flag, short
     cli_type = flag.cli_type or _cli_type(hint)
     required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     if argument:
-        info = typer.Argument(... if required else None, help=help_text, show_default=False)
+        info = typer.Argument(... if required else None, help=help_text, show_default=False,
+                              metavar=(help_name or field.name).upper())
         annotation = cli_type if required else Optional[cli_type]
     else:
         info = typer.Option(None, *_names(field, hint, flag, short), help=help_text, show_default=False)
@@ -98,7 +99,7 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
     """A decorator: ``run(cfg, **extra)`` becomes a typer command whose options are ``cls``'s fields.
 
     ``arguments`` are positional; ``flags`` override single fields; ``short`` adds aliases
-    (``--out`` always has ``-o``); ``skip`` leaves fields out, or ``only`` keeps just those (with
+    (``--out`` always has ``-o``); ``skip`` leaves fields out (nested ones too), or ``only`` keeps just those (with
     the arguments and ``nested``); ``nested`` names nested-config fields whose own fields become
     options; ``extra`` are further parameters (not config fields) passed to ``run`` as keyword
     arguments; ``before(values, extras)`` may fill values the command derives (a merge's corpus).
@@ -119,7 +120,7 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
             sub = hints[field.name]
             sub_hints = typing.get_type_hints(sub)
             for f in dataclasses.fields(sub):
-                if f.name in top:  # the outer config's own field keeps the name; TOML sets the inner one
+                if f.name in top or f.name in skip:  # the outer field keeps the name; TOML sets the inner one
                     continue
                 params.append(_parameter(sub, f, sub_hints[f.name], flags.get(f.name, Flag()), short, False))
                 inner[f.name] = field.name

@@ -5,13 +5,11 @@ Wire into the main app with ``app.command("pretrain")(pretrain_command)``.
 
 from __future__ import annotations
 
-
-
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.pretrain import PretrainConfig
-from pretriever.pretrain.run import pretrain
 from pretriever.progress import console, count_progress
+
 
 @config_command(PretrainConfig, "pretrain", arguments=("pairs",), short={"model": "-m", "batch_size": "-b"},
                 flags={"learning_rate": Flag(("--learning-rate", "--lr"))})
@@ -27,6 +25,10 @@ def pretrain_command(cfg: PretrainConfig) -> None:
 
       pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out cocondenser-minilm/
     """
+    # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
+    # other command, `pretriever corpus build` included, would otherwise pay at start-up.
+    from pretriever.pretrain.run import pretrain
+
     with count_progress() as bar, stage(bar):
         task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")
 
@@ -39,4 +41,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
+    dropped = result.report["pairs"]["duplicate_across_methods"]
+    if dropped:
+        console.print("found by two methods, trained once: " + ", ".join(
+            f"{m} {n:,} left to an earlier method" for m, n in dropped.items()))
     console.print(f"wrote {cfg.out} (sentence-transformers model) and {cfg.out / 'pretrain.json'}")

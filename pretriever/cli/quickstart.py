@@ -68,8 +68,8 @@ def quickstart(
     corpus, pair_dir, model, index = (str(out / name) for name in ("corpus", "pairs", "model", "index"))
     _run("1/5 corpus: parse the demo dump into a linked passage store",
          ["corpus", "build", str(dump), "--out", corpus, "--workers", str(workers), "--overwrite"])
-    # On 105 articles 91% of link targets are linked from one document only, so the paper's
-    # "top 10% of in-degree" cut leaves K=2 and no co-mention can pass; 99 suits a sample this small.
+    # Co-mention needs an entity E that is an article of the store linked from both sides: on this
+    # 105-article sample no such pair exists, and `mine` says why (a full wiki has plenty).
     _run("2/5 mine: dual-link, co-mention and ICT pairs",
          ["mine", corpus, "--method", "dl,cm,ict", "--max-pairs", str(pairs), "--cm-indegree-percentile", "99",
           "--out", pair_dir, "--overwrite"])

@@ -6,10 +6,10 @@ Wire into the main app with ``app.add_typer(reader_app, name="reader")`` and
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -18,9 +18,8 @@ from rich.table import Table
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.config import build_config, help_for
 from pretriever.progress import console, count_progress
-from pretriever.reader.config import PrepareConfig, ReadOptions, ReaderConfig
+from pretriever.reader.config import AnswerConfig, PrepareConfig, ReaderConfig, ReaderEvaluateConfig
 
 reader_app = typer.Typer(
     help=(
@@ -37,11 +36,6 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
     if bm25 and hybrid:
         fail("give --bm25 or --hybrid, not both")
     return "bm25" if bm25 else "hybrid" if hybrid else None
-
-
-def _config(cls, config: Optional[Path], section: str, **values):
-    with stage():
-        return build_config(cls, config, section, **values)
 
 
 @config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
@@ -82,9 +76,20 @@ _HYBRID = inspect.Parameter("hybrid", inspect.Parameter.KEYWORD_ONLY, annotation
                                                                          "BM25 (RRF)."))
 
 
-@config_command(PrepareConfig, "reader_prepare", arguments=("index", "questions"), short={"limit": "-n"},
-                skip=("retrieval",), flags={"k": Flag(("-k", "--k"))}, extra=[_BM25, _HYBRID],
-                before=_retrieval_flags)
+def _reader(cfg: ReaderEvaluateConfig | AnswerConfig):
+    """The reader of ``cfg``, on the command's --device unless [..read] names another."""
+    from pretriever.reader.predict import Reader
+
+    read = cfg.read if cfg.read.device is not None else dataclasses.replace(cfg.read, device=cfg.device)
+    return Reader.load(cfg.reader, read)
+
+
+_SOURCE = dict(short={"limit": "-n", "reader": "-r"}, skip=("retrieval",), flags={"k": Flag(("-k", "--k"))},
+               extra=[_BM25, _HYBRID], before=_retrieval_flags, nested=("read",))
+
+
+@config_command(PrepareConfig, "reader_prepare", arguments=("index", "questions"),
+                **{**_SOURCE, "nested": ()})
 def prepare_command(cfg: PrepareConfig) -> None:
     """Retrieve the top k passages of each question, mark those holding an answer (DPR's matching), write DPR reader JSON for `reader train` and `reader evaluate`.
 
@@ -104,24 +109,8 @@ def prepare_command(cfg: PrepareConfig) -> None:
                   f"{counts['k']} of {escape(counts['retriever'])} ({counts['match']} matching); written to {cfg.out}")
 
 
-def _read_options(**values) -> ReadOptions:
-    return _config(ReadOptions, None, "answer", **values)
-
-
-def evaluate_command(
-    index: Path = typer.Argument(..., help="INDEX_DIR: a dense, refined or BM25 index folder.", show_default=False),
-    questions: Path = typer.Argument(..., help=help_for(PrepareConfig, "questions"), show_default=False),
-    reader: Path = typer.Option(..., "--reader", "-r", help="READER_DIR from `pretriever reader train`."),
-    k: int = typer.Option(20, "-k", help="Passages read per question."),
-    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
-    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
-    match: Optional[str] = typer.Option(None, "--match", help=help_for(PrepareConfig, "match")),
-    rank: Optional[str] = typer.Option(None, "--rank", help=help_for(ReadOptions, "rank")),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N questions."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write results.json (metrics and per-question "
-                                       "predictions) here."),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(ReadOptions, "device")),
-) -> None:
+@config_command(ReaderEvaluateConfig, "reader_evaluate", arguments=("index", "questions"), **_SOURCE)
+def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
     """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
 
     Examples:
@@ -132,20 +121,18 @@ def evaluate_command(
     from pretriever.data.qa import guess_match_mode
     from pretriever.io import write_json
     from pretriever.reader.evaluate import evaluate_reader
-    from pretriever.reader.predict import Reader
     from pretriever.reader.prepare import open_system
 
-    options = _read_options(rank=rank, device=device)
     with count_progress() as progress, stage(progress):
-        examples = load_qa_file(questions)[:limit]
-        mode = match or guess_match_mode(questions)
-        system = open_system(index, _retrieval(bm25, hybrid) or "index", device)
+        examples = load_qa_file(cfg.questions)[:cfg.limit]
+        mode = cfg.match or guess_match_mode(cfg.questions)
+        system = open_system(cfg.index, cfg.retrieval, cfg.device)
         task = progress.add_task("reading", total=len(examples), rate="")
-        result = evaluate_reader(system.retriever, system.lookup, examples, Reader.load(reader, options), k, mode,
+        result = evaluate_reader(system.retriever, system.lookup, examples, _reader(cfg), cfg.k, mode,
                                  progress=lambda done, total: progress.update(task, completed=done))
-        if out is not None:
-            write_json(out, {"system": system.label, "reader": str(reader), "k": k, "match": mode,
-                             "metrics": result.metrics, "per_question": result.per_question})
+        if cfg.out is not None:
+            write_json(cfg.out, {"system": system.label, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
+                                 "metrics": result.metrics, "per_question": result.per_question})
     table = Table(title=f"{system.label} + reader, {result.metrics['questions']} questions")
     for name in result.metrics:
         table.add_column(name, justify="right")
@@ -153,20 +140,9 @@ def evaluate_command(
     console.print(table)
 
 
-def answer_command(
-    index: Path = typer.Argument(..., help="INDEX_DIR: a dense, refined or BM25 index folder.", show_default=False),
-    questions: List[str] = typer.Argument(..., help="One or more questions.", show_default=False),
-    reader: Path = typer.Option(..., "--reader", "-r", help="READER_DIR from `pretriever reader train`."),
-    k: int = typer.Option(20, "-k", help="Passages retrieved and read per question."),
-    bm25: bool = typer.Option(False, "--bm25", help="Retrieve with the BM25 beside the index."),
-    hybrid: bool = typer.Option(False, "--hybrid", help="Retrieve with the index fused with its BM25 (RRF)."),
-    rank: Optional[str] = typer.Option(None, "--rank", help=help_for(ReadOptions, "rank")),
-    max_answer_length: Optional[int] = typer.Option(None, "--max-answer-length",
-                                                    help=help_for(ReadOptions, "max_answer_length")),
-    n_best: Optional[int] = typer.Option(None, "--n-best", help=help_for(ReadOptions, "n_best")),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per question on stdout."),
-    device: Optional[str] = typer.Option(None, "--device", help=help_for(ReadOptions, "device")),
-) -> None:
+@config_command(AnswerConfig, "answer", arguments=("index", "questions"),
+                **{**_SOURCE, "flags": {**_SOURCE["flags"], "as_json": Flag("--json")}})
+def answer_command(cfg: AnswerConfig) -> None:
     """Answer questions: retrieve the top k passages, read them, print the answer with its passage title and the evidence, the span highlighted.
 
     The answer is the best span of the passage with the highest selection score (C-MORE); --rank span takes the best span score over all passages.
@@ -177,16 +153,14 @@ def answer_command(
 
       pretriever answer enwiki-index/ --reader nq-reader/ "when did Alexander the Great die" -k 5 --hybrid --json
     """
-    from pretriever.reader.predict import Reader
     from pretriever.reader.prepare import answer_questions, open_system
 
-    options = _read_options(rank=rank, max_answer_length=max_answer_length, n_best=n_best, device=device)
     with stage():
-        system = open_system(index, _retrieval(bm25, hybrid) or "index", device)
-        answers = answer_questions(system, Reader.load(reader, options), list(questions), k)
+        system = open_system(cfg.index, cfg.retrieval, cfg.device)
+        answers = answer_questions(system, _reader(cfg), list(cfg.questions), cfg.k)
     stdout = Console()
     for answer in answers:
-        if as_json:
+        if cfg.as_json:
             typer.echo(json.dumps(answer.to_json(), ensure_ascii=False))
             continue
         text = answer.passage.text

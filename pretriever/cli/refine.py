@@ -60,10 +60,11 @@ def _say(message: str) -> None:
 
 _SHORT = {"queries": "-q", "feedback": "-f", "answers": "-a", "method": "-m", "limit": "-n"}
 _GRID = ("betas", "gammas", "validation", "seed", "select_metric")
+_SEARCH_TIME = ("prf_k", "prf_weight")  # HybridOptions' search-time PRF: labels are searched without it
 
 
 @refine_app.command("run")
-@config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, skip=_GRID,
+@config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, skip=_GRID + _SEARCH_TIME, nested=("fusion",),
                 flags={"k": Flag(("-k", "--k")), "test_time_queries": Flag("--test-time/--no-test-time"),
                        "normalize": Flag("--normalize/--no-normalize")})
 def run_command(cfg: RefineConfig) -> None:
@@ -74,6 +75,8 @@ def run_command(cfg: RefineConfig) -> None:
       pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method aopt-passage --rounds 2 --out sf-aopt/
 
       pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method hybrid --k-pos 3 --out sf-hybrid/
+
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --fuse-bm25 --out sf-aopt-bm25/     (the passages to label found by dense + BM25, RRF)
 
       pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval/
     """
@@ -105,6 +108,10 @@ def print_refine(meta: dict, out: Path) -> None:
     console.print(table)
     console.print(f"method {ref['method']}, {ref['queries']['count']:,} feedback queries ({ref['feedback']['kind']}), "
                   f"{ref['passages_changed']:,} passage vectors changed, name {meta['name']!r}")
+    search = ref["params"].get("label_search") or {"retrieval": "dense"}
+    fusion = search.get("fusion")
+    console.print(f"labelled passages found by: {search['retrieval']}"
+                  + (f" ({fusion['fusion']}, depth {fusion['depth'] or 'auto'})" if fusion else ""))
     console.print(f"query side: {ref['query_side']['note']}")
     if ref["query_side"].get("test_time") or ref["query_side"].get("refined_vectors"):
         console.print("[yellow]`pretriever search` and `pretriever evaluate` (which open indexes with "

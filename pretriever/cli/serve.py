@@ -24,7 +24,7 @@ def serve_command(cfg: ServeConfig) -> None:
 
       pretriever serve scifact-index/ --qrels test=scifact/qrels/test.tsv --queries scifact/queries.jsonl --fusion convex --alpha 0.5
 
-      PRETRIEVER_API_KEY=s3cret pretriever serve index/ --host 0.0.0.0 --port 8080
+      PRETRIEVER_API_KEY=s3cret pretriever serve scifact-index/ --host 0.0.0.0 --port 8080
     """
     with stage():
         console.print(f"opening {cfg.index} ...")

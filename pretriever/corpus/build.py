@@ -10,6 +10,7 @@ is written last, so a store with a manifest is a complete store.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import hashlib
 import json
@@ -51,6 +52,10 @@ _WORKER: dict[str, Any] = {}
 
 def _init_worker(fmt_cls: type[InputFormat], context: Any, options: SegmentOptions, work: Path) -> None:
     _WORKER.update(fmt=fmt_cls, context=context, options=options, work=work)
+    # What the imports made lives on: frozen, the collection after each chunk walks only the chunk's own objects
+    # (~70 ms less per chunk); unfrozen at exit, so that extension modules see their objects released.
+    gc.freeze()
+    atexit.register(gc.unfreeze)
 
 
 def _process_chunk(chunk: Chunk) -> ChunkSummary:
@@ -95,7 +100,7 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None) -> Bui
     options = SegmentOptions(
         words=fmt_cls.default_words if cfg.words is None else cfg.words,
         min_title_chars=(3 if fmt_cls.has_links else 0) if cfg.min_title_chars is None else cfg.min_title_chars,
-        drop_blank=not cfg.keep_blank,
+        drop_blank=not cfg.keep_blank, keep_lists=cfg.keep_lists,
     )
     work = cfg.out / WORK
     fingerprint = _fingerprint(input_path, fmt_cls.name, options, cfg)

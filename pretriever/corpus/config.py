@@ -20,6 +20,9 @@ class CorpusConfig:
     min_title_chars: int | None = option(None, "Drop documents with shorter titles (HLP: 3).",
                                          default_help="3 for wikis, 0 otherwise")
     keep_blank: bool = option(False, "Keep documents whose clean text is empty (HLP drops them).")
+    keep_lists: bool = option(False, "Keep list and indented lines (wikitext * # : ;) in passages, as "
+                                     "WikiExtractor and DPR do not. Their sentences are flagged is_list_item and "
+                                     "never become queries.")
     workers: int = option(max(1, os.cpu_count() or 1), "Worker processes.", default_help="all cores")
     chunk_pages: int = option(5000, "A chunk (the unit of parallel work, checkpoints and --resume) ends after "
                                     "this many pages ...")

@@ -68,6 +68,8 @@ class CleanDocument:
     # links that were recognised but not kept, by reason (e.g. "namespace", "interlanguage")
     dropped_links: Counter[str] = field(default_factory=Counter)
     given_passages: list[GivenPassage] | None = None
+    # (start, end) of each list or indented line: out of passages unless the build keeps lists
+    list_lines: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

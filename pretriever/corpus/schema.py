@@ -23,7 +23,7 @@ PASSAGES = pa.schema([
 
 SENTENCES = pa.schema([
     ("doc_id", STR), ("sentence_idx", I32), ("passage_id", STR), ("section_idx", I32),
-    ("start", I32), ("end", I32), ("text", STR),
+    ("start", I32), ("end", I32), ("text", STR), ("has_hole", BOOL), ("is_list_item", BOOL),
 ])
 
 SECTIONS = pa.schema([

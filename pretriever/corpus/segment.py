@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from pretriever.corpus.formats.base import PageFailure
-from pretriever.corpus.model import CleanDocument, ParsedPage
+from pretriever.corpus.hygiene import has_hole, may_have_hole
+from pretriever.corpus.model import CleanDocument, Link, ParsedPage, Section
 from pretriever.corpus.schema import CHUNK_TABLES
 from pretriever.corpus.sentences import split_sentences
 
@@ -30,6 +31,7 @@ class SegmentOptions:
     words: int = 100  # passage length in words; 0 keeps each document as one passage
     min_title_chars: int = 3  # HLP drops documents whose title is shorter than this
     drop_blank: bool = True
+    keep_lists: bool = False  # keep list and indented lines in the text (their sentences are flagged)
 
 
 class ChunkBuffers:
@@ -60,9 +62,11 @@ class ChunkBuffers:
                      0, 0, 0, 0, 0, f"{failure.where}: {failure.reason}")
 
     def add_page(self, page: ParsedPage, options: SegmentOptions) -> None:
+        doc = page.document
+        if doc is not None and doc.list_lines and not options.keep_lists:
+            doc = page.document = without_lines(doc)
         status, reason = _page_status(page, options)
         self.status[status] += 1
-        doc = page.document
         if doc is not None:
             self.dropped_links.update(doc.dropped_links)
         counts = (0, 0, 0, 0, 0)
@@ -83,14 +87,21 @@ class ChunkBuffers:
 
         sentence_starts: list[int] = []
         sentence_texts: list[str] = []
+        list_starts = {start for start, _end in doc.list_lines}
+        rows = self.rows["sentences"]
         for line in _LINE.finditer(text):
-            for s, e in split_sentences(line.group()):
-                start, end = line.start() + s, line.start() + e
-                idx = len(sentence_starts)
+            offset = line.start()
+            paragraph = line.group()
+            is_list_item = offset in list_starts
+            check = may_have_hole(paragraph)
+            for s, e in split_sentences(paragraph):
+                start = offset + s
+                sentence = paragraph[s:e]
+                rows.append((doc_id, len(sentence_starts), passage_ids[_locate(passage_starts, start)],
+                             _locate(section_starts, start), start, offset + e, sentence,
+                             has_hole(sentence, scan=check), is_list_item))
                 sentence_starts.append(start)
-                sentence_texts.append(text[start:end])
-                self._append("sentences", doc_id, idx, passage_ids[_locate(passage_starts, start)],
-                             _locate(section_starts, start), start, end, text[start:end])
+                sentence_texts.append(sentence)
 
         for idx, link in enumerate(doc.links):
             p = _locate(passage_starts, link.start)
@@ -131,6 +142,53 @@ class ChunkBuffers:
             self._append("passages", pid, doc_id, position, _locate(section_starts, start),
                          start, n, text[start:end])
         return [s[1] for s in spans], [s[0] for s in spans]
+
+
+def without_lines(doc: CleanDocument) -> CleanDocument:
+    """``doc`` without its list lines (``doc.list_lines``), as WikiExtractor and DPR leave them out.
+
+    Each line goes with its line break; links and citations inside a removed line are
+    dropped (links counted as ``dropped_links["list"]``), the others move with the text,
+    and a section that started on a removed line starts where the text goes on.
+    """
+    text, n = doc.text, len(doc.text)
+    cuts: list[tuple[int, int]] = []  # removed [start, end), merged, in order
+    for a, b in doc.list_lines:
+        a, b = (a, b + 1) if b < n else (max(a - 1, 0), b)
+        if cuts and a <= cuts[-1][1]:
+            cuts[-1] = (cuts[-1][0], max(b, cuts[-1][1]))
+        else:
+            cuts.append((a, b))
+    starts = [a for a, _ in cuts]
+    removed = [0]  # removed[i]: characters removed before cut i
+    for a, b in cuts:
+        removed.append(removed[-1] + b - a)
+
+    def shift(p: int) -> tuple[int, bool]:
+        """(new offset of ``p``, whether ``p`` was removed: then the offset is where the text goes on)."""
+        i = bisect_right(starts, p) - 1
+        if i >= 0 and p < cuts[i][1]:
+            return cuts[i][0] - removed[i], True
+        return p - removed[i + 1], False
+
+    links, dropped = [], doc.dropped_links.copy()
+    for link in doc.links:
+        (start, gone), (last, gone_too) = shift(link.start), shift(link.end - 1)
+        if gone or gone_too:
+            dropped["list"] += 1
+        else:
+            links.append(Link(start, last + 1, link.target))
+    citations = []
+    for citation in doc.citations:  # a citation belongs to the character before it, or starts its line
+        p = citation.position
+        owner = p - 1 if p and text[p - 1] != "\n" else p
+        new, gone = shift(owner)
+        if not gone:
+            citation.position = new + (p - owner)
+            citations.append(citation)
+    sections = [Section(shift(section.start)[0], section.title) for section in doc.sections]
+    kept = "".join(text[b:a] for (_, b), (a, _) in zip([(0, 0), *cuts], [*cuts, (n, n)]))
+    return CleanDocument(kept, links, citations, sections, doc.is_disambiguation, dropped, doc.given_passages)
 
 
 def _locate(starts: list[int], offset: int) -> int:

@@ -20,12 +20,19 @@ Conventions (DPR / WikiExtractor-like, plus what retrieval training needs):
   an unclosed ``{{`` therefore never swallows the rest of the page.  An unclosed
   ``{|`` table runs until the first line that does not look like a table row.
   An unclosed ``<!--`` hides the rest of the page (as in MediaWiki).
-* Templates never leave text behind, not even ``{{lang|fr|mot}}`` or ``{{convert}}``;
-  the punctuation they strand (``( ; , x)``, ``word , next``, ``()``) is tidied.
+* Templates leave text behind only when :mod:`pretriever.corpus.templates` has a renderer
+  for them (``{{convert|52|mi|km}}`` -> "52 miles", ``{{lang|fr|mot}}`` -> "mot", dates,
+  money, ...); every other template is dropped, and the punctuation it strands
+  (``( ; , x)``, ``word , next``, ``()``) is tidied. A hole that tidying cannot see is
+  left to :func:`pretriever.corpus.hygiene.has_hole`, which flags the sentence.
 * Headings are not part of the text; each starts a :class:`Section`.  The content
-  of reference-like sections ("References", "External links", "See also", "Notes",
-  ...) is dropped, their links included; the sections themselves are kept (empty),
-  their sub-headings are not recorded.
+  of reference-like and bibliography-like sections ("References", "External links",
+  "See also", "Notes", "Bibliography", "Selected works", "Discography", ...) is dropped,
+  their links included; the sections themselves are kept (empty), their sub-headings
+  are not recorded.
+* List and indented lines (``* # : ;``) lose their markup and stay in the text, their
+  offsets in ``CleanDocument.list_lines``: the segmenter leaves them out of passages
+  unless the build keeps lists.
 * ``<ref>`` tags, ``{{sfn}}``-style footnote templates standing in prose and
   ``{{r|name}}`` become :class:`Citation` objects placed right after the text they
   follow (before any whitespace), so the supported sentence ends at the position.
@@ -38,6 +45,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from .model import Citation, CleanDocument, Link, Section
+from .templates import Args, renderer_for
 from .titles import Namespaces
 
 __all__ = ["clean_wikitext"]
@@ -48,6 +56,7 @@ _REF_BASE = 0xF0000  # citation i  -> chr(_REF_BASE + i)
 _REF_MAX = 0xFFFD
 _LINK_BASE = 0x100000  # link i start -> chr(_LINK_BASE + i)
 _LINK_MAX = 0xFFFC
+_LINK_START = chr(_LINK_BASE)
 _LINK_END = "\U0010fffd"
 _MARK_RE = re.compile("[\U000f0000-\U0010ffff]")
 _REF_MARKS = "\U000f0000-\U000fffff"
@@ -85,10 +94,9 @@ _BRACE_RE = re.compile(r"\{\{+|\}\}+")
 _TPL_NAME_RE = re.compile(r"\{\{\s*([^{}|<>\[\]\n]*)")
 _DAB_RE = re.compile(
     r"\{\{\s*(?:template\s*:\s*)?(?:disambiguation|disambig|dab|disamb|hndis|geodis|numberdis|"
-    r"letter[-_ ]numbercombdisambig|mathdab|[^{}|\n]*?[ _]+disambiguation)\s*(?:\||\}\})"
-    r"|__DISAMBIG__",
+    r"letter[-_ ]numbercombdisambig|mathdab|[^{}|\n]*?[ _]+disambiguation)\s*(?:\||\}\})",
     re.I,
-)
+)  # or __DISAMBIG__ (a branch of its own would stop the regex engine from skipping to each "{{")
 _SFN_NAMES = frozenset(
     {
         "sfn", "sfnp", "sfnm", "sfnmp", "harvnb", "harv", "harvp", "harvtxt", "harvcol",
@@ -129,9 +137,11 @@ _BLOCK_TAG_RE = re.compile(
     re.I,
 )
 # Punctuation left stranded where a template stood: "( ; , Phoibos", "Greek , i.e.", "( )".
-_EMPTY_PARENS_RE = re.compile(r"(?<!\S)\([^\S\n]*[,;:]?[^\S\n]*\)")  # not "f()"
-_PAREN_LEAD_RE = re.compile(r"\((?:(?: ?[,;:])+ ?| )")
-_SPACE_PUNCT_RE = re.compile(r" ([,;]|[.:)](?=[ \n]|$))")  # spaces are folded already
+# (citation markers inside are kept: "(<ref/>, from" -> "(<ref/>from")
+# (the bracket first, then what precedes it: a pattern that starts with a lookbehind is tried at every position)
+_EMPTY_PARENS_RE = re.compile("\\((?<!\\S\\()(?:[^\\S\\n]|[,;:%s])*\\)" % _REF_MARKS)  # "( ; , )", not "f()"
+_PAREN_LEAD_RE = re.compile("\\((?=[ ,;:%s])[ ,;:%s]+" % (_REF_MARKS, _REF_MARKS))
+_SPACE_PUNCT_RE = re.compile(r" ([,;)]|[.:](?=[ \n]|$))")  # spaces are folded already
 _COMMAS_RE = re.compile(r",(?: ?,)+")
 _WS_RE = re.compile(r"[^\S\n]+")
 _ODD_WS_RE = re.compile(r"[^\S \n]")  # whitespace other than " " and "\n" (two passes beat one)
@@ -143,12 +153,24 @@ _NOISE_SECTIONS = frozenset(
         "references", "reference", "external links", "see also", "notes", "note",
         "further reading", "bibliography", "sources", "footnotes", "citations",
         "works cited", "notes and references", "references and notes", "literature",
-        "other websites", "external links and references",
+        "other websites", "external links and references", "references and further reading",
+        "primary sources", "secondary sources", "notes and sources", "sources and further reading",
         # Bulgarian
         "източници", "бележки", "външни препратки", "вижте също", "литература",
         "библиография",
     }
 )
+# ... and lists of works: "Selected works", "Etymological bibliography", "Partial filmography as director"
+_WORKS_SECTION_RE = re.compile(
+    r"(?:[\w'-]+ ){0,2}(?:works|writings|publications|bibliography|bibliographies|discography|filmography|"
+    r"videography)(?: as [\w ]+)?"
+)
+
+
+def _is_noise_section(title: str) -> bool:
+    title = title.lower()
+    return title in _NOISE_SECTIONS or _WORKS_SECTION_RE.fullmatch(title) is not None
+
 
 # Citation parsing
 _TPL_START_RE = re.compile(r"\{\{\s*([^{}|\n]*?)\s*(?=\||\}\})")
@@ -189,7 +211,7 @@ def _norm_name(name: str) -> str:
 
 
 def _is_disambiguation(text: str) -> bool:
-    return _DAB_RE.search(text) is not None
+    return "__DISAMBIG__" in text or _DAB_RE.search(text) is not None
 
 
 class _Refs:
@@ -391,7 +413,7 @@ def _parse_citation(position: int, name: str | None, content: str) -> Citation:
 
 
 def _strip_templates(text: str, refs: _Refs) -> str:
-    """Delete every ``{{...}}`` / ``{{{...}}}`` construct; footnote templates become markers."""
+    """Replace every ``{{...}}`` / ``{{{...}}}`` construct by what it shows (see :func:`_top_template`), mostly nothing."""
     stack: list[list[int]] = []  # [position of the brace run, braces still open]
     ranges: list[list] = []  # merged [start, end, replacement]
     strays: list[list] = []
@@ -417,7 +439,7 @@ def _strip_templates(text: str, refs: _Refs) -> str:
                 ranges.pop()
             repl = None
             if not stack:
-                repl = _footnote_template(text, start, q, refs)
+                repl = _top_template(text, start, q, refs)
             ranges.append([start, q, repl])
         if n:
             strays.append([q, q + n, None])
@@ -426,8 +448,13 @@ def _strip_templates(text: str, refs: _Refs) -> str:
     return _apply_edits(text, ranges + strays if strays else ranges)
 
 
-def _footnote_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
-    """``{{sfn|...}}`` in prose is a citation; ``{{r|a|b}}`` reuses named refs."""
+def _top_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
+    """What an outermost template leaves in the text: a citation marker, rendered words, or nothing (None).
+
+    ``{{sfn|...}}`` in prose is a citation and ``{{r|a|b}}`` reuses named refs; a template
+    with a renderer in :mod:`pretriever.corpus.templates` becomes its visible words, its
+    arguments cleaned of nested templates first.
+    """
     m = _TPL_NAME_RE.match(text, start)
     if not m:
         return None
@@ -445,7 +472,15 @@ def _footnote_template(text: str, start: int, end: int, refs: _Refs) -> str | No
             if part and "=" not in part:
                 marks.append(refs.add(part, None, ""))
         return "".join(marks) or None
-    return None
+    render = renderer_for(name)
+    if render is None:
+        return None
+    parts = _split_params(text[start + 2 : end - 2])[1:]
+    parts = [_strip_templates(p, refs) if "{{" in p or "}}" in p else p for p in parts]
+    try:
+        return render(Args(parts)) or None
+    except Exception:  # noqa: BLE001 - a renderer meeting input it did not foresee drops the template, not the page
+        return None
 
 
 def _strip_tables(text: str) -> str:
@@ -658,10 +693,10 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
             text = _BIG_CHARREF_RE.sub(_safe_charref, text)
         text = html.unescape(text)
     if "(" in text:
-        text = _EMPTY_PARENS_RE.sub("", text)
+        text = _EMPTY_PARENS_RE.sub(_refs_only, text)
     text = _SPACES2_RE.sub(" ", _ODD_WS_RE.sub(" ", text))
     if "(" in text:
-        text = _PAREN_LEAD_RE.sub("(", text)
+        text = _PAREN_LEAD_RE.sub(_paren_refs, text)
     if " " in text:
         text = _SPACE_PUNCT_RE.sub(r"\1", text)
     if ",," in text or ", ," in text:
@@ -669,9 +704,18 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
     if refs.entries or maker.targets:
         text = _fix_mark_runs(text)
 
-    joined, section_marks = _assemble_lines(text)
-    _anchor(doc, joined, section_marks, maker.targets, refs)
+    joined, section_marks, list_marks = _assemble_lines(text)
+    _anchor(doc, joined, section_marks, list_marks, maker.targets, refs)
     return doc
+
+
+def _refs_only(m: re.Match) -> str:
+    """The citation markers of a match: what is left of an emptied "(...)"."""
+    return "".join(_REF_ONLY_RE.findall(m.group()))
+
+
+def _paren_refs(m: re.Match) -> str:
+    return "(" + _refs_only(m)
 
 
 def _safe_charref(m: re.Match) -> str:
@@ -730,9 +774,14 @@ def _fix_mark_runs(text: str) -> str:
     return "".join(out)
 
 
-def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
-    """Line pass: headings -> sections, list markup stripped, empty and noise lines dropped."""
+def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]], list[tuple[int, int]]]:
+    """Line pass: headings -> sections, list markup stripped, empty and noise lines dropped.
+
+    Returns the joined lines, the sections' (start, title) and the (start, end) of every
+    list or indented line (``* # : ;``), all as offsets in the joined text.
+    """
     out: list[str] = []
+    list_lines: list[int] = []  # indices in ``out``
     out_len = 0
     sections: list[tuple[int, str]] = [(0, "")]
     skip_level = 0
@@ -758,13 +807,14 @@ def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
                 if title:
                     if skip_level and level > skip_level:
                         continue
-                    skip_level = level if title.lower() in _NOISE_SECTIONS else 0
+                    skip_level = level if _is_noise_section(title) else 0
                     sections.append((out_len + 1 if out else 0, title))
                     after_heading = True
                     continue
         if skip_level:
             continue
-        if c in "*#:;":
+        is_list = c in "*#:;"
+        if is_list:
             s = s.lstrip("*#:; ")
             if not s:
                 continue
@@ -791,39 +841,43 @@ def _assemble_lines(text: str) -> tuple[str, list[tuple[int, str]]]:
             s = _trim_marks(s)
         if out:
             out_len += 1
+        if is_list:
+            list_lines.append(len(out))
         out.append(s)
         after_heading = False
         out_len += len(s)
-    return "\n".join(out), sections
+    spans = []
+    if list_lines:
+        starts = [0] * len(out)
+        for i in range(1, len(out)):
+            starts[i] = starts[i - 1] + len(out[i - 1]) + 1
+        spans = [(starts[i], starts[i] + len(out[i])) for i in list_lines]
+    return "\n".join(out), sections, spans
 
 
-def _anchor(doc: CleanDocument, joined: str, section_marks, targets: list[str], refs: _Refs) -> None:
+def _anchor(doc: CleanDocument, joined: str, section_marks, list_marks, targets: list[str], refs: _Refs) -> None:
     """Turn marker characters in ``joined`` into offsets of the final text."""
-    positions: list[int] = []
     cites: list[tuple[int, int]] = []
     links = doc.links
-    if _MARK_RE.search(joined) is None:
+    positions = [m.start() for m in _MARK_RE.finditer(joined)]
+    if not positions:
         text = joined
     else:
-        open_links: list[tuple[int, int]] = []
-        removed = 0
-        n_targets = len(targets)
-        n_refs = len(refs.entries)
-        for m in _MARK_RE.finditer(joined):
-            p = m.start()
-            positions.append(p)
+        open_links: list[tuple[int, str]] = []
+        link_limit = chr(_LINK_BASE + len(targets))  # markers past these were never handed out
+        ref_limit = chr(_REF_BASE + len(refs.entries))
+        for removed, p in enumerate(positions):
+            ch = joined[p]
             clean = p - removed
-            removed += 1
-            ch = ord(joined[p])
-            if ch >= _LINK_BASE:
-                if joined[p] == _LINK_END:
+            if ch >= _LINK_START:
+                if ch == _LINK_END:
                     if open_links:
-                        idx, start = open_links.pop()
-                        links.append(Link(start, clean, targets[idx]))
-                elif ch - _LINK_BASE < n_targets:
-                    open_links.append((ch - _LINK_BASE, clean))
-            elif ch - _REF_BASE < n_refs:
-                cites.append((clean, ch - _REF_BASE))
+                        start, opener = open_links.pop()
+                        links.append(Link(start, clean, targets[ord(opener) - _LINK_BASE]))
+                elif ch < link_limit:
+                    open_links.append((clean, ch))
+            elif ch < ref_limit:
+                cites.append((clean, ord(ch) - _REF_BASE))
         text = _MARK_RE.sub("", joined)
     doc.text = text
     if links:
@@ -857,3 +911,6 @@ def _anchor(doc: CleanDocument, joined: str, section_marks, targets: list[str], 
             start -= bisect_left(positions, start)
         sections.append(Section(min(start, n), title))
     doc.sections = sections
+    if positions and list_marks:
+        list_marks = [(a - bisect_left(positions, a), b - bisect_left(positions, b)) for a, b in list_marks]
+    doc.list_lines = list_marks

@@ -99,6 +99,8 @@ class EvaluateConfig:
             raise ValueError("queries go with qrels; answers and multihop files hold their own questions")
         if self.alpha_from is not None and not (self.hybrid and self.fusion.fusion == "convex" and self.queries):
             raise ValueError("alpha_from chooses the convex weight of hybrid: give hybrid, fusion convex and queries")
+        if self.alpha_from is not None and self.fusion.prf_k:
+            raise ValueError("alpha_from scores each weight without dense PRF: give alpha with prf_k, or leave prf_k out")
         if self.hybrid and not self.index:
             raise ValueError("hybrid fuses an index with BM25: give an index")
         if self.reader is not None and self.answers is None:

@@ -6,7 +6,7 @@
 """
 
 from pretriever.index.bm25 import BM25Index, BM25Options
-from pretriever.index.config import IndexConfig, Shard, parse_shard
+from pretriever.index.config import IndexConfig, SearchConfig, Shard, parse_shard
 from pretriever.index.dense import DenseIndex, encoder_info, read_index_meta, save_dense_index
 from pretriever.index.encode import BuildResult, build_index, merge_index
 from pretriever.index.errors import (EncodeStateError, IndexStageError, MergeError, NotAnIndexError,
@@ -18,7 +18,7 @@ from pretriever.index.open import bm25_beside, open_retriever, register_retrieve
 __all__ = [
     "BM25Index", "BM25Options", "BuildResult", "HybridOptions", "HybridRetriever", "choose_alpha", "fuse",
     "open_hybrid", "DenseIndex", "EncodeStateError", "FaissParams", "IndexConfig",
-    "IndexStageError", "MergeError", "NotAnIndexError", "Shard", "ShardSpecError", "build_faiss_index",
+    "IndexStageError", "MergeError", "SearchConfig", "NotAnIndexError", "Shard", "ShardSpecError", "build_faiss_index",
     "bm25_beside", "build_index", "encoder_info", "merge_index", "open_retriever", "parse_shard", "read_index_meta",
     "register_retriever", "retriever_kind", "save_dense_index",
 ]

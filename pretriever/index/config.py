@@ -19,6 +19,7 @@ from pretriever.config import option
 from pretriever.data.passages import Shard, parse_shard
 from pretriever.index.bm25 import BM25Options
 from pretriever.index.faiss_index import DTYPES, FaissParams
+from pretriever.index.hybrid import HybridOptions
 
 
 @dataclass
@@ -69,3 +70,26 @@ class IndexConfig:
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+
+
+@dataclass
+class SearchConfig:
+    """Searching an index from the command line (``pretriever search``; the ``[search]`` table of a TOML file)."""
+
+    index_dir: Path = option(help="An index folder: dense, refined or BM25.")
+    queries: list[str] = option(help="One or more queries.")
+    k: int = option(10, "Passages to show per query.")
+    bm25: bool = option(False, "Show BM25's ranking beside the index's: INDEX_DIR/bm25 when present, else built on "
+                               "the fly from the index's corpus store (default options).")
+    hybrid: bool = option(False, "Show the fusion of the index with BM25 beside them (see --fusion).")
+    fusion: HybridOptions = option(default_factory=HybridOptions,
+                                   help="How hybrid fuses the rankings ([search.fusion] in TOML).")
+    device: str | None = option(None, "Device for encoding the queries.", default_help="automatic")
+    words: int = option(30, "Words of each passage to show (0: titles only).")
+
+    def __post_init__(self) -> None:
+        self.index_dir = Path(self.index_dir)
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+        if self.words < 0:
+            raise ValueError(f"words must be 0 or more, got {self.words}")

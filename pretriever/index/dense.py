@@ -176,6 +176,7 @@ class DenseIndex:
             model.max_seq_length = self.encoder["max_length"]
         self._ids: np.ndarray | None = None
         self._embeddings: np.ndarray | None = None
+        self._row_of: dict[str, int] | None = None
         if self.index.ntotal != meta["count"]:
             raise NotAnIndexError(f"{self.path}: {FAISS_FILE} holds {self.index.ntotal} vectors, index.json says "
                                   f"{meta['count']}; rebuild the index")
@@ -205,6 +206,13 @@ class DenseIndex:
         if self._embeddings is None:
             self._embeddings = np.load(self.path / EMBEDDINGS_FILE, mmap_mode="r")
         return self._embeddings
+
+    def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of these passages (float32, in the given order; ids not in the index are skipped)."""
+        if self._row_of is None:
+            self._row_of = {pid: i for i, pid in enumerate(self.passage_ids)}
+        rows = [self._row_of[p] for p in passage_ids if p in self._row_of]
+        return np.asarray(self.embeddings[rows], dtype=np.float32).reshape(len(rows), self.dim)
 
     @property
     def model(self):

@@ -9,6 +9,13 @@ Two fusions of the same top-``depth`` lists of both systems:
   normalised over its own top ``depth`` for the query (a passage it did not return counts 0).
   ``alpha`` is given, or chosen on labelled validation queries with :func:`choose_alpha`.
 
+Optionally (``prf_k`` > 0), label-free pseudo-relevance feedback on the dense side: Rocchio
+(1971) on the query vector, ``q' = q + prf_weight * mean(top prf_k fused passages' vectors)``, as in dense-retriever PRF (Li et al., "Pseudo
+Relevance Feedback with Deep Language Models and Dense Retrievers: Successes and Pitfalls",
+TOIS 2023); the feedback passages are the *fused* top ``prf_k``, so BM25 helps choose them.
+The dense side is searched again with ``q'`` and fused again with the same BM25 list. It
+needs a dense index (or a refined one) on the dense side: the passage vectors are read from it.
+
 Example::
 
     from pretriever.index import open_hybrid
@@ -25,6 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pretriever.config import option
 from pretriever.data import PassageLookup
@@ -47,6 +56,10 @@ class HybridOptions:
     alpha: float = option(0.5, "convex: the weight of the dense score; BM25 gets 1 - alpha.")
     depth: int | None = option(None, "Passages taken from each system before fusing (the same for both).",
                                default_help=f"the k asked for, at least {MIN_DEPTH}")
+    prf_k: int = option(0, "Label-free dense PRF: move each query vector towards the mean vector of the fused "
+                           "top prf_k passages (Rocchio), search the dense side again and fuse again; 0: off.")
+    prf_weight: float = option(1.0, "Dense PRF: the weight of the feedback mean (the query's own vector has "
+                                    "weight 1).")
 
     def __post_init__(self) -> None:
         self.fusion = str(self.fusion).lower()
@@ -58,10 +71,13 @@ class HybridOptions:
             raise ValueError(f"alpha must be between 0 and 1, got {self.alpha}")
         if self.depth is not None and self.depth < 1:
             raise ValueError(f"depth must be at least 1, got {self.depth}")
+        if self.prf_k < 0 or self.prf_weight < 0:
+            raise ValueError(f"prf_k and prf_weight must not be negative, got {self.prf_k} and {self.prf_weight}")
 
     @property
     def label(self) -> str:
-        return f"rrf k={self.rrf_k}" if self.fusion == "rrf" else f"convex alpha={self.alpha:g}"
+        label = f"rrf k={self.rrf_k}" if self.fusion == "rrf" else f"convex alpha={self.alpha:g}"
+        return label + (f", dense prf k={self.prf_k} w={self.prf_weight:g}" if self.prf_k else "")
 
 
 def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], options: HybridOptions, k: int) -> list[Hit]:
@@ -103,8 +119,30 @@ class HybridRetriever:
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         depth = self.options.depth or max(k, MIN_DEPTH)
-        dense, lexical = self.dense.search(queries, depth), self.lexical.search(queries, depth)
-        return [fuse(d, b, self.options, k) for d, b in zip(dense, lexical)]
+        lexical = self.lexical.search(queries, depth)
+        if not self.options.prf_k:
+            return [fuse(d, b, self.options, k) for d, b in zip(self.dense.search(queries, depth), lexical)]
+        index = getattr(self.dense, "dense", self.dense)  # a refined index searches its DenseIndex's vectors
+        if not hasattr(index, "search_vectors"):
+            raise ValueError(f"dense PRF (prf_k) needs a dense index on the dense side, not {self.dense.name}")
+        encode = getattr(self.dense, "query_vectors_for", None) or index.encode_queries
+        vectors = encode(list(queries))
+        first = [fuse(d, b, self.options, self.options.prf_k)
+                 for d, b in zip(index.search_vectors(vectors, depth), lexical)]
+        moved = rocchio(vectors, [[h.passage_id for h in hits] for hits in first], index, self.options.prf_weight)
+        return [fuse(d, b, self.options, k) for d, b in zip(index.search_vectors(moved, depth), lexical)]
+
+
+def rocchio(vectors: np.ndarray, feedback: Sequence[Sequence[str]], index, weight: float) -> np.ndarray:
+    """Each query vector plus ``weight`` times the mean stored vector of its feedback passages (ids of ``index``,
+    a :class:`~pretriever.index.DenseIndex`); a query without feedback keeps its vector. Not renormalised: an
+    inner-product ranking (and min-max fusion) is the same for any positive scale of the query."""
+    out = np.array(vectors, dtype=np.float32, copy=True)
+    for i, ids in enumerate(feedback):
+        found = index.vectors_of(ids)
+        if len(found):
+            out[i] += weight * found.mean(axis=0)
+    return out
 
 
 def open_hybrid(index_dir: Path | str, options: HybridOptions | None = None, *, device: str | None = None,

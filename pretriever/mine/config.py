@@ -33,7 +33,8 @@ class MineConfig:
              "and p links to Q), cm (co-mention: q and p link to a third entity E and p links to Q), ict (inverse "
              "cloze task), wlp (wiki link prediction), bfs (body first selection), qac (C-MORE question-answer-"
              "context triplets; needs references or context links), cc (two passages of one document: "
-             "coCondenser), qc (a passage and its generated queries; needs queries). HLP: dl,cm.")
+             "coCondenser), qc (a passage and its generated queries; needs queries), tb (title-body: a statement-like "
+             "title and a passage of its document). HLP: dl,cm.")
     negatives: str = option("random", "One extra negative passage per pair: random (the paper's choice: any "
                                       "passage of another document), overlap (shares a linked entity with the "
                                       "query but is neither DL nor CM; falls back to random) or none.")
@@ -47,9 +48,10 @@ class MineConfig:
     prepend_title: bool = option(False, "Prepend the document title to positive and negative passages "
                                         "(\"Title. text\"). HLP does not, to avoid superficial entity overlap.")
     cm_indegree_percentile: float = option(
-        90.0, "CM: co-mentioned entities must have an in-degree (documents linking to them) below the top "
-              "(100 - this)% of all link targets. Paper: 90 (the top 10% are excluded). On a small sample "
-              "almost every target is linked once, so try 99.")
+        90.0, "CM: the co-mentioned entity E is an article of the store (never a red link or a disambiguation "
+              "page) whose in-degree (documents linking to it) is below the top (100 - this)% of the store's "
+              "articles. Paper: 90 (the top 10% are excluded). On a small sample few articles are linked from "
+              "two documents, so try 99.")
     cm_indegree_threshold: int | None = option(
         None, "CM: an absolute in-degree threshold K instead of the percentile (entities with in-degree >= K "
               "are excluded).")
@@ -74,7 +76,7 @@ class MineConfig:
               "more than --memory-limit then stops with an out-of-memory error instead of filling the disk).",
         default_help="DuckDB's: 90% of the free space on that disk")
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
-    tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic.",
+    tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic and --cc-max-tokens.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")
     references: Path | None = option(
         None, "QAC: a references folder (REFS_DIR from `pretriever references fetch/import`) whose page texts "
@@ -91,6 +93,11 @@ class MineConfig:
     queries: Path | None = option(None, "QC: QUERIES_DIR from `pretriever generate` (or its "
                                         "generated_queries.parquet): the generated queries paired with their "
                                         "passages.")
+    cc_max_tokens: int | None = option(
+        None, "CC: build each document's passages from whole sentences (the store's sentences table), packed in "
+              "order up to this many WordPiece tokens of --tokenizer (Wu et al. 2023, section 4.1: 128), and pair "
+              "two of them; a longer sentence is a passage alone. Tokens are counted exactly, in Python "
+              "(~15,000 sentences per CPU-second).", default_help="off: the store's passages")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
 
@@ -130,6 +137,9 @@ class MineConfig:
         if "qac" in self.methods and self.references is None and self.context == "references":
             raise ValueError("method qac needs references (--references REFS_DIR from `pretriever references "
                              "fetch`), or --context links to build contexts from the linked articles")
+        if self.cc_max_tokens is not None and self.cc_max_tokens < 1:
+            raise ValueError(f"cc_max_tokens must be at least 1 token (or left out for the store's passages), "
+                             f"got {self.cc_max_tokens}")
         if self.block_words < 1 or not 1 <= self.block_stride <= self.block_words:
             raise ValueError(f"block_words must be at least 1 and block_stride between 1 and block_words, got "
                              f"{self.block_words} and {self.block_stride}")

@@ -31,10 +31,17 @@ class MineContext:
     @cached_property
     def docs(self) -> ir.Table:
         """Documents that may give queries and passages: (doc_id, title)."""
-        d = self.engine.table("documents")
         if self.config.skip_disambiguation:
-            d = d.filter(~d.is_disambiguation.fill_null(False))
-        return d.select("doc_id", "title")
+            return self.articles
+        return self.engine.table("documents").select("doc_id", "title")
+
+    @cached_property
+    def articles(self) -> ir.Table:
+        """Articles: documents that are not disambiguation pages, (doc_id, title). They are the entities
+        whose in-degrees rank co-mention's E ("among the Wikipedia entities"), whatever
+        ``skip_disambiguation`` says about queries and passages."""
+        d = self.engine.table("documents")
+        return d.filter(~d.is_disambiguation.fill_null(False)).select("doc_id", "title")
 
     @cached_property
     def passages(self) -> ir.Table:
@@ -44,16 +51,29 @@ class MineContext:
 
     @cached_property
     def sentences(self) -> ir.Table:
-        """Sentences of usable documents with a word count (``words``)."""
+        """Sentences of usable documents with a word count (``words``) and ``clean``: no hole, not a list item.
+
+        A sentence with a hole where markup stood ("With an area of, Algeria is ...") or from a
+        list line is never a query (see ``pretriever.corpus.hygiene``); it still counts as text.
+        """
         s = self.engine.table("sentences")
         s = s.semi_join(self.docs, s.doc_id == self.docs.doc_id)
-        return s.mutate(words=word_count(s.text))
+        return s.mutate(words=word_count(s.text), clean=~(s.has_hole | s.is_list_item))
 
     @cached_property
     def query_sentences(self) -> ir.Table:
-        """Sentences long enough to be queries."""
+        """Sentences that may be queries: clean and long enough."""
         s = self.sentences
-        return s.filter(s.words >= self.config.min_query_words)
+        return s.filter(s.clean, s.words >= self.config.min_query_words)
+
+    @cached_property
+    def flagged_sentences(self) -> dict[str, int]:
+        """How many sentences of usable documents can never be queries, by flag (reported in stats and pairs.json)."""
+        s = self.sentences
+        row = self.engine.to_arrow(s.aggregate(
+            sentences=s.count(), with_hole=s.has_hole.cast("int64").sum(), list_items=s.is_list_item.cast("int64").sum(),
+            excluded=(~s.clean).cast("int64").sum())).to_pylist()[0]
+        return {k: int(v or 0) for k, v in row.items()}
 
     @cached_property
     def positives(self) -> ir.Table:
@@ -73,7 +93,9 @@ class MineContext:
         Columns: doc_id, link_idx, passage_id, sentence_idx, start, end, passage_start,
         passage_end, anchor, entity (target title), target_doc_id (NULL when the target is
         not a usable document), s_start, s_end, s_text, s_ok (the sentence can be a query
-        holding the whole anchor). Computed once (materialized).
+        holding the whole anchor: clean, long enough), in_passage (the anchor lies wholly inside
+        its passage; one that crosses into the next passage is only partly in the one it starts
+        in). Computed once (materialized).
         """
         raw = self.engine.table("links")
         docs = self.docs
@@ -87,11 +109,16 @@ class MineContext:
                      "passage_end", "anchor", entity=l.target_title, target_doc_id=l.tgt_doc)
         s = self.sentences.select(s_doc=self.sentences.doc_id, s_idx=self.sentences.sentence_idx,
                                   s_start=self.sentences.start, s_end=self.sentences.end,
-                                  s_text=self.sentences.text, s_words=self.sentences.words)
+                                  s_text=self.sentences.text, s_words=self.sentences.words,
+                                  s_clean=self.sentences.clean)
         l = l.left_join(s, (l.doc_id == s.s_doc) & (l.sentence_idx == s.s_idx))
-        ok = (l.s_text.notnull() & (l.s_words >= self.config.min_query_words)
+        ok = (l.s_text.notnull() & l.s_clean & (l.s_words >= self.config.min_query_words)
               & (l.start >= l.s_start) & (l.end <= l.s_end))
-        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words")
+        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words", "s_clean")
+        p = self.passages.select(p_pid=self.passages.passage_id, p_len=self.passages.text.length())
+        l = l.left_join(p, l.passage_id == p.p_pid)
+        inside = (l.passage_start >= 0) & (l.passage_end <= l.p_len)
+        l = l.mutate(in_passage=inside.fill_null(False)).drop("p_pid", "p_len")
         return self.engine.materialize(l, "elinks")
 
     @cached_property
@@ -99,21 +126,46 @@ class MineContext:
         """Entity links whose target is a usable document of the store."""
         return self.elinks.filter(self.elinks.target_doc_id.notnull())
 
+    @cached_property
+    def passage_links(self) -> ir.Table:
+        """Links to usable documents whose anchor lies wholly inside its passage: the only links that can be
+        the evidence of a positive (M(p) in the paper). An anchor crossing a passage boundary is cut in two,
+        so neither passage holds it."""
+        return self.doc_links.filter(self.doc_links.in_passage)
+
+    @cached_property
+    def positive_links(self) -> ir.Table:
+        """The evidence side of DL, CM and WLP: links held wholly inside a passage long enough to be a
+        positive, with that passage's text. Columns p_pid, p_doc, p_link, p_target (the linked document),
+        p_entity (its title), p_anchor, p_astart, p_aend (offsets in the passage); the text is joined later
+        (``with_passage_text``)."""
+        held = self.passage_links
+        pos = self.positives.select(pp=self.positives.passage_id)
+        j = held.join(pos, held.passage_id == pos.pp)
+        return j.select(p_pid=j.passage_id, p_doc=j.doc_id, p_link=j.link_idx, p_target=j.target_doc_id,
+                        p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start, p_aend=j.passage_end)
+
     # -- in-degree -----------------------------------------------------------------------
     @cached_property
     def indegree(self) -> ir.Table:
-        """(entity, indegree): number of distinct documents linking to each link target."""
-        l = self.elinks
-        return self.engine.materialize(l.group_by("entity").agg(indegree=l.doc_id.nunique().cast("int64")),
-                                       "indegree")
+        """(entity_doc_id, entity, indegree) for every article of the store: the number of distinct usable
+        documents linking to it (0 when none does). Red links and disambiguation pages are not in it."""
+        l = self.doc_links
+        counts = l.group_by(c_doc=l.target_doc_id).agg(c_deg=l.doc_id.nunique().cast("int64"))
+        a = self.articles
+        t = a.left_join(counts, a.doc_id == counts.c_doc)
+        t = t.select(entity_doc_id=t.doc_id, entity=t.title, indegree=t.c_deg.fill_null(0).cast("int64"))
+        return self.engine.materialize(t, "indegree")
 
     @cached_property
     def indegree_threshold(self) -> dict[str, Any]:
         """K for co-mention: entities with in-degree >= K are too common to be evidence.
 
         With a percentile x (default 90), K is the smallest in-degree such that at most
-        (100 - x)% of all link targets have an in-degree of K or more, so the top 10% (ties
-        kept on the safe side: never more than 10% excluded) are dropped.
+        (100 - x)% of the store's articles have an in-degree of K or more, so the top 10% (ties
+        kept on the safe side: never more than 10% excluded) are dropped. The ranking is over
+        articles (HLP: "among the Wikipedia entities"), those no document links to included,
+        not over every link target: red links would swamp it on a sample of a wiki.
         """
         if self.config.cm_indegree_threshold is not None:
             return {"k": int(self.config.cm_indegree_threshold), "rule": "absolute",

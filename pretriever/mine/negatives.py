@@ -69,9 +69,10 @@ class Negatives:
 
     @cached_property
     def by_entity(self) -> ir.Table:
-        """Up to ``overlap_candidates`` passages per entity, sampled among those linking to it."""
+        """Up to ``overlap_candidates`` passages per entity, sampled among those linking to it with an
+        anchor wholly inside the passage."""
         ctx = self.ctx
-        links = ctx.elinks
+        links = ctx.elinks.filter(ctx.elinks.in_passage)
         pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id,
                                    c_text=ctx.positives.text)
         t = links.join(pos, links.passage_id == pos.c_pid)

@@ -194,6 +194,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             result.methods[name].file = path.name
         cm = ctx.__dict__.get("indegree_threshold")
         result.memory_limit = getattr(engine, "memory_limit", None)
+        flagged = ctx.flagged_sentences
     finally:
         engine.close()
 
@@ -204,15 +205,17 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     for name, r in result.methods.items():
         if r.report:
             result.stats["methods"].setdefault(name, {}).update(r.report)
+    result.stats["flagged_sentences"] = flagged
     write_json(config.out / STATS, result.stats)
     plot_overlap(result.stats, config.out / PLOT)
     result.seconds = time.perf_counter() - started
-    result.manifest = manifest(config, store, result, cm)
+    result.manifest = manifest(config, store, result, cm, flagged)
     write_json(config.out / MANIFEST, result.manifest)
     return result
 
 
-def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dict | None) -> dict[str, Any]:
+def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dict | None,
+             flagged: dict[str, int]) -> dict[str, Any]:
     return {
         "pretriever_version": __version__,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -228,6 +231,8 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
             for name, r in result.methods.items()
         },
         **({"cm_indegree_threshold": cm} if cm else {}),
+        # sentences that never become queries: a hole where markup stood, or a list item
+        "flagged_sentences": flagged,
         "columns": PAIRS.names,
         "stats": STATS,
         "overlap_plot": PLOT,

@@ -5,6 +5,8 @@ are grouped by (method, passage): each epoch draws one candidate per passage (eq
 Wu et al., 2023), so C candidates give C different contexts over C epochs instead of C
 copies of the passage per epoch. With ``mix``, every step takes its batch from one method
 drawn with the given shares (Table 4: "in a training step, we randomly choose ...").
+A (query, positive) that two methods both gave is kept once, by the first (in file order), and
+counted in ``duplicate_across`` (as ``pretriever train`` and ``pairs export`` do).
 Everything is drawn from NumPy generators seeded by (seed, epoch), so a resumed run sees
 the same batches.
 """
@@ -12,13 +14,14 @@ the same batches.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.io import text_pair_hashes
 from pretriever.pretrain.errors import PretrainError
 from pretriever.train.errors import TrainError
 from pretriever.train.pairs import describe_file, find_pair_files
@@ -31,6 +34,7 @@ class PretrainPairs:
     method: np.ndarray  # method code per row
     methods: list[str]
     groups: list[np.ndarray]  # rows that share a passage (qc candidates) or a single row
+    duplicate_across: dict[str, int] = field(default_factory=dict)  # rows left to an earlier method that has them
 
     @property
     def per_method(self) -> dict[str, int]:
@@ -44,7 +48,8 @@ def _rng(seed: int, *parts: object) -> np.random.Generator:
 
 
 def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
-    """The (x, y) texts of a pairs folder, only ``methods`` when given; empty texts are left out."""
+    """The (x, y) texts of a pairs folder, only ``methods`` when given; empty texts are left out, and so is a
+    (query, positive) that an earlier method already gave (counted per method in ``duplicate_across``)."""
     try:
         files = [describe_file(f) for f in find_pair_files(path)]
     except TrainError as err:
@@ -53,6 +58,8 @@ def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
     y: list[str] = []
     method_names: list[str] = []
     keys: list[tuple] = []
+    first_method: dict[int, str] = {}  # (query, positive) hash -> the method that gave it first
+    duplicates: dict[str, int] = {}
     for f in files:
         names = pq.ParquetFile(f.path).schema_arrow.names
         columns = [f.query, f.positive] + [c for c in ("method", "positive_passage_id", "candidate") if c in names]
@@ -62,8 +69,12 @@ def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
         q, p = t[f.query].to_pylist(), t[f.positive].to_pylist()
         pid = t["positive_passage_id"].to_pylist() if "positive_passage_id" in names else [None] * t.num_rows
         cand = t["candidate"].to_pylist() if "candidate" in names else [None] * t.num_rows
+        pair = text_pair_hashes(t[f.query], t[f.positive]).tolist()
         for i in range(t.num_rows):
             if methods is not None and meth[i] not in methods or not q[i] or not p[i]:
+                continue
+            if first_method.setdefault(pair[i], meth[i]) != meth[i]:
+                duplicates[meth[i]] = duplicates.get(meth[i], 0) + 1
                 continue
             x.append(p[i])
             y.append(q[i])
@@ -82,7 +93,7 @@ def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
         groups.setdefault(k, []).append(i)
     code = {m: i for i, m in enumerate(names)}
     return PretrainPairs(x=x, y=y, method=np.array([code[m] for m in method_names], dtype=np.int32),
-                         methods=names, groups=[np.array(g) for g in groups.values()])
+                         methods=names, groups=[np.array(g) for g in groups.values()], duplicate_across=duplicates)
 
 
 def epoch_batches(pairs: PretrainPairs, epoch: int, batch_size: int, seed: int,

@@ -251,7 +251,7 @@ def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], res
         "terms": ["loss", *OBJECTIVES[cfg.objective].terms],
         "options": cfg.to_json(),
         "pairs": {"rows": len(pairs.x), "per_epoch_by_method": pairs.per_method,
-                  "batches_per_epoch": per_epoch},
+                  "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch},
         "model": {"base": resolve_model(cfg.model), **notes,
                   "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder")},
         "steps": result.steps,

@@ -83,26 +83,79 @@ class ReaderConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
-@dataclass
-class PrepareConfig:
-    """Retrieving passages for a QA set and labelling them (``pretriever reader prepare``)."""
+@dataclass(kw_only=True)
+class RetrievalSource:
+    """Where the passages for a question come from (shared by ``reader prepare``, ``reader evaluate`` and
+    ``answer``)."""
 
     index: Path = option(help="INDEX_DIR: a dense, refined or BM25 index folder.")
-    questions: Path = option(help="QA set: NQ-open/WebQ/CuratedTREC JSONL, DPR qas TSV or DPR JSON.")
-    out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
-                            "has_answer).")
-    k: int = option(20, "Passages kept per question (DPR reads 100 at test time, trains on the top 100).")
+    k: int = option(20, "Passages retrieved per question (DPR reads 100 at test time, trains on the top 100).")
     retrieval: str = option("index", "index (the folder as it is), bm25 (the BM25 beside it) or hybrid "
-                                     "(the index fused with its BM25).")
-    match: str | None = option(None, "string (DPR's token matching) or regex (CuratedTREC).",
-                               default_help="regex when the file name contains 'trec'")
-    batch_size: int = option(256, "Questions per search call.")
-    limit: int | None = option(None, "Only the first N questions.")
-    device: str | None = option(None, "Where queries are encoded.", default_help="automatic")
+                                     "(the index fused with its BM25, RRF).")
+    device: str | None = option(None, "Where queries are encoded (and, when reading, the reader runs).",
+                                default_help="automatic")
 
-    def __post_init__(self) -> None:
-        self.index, self.questions, self.out = Path(self.index), Path(self.questions), Path(self.out)
+    def _check_source(self) -> None:
+        self.index = Path(self.index)
         if self.retrieval not in RETRIEVAL_MODES:
             raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, got {self.retrieval!r}")
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
+
+
+@dataclass(kw_only=True)
+class QASetSource(RetrievalSource):
+    """A QA file whose questions are retrieved for (``reader prepare`` and ``reader evaluate``)."""
+
+    questions: Path = option(help="QA set: NQ-open/WebQ/CuratedTREC JSONL, DPR qas TSV or DPR JSON.")
+    match: str | None = option(None, "string (DPR's token matching) or regex (CuratedTREC).",
+                               default_help="regex when the file name contains 'trec'")
+    limit: int | None = option(None, "Only the first N questions.")
+
+    def _check_source(self) -> None:
+        super()._check_source()
+        self.questions = Path(self.questions)
+
+
+READER_HELP = "READER_DIR from `pretriever reader train`."
+
+
+@dataclass(kw_only=True)
+class PrepareConfig(QASetSource):
+    """Retrieving passages for a QA set and labelling them (``pretriever reader prepare``)."""
+
+    out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
+                            "has_answer).")
+    batch_size: int = option(256, "Questions per search call.")
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self.out = Path(self.out)
+
+
+@dataclass(kw_only=True)
+class ReaderEvaluateConfig(QASetSource):
+    """End-to-end QA over an index (``pretriever reader evaluate``; the ``[reader_evaluate]`` table)."""
+
+    reader: Path = option(help=READER_HELP)
+    read: ReadOptions = option(default_factory=ReadOptions,
+                               help="How the reader picks answers ([reader_evaluate.read] in TOML).")
+    out: Path | None = option(None, "Write results.json (metrics and per-question predictions) here.")
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self.reader = Path(self.reader)
+
+
+@dataclass(kw_only=True)
+class AnswerConfig(RetrievalSource):
+    """Answering questions over an index (``pretriever answer``; the ``[answer]`` table)."""
+
+    questions: list[str] = option(help="One or more questions.")
+    reader: Path = option(help=READER_HELP)
+    read: ReadOptions = option(default_factory=ReadOptions, help="How the reader picks answers ([answer.read] in TOML).")
+    as_json: bool = option(False, "One JSON object per question on stdout.")
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self.reader = Path(self.reader)

@@ -11,6 +11,7 @@ Modules
   the passage-centric (paper Table 2) and query-centric views;
 * :mod:`~pretriever.refine.ops` - eq. 9 and batched AOpt with per-vector early stopping;
 * :mod:`~pretriever.refine.search` - top-k over partly rewritten vectors without a rebuild;
+* :mod:`~pretriever.refine.fusion` - ``--fuse-bm25``: the passages to label found by dense + BM25;
 * :mod:`~pretriever.refine.pipeline` - the Figure 5 loop and the output folder;
 * :mod:`~pretriever.refine.retriever` - :class:`RefinedIndex`, a Retriever with the query side
   (stored refined vectors of feedback queries; label-free topk refinement of any other query);

@@ -8,6 +8,7 @@ from typing import Any
 
 from pretriever.config import option
 from pretriever.data.qa import guess_match_mode
+from pretriever.index.hybrid import HybridOptions
 from pretriever.refine.labels import FEEDBACK_KINDS
 
 METHODS = ("linear", "aopt-passage", "aopt-query", "hybrid")
@@ -41,6 +42,14 @@ class RefineConfig:
                                          "queries).")
     k: int = option(100, "Passages retrieved and labelled per feedback query (the pseudo-label depth).")
     k_pos: int = option(5, "topk feedback (and test-time query refinement): the top k' that count as relevant.")
+    fuse_bm25: bool = option(False, "Find the passages to label with BM25 fused with the dense ranking (see "
+                                    "fusion), not with dense retrieval alone: cleaner label-free topk labels, more "
+                                    "judged passages found for qrels/answers. Not --method hybrid (passages, then "
+                                    "queries): this changes which passages are labelled, not the refined index's "
+                                    "search, which stays dense (fuse it with BM25 at search time: `pretriever "
+                                    "evaluate --hybrid`). Uses INDEX_DIR/bm25, else builds one from the store.")
+    fusion: HybridOptions = option(default_factory=HybridOptions,
+                                   help="How --fuse-bm25 fuses the rankings ([refine.fusion] in TOML).")
     match: str = option("auto", "Answer matching: string (DPR), regex (CuratedTREC: answers are patterns) or auto "
                                 "(regex when the answers file's name contains 'trec', as evaluate does).")
     # linear re-weighting, eq. 9 (alpha fixed at 1; the paper's best NQ point is beta 0.6, gamma -0.1)
@@ -106,6 +115,11 @@ class RefineConfig:
         for name in ("k", "k_pos", "rounds", "query_rounds", "patience", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if isinstance(self.fusion, dict):
+            self.fusion = HybridOptions(**self.fusion)
+        if self.fusion.prf_k:
+            raise ValueError("fusion.prf_k is search-time PRF (`pretriever evaluate --hybrid --prf-k`); refine's label "
+                             "search does not use it")
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
         for name, value in PRESETS[self.preset].items():

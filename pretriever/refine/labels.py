@@ -249,12 +249,20 @@ class Labels:
         return pa.table(data)
 
 
-def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batch_size: int = 4096) -> Labels:
-    """Retrieve the top ``k`` of each query with ``searcher`` and judge every (query, passage) pair."""
+def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batch_size: int = 4096,
+                 lexical=None) -> Labels:
+    """Retrieve the top ``k`` of each query with ``searcher`` and judge every (query, passage) pair.
+
+    ``lexical``: a :class:`pretriever.refine.fusion.LexicalRanking` of the same queries (``refine --fuse-bm25``):
+    the dense ranking, searched to its depth, is fused with BM25's and the fused top ``k`` is labelled.
+    """
     n = len(query_vectors)
     qs, rows, ranks, scores = [], [], [], []
     for lo in range(0, n, batch_size):
-        s, r = searcher.search(query_vectors[lo:lo + batch_size], k)
+        if lexical is None:
+            s, r = searcher.search(query_vectors[lo:lo + batch_size], k)
+        else:
+            s, r = lexical.fuse(lo, *searcher.search(query_vectors[lo:lo + batch_size], lexical.depth), k)
         q = np.repeat(np.arange(lo, lo + len(r), dtype=np.int64), r.shape[1])
         rk = np.tile(np.arange(r.shape[1], dtype=np.int32), len(r))
         keep = r.ravel() >= 0

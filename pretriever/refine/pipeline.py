@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import asdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,12 @@ import numpy as np
 import pyarrow as pa
 
 from pretriever.data import DatasetError, PassageLookup, QAFileError, load_qa_file, load_qrels, load_queries
-from pretriever.index.dense import INDEX_JSON, DenseIndex, save_dense_index
+from pretriever.index.dense import BM25_DIR, INDEX_JSON, DenseIndex, save_dense_index
+from pretriever.index.open import bm25_beside
 from pretriever.io import write_json, write_parquet
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.errors import RefineError
+from pretriever.refine.fusion import LexicalRanking
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
 from pretriever.refine.search import PatchedSearcher
@@ -119,12 +122,14 @@ def _normalized(vectors: np.ndarray) -> np.ndarray:
 # --- the loops -------------------------------------------------------------------------------
 
 def refine_passages(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge, cfg: RefineConfig,
-                    on_round: Callable[[int, Labels], None] | None = None) -> list[dict[str, Any]]:
-    """The passage-side rounds; the searcher ends holding the refined passage vectors."""
+                    on_round: Callable[[int, Labels], None] | None = None,
+                    lexical: LexicalRanking | None = None) -> list[dict[str, Any]]:
+    """The passage-side rounds; the searcher ends holding the refined passage vectors. ``lexical``: label the
+    dense ranking fused with these BM25 rankings of the same queries (``--fuse-bm25``)."""
     log = []
     for r in range(cfg.rounds):
         t0 = time.perf_counter()
-        labels = build_labels(queries, searcher, cfg.k, judge)
+        labels = build_labels(queries, searcher, cfg.k, judge, lexical=lexical)
         t1 = time.perf_counter()
         centres = labels.passages()
         local = np.searchsorted(centres, labels.row)
@@ -155,16 +160,17 @@ def refine_passages(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge
 
 def refine_queries(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge, k: int, rounds: int,
                    params: dict[str, Any], device: str | None = None, normalize: bool = False,
-                   on_round: Callable[[int, Labels], None] | None = None,
-                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+                   on_round: Callable[[int, Labels], None] | None = None, threads: int | None = None,
+                   lexical: LexicalRanking | None = None) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """The query-side rounds (AOpt-query) against the searcher's current passages: the refined
-    vectors, which of them moved (a query needs a positive and a negative), and the round log."""
+    vectors, which of them moved (a query needs a positive and a negative), and the round log.
+    ``lexical`` as in :func:`refine_passages`."""
     log = []
     current = np.array(queries, dtype=np.float32, copy=True)
     changed = np.zeros(len(current), dtype=bool)
     for r in range(rounds):
         t0 = time.perf_counter()
-        labels = build_labels(current, searcher, k, judge)
+        labels = build_labels(current, searcher, k, judge, lexical=lexical)
         t1 = time.perf_counter()
         rows = labels.passages()
         other = np.searchsorted(rows, labels.row)
@@ -199,6 +205,8 @@ def refine_params(cfg: RefineConfig) -> dict[str, Any]:
                               "normalize": cfg.normalize}
     if cfg.feedback == "topk":
         params["k_pos"] = cfg.k_pos
+    params["label_search"] = ({"retrieval": "dense+bm25", "fusion": asdict(cfg.fusion)} if cfg.fuse_bm25
+                              else {"retrieval": "dense"})
     if cfg.method == "linear":
         params.update(alpha=1.0, beta=cfg.beta, gamma=cfg.gamma)
     else:
@@ -221,8 +229,11 @@ def query_side(cfg: RefineConfig, query_vectors: bool) -> dict[str, Any]:
 
 def system_label(cfg: RefineConfig) -> str:
     """How a refined index is named in every table: the method, and for the query side under the honest
-    protocol what it really is at search time, label-free PRF (``aopt-query[prf k'=5]``)."""
+    protocol what it really is at search time, label-free PRF (``aopt-query[prf k'=5]``), and whether the
+    labelled passages came from dense retrieval fused with BM25 (``aopt-passage[labels dense+bm25 rrf k=60]``)."""
     label = cfg.method
+    if cfg.fuse_bm25:
+        label += f"[labels dense+bm25 {cfg.fusion.label}]"
     if cfg.refines_queries and cfg.test_time_queries and not cfg.oracle:
         label += f"[prf k'={cfg.k_pos}]"
     return label + ("+oracle" if cfg.oracle else "")
@@ -283,6 +294,15 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
         if len(query_vectors) != len(feedback):
             raise RefineError(f"{len(query_vectors)} query vectors for {len(feedback)} feedback queries")
         searcher = PatchedSearcher.of(dense)
+        lexical = None
+        if cfg.fuse_bm25:
+            store = (dense.meta.get("corpus") or {}).get("store")
+            if not store:
+                raise RefineError(f"--fuse-bm25 needs BM25 over the passages of {cfg.index}, but its index.json names "
+                                  "no corpus store to build it from")
+            bm25, source = bm25_beside(store, [Path(cfg.index) / BM25_DIR], say=say)
+            say(f"labels: the dense ranking fused with BM25 ({cfg.fusion.label}; BM25 {source})")
+            lexical = LexicalRanking.of(bm25, feedback.texts, passage_ids, cfg.fusion, cfg.k)
         passage_tables: list[pa.Table] = []
         query_tables: list[pa.Table] = []
 
@@ -303,13 +323,13 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
         log: list[dict[str, Any]] = []
         if cfg.rewrites_passages:
             say(f"{cfg.method}: refining passages with {len(feedback):,} {cfg.feedback} feedback queries")
-            log += refine_passages(searcher, query_vectors, judge, cfg, keep_views("passage"))
+            log += refine_passages(searcher, query_vectors, judge, cfg, keep_views("passage"), lexical)
         refined_queries = None
         if cfg.refines_queries:
             say(f"{cfg.method}: refining the {len(feedback):,} feedback query vectors")
             refined_queries, query_moved, qlog = refine_queries(searcher, query_vectors, judge, cfg.k, cfg.query_rounds,
                                                    cfg.aopt_params(), cfg.device, cfg.normalize,
-                                                   keep_views("query"), cfg.threads)
+                                                   keep_views("query"), cfg.threads, lexical)
             log += qlog
 
         say(f"writing the refined index to {out}")

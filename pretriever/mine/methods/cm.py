@@ -1,10 +1,12 @@
 """Co-mention (CM): q and p both link to a third entity E, and p links to Q (HLP, section 3.2).
 
 ``IsCM`` in the paper's Appendix D: some m in M(q) with d_in(m) < K, m in M(p) and t_Q in
-M(p). E is neither Q nor P, and Q != P. Query: the sentence of q holding the hypertext to
-E. Positive: p. E is recorded with its in-degree. Entities in the top 10% of in-degree
-(over all link targets) are excluded by default (``cm_indegree_percentile``), or those at
-or above an absolute K (``cm_indegree_threshold``).
+M(p). E is neither Q nor P, and Q != P. E is an article of the store: a red link or a
+disambiguation page is no entity. Query: the sentence of q holding the hypertext to E.
+Positive: p, whose anchors to Q and to E lie wholly inside it (M(p)). E is recorded with its
+in-degree. Entities in the top 10% of in-degree (ranked among the store's articles) are
+excluded by default (``cm_indegree_percentile``), or those at or above an absolute K
+(``cm_indegree_threshold``).
 """
 
 from __future__ import annotations
@@ -25,27 +27,22 @@ class CoMention(Method):
 
     def candidates(self, ctx: MineContext) -> ir.Table:
         k = ctx.indegree_threshold["k"]
-        ind = ctx.indegree.filter(ctx.indegree.indegree < k)
-        ind = ind.select(i_entity=ind.entity, i_deg=ind.indegree)
-        links = ctx.elinks
+        ind = ctx.indegree.filter(ctx.indegree.indegree < k)  # articles only
+        ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
+        pl = ctx.positive_links  # anchors wholly inside p
         # p (in P) links back to Q
-        pos = ctx.positives.select(pp=ctx.positives.passage_id)
-        dl = ctx.doc_links
-        pq = dl.join(pos, dl.passage_id == pos.pp)
-        pq = pq.select(p_pid=pq.passage_id, p_doc=pq.doc_id, q_doc=pq.target_doc_id,
-                       q_title=pq.entity, pq_link=pq.link_idx, pq_anchor=pq.anchor,
-                       pq_astart=pq.passage_start, pq_aend=pq.passage_end)
-        # p links to a not-too-common entity E
-        pe = links.join(ind, links.entity == ind.i_entity)
-        pe = pe.select(pe_pid=pe.passage_id, e=pe.entity, e_doc=pe.target_doc_id, e_deg=pe.i_deg,
-                       pe_link=pe.link_idx, pe_anchor=pe.anchor, pe_astart=pe.passage_start,
-                       pe_aend=pe.passage_end)
+        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, q_doc=pl.p_target, pq_link=pl.p_link,
+                       pq_anchor=pl.p_anchor, pq_astart=pl.p_astart, pq_aend=pl.p_aend)
+        # p links to an article E that is not too common
+        pe = pl.join(ind, pl.p_target == ind.i_doc)
+        pe = pe.select(pe_pid=pe.p_pid, e=pe.p_entity, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link,
+                       pe_anchor=pe.p_anchor, pe_astart=pe.p_astart, pe_aend=pe.p_aend)
         j = pq.join(pe, pq.p_pid == pe.pe_pid)
-        j = j.filter(j.e != j.q_title)
-        j = j.mutate(_qe=j.q_doc + SEP + j.e)  # one key, so q's side joins (Q, E) pairs, not all links of Q
+        j = j.filter(j.e_doc != j.q_doc)
+        j = j.mutate(_qe=j.q_doc + SEP + j.e_doc)  # one key, so q's side joins (Q, E) pairs, not all links of Q
         # q (in Q) links to E from a sentence usable as a query
-        qs = links.filter(links.s_ok)
-        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.entity, q_link=qs.link_idx,
+        qs = ctx.doc_links.filter(ctx.doc_links.s_ok)
+        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.target_doc_id, q_link=qs.link_idx,
                        q_sidx=qs.sentence_idx, q_anchor=qs.anchor,
                        q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start))
         j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe")
@@ -66,12 +63,17 @@ class CoMention(Method):
             return reason
         t = ctx.indegree_threshold
         if t["k"] <= 2:
-            share = f"{1 - t['excluded'] / t['entities']:.0%} of the {t['entities']:,} link targets are" \
-                if t.get("entities") else "most link targets are"
-            return (f"the in-degree threshold is K={t['k']} ({t['rule']}): {share} linked from a single "
-                    "document, so only such entities pass, but a co-mentioned entity is linked from both Q and "
-                    "P (in-degree 2 or more). This happens on small samples (on a full wiki, where targets are "
-                    "linked from many documents, K is much larger); use --cm-indegree-percentile 99 or --cm-indegree-threshold K")
-        return ("no passage p links back to a document Q while sharing an entity with in-degree below "
-                f"K={t['k']} ({t['rule']}) with a passage of Q; try a larger corpus or a higher "
+            below = (f"the {t['entities'] - t['excluded']:,} of its {t['entities']:,} articles below it are"
+                     if t.get("entities") else "the articles below it are")
+            return (f"the in-degree threshold is K={t['k']} ({t['rule']}, ranked among the store's articles): "
+                    f"{below} linked from at most one document, but a co-mentioned entity is linked from both Q "
+                    "and P (in-degree 2 or more). This happens on small samples (on a full wiki, where articles "
+                    "are linked from many documents, K is much larger); use --cm-indegree-percentile 99 or "
+                    "--cm-indegree-threshold K")
+        counts = ctx.link_counts
+        return ("no passage p links back to a document Q and to an entity E with in-degree below "
+                f"K={t['k']} ({t['rule']}) that a passage of Q links to as well. E must be an article of the "
+                f"store (not a red link or a disambiguation page): {counts['links_between_documents']:,} of the "
+                f"{counts['links']:,} links point to a document of the store, and p's anchors must lie wholly "
+                "inside p. A sample of a wiki links mostly outside itself; try a larger corpus or a higher "
                 "--cm-indegree-percentile")

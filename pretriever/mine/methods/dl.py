@@ -1,6 +1,7 @@
 """Dual-link (DL): q links to P and p links to Q (HLP, section 3.2; ``IsDL`` in Appendix D).
 
-Query: the sentence of q holding the hypertext to P. Positive: p, without its title.
+Query: the sentence of q holding the hypertext to P. Positive: p, without its title; its
+anchor to Q lies wholly inside p (an anchor crossing a passage boundary is no evidence).
 Both directions give pairs (a passage pair (a, b) gives a->b and b->a). Each passage pair
 gives one candidate; when q links to P (or p to Q) more than once, the link is sampled.
 """
@@ -27,12 +28,8 @@ class DualLink(Method):
         q = qs.select(q_doc=qs.doc_id, q_pid=qs.passage_id, q_link=qs.link_idx, q_sidx=qs.sentence_idx,
                       q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start),
                       q_anchor=qs.anchor, q_target=qs.target_doc_id)
-        # positive side: a link in p (document P) back to Q
-        pos = ctx.positives.select(pp=ctx.positives.passage_id)
-        pl = links.join(pos, links.passage_id == pos.pp)
-        p = pl.select(p_doc=pl.doc_id, p_pid=pl.passage_id, p_link=pl.link_idx,
-                      p_anchor=pl.anchor, p_astart=pl.passage_start, p_aend=pl.passage_end,
-                      p_target=pl.target_doc_id)
+        # positive side: a link in p (document P) back to Q, its anchor wholly inside p
+        p = ctx.positive_links
         j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
         j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"])

@@ -3,7 +3,8 @@ Open-Domain Questions by Consulting Millions of References").
 
 Input: the store's ``citations`` (the statement each one supports) and a references folder
 (``--references REFS_DIR``: the cited pages' main text). For each citation whose page has
-text: the page is cut into ``block_words``-word blocks with stride ``block_stride``; BM25
+text (statements with a hole where markup stood, or from a list, are skipped and counted as
+``flagged_statement``): the page is cut into ``block_words``-word blocks with stride ``block_stride``; BM25
 picks the block closest to the statement; spaCy NER (``ner_model``) finds the statement's
 entities; one that also occurs in the block is sampled (seeded) and replaced in the
 statement by an interrogative phrase for its type (Table 5). Query = that question,
@@ -53,8 +54,8 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
                   ("ctx_text", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
 FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
-FUNNEL = ("citations", "no_statement", "no_reference_text", "no_linked_passage", "no_entity", "no_entity_in_block",
-          "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
+FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text", "no_linked_passage", "no_entity",
+          "no_entity_in_block", "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
 
 
 @register
@@ -88,7 +89,14 @@ class QAC(Method):
         c = self._citations(ctx)
         self.counts["citations"] = engine.count(c)
         c = c.filter(c.statement.notnull() & (c.statement.strip().length() > 0))
-        self.counts["no_statement"] = self.counts["citations"] - engine.count(c)
+        with_statement = engine.count(c)
+        self.counts["no_statement"] = self.counts["citations"] - with_statement
+        # a statement with a hole where markup stood, or a list item, never becomes a question
+        s = ctx.sentences
+        flags = s.select(f_doc=s.doc_id, f_idx=s.sentence_idx, f_clean=s.clean)
+        c = c.left_join(flags, (c.doc_id == flags.f_doc) & (c.sentence_idx == flags.f_idx))
+        c = c.filter(c.f_clean.fill_null(True)).drop("f_doc", "f_idx", "f_clean")
+        self.counts["flagged_statement"] = with_statement - engine.count(c)
         if cfg.references is not None:
             refs = load_references(cfg.references)
             if refs.citations is not None:  # the fetcher's own map of citation -> fetched URL
@@ -226,7 +234,7 @@ class QAC(Method):
         c = self.counts
         if not c.get("citations"):
             return "the store has no citations (a corpus format without <ref> tags?)"
-        lost = {k: c[k] for k in FUNNEL[1:8] if c.get(k)}
+        lost = {k: c[k] for k in FUNNEL[1:FUNNEL.index("triplets")] if c.get(k)}
         worst = max(lost, key=lost.get) if lost else "no_reference_text"
         hint = {"no_reference_text": " (fetch the cited pages with `pretriever references fetch`, or use "
                                      "--context links)"}.get(worst, "")

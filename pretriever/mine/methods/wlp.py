@@ -1,9 +1,10 @@
 """Wiki link prediction (WLP; Chang et al., 2020): a lead sentence of A, a passage linking to A.
 
 Query: a sentence from the lead section (section 0) of document A. Positive: a passage p
-of another document B that links to A. Every (p, A) link gives a candidate; the lead
-sentences of A are dealt out to A's candidates in a seeded random order, so a much-linked
-A uses all its lead sentences evenly before the caps pick among them.
+of another document B that links to A, with an anchor wholly inside p. Every (p, A) link
+gives a candidate; the lead sentences of A are dealt out to A's candidates in a seeded
+random order, so a much-linked A uses all its lead sentences evenly before the caps pick
+among them.
 """
 
 from __future__ import annotations
@@ -39,24 +40,21 @@ class WikiLinkPrediction(Method):
     summary = "query = a sentence of A's lead section; positive = a passage of another document linking to A"
 
     def candidates(self, ctx: MineContext) -> ir.Table:
-        pos = ctx.positives.select(pp=ctx.positives.passage_id, p_text=ctx.positives.text)
-        dl = ctx.doc_links
-        a = dl.join(pos, dl.passage_id == pos.pp)
-        a = a.select(p_pid=a.passage_id, b_doc=a.doc_id, a_doc=a.target_doc_id, link=a.link_idx,
-                     anchor=a.anchor, astart=a.passage_start, aend=a.passage_end, p_text=a.p_text)
-        a = a.mutate(_h=hkey(ctx.seed, "wlp-link", a.p_pid, a.a_doc, a.link))
-        a = first_per_group(a, ["p_pid", "a_doc"], ["_h", "link"])
-        a = a.mutate(_h=hkey(ctx.seed, "wlp", a.p_pid, a.a_doc))
-        a = numbered(a, "a_doc", ["_h", "p_pid"])
+        a = ctx.positive_links  # p links to A (p_target), the anchor wholly inside p
+        a = a.mutate(_h=hkey(ctx.seed, "wlp-link", a.p_pid, a.p_target, a.p_link))
+        a = first_per_group(a, ["p_pid", "p_target"], ["_h", "p_link"])
+        a = a.mutate(_h=hkey(ctx.seed, "wlp", a.p_pid, a.p_target))
+        a = numbered(a, "p_target", ["_h", "p_pid"])
         lead, counts = lead_sentences(ctx, "wlp-lead")
-        a = a.join(counts, a.a_doc == counts.n_doc)
+        a = a.join(counts, a.p_target == counts.n_doc)
         a = a.mutate(_slot=a._k % a.l_n)
-        j = a.join(lead, (a.a_doc == lead.l_doc) & (a._slot == lead.l_k))
+        j = a.join(lead, (a.p_target == lead.l_doc) & (a._slot == lead.l_k))
+        j = ctx.with_passage_text(j, "p_pid", "p_text")
         return ctx.candidate(
-            j, key=j.p_pid + "|" + j.a_doc, query=j.l_text, query_doc_id=j.a_doc, query_passage_id=j.l_pid,
-            query_sentence_idx=j.l_idx, positive_passage_id=j.p_pid, positive_doc_id=j.b_doc,
-            positive_text=j.p_text, positive_anchor=j.anchor, positive_anchor_start=j.astart,
-            positive_anchor_end=j.aend)
+            j, key=j.p_pid + "|" + j.p_target, query=j.l_text, query_doc_id=j.p_target, query_passage_id=j.l_pid,
+            query_sentence_idx=j.l_idx, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
+            positive_text=j.p_text, positive_anchor=j.p_anchor, positive_anchor_start=j.p_astart,
+            positive_anchor_end=j.p_aend)
 
     def why_empty(self, ctx: MineContext) -> str:
         return links_reason(ctx, "wiki link prediction") or (
