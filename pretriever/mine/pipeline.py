@@ -103,18 +103,32 @@ def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+NARROW = ("key", "_h", "_dup", "query_doc_id", "positive_doc_id", "query_passage_id")
+
+
 def sampled(ctx: MineContext, method: str, candidates: ir.Table) -> ir.Table:
-    """Candidates with their sampling key ``_h``, after exact dedup and the caps."""
+    """The candidates, materialized with their sampling key ``_h``, after exact dedup and the caps.
+
+    The candidates are written once with their hashes; dedup and the caps are windows over the
+    narrow columns (``NARROW``) alone, and the winners' full rows are kept by their ``key``, a
+    candidate's identity (``schema.CANDIDATE``): windows over the full rows would sort every query
+    and passage text three times (at 10^8 links, tens of GB of spill).
+    """
     cls = METHODS[method]
     cfg = ctx.config
     t = candidates.mutate(_h=hkey(ctx.seed, method, candidates.key))
     t = t.mutate(_dup=hkey(0, "dedup", t.query, t.positive_text))
-    t = first_per_group(t, ["_dup"], ["_h", "key"]).drop("_dup")
+    full = ctx.engine.materialize(t, f"raw-{method}")
+    n = first_per_group(full.select(*NARROW), ["_dup"], ["_h", "key"])
     if cls.cap_doc_pairs:
-        t = first_per_group(t, ["query_doc_id", "positive_doc_id"], ["_h", "key"], cfg.max_per_doc_pair)
+        n = first_per_group(n, ["query_doc_id", "positive_doc_id"], ["_h", "key"], cfg.max_per_doc_pair)
     if cls.cap_query_passages:
-        t = first_per_group(t, ["query_passage_id"], ["_h", "key"], cfg.max_per_query_passage)
-    return t
+        n = first_per_group(n, ["query_passage_id"], ["_h", "key"], cfg.max_per_query_passage)
+    keep = n.select(_k=n.key, _kd=n._dup)
+    kept = full.semi_join(keep, (full.key == keep._k) & (full._dup == keep._kd)).drop("_dup")
+    table = ctx.engine.materialize(kept, f"candidates-{method}")
+    ctx.engine.release(full)
+    return table
 
 
 def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives) -> ir.Table:
@@ -170,12 +184,14 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
         for name in config.methods:
             step(f"{name}: finding candidate pairs")
             method = METHODS[name]()
-            table = engine.materialize(sampled(ctx, name, method.candidates(ctx)), f"candidates-{name}")
+            table = sampled(ctx, name, method.candidates(ctx))
             candidates[name] = table
             count = engine.count(table)
             result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
+        if config.negatives != "overlap" and "elinks" in ctx.__dict__:  # only overlap negatives read it again
+            engine.release(ctx.elinks)
         quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
         negatives = Negatives(ctx)
         for name in config.methods:
