@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import typer
-from transformers import TrainerCallback
 from typer.testing import CliRunner
 
 from pretriever.cli.train import finetune_command
@@ -24,6 +23,7 @@ from pretriever.train.index_negatives import mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
 from pretriever.train.model import route
 from pretriever.train.pairs import write_records
+from train_callbacks import Interrupt, Steps
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TINY = dict(max_query_length=32, max_passage_length=64)
@@ -261,22 +261,6 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
     assert changed.exit_code == 2 and "negatives_per_query: 2 -> 3" in flat(changed.output)
     assert "stage2" in flat(changed.output)
 
-
-class Interrupt(TrainerCallback):
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.at:
-            raise KeyboardInterrupt(f"interrupted at step {self.at}")
-
-
-class Steps(TrainerCallback):
-    def __init__(self):
-        self.seen = []
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.seen.append(state.global_step)
 
 
 @pytest.mark.slow
