@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,60 @@ def write_json(path: Path, data: Any) -> None:
 def write_parquet(table: pa.Table, path: Path) -> None:
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **PARQUET_OPTIONS)
+
+
+# Rows per row group of the files write_parquet_batches writes: fixed, so that the bytes of a file depend
+# only on its rows, never on how an engine happened to batch them.
+ROW_GROUP_ROWS = 131_072
+
+
+class ParquetBatchWriter:
+    """Write Arrow batches into one Parquet file in row groups of exactly ``row_group_rows`` rows (the last
+    one shorter), cast to ``schema``; used as a context manager, the file appears whole or not at all.
+
+    Two engines that produce the same rows in the same order thus write byte-identical files, whatever
+    their batch sizes (the corpus build on DuckDB and on Spark relies on it).
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS):
+        self.path, self.schema, self.row_group_rows = Path(path), schema, row_group_rows
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def __enter__(self) -> ParquetBatchWriter:
+        self._atomic = atomic_path(self.path)
+        self._writer = pq.ParquetWriter(self._atomic.__enter__(), self.schema, **PARQUET_OPTIONS)
+        return self
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        self._pending.append(table.select(self.schema.names).cast(self.schema))
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= self.row_group_rows:
+            rows = pa.concat_tables(self._pending)
+            full = rows.num_rows // self.row_group_rows * self.row_group_rows
+            self._writer.write_table(rows.slice(0, full), row_group_size=self.row_group_rows)
+            self._pending, self._pending_rows = [rows.slice(full)], rows.num_rows - full
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if exc[0] is None and self._pending_rows:
+                self._writer.write_table(pa.concat_tables(self._pending), row_group_size=self.row_group_rows)
+            self._writer.close()
+        except BaseException:
+            self._atomic.__exit__(*sys.exc_info())  # removes the temporary file
+            raise
+        self._atomic.__exit__(*exc)
+
+
+def write_parquet_batches(batches: Iterable[pa.RecordBatch | pa.Table], schema: pa.Schema, path: Path) -> int:
+    """Stream ``batches`` into one Parquet file (see :class:`ParquetBatchWriter`); return the rows written."""
+    with ParquetBatchWriter(path, schema) as writer:
+        for batch in batches:
+            writer.write(batch)
+    return writer.rows
 
 
 def text_pair_hashes(first: pa.Array, second: pa.Array) -> np.ndarray:

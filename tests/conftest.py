@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from pretriever.backends import spark_session
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
@@ -49,6 +51,18 @@ def enwiki_con(enwiki_store):
     con = enwiki_store.connect()
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (2 cores; a failed task is tried twice, as a cluster retries it) for every
+    Spark test; skipped cleanly without PySpark or Java."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("PySpark needs a Java runtime")
+    session = spark_session(threads=2, master="local[2,2]")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ all-MiniLM-L6-v2; the reference encode is shared by the whole module.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -319,3 +320,34 @@ def test_merge_refuses_shards_of_another_encode(reference, small_store, model, t
     shutil.copytree(reference / "_work", copy / "_work")
     with pytest.raises(MergeError, match="prepend_title"):
         merge_index(copy, [other])
+
+
+def test_pyserini_export_is_the_faiss_index_and_its_docids(reference, tmp_path):
+    import faiss
+
+    out = tmp_path / "pyserini"
+    result = CliRunner().invoke(cli_app(), ["index", "export", str(reference), "--format", "pyserini", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["docid", "index", "pretriever-index.json"]
+    index = faiss.read_index(str(out / "index"))  # what Pyserini's FaissSearcher.load_index does
+    assert isinstance(faiss.downcast_index(index), faiss.IndexFlatIP) and (index.ntotal, index.d) == (N_DOCS, 384)
+    assert os.stat(out / "index").st_ino == os.stat(reference / "index.faiss").st_ino  # linked, not copied
+    docids = [line.rstrip() for line in (out / "docid").read_text(encoding="utf-8").splitlines()]
+    dense = DenseIndex.load(reference)
+    assert docids == dense.passage_ids.tolist() and len(set(docids)) == N_DOCS
+    # Pyserini maps FAISS rows through docid: the same top hits as pretriever's own search
+    _, rows = index.search(embeddings(reference)[:10].astype(np.float32), 3)
+    assert [[docids[r] for r in row] for row in rows] == \
+        [[h.passage_id for h in hits] for hits in dense.search_vectors(embeddings(reference)[:10], 3)]
+    assert json.loads((out / "pretriever-index.json").read_text()) == read_index_meta(reference)  # how to encode queries
+
+
+def test_pyserini_export_refuses_what_pyserini_cannot_search(reference, tiny_store, tmp_path):
+    bm25_dir = tmp_path / "bm25"
+    assert CliRunner().invoke(cli_app(), ["index", "bm25", str(tiny_store), "--out", str(bm25_dir)]).exit_code == 0
+    result = CliRunner().invoke(cli_app(), ["index", "export", str(bm25_dir), "--format", "pyserini", "--out",
+                                            str(tmp_path / "x")])
+    assert result.exit_code != 0 and "only plain dense indexes export to Pyserini" in " ".join(result.output.split())
+    result = CliRunner().invoke(cli_app(), ["index", "export", str(reference), "--format", "lucene", "--out",
+                                            str(tmp_path / "y")])
+    assert result.exit_code != 0 and "unknown format 'lucene'" in result.output

@@ -108,6 +108,29 @@ def test_export_jsonl(pairs_dir, cli, tmp_path):
     assert json.loads(lines[0]) == pairs_of(out, "wlp")[0]
 
 
+def test_export_tevatron_one_pair_a_line_loads_with_datasets(pairs_dir, cli, tmp_path):
+    import datasets
+
+    out, _ = pairs_dir
+    target = tmp_path / "tevatron.jsonl"
+    result = cli("pairs", "export", out, "--format", "tevatron", "--method", "dl,wlp", "--out", target)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    expected = distinct_pairs_of(out, ["dl", "wlp"])
+    assert len(records) == len(expected)
+    for rec, pair in zip(records, expected):
+        assert list(rec) == ["query_id", "query", "answers", "positive_passages", "negative_passages"]
+        assert (rec["query_id"], rec["query"]) == (pair["pair_id"], pair["query"])
+        assert rec["positive_passages"] == [{"docid": pair["positive_passage_id"], "title": "",
+                                             "text": pair["positive_text"]}]
+        assert rec["negative_passages"] == [{"docid": pair["negative_passage_id"], "title": "",
+                                             "text": pair["negative_text"]}]
+        assert rec["answers"] == [pair["query_title"]]  # DL/WLP positives link to the query's document
+    # Tevatron reads its training files with datasets' json loader: every record must fit one schema
+    ds = datasets.load_dataset("json", data_files=str(target), split="train")
+    assert len(ds) == len(records) and ds[0]["positive_passages"][0]["docid"] == expected[0]["positive_passage_id"]
+
+
 def test_pairs_show_highlights_evidence(cowiki_store, cli, tmp_path):
     out = tmp_path / "co"
     assert cli("mine", cowiki_store.path, "--out", out, "--method", "dl,cm").exit_code == 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pyarrow.parquet as pq
 import pytest
 
@@ -11,18 +9,6 @@ from mine_fixtures import ALL
 from pretriever.mine import MineConfig, mine
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("PySpark needs a Java runtime")
-    from pretriever.mine.engine import local_spark_session
-
-    session = local_spark_session(threads=2)
-    yield session
-    session.stop()
 
 
 def same_pairs(store, out, spark, methods: str, **options):

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import typer
-from transformers import TrainerCallback
 from typer.testing import CliRunner
 
 from pretriever.cli.train import train_command
@@ -22,6 +21,7 @@ from pretriever.train import TrainConfig, train
 from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 from pretriever.train.model import build_model
 from pretriever.train.run import pairs_loss
+from train_callbacks import Interrupt, Steps
 
 pytestmark = pytest.mark.slow
 
@@ -140,24 +140,6 @@ def test_retrieval_check_counts_ranks_by_hand():
     assert check == {"acc@1": pytest.approx(2 / 3), "mrr": pytest.approx((1 + 1 + 1 / 2) / 3)}
     assert smoothed([{"loss": v} for v in (4, 3, 2, 1, 0.5)]) == (4.0, 0.5)
 
-
-class Interrupt(TrainerCallback):
-    """Stops training with an exception once ``at`` steps are done (after the checkpoint before it)."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.at:
-            raise KeyboardInterrupt(f"interrupted at step {self.at}")
-
-
-class Steps(TrainerCallback):
-    def __init__(self):
-        self.seen = []
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.seen.append(state.global_step)
 
 
 def test_interrupted_training_resumes_to_identical_weights(scifact_pairs, tmp_path):

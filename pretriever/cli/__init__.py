@@ -19,13 +19,13 @@ from pretriever.cli.reader import answer_command, reader_app
 from pretriever.cli.refine import refine_app
 from pretriever.cli.references import references_app
 from pretriever.cli.serve import serve_command
-from pretriever.cli.train import train_command
+from pretriever.cli.train import finetune_command, train_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
 # `pretriever --help` lists the commands in the order a user runs them
 PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",
-                  "search", "refine", "evaluate", "reader", "answer", "serve")
+                  "search", "finetune", "refine", "evaluate", "reader", "answer", "serve")
 
 
 class PipelineOrder(TyperGroup):
@@ -61,6 +61,7 @@ app.add_typer(pairs_app, name="pairs")
 app.command("generate")(generate_command)
 app.command("pretrain")(pretrain_command)
 app.command("train")(train_command)
+app.command("finetune")(finetune_command)
 app.add_typer(index_app, name="index")
 app.command("search")(search_command)
 app.command("evaluate")(evaluate_command)

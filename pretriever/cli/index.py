@@ -13,13 +13,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pretriever.cli.common import stage
+from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore, PassageLookup
 from pretriever.index import (BM25Index, BM25Options, HybridRetriever, IndexConfig, SearchConfig,
                               bm25_beside, build_index, merge_index, open_retriever, read_index_meta)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
+from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
 from pretriever.progress import console, count_progress
 
 index_app = typer.Typer(
@@ -162,6 +163,30 @@ def _bm25_progress(progress, done: int, total: int) -> None:
     task = progress.tasks[0]
     elapsed = task.elapsed or 0
     progress.update(task.id, completed=done, rate=f"{done / elapsed:,.0f} passages/s" if elapsed and done else "")
+
+
+@index_app.command("export")
+def export(
+    index_dir: Path = typer.Argument(..., help="A dense index folder (from `pretriever index build`).", show_default=False),
+    format: str = typer.Option("pyserini", "--format", "-f", help="pyserini: the folder Pyserini's FaissSearcher "
+                               "reads (index: the FAISS index, docid: one passage id a line, row order)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write.", show_default=False),
+) -> None:
+    """Export a dense index for another toolkit.
+
+    pyserini: OUT/index is the FAISS index itself (a hard link to INDEX_DIR/index.faiss when both are on one disk, so no second copy; else a copy), OUT/docid the passage ids, OUT/pretriever-index.json says which model, pooling settings and prompts the queries need. Search it in Pyserini with FaissSearcher(OUT, AutoQueryEncoder(MODEL, pooling="mean", l2_norm=True)) for all-MiniLM-L6-v2. A refined index cannot be exported: its query side needs pretriever.
+
+    Example:
+
+      pretriever index export scifact-index/ --format pyserini --out scifact-pyserini/
+    """
+    if format not in INDEX_EXPORT_FORMATS:
+        fail(f"unknown format {format!r}; choose from {', '.join(INDEX_EXPORT_FORMATS)}")
+    with stage():
+        done = export_pyserini(index_dir, out)
+    how = "hard link" if done["linked"] else "copy"
+    console.print(escape(f"{done['count']:,} vectors of dimension {done['dim']} ({done['index']['type']}) written to "
+                         f"{out} for Pyserini: index ({how} of the FAISS index), docid, pretriever-index.json"))
 
 
 @index_app.command("info")

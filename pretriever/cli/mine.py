@@ -139,15 +139,15 @@ def export(
     pairs_dir: Path = typer.Argument(..., help="A folder written by `pretriever mine`.", show_default=False),
     format: str = typer.Option(..., "--format", "-f", help="dpr (DPR training JSON), sentence-transformers "
                                "(anchor/positive/negative: Parquet when --out ends in .parquet, else a "
-                               "datasets.save_to_disk folder), jsonl (every column) or squad (SQuAD v1.1 with "
-                               "answer_start, for readers; qac pairs)."),
+                               "datasets.save_to_disk folder), jsonl (every column), squad (SQuAD v1.1 with "
+                               "answer_start, for readers; qac pairs) or tevatron (Tevatron's training JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", help="File (or, for a datasets folder, folder) to write."),
     method: Optional[str] = typer.Option(None, "--method", "-m", help="Comma-separated methods to export "
                                          "(default: all mined)."),
 ) -> None:
     """Export mined pairs for training code.
 
-    dpr: the JSON list DPR's trainer reads (question, answers, positive_ctxs, negative_ctxs with the random negatives, hard_negative_ctxs with the overlap negatives; each context has title, text and passage_id). sentence-transformers: columns anchor, positive and negative (when mined with negatives), as Parquet or a datasets folder. jsonl: every column of every pair, one object a line.
+    dpr: the JSON list DPR's trainer reads (question, answers, positive_ctxs, negative_ctxs with the random negatives, hard_negative_ctxs with the overlap negatives; each context has title, text and passage_id). sentence-transformers: columns anchor, positive and negative (when mined with negatives), as Parquet or a datasets folder. jsonl: every column of every pair, one object a line. tevatron: one pair a line as Tevatron's trainers read it (query_id, query, answers, positive_passages and negative_passages of {docid, title, text}; the title is left empty because the texts are already what pretriever trains on and Tevatron would prepend it).
 
     Examples:
 
@@ -156,6 +156,8 @@ def export(
       pretriever pairs export pairs/ --format sentence-transformers --method dl --out hlp-st/
 
       pretriever pairs export qac-links/ --format squad --out qac-squad.json      (question-answer-context triplets for a reader)
+
+      pretriever pairs export pairs/ --format tevatron --out hlp-tevatron.jsonl      (train with Tevatron: --dataset_name json --dataset_path hlp-tevatron.jsonl)
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")

@@ -1,6 +1,8 @@
-"""``pretriever train``: train a bi-encoder on mined pairs or labelled data.
+"""``pretriever train`` and ``pretriever finetune``: train a bi-encoder on mined pairs or labelled data, in one
+stage or two.
 
-Wire into the main app with ``app.command("train")(train_command)``.
+Wire into the main app with ``app.command("train")(train_command)`` and
+``app.command("finetune")(finetune_command)``.
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ from rich.table import Table
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.progress import console
-from pretriever.train import TrainConfig, train
+from pretriever.cli.corpus import run_build as run_store_build
+from pretriever.cli.index import run_build as run_index_build
+from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
 from pretriever.train.heldout import smoothed
 
 
-@config_command(TrainConfig, "train", arguments=("pairs",), short={"model": "-m", "limit": "-n", "batch_size": "-b"},
-                flags={"pairs": Flag(extra_help="Leave out with --beir or --dpr."),
-                       "use_negatives": Flag("--negatives/--no-negatives"),
-                       "normalize": Flag("--normalize/--no-normalize"),
-                       "shared_encoder": Flag("--shared-encoder/--separate-encoders"),
-                       "learning_rate": Flag(("--lr", "--learning-rate")), "warmup_ratio": Flag("--warmup"),
-                       "no_duplicates": Flag("--no-duplicates/--allow-duplicates")})
+SHORT = {"model": "-m", "limit": "-n", "batch_size": "-b"}
+FLAGS = {"use_negatives": Flag("--negatives/--no-negatives"), "normalize": Flag("--normalize/--no-normalize"),
+         "shared_encoder": Flag("--shared-encoder/--separate-encoders"),
+         "learning_rate": Flag(("--lr", "--learning-rate")), "warmup_ratio": Flag("--warmup"),
+         "no_duplicates": Flag("--no-duplicates/--allow-duplicates")}
+
+
+@config_command(TrainConfig, "train", arguments=("pairs",), short=SHORT,
+                flags={"pairs": Flag(extra_help="Leave out with --beir or --dpr."), **FLAGS})
 def train_command(cfg: TrainConfig) -> None:
     """Train a dense retriever (bi-encoder) with sentence-transformers.
 
@@ -40,13 +46,54 @@ def train_command(cfg: TrainConfig) -> None:
       pretriever train pairs/ --out hlp-minilm/ --mix dl:1 --batch-size 32 --heldout-pairs 32   (HLP mixes dl:0.5,cm:0.5; a small sample has too few linked articles for co-mention pairs)
 
       pretriever train --beir scifact/ --split train --limit 16 --separate-encoders --out scifact-16/
+
+    Retriever 2 of two-stage fine-tuning takes its negatives from an index of retriever 1 (--negatives-from INDEX_DIR --negative-depth 200 --negatives-per-query 15); `pretriever finetune --two-stage` runs the whole chain, and its help shows it step by step.
     """
+    run_train(cfg)
+
+
+def _say(message: str) -> None:
+    console.print(f"[dim]{escape(message)}[/dim]")
+
+
+def run_train(cfg: TrainConfig):
+    """Train under a progress bar and print the summary table."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bar
     _quiet_libraries()
     with stage():
-        result = train(cfg, progress=True, step=lambda message: console.print(f"[dim]{escape(message)}[/dim]"))
+        result = train(cfg, progress=True, step=_say)
     print_summary(result.report, cfg)
+    return result
+
+
+@config_command(FinetuneConfig, "finetune", short=SHORT, skip=("pairs", "dpr", "mix", "negatives_from", "resume"),
+                flags=FLAGS)
+def finetune_command(cfg: FinetuneConfig) -> None:
+    """Fine-tune on judged queries, in one stage or two (query-as-context, Figure 3; coCondenser; CoT-MAE).
+
+    Retriever 1 is `pretriever train --beir DIR` (in-batch and BM25 negatives). With --two-stage, the corpus is then indexed with retriever 1, and retriever 2 is trained from the same --model (the paper starts both from the pre-trained model) with --negatives-per-query negatives per query drawn with the seed from retriever 1's top --negative-depth, never a judged positive (paper: 200 and 15). Every option of `pretriever train` applies to both stages.
+
+    The run resumes by itself: the same command again keeps the finished stages, continues an interrupted one from its checkpoint, and runs again every stage after one that ran. It prints where each stage's output is (also in FINETUNE_DIR/finetune.json); evaluate retriever 2 with `pretriever index build` on FINETUNE_DIR/stage2 and `pretriever evaluate`.
+
+    Examples:
+
+      pretriever finetune --beir scifact/ --corpus scifact-store/ --two-stage --negatives-per-query 3 --batch-size 8 --max-steps 2 --out scifact-ft/
+
+      pretriever train --beir scifact/ --negatives-from scifact-ft/stage1-index/ --negative-depth 200 --negatives-per-query 15 --batch-size 4 --max-steps 2 --out scifact-r2/      (retriever 2 alone, with the paper's depth and count, from the index the run above built)
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with stage():
+        result = finetune(cfg, run_train=run_train, run_index=run_index_build, run_store=run_store_build, step=_say)
+    table = Table(title=f"pretriever finetune -> {cfg.out}")
+    for column in ("stage", "output", "this run", "seconds"):
+        table.add_column(column, overflow="fold")
+    for s in result.stages:
+        table.add_row(s.name, str(s.path), s.note, f"{s.seconds:.1f}" if s.ran else "-")
+    console.print(table)
+    final = result.stages[-1].path
+    console.print(escape(f"Retriever {'2' if cfg.two_stage else '1'}: SentenceTransformer(\"{final}\"); index it "
+                         f"with `pretriever index build CORPUS --model {final} --out INDEX_DIR`."))
 
 
 def _quiet_libraries() -> None:
@@ -72,7 +119,10 @@ def print_summary(report: dict, cfg) -> None:
     if data.get("duplicate_across_methods"):
         table.add_row("found by two methods", "trained once: " + ", ".join(
             f"{k} {v:,} left to an earlier method" for k, v in data["duplicate_across_methods"].items()))
-    table.add_row("negatives", "one extra per pair + in-batch" if data["negatives"] else "in-batch only")
+    extra = data.get("negatives_per_pair", 1)
+    table.add_row("negatives", (f"{'one' if extra == 1 else extra} extra per pair + in-batch"
+                                + (f" (from {data['hard_negatives']})" if extra > 1 else ""))
+                  if data["negatives"] else "in-batch only")
     if data.get("negatives_found"):
         table.add_row("hard negatives", ", ".join(f"{k} {v:,}" for k, v in data["negatives_found"].items()))
     table.add_row("model", f"{model['base']}: {model['pooling']} pooling, "

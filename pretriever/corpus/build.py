@@ -1,38 +1,38 @@
 """``pretriever corpus build``: parse an input in parallel chunks, then finalize the store.
 
-Work happens in two phases. *Parse*: chunks of pages go to worker processes, each
-of which writes its chunk's part files (atomically) under ``OUT/_work``; the main
-process records the last chunk finished in order in a checkpoint, so ``--resume``
-restarts right after it. *Finalize*: DuckDB resolves redirects and link targets
-across the whole corpus and the store's tables are moved into place; the manifest
-is written last, so a store with a manifest is a complete store.
+Work happens in two phases. *Parse*: chunks of pages go to worker processes (or Spark
+tasks), each of which writes its chunk's part files (atomically) under ``OUT/_work``; the
+main process records how many chunks are finished from the first on in a checkpoint, so
+``--resume`` restarts right after them. *Finalize*: the engine (DuckDB, or Spark SQL)
+resolves redirects and link targets across the whole corpus and the store's tables are
+moved into place; the manifest is written last, so a store with a manifest is a complete
+store. :mod:`pretriever.corpus.engine` says what differs between the engines (nothing in
+the output).
 """
 
 from __future__ import annotations
 
-import atexit
-import gc
 import hashlib
 import json
 import shutil
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
 from pretriever.corpus.config import CorpusConfig
+from pretriever.corpus.engine import BuildEngine, LocalEngine
 from pretriever.corpus.finalize import finalize_store
 from pretriever.corpus.formats import detect_format
-from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, PageFailure, resolve_input
+from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, resolve_input
 from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import CHUNK_TABLES
-from pretriever.corpus.segment import ChunkBuffers, SegmentOptions
+from pretriever.corpus.segment import SegmentOptions
+from pretriever.corpus.spark import SparkEngine
 from pretriever.corpus.summary import ChunkSummary
-from pretriever.io import write_json, write_parquet
+from pretriever.io import write_json
 
 WORK = "_work"
 CHECKPOINT = "checkpoint.json"
@@ -45,54 +45,14 @@ class BuildResult:
     seconds: float
 
 
-# --- worker side -----------------------------------------------------------------
-
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(fmt_cls: type[InputFormat], context: Any, options: SegmentOptions, work: Path) -> None:
-    _WORKER.update(fmt=fmt_cls, context=context, options=options, work=work)
-    # What the imports made lives on: frozen, the collection after each chunk walks only the chunk's own objects
-    # (~70 ms less per chunk); unfrozen at exit, so that extension modules see their objects released.
-    gc.freeze()
-    atexit.register(gc.unfreeze)
-
-
-def _process_chunk(chunk: Chunk) -> ChunkSummary:
-    fmt, options, work = _WORKER["fmt"], _WORKER["options"], _WORKER["work"]
-    buffers = ChunkBuffers()
-    pages = 0
-    gc.disable()  # a chunk allocates millions of small objects and no cycles; collect once at the end
-    try:
-        for result in fmt.parse_chunk(chunk, _WORKER["context"]):
-            pages += 1
-            if isinstance(result, PageFailure):
-                buffers.add_failure(result)
-            else:
-                buffers.add_page(result, options)
-        tables = buffers.to_arrow()
-    finally:
-        gc.enable()
-        gc.collect()
-    for name, table in tables.items():
-        write_parquet(table, work / name / part_name(chunk.index))
-    summary = ChunkSummary(chunk.index, pages, dict(buffers.status), dict(buffers.dropped_links),
-                           buffers.failures, {name: t.num_rows for name, t in tables.items()})
-    write_json(work / "summaries" / f"part-{chunk.index:06d}.json", summary.__dict__)
-    return summary
-
-
-def part_name(index: int) -> str:
-    return f"part-{index:06d}.parquet"
-
-
-# --- main process ----------------------------------------------------------------
-
 ProgressHook = Callable[[ChunkSummary, int | None], None]
 
 
-def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None) -> BuildResult:
-    """Build (or resume) the store described by ``cfg``; raises :class:`InputError` on fatal input errors."""
+def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None, spark_session: Any = None) -> BuildResult:
+    """Build (or resume) the store described by ``cfg``; raises :class:`InputError` on fatal input errors.
+
+    ``spark_session``: a running Spark session to use with ``engine="spark"`` (it is left running).
+    """
     started = time.perf_counter()
     input_path = resolve_input(cfg.input)
     fmt_cls = detect_format(input_path, cfg.format)
@@ -102,60 +62,53 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None) -> Bui
         min_title_chars=(3 if fmt_cls.has_links else 0) if cfg.min_title_chars is None else cfg.min_title_chars,
         drop_blank=not cfg.keep_blank, keep_lists=cfg.keep_lists,
     )
+    engine = open_engine(cfg, fmt, spark_session)
+    try:
+        return _build(cfg, input_path, fmt, options, engine, on_chunk, started)
+    finally:
+        engine.close()
+
+
+def open_engine(cfg: CorpusConfig, fmt: InputFormat, spark_session: Any = None) -> BuildEngine:
+    """The engine ``cfg.engine`` names, after it has checked that it can read ``fmt``'s input."""
+    if cfg.engine == "spark":
+        SparkEngine.check_input(fmt)  # before a Spark session is started for nothing
+        return SparkEngine(cfg.workers, cfg.spark_master, spark_session)
+    return LocalEngine(cfg.workers)
+
+
+def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: SegmentOptions, engine: BuildEngine,
+           on_chunk: ProgressHook | None, started: float) -> BuildResult:
+    fmt_cls = type(fmt)
     work = cfg.out / WORK
     fingerprint = _fingerprint(input_path, fmt_cls.name, options, cfg)
     first_chunk = _prepare_output(cfg, work, fingerprint)
 
-    done = first_chunk
+    done, finished = first_chunk, set()
     context = fmt.context()
     chunks = fmt.iter_chunks(cfg.chunk_pages, first_chunk, cfg.chunk_bytes)
     if cfg.max_chunks is not None:
         chunks = _take(chunks, cfg.max_chunks - first_chunk)
     position = getattr(fmt, "position", None)
     try:
-        for summary in _run_chunks(chunks, fmt_cls, context, options, work, cfg.workers):
-            done = summary.index + 1
+        for summary, read in engine.run_chunks(chunks, fmt_cls, context, options, work, position):
+            finished.add(summary.index)
+            while done in finished:  # the checkpoint counts chunks finished from the first on
+                done += 1
             write_json(work / CHECKPOINT, {"fingerprint": fingerprint, "chunks_done": done})
             if on_chunk:
-                on_chunk(summary, position() if position else None)
+                on_chunk(summary, read)
     except InputError as err:
         raise InputError(f"{err}\n{done} chunk(s) before the error are saved "
                          f"in {work}; fix the input and run again with --resume to continue.") from err
 
     if cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg, done):
         return BuildResult(None, done, time.perf_counter() - started)
-    manifest = finalize_store(cfg.out, work, _manifest_head(cfg, input_path, fmt_cls, options))
+    manifest = finalize_store(cfg.out, work, _manifest_head(cfg, input_path, fmt_cls, options), engine)
     shutil.rmtree(work)
     manifest["build_seconds"] = round(time.perf_counter() - started, 3)
     write_json(cfg.out / "manifest.json", manifest)
     return BuildResult(manifest, done, manifest["build_seconds"])
-
-
-def _run_chunks(chunks: Iterator[Chunk], fmt_cls, context, options, work: Path, workers: int) -> Iterator[ChunkSummary]:
-    """Yield chunk summaries in chunk order, with at most ``2 * workers`` chunks in flight.
-
-    The window bounds memory whatever the dump's size: the reader never runs more
-    than a few chunks ahead of the writers.
-    """
-    if workers == 1:
-        _init_worker(fmt_cls, context, options, work)
-        yield from map(_process_chunk, chunks)
-        return
-    ChunkBuffers().to_arrow()  # pyarrow's first conversion is slow: pay it once, before the fork
-    with ProcessPoolExecutor(workers, initializer=_init_worker,
-                             initargs=(fmt_cls, context, options, work)) as pool:
-        window: deque[Future[ChunkSummary]] = deque()
-        try:
-            for chunk in chunks:
-                window.append(pool.submit(_process_chunk, chunk))
-                if len(window) >= 2 * workers:
-                    yield window.popleft().result()
-        except InputError:  # keep the chunks already handed out, then report the error
-            while window:
-                yield window.popleft().result()
-            raise
-        while window:
-            yield window.popleft().result()
 
 
 def _take(chunks: Iterator[Chunk], n: int) -> Iterator[Chunk]:

@@ -9,6 +9,8 @@ from typing import Any
 
 from pretriever.config import option
 
+ENGINES = ("local", "spark")
+
 
 @dataclass
 class CorpusConfig:
@@ -23,7 +25,15 @@ class CorpusConfig:
     keep_lists: bool = option(False, "Keep list and indented lines (wikitext * # : ;) in passages, as "
                                      "WikiExtractor and DPR do not. Their sentences are flagged is_list_item and "
                                      "never become queries.")
-    workers: int = option(max(1, os.cpu_count() or 1), "Worker processes.", default_help="all cores")
+    workers: int = option(max(1, os.cpu_count() or 1), "Worker processes (with --engine spark and no "
+                                                        "--spark-master: local Spark's cores).",
+                          default_help="all cores")
+    engine: str = option("local", "Where the build runs. local: worker processes parse, DuckDB finalizes. spark: "
+                                  "Spark tasks parse the byte ranges of a multistream dump and Spark SQL finalizes; "
+                                  "the dump and --out must be on a filesystem every executor sees (same path). "
+                                  "The store is the same, byte for byte.")
+    spark_master: str | None = option(None, "Spark master URL for --engine spark, e.g. spark://HOST:7077, yarn.",
+                                      default_help="local[WORKERS], or the master given to spark-submit")
     chunk_pages: int = option(5000, "A chunk (the unit of parallel work, checkpoints and --resume) ends after "
                                     "this many pages ...")
     chunk_mb: float = option(4.0, "... or this many MB of raw page data, whichever comes first.")
@@ -43,6 +53,10 @@ class CorpusConfig:
             raise ValueError(f"chunk_mb must be positive, got {self.chunk_mb}")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.spark_master and self.engine != "spark":
+            raise ValueError(f"spark_master ({self.spark_master}) is only used with engine spark")
         if self.words is not None and self.words < 0:
             raise ValueError(f"words must be 0 (whole documents) or more, got {self.words}")
 

@@ -1,8 +1,10 @@
-"""The build's second phase: whole-corpus joins on DuckDB, then the store is moved into place.
+"""The build's second phase: whole-corpus joins, written once as Ibis expressions, run by the build's engine.
 
-Redirect chains are followed (up to :data:`MAX_REDIRECT_HOPS`) and every link gets
-its final target title and, when that page is in the store, its document id. It
-runs out of core: DuckDB spills to ``_work/duckdb`` when the title maps exceed memory.
+Redirect chains are followed (up to :data:`MAX_REDIRECT_HOPS`) and every link gets its
+final target title and, when that page is in the store, its document id. The same
+expressions run on DuckDB (``--engine local``, out of core) and on Spark
+(``--engine spark``); every output is written by pyarrow in a fixed order, so both
+engines write the same bytes. Then the chunk tables are moved into place.
 """
 
 from __future__ import annotations
@@ -12,112 +14,125 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import duckdb
+import ibis
+import ibis.expr.types as ir
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from pretriever.backends import quiet
+from pretriever.corpus.engine import BuildEngine, part_files
 from pretriever.corpus.model import InputError
-from pretriever.corpus.schema import LINKS, STORE_TABLES
+from pretriever.corpus.schema import DOCUMENTS, LINKS, PAGES, REDIRECTS, STORE_TABLES
 from pretriever.corpus.summary import add_up, summaries
+from pretriever.io import ParquetBatchWriter
 
 MAX_REDIRECT_HOPS = 5
-PARQUET = "(FORMAT parquet, COMPRESSION zstd)"
+MOVED_TABLES = ("passages", "sentences", "sections", "citations")
 
 
-def _files(folder: Path) -> list[str]:
-    return [str(p) for p in sorted(folder.glob("part-*.parquet"))]
-
-
-def _sql_list(paths: list[str]) -> str:
-    """A SQL list literal of file paths, quoted for DuckDB."""
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
-
-
-def connect(work: Path) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute(f"SET temp_directory = '{work / 'duckdb'}'")
-    con.execute("SET preserve_insertion_order = true")
-    return con
-
-
-def finalize_store(out: Path, work: Path, head: dict[str, Any]) -> dict[str, Any]:
+def finalize_store(out: Path, work: Path, head: dict[str, Any], engine: BuildEngine) -> dict[str, Any]:
     """Write documents, pages, redirects and resolved links; move the chunk tables into ``out``."""
-    con = connect(work)
-    con.execute(f"CREATE VIEW pages AS SELECT * FROM read_parquet({_sql_list(_files(work / 'pages'))})")
-    _check_unique_ids(con)
-    con.execute(f"COPY (SELECT * FROM pages) TO '{out / 'pages.parquet'}' {PARQUET}")
-    con.execute(f"""COPY (SELECT doc_id, title, is_disambiguation, n_passages, n_sentences, n_links,
-                        n_citations, n_words FROM pages WHERE status = 'kept')
-                    TO '{out / 'documents.parquet'}' {PARQUET}""")
-    con.execute(_redirect_chains_sql())
-    con.execute(f"COPY (SELECT * FROM redirects ORDER BY title) TO '{out / 'redirects.parquet'}' {PARQUET}")
-    con.execute("""CREATE TEMP TABLE title_map AS
-                   SELECT title, min(doc_id) AS doc_id FROM pages WHERE status = 'kept' GROUP BY title""")
-    _resolve_links(con, work, out / "links")
-    for name in ("passages", "sentences", "sections", "citations"):
-        target = out / name
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(work / name, target)
-
-    status, dropped_links, failures = add_up(summaries(work))
-    counts = _counts(con, out, status, dropped_links)
-    dropped = con.execute("""SELECT title, status FROM pages WHERE status LIKE 'dropped%'
-                             ORDER BY title LIMIT 1000""").fetchall()
-    con.close()
-    return {**head, "counts": counts,
-            "dropped_documents": [{"title": t, "status": s} for t, s in dropped],
-            "errors": failures,
+    with quiet():
+        engine.open(work)
+        pages = engine.read(work / "pages")
+        _check_unique_ids(engine, pages)
+        write_pages_and_documents(part_files(work / "pages"), out)
+        redirects = engine.materialize(redirect_chains(pages), "redirects")
+        engine.write_sorted(redirects, ["title"], REDIRECTS, out / "redirects.parquet")
+        titles = engine.materialize(title_map(pages), "title_map")
+        engine.write_parts(work / "links_raw", lambda links: resolve_links(links, redirects, titles), LINKS,
+                           out / "links")
+        for name in MOVED_TABLES:
+            target = out / name
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(work / name, target)
+        status, dropped_links, failures = add_up(summaries(work))
+        counts = _counts(engine, out, pages, status, dropped_links)
+        dropped = engine.to_arrow(dropped_documents(pages)).to_pylist()
+    return {**head, "counts": counts, "dropped_documents": dropped, "errors": failures,
             "tables": {name: (f"{name}/" if is_dir else f"{name}.parquet")
                        for name, (_, is_dir) in STORE_TABLES.items()}}
 
 
-def _check_unique_ids(con: duckdb.DuckDBPyConnection) -> None:
-    dupes = con.execute("""SELECT doc_id, count(*) FROM pages WHERE status = 'kept'
-                           GROUP BY doc_id HAVING count(*) > 1 ORDER BY doc_id LIMIT 5""").fetchall()
-    if dupes:
-        shown = ", ".join(f"{d!r} ({n} times)" for d, n in dupes)
+# --- the logic: Ibis expressions over the chunk tables ------------------------------------
+
+
+def redirect_chains(pages: ir.Table) -> ir.Table:
+    """Each redirect's title and the title at the end of its chain, with the hops taken (1 to 5).
+
+    A chain stops at a title that is not a redirect, after :data:`MAX_REDIRECT_HOPS` hops, or
+    just before it would come back to where it started (a cycle); a title redirected twice
+    follows the smaller target. Each step is one join, so it runs as well on Spark as on DuckDB.
+    """
+    redirect = pages.filter(pages.status == "redirect")
+    direct = redirect.group_by("title").aggregate(target=redirect.redirect_to.min())
+    step = direct.select(_from=direct.title, _to=direct.target)
+    chain = direct.select("title", "target", hops=ibis.literal(1, "int32"))
+    for _ in range(MAX_REDIRECT_HOPS - 1):
+        nxt = step.view()  # a fresh alias: chain and step come from the same table
+        joined = chain.left_join(nxt, chain.target == nxt._from)
+        moves = joined._to.notnull() & (joined._to != joined.title)
+        chain = joined.select("title", target=moves.ifelse(joined._to, joined.target),
+                              hops=moves.ifelse(joined.hops + 1, joined.hops).cast("int32")).view()  # joined again
+    return chain.select("title", target_title=chain.target, hops=chain.hops)
+
+
+def title_map(pages: ir.Table) -> ir.Table:
+    """Title -> document id of the documents kept (the smallest id when two share a title)."""
+    kept = pages.filter(pages.status == "kept")
+    return kept.group_by("title").aggregate(doc_id=kept.doc_id.min())
+
+
+def resolve_links(links: ir.Table, redirects: ir.Table, titles: ir.Table) -> ir.Table:
+    """Links as parsed plus ``target_title`` (redirects followed), ``target_doc_id`` (when that title is a
+    document of the store) and ``via_redirect``; every column of ``links`` (e.g. ``_row``) is kept."""
+    r = redirects.select(_r_title=redirects.title, _r_target=redirects.target_title)
+    t = titles.select(_t_title=titles.title, _t_doc=titles.doc_id)
+    first = links.left_join(r, links.written_target == r._r_title)
+    first = first.select(*links.columns, target_title=ibis.coalesce(first._r_target, first.written_target),
+                         via_redirect=first._r_title.notnull()).view()  # a relation of its own to join again
+    second = first.left_join(t, first.target_title == t._t_title)
+    return second.select(*first.columns, target_doc_id=second._t_doc)
+
+
+def dropped_documents(pages: ir.Table, limit: int = 1000) -> ir.Table:
+    """The first ``limit`` pages dropped by a filter (short title, blank text), by title."""
+    dropped = pages.filter(pages.status.startswith("dropped"))
+    return dropped.select("title", "status").order_by(["title", "status"]).limit(limit)
+
+
+def _check_unique_ids(engine: BuildEngine, pages: ir.Table) -> None:
+    kept = pages.filter(pages.status == "kept")
+    dupes = (kept.group_by("doc_id").aggregate(n=kept.count()).filter(lambda t: t.n > 1)
+             .order_by("doc_id").limit(5))
+    rows = engine.to_arrow(dupes).to_pylist()
+    if rows:
+        shown = ", ".join(f"{r['doc_id']!r} ({r['n']} times)" for r in rows)
         raise InputError(f"document ids must be unique; repeated: {shown}")
 
 
-def _redirect_chains_sql() -> str:
-    """Follow redirect chains: each redirect title maps to the title at the end of its chain."""
-    return f"""
-    CREATE TEMP TABLE redirects AS
-    WITH RECURSIVE direct AS (
-        SELECT title, min(redirect_to) AS target FROM pages WHERE status = 'redirect' GROUP BY title
-    ), chain(title, target, hops) AS (
-        SELECT title, target, 1 FROM direct
-        UNION ALL
-        SELECT c.title, d.target, c.hops + 1 FROM chain c JOIN direct d ON d.title = c.target
-        WHERE c.hops < {MAX_REDIRECT_HOPS} AND d.target <> c.title
-    )
-    SELECT title, arg_max(target, hops) AS target_title, CAST(max(hops) AS INTEGER) AS hops
-    FROM chain GROUP BY title
-    """
+def write_pages_and_documents(parts: list[Path], out: Path) -> None:
+    """``pages.parquet`` (every page, in input order) and ``documents.parquet`` (the pages kept): a
+    concatenation, streamed by pyarrow whatever the engine."""
+    with (ParquetBatchWriter(out / "pages.parquet", PAGES) as pages,
+          ParquetBatchWriter(out / "documents.parquet", DOCUMENTS) as documents):
+        for part in parts:
+            for batch in pq.ParquetFile(part).iter_batches():
+                pages.write(batch)
+                documents.write(batch.filter(pc.equal(batch.column("status"), "kept")))
 
 
-def _resolve_links(con: duckdb.DuckDBPyConnection, work: Path, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    columns = ", ".join(f"l.{f.name}" for f in LINKS if f.name not in ("target_title", "target_doc_id", "via_redirect"))
-    for part in _files(work / "links_raw"):
-        target = dest / Path(part).name
-        tmp = target.with_suffix(".tmp")
-        con.execute(f"""
-            COPY (SELECT {columns}, coalesce(r.target_title, l.written_target) AS target_title,
-                         t.doc_id AS target_doc_id, r.title IS NOT NULL AS via_redirect
-                  FROM read_parquet('{part}', file_row_number = true) l
-                  LEFT JOIN redirects r ON r.title = l.written_target
-                  LEFT JOIN title_map t ON t.title = coalesce(r.target_title, l.written_target)
-                  ORDER BY l.file_row_number)
-            TO '{tmp}' {PARQUET}""")
-        os.replace(tmp, target)
+def _counts(engine: BuildEngine, out: Path, pages: ir.Table, status, dropped_links) -> dict[str, Any]:
+    def counts(table: str, **where) -> dict[str, int]:
+        t = engine.read(out / table)
+        metrics = {table: t.count(), **{name: t.count(where=cond(t)) for name, cond in where.items()}}
+        return engine.to_arrow(t.aggregate(**metrics)).to_pylist()[0]
 
-
-def _counts(con, out: Path, status, dropped_links) -> dict[str, Any]:
-    def scalar(sql: str) -> int:
-        return int(con.execute(sql).fetchone()[0] or 0)
-
-    links = f"read_parquet('{out / 'links'}/*.parquet')"
-    refs = f"read_parquet('{out / 'citations'}/*.parquet')"
+    links = counts("links", links_to_documents=lambda t: t.target_doc_id.notnull(),
+                   links_via_redirect=lambda t: t.via_redirect)
+    citations = counts("citations", citations_with_url=lambda t: t.url.notnull())
+    disambiguation = pages.filter((pages.status == "kept") & pages.is_disambiguation).count()
     return {
         "pages": sum(status.values()),
         "documents": status.get("kept", 0),
@@ -126,13 +141,10 @@ def _counts(con, out: Path, status, dropped_links) -> dict[str, Any]:
         "dropped_short_title": status.get("dropped_short_title", 0),
         "dropped_blank": status.get("dropped_blank", 0),
         "errors": status.get("error", 0),
-        "disambiguation_documents": scalar("SELECT count(*) FROM pages WHERE status = 'kept' AND is_disambiguation"),
-        "passages": scalar(f"SELECT count(*) FROM read_parquet('{out / 'passages'}/*.parquet')"),
-        "sentences": scalar(f"SELECT count(*) FROM read_parquet('{out / 'sentences'}/*.parquet')"),
-        "links": scalar(f"SELECT count(*) FROM {links}"),
-        "links_to_documents": scalar(f"SELECT count(*) FROM {links} WHERE target_doc_id IS NOT NULL"),
-        "links_via_redirect": scalar(f"SELECT count(*) FROM {links} WHERE via_redirect"),
+        "disambiguation_documents": int(engine.to_arrow(disambiguation).as_py()),
+        **counts("passages"),
+        **counts("sentences"),
+        **links,
         "links_dropped": dict(sorted(dropped_links.items())),
-        "citations": scalar(f"SELECT count(*) FROM {refs}"),
-        "citations_with_url": scalar(f"SELECT count(*) FROM {refs} WHERE url IS NOT NULL"),
+        **citations,
     }

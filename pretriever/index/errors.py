@@ -20,3 +20,7 @@ class EncodeStateError(IndexStageError):
 
 class MergeError(IndexStageError):
     """Shards are missing or were encoded with different settings."""
+
+
+class IndexExportError(IndexStageError):
+    """The index cannot be exported as asked (its kind, or --out)."""

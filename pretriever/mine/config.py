@@ -66,8 +66,15 @@ class MineConfig:
     stats_sample: int = option(10000, "Pairs per method tokenized for the query-passage lexical overlap statistic.")
     overwrite: bool = option(False, "Replace pairs already in --out.")
     threads: int | None = option(None, "Cores to use (DuckDB threads, Spark local cores).", default_help="all")
-    memory_limit: str | None = option(None, "DuckDB memory before it spills to disk, e.g. 16GB.",
-                                      default_help="DuckDB's own")
+    memory_limit: str | None = option(
+        None, "DuckDB's memory before it spills to OUT/.work/spill (removed at the end), e.g. 8GiB or 500MB. "
+              "Peak memory stays near this plus about 1 GiB; the spill needs free disk of a few times the "
+              "pairs' size (bench/README.md).",
+        default_help="half of this machine's RAM (psutil; a smaller container limit wins)")
+    max_spill: str | None = option(
+        None, "Most disk DuckDB may spill to under OUT/.work/spill, e.g. 200GB (0B: never spill; a run that needs "
+              "more than --memory-limit then stops with an out-of-memory error instead of filling the disk).",
+        default_help="DuckDB's: 90% of the free space on that disk")
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
     tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic and --cc-max-tokens.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")

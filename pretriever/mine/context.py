@@ -137,13 +137,13 @@ class MineContext:
     def positive_links(self) -> ir.Table:
         """The evidence side of DL, CM and WLP: links held wholly inside a passage long enough to be a
         positive, with that passage's text. Columns p_pid, p_doc, p_link, p_target (the linked document),
-        p_entity (its title), p_anchor, p_astart, p_aend (offsets in the passage), p_text."""
+        p_entity (its title), p_anchor, p_astart, p_aend (offsets in the passage); the text is joined later
+        (``with_passage_text``)."""
         held = self.passage_links
-        pos = self.positives.select(pp=self.positives.passage_id, p_text=self.positives.text)
+        pos = self.positives.select(pp=self.positives.passage_id)
         j = held.join(pos, held.passage_id == pos.pp)
         return j.select(p_pid=j.passage_id, p_doc=j.doc_id, p_link=j.link_idx, p_target=j.target_doc_id,
-                        p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start, p_aend=j.passage_end,
-                        p_text=j.p_text)
+                        p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start, p_aend=j.passage_end)
 
     # -- in-degree -----------------------------------------------------------------------
     @cached_property
@@ -198,6 +198,22 @@ class MineContext:
         if unknown:
             raise KeyError(f"not candidate columns: {sorted(unknown)}")
         return t.select(**out)
+
+    def with_passage_text(self, t: ir.Table, passage_id: str, name: str) -> ir.Table:
+        """``t`` plus column ``name``: the text of the positive passage whose id is in ``t[passage_id]``.
+
+        Strategies join texts after their joins and windows, which then carry ids only: at 10^8 links the
+        texts would be most of the bytes those joins hold in memory or spill to disk.
+        """
+        p = self.positives
+        texts = p.select(_t_pid=p.passage_id, **{name: p.text})
+        return t.join(texts, t[passage_id] == texts._t_pid).drop("_t_pid")
+
+    def with_sentence_text(self, t: ir.Table, doc_id: str, sentence_idx: str, name: str) -> ir.Table:
+        """``t`` plus column ``name``: the text of sentence ``t[sentence_idx]`` of document ``t[doc_id]``."""
+        s = self.sentences
+        texts = s.select(_t_doc=s.doc_id, _t_idx=s.sentence_idx, **{name: s.text})
+        return t.join(texts, (t[doc_id] == texts._t_doc) & (t[sentence_idx] == texts._t_idx)).drop("_t_doc", "_t_idx")
 
     @cached_property
     def link_counts(self) -> dict[str, int]:

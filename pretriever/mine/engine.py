@@ -11,19 +11,19 @@ gives the same pairs on either engine.
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
-import sys
-import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import ibis
 import ibis.expr.types as ir
+import psutil
 import pyarrow as pa
 
+from pretriever.backends import duckdb_batches, quiet, spark_session
 from pretriever.data.store import CorpusStore
 from pretriever.errors import PretrieverError
 
@@ -32,14 +32,6 @@ SEP = "|"
 
 class MineError(PretrieverError):
     """Mining cannot start or go on; the message says why and what to do."""
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Silence deprecation noise from the libraries' glue (Ibis 12 on DuckDB 2.0, PySpark on pandas 3)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*(fetch_arrow_table|copy keyword).*")
-        yield
 
 
 def as_str(value: Any) -> ir.StringValue:
@@ -91,6 +83,7 @@ class Engine:
         self.work.mkdir(parents=True, exist_ok=True)
         self._tables: dict[str, ir.Table] = {}
         self._names = itertools.count()
+        self._written: dict[str, Path] = {}  # table name -> the Parquet that materialize() wrote
 
     # -- tables ------------------------------------------------------------------
     def table(self, name: str) -> ir.Table:
@@ -110,16 +103,25 @@ class Engine:
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
         path = self.work / f"{name}-{next(self._names)}"
-        with quiet():
+        table_name = f"t_{path.name.replace('-', '_')}"
+        with quiet(), self.guard():
             self._write(expr, path)
-            return self._read(path, self._writes_dirs, f"t_{path.name.replace('-', '_')}")
+            self._written[table_name] = path
+            return self._read(path, self._writes_dirs, table_name)
+
+    def release(self, table: ir.Table) -> None:
+        """Delete the Parquet behind a table from :meth:`materialize` once nothing will read it again: at
+        10^8 links a method's candidates are gigabytes that the spill of the next join can use."""
+        path = self._written.pop(table.get_name(), None)
+        if path is not None:
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
     def to_arrow(self, expr: ir.Expr) -> pa.Table:
-        with quiet():
+        with quiet(), self.guard():
             return expr.to_pyarrow()
 
     def scalar(self, expr: ir.Scalar) -> Any:
-        with quiet():
+        with quiet(), self.guard():
             value = expr.to_pyarrow()
         return value.as_py() if hasattr(value, "as_py") else value
 
@@ -135,6 +137,10 @@ class Engine:
     # -- engine specific ---------------------------------------------------------------
     _writes_dirs = False
 
+    def guard(self) -> AbstractContextManager[None]:
+        """Where the engine's own failures (out of memory, disk full) become a :class:`MineError`."""
+        return nullcontext()
+
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         raise NotImplementedError
 
@@ -142,21 +148,84 @@ class Engine:
         raise NotImplementedError
 
 
+MEMORY_SHARE = 0.5  # of the machine's RAM (or of the cgroup's limit), for DuckDB by default
+SPILL = "spill"  # DuckDB's temp directory, inside the engine's work folder
+
+
+def machine_memory() -> int:
+    """Bytes of RAM this process may use: psutil's total, or a smaller cgroup v2 limit (a container)."""
+    total = psutil.virtual_memory().total
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def default_memory_limit() -> str:
+    """``MEMORY_SHARE`` of :func:`machine_memory` as a DuckDB size (``'11.7GiB'`` on a 23.5 GiB machine):
+    the rest is left to the Python side, the OS page cache and whatever else runs on the machine."""
+    return f"{machine_memory() * MEMORY_SHARE / 2**30:.1f}GiB"
+
+
+def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, threads: int | None = None,
+                     max_spill: str | None = None) -> str:
+    """Bound a DuckDB connection's memory and let it spill to ``work/spill`` (at most ``max_spill``); returns the
+    memory limit it got.
+
+    ``preserve_insertion_order = false`` lets joins and aggregations stream and spill without
+    keeping row order (every output of mining is sorted explicitly).
+    """
+    limit = memory_limit or default_memory_limit()
+    try:
+        con.execute(f"SET memory_limit = '{limit}'")
+    except duckdb.Error as err:
+        raise MineError(f"--memory-limit {limit!r} is not a size DuckDB understands (e.g. 8GiB, 500MB): {err}") from err
+    con.execute(f"SET temp_directory = '{Path(work) / SPILL}'")
+    if max_spill:
+        try:
+            con.execute(f"SET max_temp_directory_size = '{max_spill}'")
+        except duckdb.Error as err:
+            raise MineError(f"--max-spill {max_spill!r} is not a size DuckDB understands (e.g. 200GB, 0B): {err}") from err
+    con.execute("SET preserve_insertion_order = false")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return limit
+
+
+@contextmanager
+def explained(work: Path, limit: str) -> Iterator[None]:
+    """DuckDB running out of memory or spill space -> a :class:`MineError` saying which and what to do."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException as err:
+        free = shutil.disk_usage(work).free / 2**30 if Path(work).exists() else float("nan")
+        raise MineError(
+            f"DuckDB ran out of memory within --memory-limit {limit}: what it cannot spill did not fit, or the spill "
+            f"to {Path(work) / SPILL} hit --max-spill or the disk ({free:.1f} GiB free there). Give more memory "
+            f"(--memory-limit), fewer --threads, or an --out on a disk with more room. DuckDB said: "
+            f"{str(err).splitlines()[0]}") from err
+    except duckdb.IOException as err:
+        if "space" not in str(err).lower():
+            raise
+        raise MineError(f"the disk under {work} is full ({str(err).splitlines()[0]}): mining at scale needs room "
+                        "for the spilled joins and the pairs; choose an --out on a larger disk") from err
+
+
 class DuckDBEngine(Engine):
-    """DuckDB in-process: out-of-core (spills to the work folder), all cores by default."""
+    """DuckDB in-process: out-of-core within ``memory_limit`` (default :func:`default_memory_limit`), spilling
+    to the work folder; all cores by default."""
 
     name = "duckdb"
 
-    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None):
+    def __init__(self, store: CorpusStore, work: Path, threads: int | None = None, memory_limit: str | None = None,
+                 max_spill: str | None = None):
         super().__init__(store, work)
         self.con = ibis.duckdb.connect()
-        raw = self.con.con
-        raw.execute(f"SET temp_directory = '{self.work / 'spill'}'")
-        raw.execute("SET preserve_insertion_order = false")  # every output is explicitly sorted
-        if threads:
-            raw.execute(f"SET threads = {int(threads)}")
-        if memory_limit:
-            raw.execute(f"SET memory_limit = '{memory_limit}'")
+        self.memory_limit = configure_duckdb(self.con.con, self.work, memory_limit, threads, max_spill)
+
+    def guard(self) -> AbstractContextManager[None]:
+        return explained(self.work, self.memory_limit)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         source = str(path / "*.parquet") if is_dir else str(path)
@@ -166,13 +235,8 @@ class DuckDBEngine(Engine):
         self.con.to_parquet(expr, str(path))
 
     def batches(self, expr: ir.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        # Ibis 12's to_pyarrow_batches calls fetch_record_batch, which DuckDB 2.0 removed
-        self.con._run_pre_execute_hooks(expr)  # registers in-memory tables
-        relation = self.con.con.sql(self.con.compile(expr))
-        reader = (relation.to_arrow_reader(50_000) if hasattr(relation, "to_arrow_reader")
-                  else relation.fetch_arrow_reader(50_000))  # DuckDB 1.x
-        for batch in reader:
-            if batch.num_rows:
+        with self.guard():
+            for batch in duckdb_batches(self.con, expr):
                 yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
 
     def close(self) -> None:
@@ -193,7 +257,7 @@ class SparkEngine(Engine):
         super().__init__(store, work)
         self._own_session = session is None
         self._views: list[str] = []
-        self.session = session if session is not None else local_spark_session(threads, master)
+        self.session = session if session is not None else spark_session(threads, master, app="pretriever-mine")
         self.con = ibis.pyspark.connect(self.session)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
@@ -226,37 +290,11 @@ class SparkEngine(Engine):
             super().close()
 
 
-def local_spark_session(threads: int | None = None, master: str | None = None):
-    """A quiet local Spark session (UTC, no UI, few shuffle partitions for one machine)."""
-    try:
-        from pyspark.sql import SparkSession  # optional dependency (pretriever[spark])
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise MineError("--engine spark needs PySpark: pip install 'pretriever[spark]' "
-                           "(and a Java 17+ runtime)") from err
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cores = threads or os.cpu_count() or 2
-    try:
-        session = (SparkSession.builder
-                   .master(master or f"local[{threads or '*'}]")
-                   .appName("pretriever-mine")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.shuffle.partitions", str(max(2, min(cores * 2, 64))))
-                   .config("spark.driver.memory", os.environ.get("PRETRIEVER_SPARK_DRIVER_MEMORY", "4g"))
-                   .getOrCreate())
-    except Exception as err:  # no Java, a port in use, ...: say so instead of a JVM stack trace
-        raise MineError(f"could not start a local Spark session for --engine spark ({err}); "
-                           "PySpark needs a Java 17+ runtime on the PATH or in JAVA_HOME") from err
-    session.sparkContext.setLogLevel("ERROR")
-    return session
-
-
 def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
                 memory_limit: str | None = None, spark_master: str | None = None,
-                spark_session: Any = None) -> Engine:
+                spark_session: Any = None, max_spill: str | None = None) -> Engine:
     if name == "duckdb":
-        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit)
+        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit, max_spill=max_spill)
     if name == "spark":
         return SparkEngine(store, work, threads=threads, master=spark_master, session=spark_session)
     raise ValueError(f"unknown engine {name!r}; choose duckdb or spark")

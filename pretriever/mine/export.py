@@ -1,4 +1,4 @@
-"""Read a pairs folder and export it for training code: DPR JSON, sentence-transformers, JSONL.
+"""Read a pairs folder and export it for training code: DPR JSON, sentence-transformers, JSONL, Tevatron.
 
 ``dpr``: a JSON list in the format of DPR's training files (Karpukhin et al., 2020):
 ``question``, ``answers``, ``positive_ctxs``, ``negative_ctxs`` (random negatives),
@@ -13,6 +13,14 @@ negatives, ``negative``; a Parquet file (``--out x.parquet``; ``datasets.load_da
 
 ``jsonl``: every column of every pair, one JSON object a line.
 
+``tevatron``: the JSONL that Tevatron's trainers read (``docs/datasets.md`` of texttron/tevatron),
+one pair a line: ``query_id`` (the pair id), ``query``, ``answers`` (as for DPR),
+``positive_passages`` and ``negative_passages``, each passage ``{docid, title, text}``. The
+``title`` is left empty: Tevatron prepends a non-empty title to the text, and the pairs'
+texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
+--prepend-title`` puts them in the text). Load it with ``--dataset_name json
+--dataset_path FILE`` (Tevatron v2) or ``--train_dir`` (v1).
+
 ``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
 from pairs that carry an answer span in their positive (qac); one article per pair.
@@ -24,7 +32,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +45,7 @@ from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json, text_pair_hashes
 from pretriever.mine.schema import MANIFEST
 
-FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad")
+FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
 
 
@@ -130,6 +138,16 @@ def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One pair as a Tevatron training instance (see the module docstring)."""
+    def passage(prefix: str) -> dict[str, str]:
+        return {"docid": row[f"{prefix}_passage_id"] or "", "title": "", "text": row[f"{prefix}_text"] or ""}
+
+    return {"query_id": row["pair_id"], "query": row["query"], "answers": _answers(row),
+            "positive_passages": [passage("positive")],
+            "negative_passages": [passage("negative")] if row.get("negative_passage_id") else []}
+
+
 def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
     """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written."""
     out = Path(out)
@@ -137,6 +155,8 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
         return _export_dpr(pairs, out, methods)
     if fmt == "jsonl":
         return _export_jsonl(pairs, out, methods)
+    if fmt == "tevatron":
+        return _export_jsonl(pairs, out, methods, tevatron_record)
     if fmt == "sentence-transformers":
         return _export_st(pairs, out, methods)
     if fmt == "squad":
@@ -172,11 +192,13 @@ def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:
     return n
 
 
-def _export_jsonl(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+def _export_jsonl(pairs: PairsDir, out: Path, methods: list[str],
+                  record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
+    """One JSON object a line, streamed: each pair as it is, or as ``record`` makes it."""
     n = 0
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for row in pairs.rows(methods):
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(json.dumps(record(row) if record else row, ensure_ascii=False) + "\n")
             n += 1
     return n
 

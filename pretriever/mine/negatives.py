@@ -58,11 +58,13 @@ class Negatives:
         tries = ibis.memtable({"_j": list(range(TRIES))}, schema={"_j": "int64"})
         x = x.cross_join(tries)
         x = x.mutate(_c=(x._i + x._j * stride + offset) % n)
-        r = self.ranked
+        r = self.ranked.select("_r", "n_pid", "n_doc")  # the texts join the one chosen try, not all TRIES
         x = x.join(r, x._c == r._r)
         x = x.filter(x.n_doc != x.query_doc_id, x.positive_doc_id.isnull() | (x.n_doc != x.positive_doc_id),
                      x.n_pid != x.positive_passage_id)
         x = first_per_group(x, ["key"], ["_j"])
+        texts = self.ranked.select(t_r=self.ranked._r, n_text=self.ranked.n_text)
+        x = x.join(texts, x._c == texts.t_r)
         return x.select("key", "n_pid", "n_doc", "n_text")
 
     @cached_property

@@ -57,6 +57,7 @@ class MineResult:
     manifest: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    memory_limit: str | None = None  # DuckDB's, as used (the default is computed on the machine)
 
     @property
     def total(self) -> int:
@@ -102,18 +103,32 @@ def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+NARROW = ("key", "_h", "_dup", "query_doc_id", "positive_doc_id", "query_passage_id")
+
+
 def sampled(ctx: MineContext, method: str, candidates: ir.Table) -> ir.Table:
-    """Candidates with their sampling key ``_h``, after exact dedup and the caps."""
+    """The candidates, materialized with their sampling key ``_h``, after exact dedup and the caps.
+
+    The candidates are written once with their hashes; dedup and the caps are windows over the
+    narrow columns (``NARROW``) alone, and the winners' full rows are kept by their ``key``, a
+    candidate's identity (``schema.CANDIDATE``): windows over the full rows would sort every query
+    and passage text three times (at 10^8 links, tens of GB of spill).
+    """
     cls = METHODS[method]
     cfg = ctx.config
     t = candidates.mutate(_h=hkey(ctx.seed, method, candidates.key))
     t = t.mutate(_dup=hkey(0, "dedup", t.query, t.positive_text))
-    t = first_per_group(t, ["_dup"], ["_h", "key"]).drop("_dup")
+    full = ctx.engine.materialize(t, f"raw-{method}")
+    n = first_per_group(full.select(*NARROW), ["_dup"], ["_h", "key"])
     if cls.cap_doc_pairs:
-        t = first_per_group(t, ["query_doc_id", "positive_doc_id"], ["_h", "key"], cfg.max_per_doc_pair)
+        n = first_per_group(n, ["query_doc_id", "positive_doc_id"], ["_h", "key"], cfg.max_per_doc_pair)
     if cls.cap_query_passages:
-        t = first_per_group(t, ["query_passage_id"], ["_h", "key"], cfg.max_per_query_passage)
-    return t
+        n = first_per_group(n, ["query_passage_id"], ["_h", "key"], cfg.max_per_query_passage)
+    keep = n.select(_k=n.key, _kd=n._dup)
+    kept = full.semi_join(keep, (full.key == keep._k) & (full._dup == keep._kd)).drop("_dup")
+    table = ctx.engine.materialize(kept, f"candidates-{method}")
+    ctx.engine.release(full)
+    return table
 
 
 def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives) -> ir.Table:
@@ -161,7 +176,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     prepare_out(config.out, config.overwrite, config.resume)
     engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
                          memory_limit=config.memory_limit, spark_master=config.spark_master,
-                         spark_session=spark_session)  # MineError when Spark is missing or cannot start
+                         spark_session=spark_session, max_spill=config.max_spill)  # MineError: no Spark, bad sizes
     result = MineResult(config)
     try:
         ctx = MineContext(engine, config)
@@ -169,33 +184,40 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
         for name in config.methods:
             step(f"{name}: finding candidate pairs")
             method = METHODS[name]()
-            table = engine.materialize(sampled(ctx, name, method.candidates(ctx)), f"candidates-{name}")
+            table = sampled(ctx, name, method.candidates(ctx))
             candidates[name] = table
             count = engine.count(table)
             result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
+        if config.negatives != "overlap" and "elinks" in ctx.__dict__:  # only overlap negatives read it again
+            engine.release(ctx.elinks)
         quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
         negatives = Negatives(ctx)
         for name in config.methods:
             if quota[name] == 0:
                 continue
             step(f"{name}: writing {quota[name]:,} pairs")
-            table = candidates[name]
-            chosen = table.order_by([table._h, table.key]).limit(quota[name])
-            chosen = engine.materialize(chosen, f"chosen-{name}")
+            chosen = candidates[name]
+            if quota[name] < result.methods[name].candidates:  # else all of them: `finish` sorts anyway
+                chosen = engine.materialize(chosen.order_by([chosen._h, chosen.key]).limit(quota[name]),
+                                            f"chosen-{name}")
             path = config.out / f"{name}.parquet"
             rows = write_pairs(engine, finish(ctx, name, chosen, negatives), path)
+            engine.release(chosen)
+            engine.release(candidates[name])
             result.methods[name].pairs = rows
             result.methods[name].file = path.name
         cm = ctx.__dict__.get("indegree_threshold")
+        result.memory_limit = getattr(engine, "memory_limit", None)
         flagged = ctx.flagged_sentences
     finally:
         engine.close()
 
     step("statistics")
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
-                                 sample=config.stats_sample, tokenizer=config.tokenizer)
+                                 sample=config.stats_sample, tokenizer=config.tokenizer,
+                                 memory_limit=config.memory_limit, work=config.out / WORK, max_spill=config.max_spill)
     for name, r in result.methods.items():
         if r.report:
             result.stats["methods"].setdefault(name, {}).update(r.report)
@@ -216,6 +238,7 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
         "corpus": {"path": str(config.corpus), "input": store.manifest.get("input"),
                    "counts": {k: v for k, v in store.counts.items() if not isinstance(v, dict)}},
         "options": config.to_json(),
+        **({"duckdb_memory_limit": result.memory_limit} if result.memory_limit else {}),
         "total_pairs": result.total,
         "methods": {
             name: {"title": METHODS[name].title, "definition": METHODS[name].summary,

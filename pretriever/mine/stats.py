@@ -3,7 +3,9 @@
 The overlap of a pair (HLP paper, section 6.2) is the share of the query's WordPiece
 tokens (BERT uncased, as the retriever sees them) that also occur in the positive
 passage. It is computed on the first ``sample`` pairs of each file, which are a seeded
-random sample because the files are sorted by their sampling hash.
+random sample because the files are sorted by their sampling hash; the mean lengths in
+words on the first ``WORDS_SAMPLE`` (splitting every text of a 10^8-link corpus would
+take minutes). Counts are exact.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever.io import atomic_path
+from pretriever.mine.engine import configure_duckdb
+from pretriever.mine.schema import PAIRS
 
 BINS = 20
+WORDS_SAMPLE = 100_000
 
 
 def load_tokenizer(path: Path | None = None):
@@ -47,40 +53,57 @@ def lexical_overlap(tokenizer, queries: list[str], passages: list[str]) -> list[
     return out
 
 
-def _words(column: str) -> str:
-    return f"len(string_split_regex(trim({column}), '\\s+'))"
+def head_rows(path: Path, n: int) -> pa.Table:
+    """The first ``n`` rows of a pairs file (a seeded random sample: files are sorted by their sampling hash)."""
+    columns = ["query", "positive_text"]
+    batches, rows = [], 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=columns):
+        if rows >= n:
+            break
+        batches.append(batch.slice(0, n - rows))
+        rows += batches[-1].num_rows
+    return pa.Table.from_batches(batches, schema=pa.schema([PAIRS.field(c) for c in columns]))
 
 
-def compute_stats(out: Path, methods: list[str], sample: int = 20000, tokenizer: Path | None = None) -> dict[str, Any]:
+def mean_words(texts: list[str]) -> float:
+    return round(sum(len(t.split()) for t in texts) / len(texts), 2) if texts else 0.0
+
+
+def compute_stats(out: Path, methods: list[str], sample: int = 20000, tokenizer: Path | None = None,
+                  memory_limit: str | None = None, work: Path | None = None,
+                  max_spill: str | None = None) -> dict[str, Any]:
+    """Per method's pairs file: counts, mean lengths and the overlap histogram (see the module docstring).
+
+    ``memory_limit``, ``work`` and ``max_spill`` bound DuckDB's memory and say where (and how much) it spills,
+    as for mining.
+    """
     try:
         tok = load_tokenizer(tokenizer) if sample else None
         tokenizer_note = str(tokenizer) if tokenizer else "all-MiniLM-L6-v2 (BERT uncased WordPiece)"
     except (ImportError, OSError, Exception) as err:  # the statistic is optional; say why it is missing
         tok, tokenizer_note = None, f"unavailable: {err}"
-    stats: dict[str, Any] = {"tokenizer": tokenizer_note, "overlap_sample": sample, "methods": {}}
+    stats: dict[str, Any] = {"tokenizer": tokenizer_note, "overlap_sample": sample, "words_sample": WORDS_SAMPLE,
+                             "methods": {}}
     con = duckdb.connect()
     try:
+        configure_duckdb(con, work or out, memory_limit, max_spill=max_spill)
         for method in methods:
             path = out / f"{method}.parquet"
-            row = con.execute(f"""
+            row = con.execute("""
                 SELECT count(*), count(DISTINCT query), count(DISTINCT positive_passage_id),
-                       count(DISTINCT query_doc_id), avg({_words('query')}), avg({_words('positive_text')}),
-                       count(negative_passage_id)
+                       count(DISTINCT query_doc_id), count(negative_passage_id)
                 FROM read_parquet(?)""", [str(path)]).fetchone()
+            head = head_rows(path, max(sample, WORDS_SAMPLE))
+            queries, passages = head.column("query").to_pylist(), head.column("positive_text").to_pylist()
             entry: dict[str, Any] = {
                 "pairs": row[0], "distinct_queries": row[1], "distinct_positives": row[2],
                 "query_documents": row[3],
-                "mean_query_words": round(float(row[4] or 0), 2),
-                "mean_passage_words": round(float(row[5] or 0), 2),
-                "with_negative": row[6],
+                "mean_query_words": mean_words(queries[:WORDS_SAMPLE]),
+                "mean_passage_words": mean_words(passages[:WORDS_SAMPLE]),
+                "with_negative": row[4],
             }
             if tok is not None:
-                head = pq.ParquetFile(path).iter_batches(batch_size=sample, columns=["query", "positive_text"])
-                batch = next(head, None)
-                values = []
-                if batch is not None:
-                    values = [v for v in lexical_overlap(tok, batch.column(0).to_pylist(),
-                                                         batch.column(1).to_pylist()) if v is not None]
+                values = [v for v in lexical_overlap(tok, queries[:sample], passages[:sample]) if v is not None]
                 if values:
                     values.sort()
                     hist = [0] * BINS

@@ -34,7 +34,8 @@ HARD_NEGATIVES = ("bm25", "file", "none")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 # Settings that decide what a run computes; a --resume must not change them.
-RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "prepend_title",
+RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "negatives_from",
+            "negative_depth", "negatives_per_query", "prepend_title",
             "limit", "mix", "use_negatives", "pooling", "normalize", "shared_encoder", "similarity", "scale",
             "max_query_length", "max_passage_length", "epochs", "max_steps", "batch_size", "mini_batch_size",
             "learning_rate", "warmup_ratio", "weight_decay", "seed", "no_duplicates", "precision", "heldout_pairs",
@@ -97,6 +98,17 @@ class TrainConfig:
                                          "none (in-batch negatives only).")
     bm25_depth: int = option(10, "BM25 hits looked at for each query's hard negative (the best one that is not a "
                                  "positive).")
+    negatives_from: Path | None = option(None, "BEIR data: mine the hard negatives with this index (any folder "
+                                               "`pretriever search` opens; in two-stage fine-tuning the index of "
+                                               "retriever 1) instead of BM25. Each query is searched to "
+                                               "--negative-depth and --negatives-per-query of the hits that are not "
+                                               "judged relevant (qrels score > 0) are drawn with the seed: "
+                                               "retriever 2 of the query-as-context paper (Figure 3).")
+    negative_depth: int = option(200, "Negatives mined with an index (--negatives-from; retriever 2 of "
+                                      "`finetune --two-stage`): hits searched per query (paper: 200).")
+    negatives_per_query: int = option(15, "Negatives mined with an index: how many per query, each its own column "
+                                          "beside the in-batch negatives (paper: 15). The cost of a step grows "
+                                          "with it: a batch encodes (2 + this) x batch-size texts.")
     prepend_title: bool = option(True, "BEIR/DPR data: passages as \"title text\", as the index stage encodes them.")
     limit: int | None = option(None, "Few-shot: train on this many queries (labelled data) or pairs (mined), a "
                                      "sample drawn with the seed. HLP's few-shot runs use m = 16, 128 (256 in its "
@@ -160,7 +172,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
-        for name in ("pairs", "beir", "dpr", "corpus"):
+        for name in ("pairs", "beir", "dpr", "corpus", "negatives_from"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, Path(value))
@@ -188,9 +200,20 @@ class TrainConfig:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if self.hard_negatives == "file" and self.dpr is None:
             raise ValueError("hard_negatives = 'file' reads DPR's hard_negative_ctxs; it needs --dpr")
+        if self.negatives_from is not None:
+            if self.beir is None:
+                raise ValueError("--negatives-from mines negatives against the judgments of a BEIR dataset; "
+                                 "give --beir DIR")
+            if not self.use_negatives or self.hard_negatives == "none":
+                raise ValueError("--negatives-from gives hard negatives; it cannot go with --no-negatives or "
+                                 "--hard-negatives none")
+            if self.negatives_per_query > self.negative_depth:
+                raise ValueError(f"--negatives-per-query ({self.negatives_per_query}) cannot exceed "
+                                 f"--negative-depth ({self.negative_depth})")
         if self.heldout_pairs < 0:
             raise ValueError(f"heldout_pairs must be 0 (off) or more, got {self.heldout_pairs}")
-        for name in ("batch_size", "max_query_length", "max_passage_length", "save_steps", "bm25_depth"):
+        for name in ("batch_size", "max_query_length", "max_passage_length", "save_steps", "bm25_depth",
+                     "negative_depth", "negatives_per_query"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("limit", "max_steps", "mini_batch_size", "logging_steps", "save_total_limit"):
@@ -218,5 +241,33 @@ class TrainConfig:
     def run_settings(self) -> dict[str, Any]:
         """The settings a resumed run must share with the interrupted one."""
         data = self.to_json()
-        return {k: data[k] for k in RUN_KEYS}
+        unused = () if self.negatives_from is not None else ("negative_depth", "negatives_per_query")
+        return {k: data[k] for k in RUN_KEYS if k not in unused}
 
+
+
+@dataclass
+class FinetuneConfig(TrainConfig):
+    """Settings of ``pretriever finetune`` (the ``[finetune]`` table): those of ``train`` for both stages, plus
+    the stage plan. Both retrievers start from ``model`` (the paper initialises both with the pre-trained
+    model); retriever 2 differs only in its negatives."""
+
+    out: Path = option(help="FINETUNE_DIR: stage1/ (retriever 1), and with --two-stage stage1-index/ (the corpus "
+                            "indexed with retriever 1), stage2/ (retriever 2), store/ (the corpus store, when no "
+                            "--corpus is given) and finetune.json (where each stage's output is).")
+    overwrite: bool = option(False, "Run every stage again (FINETUNE_DIR is cleared first). Without it, the "
+                                    "finished stages are kept and an interrupted one continues.")
+    two_stage: bool = option(False, "Train retriever 2 as well: index the corpus with retriever 1, mine "
+                                    "--negatives-per-query negatives per query from its top --negative-depth, "
+                                    "train again from --model with them (query-as-context, Figure 3).")
+    index_batch_size: int = option(64, "Passages per forward pass when the corpus is indexed with retriever 1.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.beir is None:
+            raise ValueError("finetune trains on judged queries: give --beir DIR (queries.jsonl, qrels/SPLIT.tsv, "
+                             "corpus.jsonl)")
+        if self.negatives_from is not None:
+            raise ValueError("finetune mines retriever 2's negatives itself; leave negatives_from out")
+        if self.index_batch_size < 1:
+            raise ValueError(f"index_batch_size must be at least 1, got {self.index_batch_size}")

@@ -39,6 +39,7 @@ from pretriever.data import (CorpusStore, PassageLookup, PassageSource, load_cor
 from pretriever.index.bm25 import BM25Index
 from pretriever.io import read_json
 from pretriever.train.errors import TrainError
+from pretriever.train.pairs import named_rng, negative_columns
 
 
 @dataclass
@@ -47,9 +48,14 @@ class Example:
     query: str
     positive_id: str | None
     positive: str
-    negative: str | None = None
+    negatives: list[str] = field(default_factory=list)  # hard negatives: one (BM25, DPR file) or many (an index)
     exclude: set[str] = field(default_factory=set)  # passage ids that must not be this query's negative
     answers: list[str] = field(default_factory=list)  # DPR: a negative must not contain these
+
+    @property
+    def negative(self) -> str | None:
+        """The first hard negative (None before mining)."""
+        return self.negatives[0] if self.negatives else None
 
 
 @dataclass
@@ -60,21 +66,21 @@ class LabelledData:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def records(self, with_negatives: bool) -> dict[str, list[str]]:
+        """The training columns: anchor, positive and, with negatives, one column per hard negative
+        (``negative``, or ``negative_1`` ... ``negative_n`` when there are several: MNRL takes them all)."""
         out = {"anchor": [e.query for e in self.examples], "positive": [e.positive for e in self.examples]}
         if with_negatives:
-            out["negative"] = [e.negative or "" for e in self.examples]
+            count = max((len(e.negatives) for e in self.examples), default=0)
+            for j, name in enumerate(negative_columns(count)):
+                out[name] = [e.negatives[j] if j < len(e.negatives) else "" for e in self.examples]
         return out
-
-
-def _rng(seed: int, name: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))]))
 
 
 def sample_queries(qids: Sequence[str], limit: int | None, seed: int) -> list[str]:
     """``limit`` of the query ids (in their original order), drawn with the seed; all when None."""
     if limit is None or limit >= len(qids):
         return list(qids)
-    picked = set(_rng(seed, "few-shot").choice(len(qids), limit, replace=False).tolist())
+    picked = set(named_rng(seed, "few-shot").choice(len(qids), limit, replace=False).tolist())
     return [q for i, q in enumerate(qids) if i in picked]
 
 
@@ -103,7 +109,7 @@ class Passages:
         """``n`` passages (id, text) drawn with the seed (from a store without reading it all into memory)."""
         if self.mem is not None or self._all is not None:
             ids, texts = self.all()
-            picks = _rng(seed, "random-negative").choice(len(ids), min(n, len(ids)), replace=False)
+            picks = named_rng(seed, "random-negative").choice(len(ids), min(n, len(ids)), replace=False)
             return [(ids[j], texts[j]) for j in picks.tolist()]
         lookup = PassageLookup(self.store)
         try:
@@ -168,7 +174,7 @@ def mine_bm25_negatives(examples: list[Example], retriever, passages: Passages, 
                         continue
                     if e.answers and any(a and _norm(a) in _norm(text) for a in e.answers):
                         continue
-                    e.negative = text
+                    e.negatives = [text]
                     stats["bm25"] += 1
                     break
         if on_batch:
@@ -177,25 +183,28 @@ def mine_bm25_negatives(examples: list[Example], retriever, passages: Passages, 
     return stats
 
 
-def fill_random_negatives(examples: list[Example], passages: Passages, seed: int) -> int:
-    """A passage drawn with the seed for every example still without a negative; returns how many."""
-    lacking = [e for e in examples if e.negative is None]
+def fill_random_negatives(examples: list[Example], passages: Passages, seed: int, count: int = 1) -> int:
+    """Passages drawn with the seed for every example with fewer than ``count`` negatives (never one of its
+    positives or a negative it already has); returns how many were added."""
+    lacking = [e for e in examples if len(e.negatives) < count]
     if not lacking:
         return 0
-    pool = passages.sample(4 * len(lacking) + 64, seed)
+    needed = sum(count - len(e.negatives) for e in lacking)
+    pool = passages.sample(4 * needed + 64, seed)
     if not pool:
         raise TrainError("no passages to draw negatives from; train with --hard-negatives none")
     filled, j = 0, 0
     for e in lacking:
         for _ in range(len(pool)):
+            if len(e.negatives) >= count:
+                break
             pid, text = pool[j % len(pool)]
             j += 1
-            if pid not in e.exclude and text and text != e.positive:
-                e.negative = text
+            if pid not in e.exclude and text and text != e.positive and text not in e.negatives:
+                e.negatives.append(text)
                 filled += 1
-                break
-    if any(e.negative is None for e in examples):
-        raise TrainError("could not find a negative passage for every query (the corpus is too small?); "
+    if any(len(e.negatives) < count for e in examples):
+        raise TrainError(f"could not find {count} negative passage(s) for every query (the corpus is too small?); "
                          "train with --hard-negatives none")
     return filled
 
@@ -268,7 +277,7 @@ def load_dpr(path: Path, limit: int | None, seed: int, prepend_title: bool, hard
         if hard_negatives == "file":
             ctxs = rec.get("hard_negative_ctxs") or rec.get("negative_ctxs") or []
             if ctxs:
-                e.negative = passage_text(ctxs[0].get("title"), ctxs[0].get("text"), prepend_title)
+                e.negatives = [passage_text(ctxs[0].get("title"), ctxs[0].get("text"), prepend_title)]
                 from_file += 1
         examples.append(e)
     if store is not None:

@@ -30,7 +30,9 @@ from pretriever.train.errors import TrainError
 
 log = logging.getLogger(__name__)
 
-ROUTES = {"anchor": "query", "positive": "document", "negative": "document"}
+def route(column: str) -> str:
+    """The encoder route of a training column: ``anchor`` is the query; positive and negatives are documents."""
+    return "query" if column == "anchor" else "document"
 
 
 def is_sentence_transformers_model(ref: str) -> bool | None:

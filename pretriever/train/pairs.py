@@ -274,7 +274,9 @@ def plan_mix(available: dict[str, int], mix: dict[str, float], limit: int | None
     return counts
 
 
-def _rng(seed: int, name: str) -> np.random.Generator:
+def named_rng(seed: int, name: str) -> np.random.Generator:
+    """A generator for one named draw (a method's sample, a query's negatives): the same seed and name always
+    give the same draw, whatever else is drawn."""
     return np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(name.encode("utf-8"))]))
 
 
@@ -288,12 +290,12 @@ def select_rows(scan: PairsScan, mix: dict[str, float] | None, limit: int | None
                             if scan.with_negatives else ""))
     if mix is not None:
         counts = plan_mix(available, mix, limit)
-        parts = [np.sort(_rng(seed, m).choice(scan.eligible[m], counts[m], replace=False)) for m in mix]
+        parts = [np.sort(named_rng(seed, m).choice(scan.eligible[m], counts[m], replace=False)) for m in mix]
         rows = np.sort(np.concatenate(parts))
         return rows, {m: counts[m] for m in scan.methods if m in counts}
     everything = np.sort(np.concatenate([scan.eligible[m] for m in scan.methods]))
     if limit is not None and limit < len(everything):
-        rows = np.sort(_rng(seed, "limit").choice(everything, limit, replace=False))
+        rows = np.sort(named_rng(seed, "limit").choice(everything, limit, replace=False))
     else:
         rows = everything
     counts = {m: int(np.isin(scan.eligible[m], rows, assume_unique=True).sum()) for m in scan.methods}
@@ -331,9 +333,15 @@ def write_selected(scan: PairsScan, rows: np.ndarray, out: Path, batch_size: int
     return written
 
 
+def negative_columns(count: int) -> list[str]:
+    """The training columns of ``count`` hard negatives: ``negative`` alone, else ``negative_1`` ... ``negative_n``
+    (MultipleNegativesRankingLoss reads every column after anchor and positive as a negative)."""
+    return ["negative"] if count == 1 else [f"negative_{j}" for j in range(1, count + 1)]
+
+
 def write_records(records: dict[str, list[str]], out: Path) -> int:
-    """Write in-memory columns (anchor, positive[, negative]) as the training Arrow file."""
-    schema = TRAIN_SCHEMA["negative" in records]
+    """Write in-memory columns (anchor, positive, then any negatives) as the training Arrow file."""
+    schema = pa.schema([(name, pa.string()) for name in records])
     table = pa.table({name: pa.array(records[name], pa.string()) for name in schema.names}, schema=schema)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")

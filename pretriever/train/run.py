@@ -31,14 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.data import CorpusStore
+from pretriever.data import CorpusStore, PassageLookup
+from pretriever.index import open_retriever
 from pretriever.io import atomic_path, write_json
 from pretriever.progress import console
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
 from pretriever.train.heldout import retrieval_check, split_heldout
-from pretriever.train.model import ROUTES, build_loss, build_model
+from pretriever.train.index_negatives import mine_index_negatives
+from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 
 REPORT = "train.json"
@@ -118,6 +120,12 @@ def last_checkpoint(folder: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def changed_settings(before: dict[str, Any], cfg: TrainConfig) -> str:
+    """The run settings (:meth:`TrainConfig.run_settings`) that differ from ``before``, as "key: old -> new"."""
+    now = cfg.run_settings()
+    return "; ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in sorted(now) if k in before and before[k] != now[k])
+
+
 def prepare_out(cfg: TrainConfig) -> Path | None:
     """Check (and on --overwrite clear) MODEL_DIR; returns the checkpoint to resume from."""
     out = cfg.out
@@ -132,11 +140,8 @@ def prepare_out(cfg: TrainConfig) -> Path | None:
                              "written every --save-steps steps")
         saved = checkpoints / RUN_SETTINGS
         if saved.exists():
-            before = json.loads(saved.read_text(encoding="utf-8")).get("settings", {})
-            now = cfg.run_settings()
-            changed = sorted(k for k in now if k in before and before[k] != now[k])
-            if changed:
-                detail = "; ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in changed)
+            detail = changed_settings(json.loads(saved.read_text(encoding="utf-8")).get("settings", {}), cfg)
+            if detail:
                 raise TrainError(f"--resume must use the settings of the interrupted run; changed: {detail}")
         return last
     if out.exists() and any(out.iterdir()):
@@ -182,7 +187,10 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     info: dict[str, Any] = {"source": cfg.source, "path": str(cfg.beir or cfg.dpr), "queries": data.queries,
                             **data.notes, "limit": cfg.limit, "hard_negatives": cfg.hard_negatives}
     with_negatives = cfg.use_negatives and cfg.hard_negatives != "none"
-    if with_negatives:
+    if cfg.negatives_from is not None:
+        info.update(hard_negatives=f"index {cfg.negatives_from}", negatives_per_pair=cfg.negatives_per_query)
+        info["negatives_found"], info["negatives_store"] = index_negatives(cfg, data, passages, step)
+    elif with_negatives:
         if cfg.hard_negatives == "bm25":
             step("building a BM25 index for hard negatives")
             retriever, info["bm25_index"] = lab.bm25_retriever(passages)
@@ -194,6 +202,24 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
                                        "random_fallback": lab.fill_random_negatives(data.examples, passages, cfg.seed)}
     n = lab_write(data, with_negatives, path)
     return TrainingData(path, n, {data.name: n}, with_negatives, info)
+
+
+def index_negatives(cfg: TrainConfig, data, passages, step: Step) -> tuple[dict[str, Any], str | None]:
+    """Mine ``cfg.negatives_per_query`` negatives per query with the index ``cfg.negatives_from``; the hits'
+    ids and texts come from the store the index names (``index.json``), else from the training corpus.
+    Returns the counts and that store."""
+    retriever = open_retriever(cfg.negatives_from)
+    named = ((getattr(retriever, "meta", None) or {}).get("corpus") or {}).get("store")
+    lookup = PassageLookup(named) if named and Path(named, "manifest.json").exists() else None
+    step(f"mining {cfg.negatives_per_query} hard negatives per query from the top {cfg.negative_depth} of "
+         f"{cfg.negatives_from} for {data.queries:,} queries")
+    try:
+        stats = mine_index_negatives(data.examples, retriever, lookup, passages, cfg.negative_depth,
+                                     cfg.negatives_per_query, cfg.seed, cfg.prepend_title)
+    finally:
+        if lookup is not None:
+            lookup.close()
+    return stats, named if lookup is not None else None
 
 
 def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:
@@ -219,12 +245,12 @@ def plan_steps(cfg: TrainConfig, pairs: int) -> tuple[int, int]:
     return per_epoch, total
 
 
-def training_args(cfg: TrainConfig, data: TrainingData, logging_steps: int, output_dir: Path | None = None):
+def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, output_dir: Path | None = None):
+    """The trainer's arguments; ``columns`` are the dataset's (anchor, positive, then any negatives)."""
     import transformers
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
 
-    columns = ["anchor", "positive"] + (["negative"] if data.with_negatives else [])
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
     return SentenceTransformerTrainingArguments(
@@ -239,7 +265,7 @@ def training_args(cfg: TrainConfig, data: TrainingData, logging_steps: int, outp
         seed=cfg.seed,
         data_seed=cfg.seed,
         batch_sampler=BatchSamplers.NO_DUPLICATES if cfg.no_duplicates else BatchSamplers.BATCH_SAMPLER,
-        router_mapping={c: ROUTES[c] for c in columns},
+        router_mapping={c: route(c) for c in columns},
         save_strategy="steps",
         save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit,
@@ -281,10 +307,8 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.base.sampler import BatchSamplers
 
-    with_negatives = "negative" in dataset.column_names
-    data = TrainingData(Path("-"), len(dataset), {}, with_negatives)
     with tempfile.TemporaryDirectory(prefix="pretriever-eval-") as tmp:
-        args = training_args(cfg, data, logging_steps=1, output_dir=Path(tmp))
+        args = training_args(cfg, dataset.column_names, logging_steps=1, output_dir=Path(tmp))
         args.batch_sampler = BatchSamplers.BATCH_SAMPLER  # fixed batches in file order
         trainer = SentenceTransformerTrainer(model=model, args=args, eval_dataset=dataset, loss=build_loss(model, cfg))
         _quiet(trainer)
@@ -453,7 +477,7 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
     dataset, heldout = split_heldout(data.dataset(), cfg.heldout_pairs, cfg.seed)
     per_epoch, total_steps = plan_steps(cfg, len(dataset))
     logging_steps = cfg.logging_steps or max(1, total_steps // 50)
-    args = training_args(cfg, data, logging_steps)
+    args = training_args(cfg, dataset.column_names, logging_steps)
     bar = progress_callback() if progress else None
     trainer = make_trainer(model, loss, args, dataset, list(callbacks) + ([bar] if bar else []))
     if main:

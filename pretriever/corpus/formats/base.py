@@ -110,6 +110,11 @@ class InputFormat(ABC):
         if batch and index >= first_chunk:
             yield Chunk(index, batch, start=f"item {batch_start + 1:,}")
 
+    def splittable(self) -> bool:
+        """True when each chunk is a ``(start, end)`` byte range of the input that any machine can read and
+        parse alone (no reader in the main process), so a cluster can parse the chunks (``--engine spark``)."""
+        return False
+
     @classmethod
     def parse_chunk(cls, chunk: Chunk, context: Any) -> Iterator[ParseResult]:
         """Parse every item of a chunk; a failing item becomes a :class:`PageFailure`."""

@@ -206,6 +206,9 @@ class MediaWikiDump(InputFormat):
             self._raw_position = group[-1][1]
             yield Chunk(index, [(group[0][0], group[-1][1])], start=f"byte {group[0][0]:,}")
 
+    def splittable(self) -> bool:
+        return self.index is not None  # multistream: chunks are byte ranges of whole bz2 streams
+
     @staticmethod
     def parse_item(item: RawPage, context: Namespaces) -> ParsedPage:
         return parse_page_xml(item, context)

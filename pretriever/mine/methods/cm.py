@@ -14,7 +14,7 @@ from __future__ import annotations
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.engine import SEP, first_per_group, hkey
 from pretriever.mine.methods.base import Method, links_reason, register
 
 
@@ -31,7 +31,7 @@ class CoMention(Method):
         ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
         pl = ctx.positive_links  # anchors wholly inside p
         # p (in P) links back to Q
-        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, p_text=pl.p_text, q_doc=pl.p_target, pq_link=pl.p_link,
+        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, q_doc=pl.p_target, pq_link=pl.p_link,
                        pq_anchor=pl.p_anchor, pq_astart=pl.p_astart, pq_aend=pl.p_aend)
         # p links to an article E that is not too common
         pe = pl.join(ind, pl.p_target == ind.i_doc)
@@ -39,14 +39,16 @@ class CoMention(Method):
                        pe_anchor=pe.p_anchor, pe_astart=pe.p_astart, pe_aend=pe.p_aend)
         j = pq.join(pe, pq.p_pid == pe.pe_pid)
         j = j.filter(j.e_doc != j.q_doc)
+        j = j.mutate(_qe=j.q_doc + SEP + j.e_doc)  # one key, so q's side joins (Q, E) pairs, not all links of Q
         # q (in Q) links to E from a sentence usable as a query
         qs = ctx.doc_links.filter(ctx.doc_links.s_ok)
-        qe = qs.select(q_pid=qs.passage_id, qe_doc=qs.doc_id, qe_target=qs.target_doc_id, q_link=qs.link_idx,
-                       q_sidx=qs.sentence_idx, q_text=qs.s_text, q_anchor=qs.anchor,
+        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.target_doc_id, q_link=qs.link_idx,
+                       q_sidx=qs.sentence_idx, q_anchor=qs.anchor,
                        q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start))
-        j = j.join(qe, (qe.qe_doc == j.q_doc) & (qe.qe_target == j.e_doc))
+        j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe")
         j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "pq_link", "pe_link"])
+        j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
             query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,

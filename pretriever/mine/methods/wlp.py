@@ -49,6 +49,7 @@ class WikiLinkPrediction(Method):
         a = a.join(counts, a.p_target == counts.n_doc)
         a = a.mutate(_slot=a._k % a.l_n)
         j = a.join(lead, (a.p_target == lead.l_doc) & (a._slot == lead.l_k))
+        j = ctx.with_passage_text(j, "p_pid", "p_text")
         return ctx.candidate(
             j, key=j.p_pid + "|" + j.p_target, query=j.l_text, query_doc_id=j.p_target, query_passage_id=j.l_pid,
             query_sentence_idx=j.l_idx, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,

@@ -1,0 +1,178 @@
+"""Two-stage fine-tuning (query-as-context, Xie et al. 2023, section 3.2 and Figure 3), as existing stages.
+
+Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.train`);
+the corpus is indexed with it (:func:`pretriever.index.build_index`); retriever 2 is trained
+from the same starting model with negatives that retriever 1 ranks high
+(``TrainConfig.negatives_from``, see :mod:`pretriever.train.index_negatives`). This module only
+orders those calls, names their folders and skips what is done::
+
+    FINETUNE_DIR/
+      store/          the corpus store built from the BEIR folder (only when no --corpus is given)
+      stage1/         retriever 1 (a sentence-transformers model; train.json)
+      stage1-index/   the corpus encoded with retriever 1
+      stage2/         retriever 2
+      finetune.json   each stage: its folder, whether it ran now or earlier, its seconds
+
+Resuming: a stage whose output is complete (``train.json``, ``index.json``, ``manifest.json``) is
+skipped when its settings are the ones asked for now (else an error asks for --overwrite); an
+interrupted stage continues from its checkpoints (training) or finished chunks (index, store);
+a stage after one that ran now runs again, so the index always belongs to the retriever 1 on disk.
+
+Example::
+
+    from pretriever.train.config import FinetuneConfig
+    from pretriever.train.finetune import finetune
+    result = finetune(FinetuneConfig(out="sf-ft/", beir="scifact/", two_stage=True, max_steps=50))
+    print(result.stages[-1].path)   # sf-ft/stage2: retriever 2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pretriever.corpus.build import CHECKPOINT as STORE_CHECKPOINT
+from pretriever.corpus.build import WORK as STORE_WORK
+from pretriever.corpus.build import build_corpus
+from pretriever.corpus.config import CorpusConfig
+from pretriever.data.store import CorpusStore
+from pretriever.index import IndexConfig, build_index, read_index_meta
+from pretriever.index.dense import INDEX_JSON
+from pretriever.index.encode import WORK as INDEX_WORK
+from pretriever.io import write_json
+from pretriever.train.config import FinetuneConfig, TrainConfig
+from pretriever.train.errors import TrainError
+from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, last_checkpoint, train
+
+STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
+PLAN = "finetune.json"
+Step = Callable[[str], None]
+
+
+@dataclass
+class StageRun:
+    name: str  # "corpus store", "retriever 1", "index of retriever 1", "retriever 2"
+    path: Path
+    ran: bool  # False: its output was complete before this run and was kept
+    seconds: float  # of this run (0 when kept)
+    note: str = ""
+
+
+@dataclass
+class FinetuneResult:
+    config: FinetuneConfig
+    stages: list[StageRun] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.to_json(),
+                "stages": [{**dataclasses.asdict(s), "path": str(s.path)} for s in self.stages]}
+
+
+def stage_config(cfg: FinetuneConfig, out: Path, **changes: Any) -> TrainConfig:
+    """The ``train`` settings of one stage: the finetune settings, another folder, and ``changes``."""
+    values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(TrainConfig)}
+    values.update(out=out, resume=False, overwrite=False, **changes)
+    return TrainConfig(**values)
+
+
+def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: Callable[[TrainConfig], Any]) -> StageRun:
+    """Skip a finished training whose settings match, continue an interrupted one, else train."""
+    report = scfg.out / REPORT
+    if report.exists() and not redo:
+        earlier = json.loads(report.read_text(encoding="utf-8"))
+        detail = changed_settings(earlier.get("config", {}), scfg)
+        if detail:
+            raise TrainError(f"{scfg.out} holds {name} trained with other settings ({detail}); delete that folder "
+                             "to train it (and what follows) again, pass --overwrite to run every stage again, or "
+                             "use another FINETUNE_DIR")
+        took = earlier.get("seconds", {}).get("total")
+        return StageRun(name, scfg.out, False, 0.0, f"finished earlier ({took:.0f} s)" if took else "finished earlier")
+    if last_checkpoint(scfg.out / CHECKPOINTS) is not None and not redo:
+        scfg, note = dataclasses.replace(scfg, resume=True), "resumed from its checkpoint"
+    else:
+        scfg, note = dataclasses.replace(scfg, overwrite=scfg.out.exists()), "trained"
+    started = time.perf_counter()
+    run_train(scfg)
+    return StageRun(name, scfg.out, True, round(time.perf_counter() - started, 3), note)
+
+
+def _store_stage(cfg: FinetuneConfig, run_store: Callable[[CorpusConfig], Any]) -> StageRun:
+    """The corpus store the index encodes: --corpus, else one built from the BEIR folder."""
+    if cfg.corpus is not None:
+        return StageRun("corpus store", cfg.corpus, False, 0.0, "given (--corpus)")
+    out = cfg.out / STORE
+    if (out / "manifest.json").exists():
+        CorpusStore(out)  # a clear error when it is damaged
+        return StageRun("corpus store", out, False, 0.0, "built earlier")
+    interrupted = (out / STORE_WORK / STORE_CHECKPOINT).exists()
+    started = time.perf_counter()
+    run_store(CorpusConfig(input=cfg.beir, out=out, resume=interrupted, overwrite=not interrupted))
+    return StageRun("corpus store", out, True, round(time.perf_counter() - started, 3),
+                    "resumed" if interrupted else f"built from {cfg.beir}")
+
+
+def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool,
+                 run_index: Callable[[IndexConfig], Any]) -> StageRun:
+    """The corpus encoded with retriever 1 (kept when complete and retriever 1 did not change)."""
+    out = cfg.out / INDEX
+    name = "index of retriever 1"
+    if (out / INDEX_JSON).exists() and not redo:
+        meta = read_index_meta(out)
+        built_with = (meta.get("encoder") or {}).get("model")
+        built_on = (meta.get("corpus") or {}).get("store")
+        if built_with != str(model.resolve()) or built_on != str(store.resolve()):
+            raise TrainError(f"{out} is an index of {built_with} over {built_on}, not of {model} over {store}; "
+                             "pass --overwrite to run every stage again")
+        return StageRun(name, out, False, 0.0, "built earlier")
+    resume = (out / INDEX_WORK).exists() and not redo
+    started = time.perf_counter()
+    run_index(IndexConfig(corpus=store, out=out, model=str(model), batch_size=cfg.index_batch_size,
+                          prepend_title=cfg.prepend_title, resume=resume, overwrite=not resume))
+    return StageRun(name, out, True, round(time.perf_counter() - started, 3),
+                    "resumed" if resume else "encoded with retriever 1")
+
+
+def _prepare(cfg: FinetuneConfig) -> None:
+    out = cfg.out
+    if out.exists() and not out.is_dir():
+        raise TrainError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        ours = any((out / name).exists() for name in (PLAN, STAGE1, STAGE2, INDEX, STORE))
+        if not ours:
+            raise TrainError(f"{out} is a non-empty folder that holds no fine-tuning run; choose another --out")
+        if cfg.overwrite:
+            shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def finetune(cfg: FinetuneConfig, *, run_train: Callable[[TrainConfig], Any] = train,
+             run_index: Callable[[IndexConfig], Any] = build_index,
+             run_store: Callable[[CorpusConfig], Any] = build_corpus,
+             step: Step = lambda _: None) -> FinetuneResult:
+    """Run retriever 1 and, with ``cfg.two_stage``, the index and retriever 2; skip what is done.
+
+    ``run_train``, ``run_index`` and ``run_store`` are the stages (the command line passes its own,
+    which show progress and print their tables); ``step`` hears which stage starts.
+    """
+    _prepare(cfg)
+    result = FinetuneResult(cfg)
+    stage1 = stage_config(cfg, cfg.out / STAGE1)
+    step(f"retriever 1: BM25 negatives -> {stage1.out}")
+    result.stages.append(_train_stage("retriever 1", stage1, False, run_train))
+    if cfg.two_stage:
+        store = _store_stage(cfg, run_store)
+        result.stages.append(store)
+        step(f"index of retriever 1 -> {cfg.out / INDEX}")
+        index = _index_stage(cfg, store.path, stage1.out, result.stages[0].ran, run_index)
+        result.stages.append(index)
+        stage2 = stage_config(cfg, cfg.out / STAGE2, negatives_from=index.path)
+        step(f"retriever 2: negatives mined with retriever 1 -> {stage2.out}")
+        result.stages.append(_train_stage("retriever 2", stage2, index.ran, run_train))
+    write_json(cfg.out / PLAN, result.to_json())
+    return result
