@@ -69,6 +69,25 @@ def spark_session(threads: int | None = None, master: str | None = None, app: st
     return session
 
 
+def lent_or_new_spark_session(session: Any = None, threads: int | None = None, master: str | None = None,
+                              app: str = "pretriever") -> tuple[Any, bool]:
+    """The Spark session to run on, and whether it is ours to stop when done.
+
+    A session passed in, or one already running in this process (a notebook's, a test's, a previous
+    stage's), is lent: stopping it would break its owner. Only a session started here is ours.
+    """
+    if session is not None:
+        return session, False
+    try:
+        from pyspark.sql import SparkSession  # optional dependency (pretriever[spark])
+    except ImportError:
+        SparkSession = None
+    active = SparkSession.getActiveSession() if SparkSession is not None else None
+    if active is not None:
+        return active, False
+    return spark_session(threads, master, app=app), True
+
+
 def duckdb_batches(con: Any, expr: ir.Table, rows: int = 50_000) -> Iterator[pa.RecordBatch]:
     """Arrow batches of ``expr`` run on the Ibis DuckDB backend ``con``, streamed (never all in memory).
 

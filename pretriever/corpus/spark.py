@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pretriever.backends import spark_session
+from pretriever.backends import lent_or_new_spark_session
 from pretriever.corpus.engine import BuildEngine, Progress, part_files
 from pretriever.corpus.formats.base import Chunk, InputFormat
 from pretriever.corpus.model import InputError
@@ -55,8 +55,7 @@ class SparkEngine(BuildEngine):
     name = "spark"
 
     def __init__(self, workers: int, master: str | None = None, session: Any = None):
-        self._own_session = session is None
-        self.session = session if session is not None else spark_session(workers, master, app="pretriever-corpus")
+        self.session, self._own_session = lent_or_new_spark_session(session, workers, master, app="pretriever-corpus")
         self._names = itertools.count()
 
     @classmethod
@@ -76,6 +75,7 @@ class SparkEngine(BuildEngine):
         if not todo:
             return
         read = {index: _chunk_bytes(chunk) for index, chunk in todo.items()}
+        work = Path(work).absolute()  # executors do not share our working folder
         task = partial(_parse_chunk_task, fmt_cls, context, options, work)
         rdd = self.session.sparkContext.parallelize(list(todo.values()), len(todo)).map(task)
         outcome: dict[str, Any] = {}
@@ -103,7 +103,7 @@ class SparkEngine(BuildEngine):
     # -- finalize ------------------------------------------------------------------------
     def open(self, work: Path) -> None:
         self.con = ibis.pyspark.connect(self.session)
-        self.scratch = work / "spark"
+        self.scratch = Path(work).absolute() / "spark"  # Spark resolves relative paths against its JVM's folder
         self._views: list[str] = []
 
     def _view(self, name: str) -> str:
@@ -116,7 +116,7 @@ class SparkEngine(BuildEngine):
         return self.session.sql(self.con.compile(expr))
 
     def read(self, folder: Path) -> ir.Table:
-        return self.con.read_parquet(str(folder), table_name=self._view(Path(folder).name))
+        return self.con.read_parquet(str(Path(folder).absolute()), table_name=self._view(Path(folder).name))
 
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         path = self.scratch / name
@@ -135,14 +135,14 @@ class SparkEngine(BuildEngine):
         names = [p.name for p in part_files(source)]
         if not names:
             return
-        numbered = (self.session.read.parquet(str(source))
+        numbered = (self.session.read.parquet(str(Path(source).absolute()))
                     .selectExpr("*", "_metadata.file_name AS _file", "_metadata.row_index AS _row"))
         view = self._view(source.name)
         numbered.createOrReplaceTempView(view)
         rows = self._df(transform(self.con.table(view)))
         dest.mkdir(parents=True, exist_ok=True)
         written = (rows.repartition(len(names), "_file").sortWithinPartitions("_file", "_row")
-                   .mapInArrow(partial(_write_part_files, dest, schema), "file string, rows long").collect())
+                   .mapInArrow(partial(_write_part_files, Path(dest).absolute(), schema), "file string, rows long").collect())
         for name in set(names) - {row.file for row in written}:  # parts without rows get no task output
             write_parquet_batches([], schema, dest / name)
 

@@ -23,7 +23,7 @@ import ibis.expr.types as ir
 import psutil
 import pyarrow as pa
 
-from pretriever.backends import duckdb_batches, quiet, spark_session
+from pretriever.backends import duckdb_batches, lent_or_new_spark_session, quiet
 from pretriever.data.store import CorpusStore
 from pretriever.errors import PretrieverError
 
@@ -79,7 +79,7 @@ class Engine:
 
     def __init__(self, store: CorpusStore, work: Path):
         self.store = store
-        self.work = Path(work)
+        self.work = Path(work).absolute()  # Spark resolves a relative path against its JVM's folder, not ours
         self.work.mkdir(parents=True, exist_ok=True)
         self._tables: dict[str, ir.Table] = {}
         self._names = itertools.count()
@@ -91,14 +91,14 @@ class Engine:
         if name not in self._tables:
             path, is_dir = self.store.table_path(name)
             with quiet():
-                self._tables[name] = self._read(path, is_dir, f"store_{name}")
+                self._tables[name] = self._read(path.absolute(), is_dir, f"store_{name}")
         return self._tables[name]
 
     def read(self, path: Path, name: str, is_dir: bool = False) -> ir.Table:
         """A Parquet file (or folder of them) that is not a store table (a method's own output, a references
         table) as a table."""
         with quiet():
-            return self._read(Path(path), is_dir, f"f_{name}_{next(self._names)}")
+            return self._read(Path(path).absolute(), is_dir, f"f_{name}_{next(self._names)}")
 
     def materialize(self, expr: ir.Table, name: str) -> ir.Table:
         """Compute ``expr`` once into Parquet under the work folder and read it back."""
@@ -255,9 +255,8 @@ class SparkEngine(Engine):
     def __init__(self, store: CorpusStore, work: Path, threads: int | None = None,
                  master: str | None = None, session: Any = None):
         super().__init__(store, work)
-        self._own_session = session is None
         self._views: list[str] = []
-        self.session = session if session is not None else spark_session(threads, master, app="pretriever-mine")
+        self.session, self._own_session = lent_or_new_spark_session(session, threads, master, app="pretriever-mine")
         self.con = ibis.pyspark.connect(self.session)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:

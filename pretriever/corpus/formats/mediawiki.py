@@ -151,7 +151,7 @@ class MediaWikiDump(InputFormat):
         if self._siteinfo is None:
             self._siteinfo = self._read_siteinfo()
         namespaces = namespaces_from_siteinfo(self._siteinfo)
-        return MultistreamContext(self.path, namespaces) if self.index else namespaces
+        return MultistreamContext(self.path.absolute(), namespaces) if self.index else namespaces
 
     def _read_siteinfo(self) -> bytes:
         reader = _OffsetReader(self.path)
