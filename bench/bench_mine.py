@@ -84,15 +84,18 @@ def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "", max_sp
     disk = DiskPeak(out)
     disk.start()
     started = time.perf_counter()
-    with psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        peak_sum, peak_one = watch_peak_rss(proc)
-        stdout, stderr = proc.communicate()
+    # the child's output goes to a file: a pipe nobody reads until the end fills up (64 KiB) and blocks it
+    with tempfile.TemporaryFile("w+") as log:
+        with psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True) as proc:
+            peak_sum, peak_one = watch_peak_rss(proc, every=0.2)
+        log.seek(0)
+        output = log.read()
     seconds = time.perf_counter() - started
     peak_disk = disk.stop()
     measured = {"engine": engine, "seconds": round(seconds, 2), "peak_rss_sum_mib": round(peak_sum / 2**20, 1),
                 "peak_rss_largest_mib": round(peak_one / 2**20, 1), "peak_disk_gib": round(peak_disk / 2**30, 2)}
     if proc.returncode != 0:  # kept: how far it got and why it stopped is the result
-        return {**measured, "error": stderr.strip().splitlines()[-1][:2000] if stderr.strip() else f"exit {proc.returncode}"}
+        return {**measured, "error": output.strip().splitlines()[-1][:2000] if output.strip() else f"exit {proc.returncode}"}
     manifest = json.loads((out / "pairs.json").read_text())
     methods = {m: {"candidates": v["candidates"], "pairs": v["pairs"]} for m, v in manifest["methods"].items()}
     return {**measured, "mine_seconds": manifest["seconds"],

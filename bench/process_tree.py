@@ -9,10 +9,11 @@ import psutil
 SAMPLE_EVERY_S = 0.02
 
 
-def watch_peak_rss(proc: psutil.Popen) -> tuple[int, int]:
+def watch_peak_rss(proc: psutil.Popen, every: float = SAMPLE_EVERY_S) -> tuple[int, int]:
     """Poll ``proc`` until it exits: (peak of the summed RSS of its tree, peak RSS of its largest process), bytes.
 
-    The sum counts pages shared between forked workers once per process, so it overstates a little.
+    The sum counts pages shared between forked workers once per process, so it overstates a little. Runs of
+    many minutes sample less often (``every``): walking the process tree costs CPU the run then lacks.
     """
     peak_sum = peak_one = 0
     while proc.poll() is None:
@@ -27,5 +28,5 @@ def watch_peak_rss(proc: psutil.Popen) -> tuple[int, int]:
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
         peak_sum, peak_one = max(peak_sum, sum(rss)), max(peak_one, max(rss, default=0))
-        time.sleep(SAMPLE_EVERY_S)
+        time.sleep(every)
     return peak_sum, peak_one

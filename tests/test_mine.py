@@ -151,13 +151,16 @@ def test_cm_pairs_satisfy_co_mention(mined_co, co_store):
 
 
 def test_cm_known_pair_by_content(mined_co):
-    """Galileo "greatly improved the telescope"; Jupiter's passage says its moons were seen by Galileo
-    Galilei "through an early telescope": E = Telescope, linked from both, and p links back to Galileo."""
+    """Galileo "argued that the Earth moves around the Sun"; Jupiter's passage says its Great Red Spot is "larger
+    than the Earth" and that Galileo Galilei saw its moons: E = Earth, linked from both, and p links back to
+    Galileo. (Telescope is co-mentioned too; the seeded hash over the link ids picks Earth.)"""
     out, _ = mined_co
     [row] = [r for r in pairs_of(out, "cm") if r["query_title"] == "Galileo Galilei" and r["positive_title"] == "Jupiter"]
-    assert row["query"] == "He greatly improved the telescope in 1609 and turned it to the night sky."
-    assert (row["entity"], row["query_anchor"], row["entity_anchor"]) == ("Telescope", "telescope", "telescope")
-    assert row["positive_anchor"] == "Galileo Galilei" and row["entity_indegree"] == 4
+    assert row["query"] == ("He argued that the Earth moves around the Sun, and he was tried for it by the Inquisition "
+                            "in 1633.")
+    assert (row["entity"], row["query_anchor"], row["entity_anchor"]) == ("Earth", "Earth", "Earth")
+    assert row["positive_anchor"] == "Galileo Galilei" and row["entity_indegree"] == 5
+    assert "larger than the Earth" in row["positive_text"]
 
 
 def test_cm_entity_is_never_a_red_link_or_a_disambiguation_page(mined_co, co_store, cowiki_store, tmp_path):
@@ -185,7 +188,8 @@ def test_cm_hub_entity_excluded_by_default_allowed_at_100(mined_co, cowiki_store
     rows = pairs_of(tmp_path / "all", "cm")
     assert result.manifest["cm_indegree_threshold"] == {"k": 7, "rule": "top 0% of in-degree", "entities": 11,
                                                         "excluded": 0}
-    assert [r["entity_indegree"] for r in rows if r["entity"] == "Sun"] == [6, 6, 6]
+    sun = [r["entity_indegree"] for r in rows if r["entity"] == "Sun"]  # how many: the seeded choice among E's
+    assert sun and set(sun) == {6}
     for row in rows:
         check_co_mention(co_store, row, 7)
 

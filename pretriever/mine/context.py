@@ -136,9 +136,9 @@ class MineContext:
     @cached_property
     def positive_links(self) -> ir.Table:
         """The evidence side of DL, CM and WLP: links held wholly inside a passage long enough to be a
-        positive, with that passage's text. Columns p_pid, p_doc, p_link, p_target (the linked document),
-        p_entity (its title), p_anchor, p_astart, p_aend (offsets in the passage); the text is joined later
-        (``with_passage_text``)."""
+        positive. Columns p_pid, p_doc, p_link, p_target (the linked document), p_entity (its title),
+        p_anchor, p_astart, p_aend (offsets in the passage); a strategy selects the ids it joins on and
+        joins the text (``with_passage_text``) and the anchors (``with_anchor``) after its windows."""
         held = self.passage_links
         pos = self.positives.select(pp=self.positives.passage_id)
         j = held.join(pos, held.passage_id == pos.pp)
@@ -214,6 +214,25 @@ class MineContext:
         s = self.sentences
         texts = s.select(_t_doc=s.doc_id, _t_idx=s.sentence_idx, **{name: s.text})
         return t.join(texts, (t[doc_id] == texts._t_doc) & (t[sentence_idx] == texts._t_idx)).drop("_t_doc", "_t_idx")
+
+    def with_anchor(self, t: ir.Table, doc_id: str, link_idx: str, prefix: str, within: str,
+                    entity: str | None = None) -> ir.Table:
+        """``t`` plus ``{prefix}_anchor``, ``{prefix}_astart`` and ``{prefix}_aend``: the anchor of link
+        ``t[link_idx]`` of document ``t[doc_id]`` and its offsets in its ``within="sentence"`` (a query) or
+        ``"passage"`` (a positive); with ``entity``, also that column: the link's target title.
+
+        Like texts, anchors are joined after a strategy's joins and windows, which then carry link ids only:
+        co-mention pairs every link of a passage with every other, and at 10^8 links the anchors in those
+        rows were tens of GB of spill.
+        """
+        e = self.elinks
+        start, end = ((e.start - e.s_start, e.end - e.s_start) if within == "sentence"
+                      else (e.passage_start, e.passage_end))
+        cols = {f"{prefix}_anchor": e.anchor, f"{prefix}_astart": start, f"{prefix}_aend": end}
+        if entity:
+            cols[entity] = e.entity
+        a = e.select(_a_doc=e.doc_id, _a_link=e.link_idx, **cols)
+        return t.join(a, (t[doc_id] == a._a_doc) & (t[link_idx] == a._a_link)).drop("_a_doc", "_a_link")
 
     @cached_property
     def link_counts(self) -> dict[str, int]:

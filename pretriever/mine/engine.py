@@ -188,6 +188,7 @@ def configure_duckdb(con: Any, work: Path, memory_limit: str | None = None, thre
         except duckdb.Error as err:
             raise MineError(f"--max-spill {max_spill!r} is not a size DuckDB understands (e.g. 200GB, 0B): {err}") from err
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")  # it prints to stdout, into the CLI's tables and a caller's pipe
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     return limit

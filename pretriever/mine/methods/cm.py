@@ -29,25 +29,25 @@ class CoMention(Method):
         k = ctx.indegree_threshold["k"]
         ind = ctx.indegree.filter(ctx.indegree.indegree < k)  # articles only
         ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
-        pl = ctx.positive_links  # anchors wholly inside p
+        pl = ctx.positive_links  # anchors wholly inside p; ids only until the winners are chosen
         # p (in P) links back to Q
-        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, q_doc=pl.p_target, pq_link=pl.p_link,
-                       pq_anchor=pl.p_anchor, pq_astart=pl.p_astart, pq_aend=pl.p_aend)
+        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, q_doc=pl.p_target, pq_link=pl.p_link)
         # p links to an article E that is not too common
         pe = pl.join(ind, pl.p_target == ind.i_doc)
-        pe = pe.select(pe_pid=pe.p_pid, e=pe.p_entity, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link,
-                       pe_anchor=pe.p_anchor, pe_astart=pe.p_astart, pe_aend=pe.p_aend)
+        pe = pe.select(pe_pid=pe.p_pid, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link)
         j = pq.join(pe, pq.p_pid == pe.pe_pid)
         j = j.filter(j.e_doc != j.q_doc)
         j = j.mutate(_qe=j.q_doc + SEP + j.e_doc)  # one key, so q's side joins (Q, E) pairs, not all links of Q
         # q (in Q) links to E from a sentence usable as a query
         qs = ctx.doc_links.filter(ctx.doc_links.s_ok)
         qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.target_doc_id, q_link=qs.link_idx,
-                       q_sidx=qs.sentence_idx, q_anchor=qs.anchor,
-                       q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start))
+                       q_sidx=qs.sentence_idx)
         j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe")
-        j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e))
+        j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e_doc))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "pq_link", "pe_link"])
+        j = ctx.with_anchor(j, "q_doc", "q_link", "q", within="sentence")
+        j = ctx.with_anchor(j, "p_doc", "pq_link", "pq", within="passage")
+        j = ctx.with_anchor(j, "p_doc", "pe_link", "pe", within="passage", entity="e")
         j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,

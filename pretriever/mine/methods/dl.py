@@ -26,13 +26,16 @@ class DualLink(Method):
         # query side: a link in q (document Q) to document P, in a sentence usable as a query
         qs = links.filter(links.s_ok)
         q = qs.select(q_doc=qs.doc_id, q_pid=qs.passage_id, q_link=qs.link_idx, q_sidx=qs.sentence_idx,
-                      q_astart=(qs.start - qs.s_start), q_aend=(qs.end - qs.s_start),
-                      q_anchor=qs.anchor, q_target=qs.target_doc_id)
-        # positive side: a link in p (document P) back to Q, its anchor wholly inside p
-        p = ctx.positive_links
+                      q_target=qs.target_doc_id)
+        # positive side: a link in p (document P) back to Q, its anchor wholly inside p (ids only until the
+        # winners are chosen)
+        pl = ctx.positive_links
+        p = pl.select(pl.p_pid, pl.p_doc, pl.p_link, pl.p_target)
         j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
         j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
         j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"])
+        j = ctx.with_anchor(ctx.with_anchor(j, "q_doc", "q_link", "q", within="sentence"),
+                            "p_doc", "p_link", "p", within="passage")
         j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
