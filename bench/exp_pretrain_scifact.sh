@@ -10,7 +10,8 @@
 #     model and the CoT-MAE model;
 #   - evaluation: the 300 test claims (qrels/test.tsv), nDCG@10 and R@100, beside zero-shot MiniLM and BM25.
 # A finished step is skipped when the script runs again (finetune resumes by itself).
-# Usage: bash bench/exp_pretrain_scifact.sh [OUT_DIR]   (PT_STEPS, PT_BATCH, NEGATIVES in the environment)
+# Usage: bash bench/exp_pretrain_scifact.sh [OUT_DIR]   (PT_STEPS, PT_BATCH, NEGATIVES and FT_PASSAGE_LENGTH, the
+# word pieces per abstract in fine-tuning, in the environment)
 set -euo pipefail
 export HF_HUB_OFFLINE=1
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +20,7 @@ OUT=${1:-$REPO/bench/out/pretrain-scifact}
 PT_STEPS=${PT_STEPS:-150}
 PT_BATCH=${PT_BATCH:-16}
 NEGATIVES=${NEGATIVES:-7}
+FT_PASSAGE_LENGTH=${FT_PASSAGE_LENGTH:-256}
 mkdir -p "$OUT" && cd "$OUT"
 t() { local s=$(date +%s); "$@"; echo "TIME $(( $(date +%s) - s ))s: $*"; }
 unless() { [ -e "$1" ] && echo "DONE already ($1): ${*:2}" || t "${@:2}"; }
@@ -33,7 +35,7 @@ done
 for m in base cocondenser cotmae; do
   model=$([ $m = base ] && echo "" || echo "--model pt-$m")
   t pretriever finetune --beir "$SF" --split train --corpus sf-store $model --two-stage --negative-depth 200 \
-      --negatives-per-query "$NEGATIVES" --out ft-$m
+      --negatives-per-query "$NEGATIVES" --max-passage-length "$FT_PASSAGE_LENGTH" --out ft-$m
   unless ft-$m/stage2-index/index.json pretriever index build sf-store --model ft-$m/stage2 --out ft-$m/stage2-index
   unless eval-$m/results.json pretriever evaluate --index ft-$m/stage1-index --index ft-$m/stage2-index \
       --queries "$SF" --qrels "$SF/qrels/test.tsv" --out eval-$m --no-plots
