@@ -8,7 +8,8 @@
 #     stages: retriever 1 with BM25 negatives, retriever 2 with NEGATIVES negatives per claim drawn from the
 #     top 200 of retriever 1 (`pretriever finetune --two-stage`), each from the base model, the coCondenser
 #     model and the CoT-MAE model;
-#   - evaluation: the 300 test claims (qrels/test.tsv), nDCG@10 and R@100, beside zero-shot MiniLM and BM25.
+#   - evaluation: the 300 test claims (qrels/test.tsv), nDCG@10 and R@100, beside zero-shot MiniLM (at the same
+#     FT_PASSAGE_LENGTH) and BM25.
 # A finished step is skipped when the script runs again (finetune resumes by itself).
 # Usage: bash bench/exp_pretrain_scifact.sh [OUT_DIR]   (PT_STEPS, PT_BATCH, NEGATIVES and FT_PASSAGE_LENGTH, the
 # word pieces per abstract in fine-tuning, in the environment)
@@ -40,6 +41,6 @@ for m in base cocondenser cotmae; do
   unless eval-$m/results.json pretriever evaluate --index ft-$m/stage1-index --index ft-$m/stage2-index \
       --queries "$SF" --qrels "$SF/qrels/test.tsv" --out eval-$m --no-plots
 done
-unless idx-minilm/index.json pretriever index build sf-store --out idx-minilm --bm25
+unless idx-minilm/index.json pretriever index build sf-store --out idx-minilm --max-length "$FT_PASSAGE_LENGTH" --bm25
 unless eval-zero-shot/results.json pretriever evaluate --index idx-minilm --bm25 --queries "$SF" \
     --qrels "$SF/qrels/test.tsv" --out eval-zero-shot --no-plots
