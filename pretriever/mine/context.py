@@ -222,8 +222,7 @@ class MineContext:
         ``"passage"`` (a positive); with ``entity``, also that column: the link's target title.
 
         Like texts, anchors are joined after a strategy's joins and windows, which then carry link ids only:
-        co-mention pairs every link of a passage with every other, and at 10^8 links the anchors in those
-        rows were tens of GB of spill.
+        co-mention pairs every link of a passage with every other, and those rows should stay narrow.
         """
         e = self.elinks
         start, end = ((e.start - e.s_start, e.end - e.s_start) if within == "sentence"
