@@ -20,18 +20,16 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from process_tree import watch_peak_rss  # noqa: E402
+from process_tree import run_watched  # noqa: E402
 
 PAGE = ("<!DOCTYPE html><html><head><title>Bench article</title></head><body><nav>Home | About</nav>"
         "<article><h1>Bench article</h1>" + "<p>The bridge opened in 1932 after four years of work and "
@@ -108,9 +106,8 @@ def child_peer(args: argparse.Namespace) -> None:
 def run_child(kind: str, n: int, port: int, args: argparse.Namespace, host_delay: float = 1.0) -> dict:
     command = [sys.executable, __file__, "--child", kind, "--n", str(n), "--port", str(port), "--hosts",
                str(args.hosts), "--host-delay", str(host_delay), "--concurrency", str(args.concurrency)]
-    proc = psutil.Popen(command, stdout=subprocess.PIPE)
-    peak, _ = watch_peak_rss(proc)
-    result = json.loads(proc.stdout.read().decode().strip().splitlines()[-1])
+    _, stdout, _, peak, _ = run_watched(command)
+    result = json.loads(stdout.strip().splitlines()[-1])
     return {**result, "pages_s": n / result["seconds"], "peak_mb": peak / 1e6}
 
 

@@ -7,7 +7,7 @@ For each size a store is generated (``synthetic_corpus.py``, not timed with mini
 ``mine`` runs in a subprocess with the paper's default settings on DuckDB (memory limit:
 pretriever's default, half of the RAM, unless ``--memory-limit``); the wall clock of that
 subprocess (imports and statistics included) is timed, the RSS of its process tree sampled by
-psutil every 20 ms and the disk used under its output folder (pairs + DuckDB's spill + work
+psutil every 0.2 s and the disk used under its output folder (pairs + DuckDB's spill + work
 files) every 2 s. The growth exponent between consecutive sizes is log(t2/t1)/log(n2/n1), and
 from 10^6 to the largest size; the largest size's time is projected to full English Wikipedia
 (about 150M links) with the last exponent. Spark (local mode, ``local[*]``) is run on
@@ -23,7 +23,6 @@ import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,7 +35,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic_corpus import generate  # noqa: E402
-from process_tree import watch_peak_rss  # noqa: E402
+from process_tree import run_watched  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 ENWIKI_LINKS, ENWIKI_PASSAGES = 150_000_000, 22_000_000
@@ -84,18 +83,13 @@ def run_mine(store: Path, out: Path, engine: str, memory_limit: str = "", max_sp
     disk = DiskPeak(out)
     disk.start()
     started = time.perf_counter()
-    # the child's output goes to a file: a pipe nobody reads until the end fills up (64 KiB) and blocks it
-    with tempfile.TemporaryFile("w+") as log:
-        with psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True) as proc:
-            peak_sum, peak_one = watch_peak_rss(proc, every=0.2)
-        log.seek(0)
-        output = log.read()
+    returncode, _, stderr, peak_sum, peak_one = run_watched(cmd, every=0.2)
     seconds = time.perf_counter() - started
     peak_disk = disk.stop()
     measured = {"engine": engine, "seconds": round(seconds, 2), "peak_rss_sum_mib": round(peak_sum / 2**20, 1),
                 "peak_rss_largest_mib": round(peak_one / 2**20, 1), "peak_disk_gib": round(peak_disk / 2**30, 2)}
-    if proc.returncode != 0:  # kept: how far it got and why it stopped is the result
-        return {**measured, "error": output.strip().splitlines()[-1][:2000] if output.strip() else f"exit {proc.returncode}"}
+    if returncode != 0:  # kept: how far it got and why it stopped is the result
+        return {**measured, "error": stderr.strip().splitlines()[-1][:2000] if stderr.strip() else f"exit {returncode}"}
     manifest = json.loads((out / "pairs.json").read_text())
     methods = {m: {"candidates": v["candidates"], "pairs": v["pairs"]} for m, v in manifest["methods"].items()}
     return {**measured, "mine_seconds": manifest["seconds"],
