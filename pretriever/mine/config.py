@@ -75,6 +75,10 @@ class MineConfig:
         None, "Most disk DuckDB may spill to under OUT/.work/spill, e.g. 200GB (0B: never spill; a run that needs "
               "more than --memory-limit then stops with an out-of-memory error instead of filling the disk).",
         default_help="DuckDB's: 90% of the free space on that disk")
+    parts: int = option(0, "DL and CM: run the join of query links with positive links in this many passes, each "
+                            "over the documents whose id hashes into its share, so a large corpus needs no spill "
+                            "there (the pairs do not depend on it).",
+                        default_help="as many as --memory-limit needs (1 on Spark)")
     spark_master: str | None = option(None, "Spark master URL.", default_help="local[THREADS or *]")
     tokenizer: Path | None = option(None, "A tokenizer.json for the overlap statistic and --cc-max-tokens.",
                                     default_help="all-MiniLM-L6-v2's BERT uncased WordPiece")
@@ -121,6 +125,8 @@ class MineConfig:
             raise ValueError(f"cm_indegree_threshold must be at least 1, got {self.cm_indegree_threshold}")
         if not 0.0 <= self.ict_keep_fraction <= 1.0:
             raise ValueError(f"ict_keep_fraction must be between 0 and 1, got {self.ict_keep_fraction}")
+        if self.parts < 0:
+            raise ValueError(f"parts must be 0 (as many as the memory limit needs) or a number of passes, got {self.parts}")
         for name in ("max_per_doc_pair", "max_per_query_passage", "overlap_candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -8,6 +8,7 @@ title of document X. Links from a document to itself are not entities of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -17,7 +18,7 @@ import pyarrow as pa
 
 from pretriever.data import generated_queries_path
 from pretriever.mine.config import MineConfig
-from pretriever.mine.engine import Engine, word_count
+from pretriever.mine.engine import Engine, Part, part_key, word_count
 from pretriever.mine.schema import CANDIDATE
 
 
@@ -92,29 +93,31 @@ class MineContext:
 
         Columns: doc_id, link_idx, passage_id, sentence_idx, start, end, passage_start,
         passage_end, anchor, entity (target title), target_doc_id (NULL when the target is
-        not a usable document), s_start, s_end, s_text, s_ok (the sentence can be a query
-        holding the whole anchor: clean, long enough), in_passage (the anchor lies wholly inside
-        its passage; one that crosses into the next passage is only partly in the one it starts
-        in). Computed once (materialized).
+        not a usable document), s_start (the sentence's offset), s_ok (the sentence can be a
+        query holding the whole anchor: clean, long enough), in_passage (the anchor lies wholly
+        inside its passage; one that crosses into the next passage is only partly in the one it
+        starts in), doc_part and target_part (:func:`part_key` of doc_id and target_doc_id, so a
+        join on documents can run in parts). Computed once (materialized). Sentence texts are
+        not in it: they are joined to the winners only (``with_sentence_text``).
         """
         raw = self.engine.table("links")
         docs = self.docs
-        src = docs.select(src_doc=docs.doc_id, src_title=docs.title)
-        tgt = docs.select(tgt_doc=docs.doc_id)
+        src = docs.select(src_doc=docs.doc_id, src_title=docs.title, doc_part=part_key(docs.doc_id))
+        tgt = docs.select(tgt_doc=docs.doc_id, target_part=part_key(docs.doc_id))
         l = raw.join(src, raw.doc_id == src.src_doc)
         l = l.filter(l.target_title.notnull(), l.target_title != l.src_title,
                      l.target_doc_id.isnull() | (l.target_doc_id != l.doc_id))
         l = l.left_join(tgt, l.target_doc_id == tgt.tgt_doc)
         l = l.select("doc_id", "link_idx", "passage_id", "sentence_idx", "start", "end", "passage_start",
-                     "passage_end", "anchor", entity=l.target_title, target_doc_id=l.tgt_doc)
+                     "passage_end", "anchor", "doc_part", "target_part", entity=l.target_title,
+                     target_doc_id=l.tgt_doc)
         s = self.sentences.select(s_doc=self.sentences.doc_id, s_idx=self.sentences.sentence_idx,
                                   s_start=self.sentences.start, s_end=self.sentences.end,
-                                  s_text=self.sentences.text, s_words=self.sentences.words,
-                                  s_clean=self.sentences.clean)
+                                  s_words=self.sentences.words, s_clean=self.sentences.clean)
         l = l.left_join(s, (l.doc_id == s.s_doc) & (l.sentence_idx == s.s_idx))
-        ok = (l.s_text.notnull() & l.s_clean & (l.s_words >= self.config.min_query_words)
+        ok = (l.s_idx.notnull() & l.s_clean & (l.s_words >= self.config.min_query_words)
               & (l.start >= l.s_start) & (l.end <= l.s_end))
-        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_words", "s_clean")
+        l = l.mutate(s_ok=ok.fill_null(False)).drop("s_doc", "s_idx", "s_end", "s_words", "s_clean")
         p = self.passages.select(p_pid=self.passages.passage_id, p_len=self.passages.text.length())
         l = l.left_join(p, l.passage_id == p.p_pid)
         inside = (l.passage_start >= 0) & (l.passage_end <= l.p_len)
@@ -143,7 +146,20 @@ class MineContext:
         pos = self.positives.select(pp=self.positives.passage_id)
         j = held.join(pos, held.passage_id == pos.pp)
         return j.select(p_pid=j.passage_id, p_doc=j.doc_id, p_link=j.link_idx, p_target=j.target_doc_id,
-                        p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start, p_aend=j.passage_end)
+                        p_target_part=j.target_part, p_entity=j.entity, p_anchor=j.anchor, p_astart=j.passage_start,
+                        p_aend=j.passage_end)
+
+    @cached_property
+    def parts(self) -> int:
+        """How many parts DL's and CM's joins of a query's links with a positive's run in (``--parts``, or as
+        many as the engine's memory needs for the links that can give a query: :meth:`Engine.parts_for`)."""
+        if self.config.parts:
+            return self.config.parts
+        return self.engine.parts_for(self.engine.count(self.doc_links.filter(self.doc_links.s_ok)))
+
+    def in_parts(self, build: Callable[[Part], ir.Table], name: str) -> ir.Table:
+        """``build(part)`` for each of :attr:`parts` parts, materialized as one table (see :class:`Part`)."""
+        return self.engine.materialize_parts(build, name, self.parts)
 
     # -- in-degree -----------------------------------------------------------------------
     @cached_property
@@ -199,39 +215,65 @@ class MineContext:
             raise KeyError(f"not candidate columns: {sorted(unknown)}")
         return t.select(**out)
 
-    def with_passage_text(self, t: ir.Table, passage_id: str, name: str) -> ir.Table:
-        """``t`` plus column ``name``: the text of the positive passage whose id is in ``t[passage_id]``.
+    def with_passage_text(self, t: ir.Table, passage_id: str, name: str, part: Part = Part()) -> ir.Table:
+        """``t``'s rows in ``part`` (split by ``t[passage_id]``) plus column ``name``: the text of that passage.
 
         Strategies join texts after their joins and windows, which then carry ids only: at 10^8 links the
         texts would be most of the bytes those joins hold in memory or spill to disk.
         """
-        p = self.positives
+        p = self.engine.table("passages")  # ids of positives only come here: no filter needed
+        p = p.filter(part.holds(part_key(p.passage_id)))
         texts = p.select(_t_pid=p.passage_id, **{name: p.text})
+        t = t.filter(part.holds(part_key(t[passage_id])))
         return t.join(texts, t[passage_id] == texts._t_pid).drop("_t_pid")
 
-    def with_sentence_text(self, t: ir.Table, doc_id: str, sentence_idx: str, name: str) -> ir.Table:
-        """``t`` plus column ``name``: the text of sentence ``t[sentence_idx]`` of document ``t[doc_id]``."""
-        s = self.sentences
+    def with_sentence_text(self, t: ir.Table, doc_id: str, sentence_idx: str, name: str,
+                           part: Part = Part()) -> ir.Table:
+        """``t``'s rows in ``part`` (split by ``t[doc_id]``) plus column ``name``: the text of sentence
+        ``t[sentence_idx]`` of document ``t[doc_id]``."""
+        s = self.engine.table("sentences")
+        s = s.filter(part.holds(part_key(s.doc_id)))
         texts = s.select(_t_doc=s.doc_id, _t_idx=s.sentence_idx, **{name: s.text})
+        t = t.filter(part.holds(part_key(t[doc_id])))
         return t.join(texts, (t[doc_id] == texts._t_doc) & (t[sentence_idx] == texts._t_idx)).drop("_t_doc", "_t_idx")
 
     def with_anchor(self, t: ir.Table, doc_id: str, link_idx: str, prefix: str, within: str,
-                    entity: str | None = None) -> ir.Table:
-        """``t`` plus ``{prefix}_anchor``, ``{prefix}_astart`` and ``{prefix}_aend``: the anchor of link
-        ``t[link_idx]`` of document ``t[doc_id]`` and its offsets in its ``within="sentence"`` (a query) or
-        ``"passage"`` (a positive); with ``entity``, also that column: the link's target title.
+                    entity: str | None = None, part: Part = Part()) -> ir.Table:
+        """``t``'s rows in ``part`` (split by ``t[doc_id]``) plus ``{prefix}_anchor``, ``{prefix}_astart`` and
+        ``{prefix}_aend``: the anchor of link ``t[link_idx]`` of document ``t[doc_id]`` and its offsets in its
+        ``within="sentence"`` (a query) or ``"passage"`` (a positive); with ``entity``, also that column: the
+        link's target title.
 
         Like texts, anchors are joined after a strategy's joins and windows, which then carry link ids only:
         co-mention pairs every link of a passage with every other, and those rows should stay narrow.
         """
         e = self.elinks
+        e = e.filter(part.holds(e.doc_part))
         start, end = ((e.start - e.s_start, e.end - e.s_start) if within == "sentence"
                       else (e.passage_start, e.passage_end))
         cols = {f"{prefix}_anchor": e.anchor, f"{prefix}_astart": start, f"{prefix}_aend": end}
         if entity:
             cols[entity] = e.entity
         a = e.select(_a_doc=e.doc_id, _a_link=e.link_idx, **cols)
+        t = t.filter(part.holds(part_key(t[doc_id])))
         return t.join(a, (t[doc_id] == a._a_doc) & (t[link_idx] == a._a_link)).drop("_a_doc", "_a_link")
+
+    def joined(self, t: ir.Table, name: str, *steps: Callable[[ir.Table, Part], ir.Table]) -> ir.Table:
+        """``t`` through each step, a join adding columns to the rows of ``t`` in a part (:meth:`with_anchor`,
+        :meth:`with_passage_text`, :meth:`with_sentence_text`); each step runs in :attr:`parts` parts and is
+        materialized, and the table before it released.
+
+        Each join then sees two inputs whose row counts DuckDB knows exactly: planned as one query, its
+        estimates multiply along the chain (13 billion rows for four joins of a million winners) and it
+        builds its hash tables on the wrong side, ten million links each. In parts, each join's build side
+        (a slice of the texts, or of the winners with their texts) fits in memory at 10^8 links.
+        """
+        for index, step in enumerate(steps):
+            done = self.in_parts(lambda part, before=t: step(before, part), f"{name}-{index}")
+            if index:
+                self.engine.release(t)
+            t = done
+        return t
 
     @cached_property
     def link_counts(self) -> dict[str, int]:

@@ -11,9 +11,11 @@ gives the same pairs on either engine.
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,30 @@ def hex_fraction_below(h: ir.StringValue, fraction: float) -> ir.BooleanValue:
     if cut >= 65536:
         return ibis.literal(True)
     return h.substr(0, 4) < f"{cut:04x}"
+
+
+def part_key(value: ir.StringValue) -> ir.StringValue:
+    """4 hex digits of ``md5(value)``: the key :class:`Part` splits rows by (the same on every engine)."""
+    return value.hexdigest("md5").substr(0, 4)
+
+
+@dataclass(frozen=True)
+class Part:
+    """Part ``index`` of ``count``: the rows whose :func:`part_key` falls in the index-th of ``count`` equal ranges.
+
+    A join too large for memory runs as ``count`` joins of disjoint slices when both sides are split by the key
+    they join on (a Grace hash join done by us, see :meth:`Engine.materialize_parts`): each slice's build side
+    fits, so DuckDB spills neither side, where one large join spills both (at 10^8 links, tens of GB).
+    """
+
+    index: int = 0
+    count: int = 1
+
+    def holds(self, key: ir.StringValue) -> ir.BooleanValue:
+        """True for the rows of this part; ``key`` is a :func:`part_key` column."""
+        lo, hi = (self.index * 65536 // self.count, (self.index + 1) * 65536 // self.count)
+        inside = ibis.literal(True) if lo == 0 else key >= f"{lo:04x}"
+        return inside if hi >= 65536 else inside & (key < f"{hi:04x}")
 
 
 def first_per_group(t: ir.Table, group_by: Sequence[str], order_by: Sequence[str], n: int = 1) -> ir.Table:
@@ -109,6 +135,25 @@ class Engine:
             self._written[table_name] = path
             return self._read(path, self._writes_dirs, table_name)
 
+    def materialize_parts(self, build: Callable[[Part], ir.Table], name: str, parts: int) -> ir.Table:
+        """``build(part)`` for each of ``parts`` parts, written one after the other as the files of one Parquet
+        folder and read back as one table. The parts' rows must be disjoint (see :class:`Part`)."""
+        if parts <= 1:
+            return self.materialize(build(Part()), name)
+        folder = self.work / f"{name}-{next(self._names)}"
+        table_name = f"t_{folder.name.replace('-', '_')}"
+        folder.mkdir()
+        with quiet(), self.guard():
+            for index in range(parts):
+                self._write(build(Part(index, parts)), folder / f"part-{index:05d}.parquet")
+            self._written[table_name] = folder
+            return self._read(folder, True, table_name)
+
+    def parts_for(self, rows: int, row_bytes: int = 0) -> int:
+        """How many parts a join or sort of ``rows`` rows (of about ``row_bytes`` each in memory; default
+        ``BUILD_ROW_BYTES``) should run in (see :class:`Part`): 1 unless the engine works within a fixed memory."""
+        return 1
+
     def release(self, table: ir.Table) -> None:
         """Delete the Parquet behind a table from :meth:`materialize` once nothing will read it again: at
         10^8 links a method's candidates are gigabytes that the spill of the next join can use."""
@@ -146,6 +191,22 @@ class Engine:
 
     def _write(self, expr: ir.Table, path: Path) -> None:
         raise NotImplementedError
+
+
+BUILD_ROW_BYTES = 100  # a hash-join build row of link ids (two string ids, two ints), with DuckDB's overhead
+BUILD_SHARE = 0.25  # of the memory limit, for one part's build side; the rest is the probe's pipeline and slack
+UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+         "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def size_bytes(size: str) -> int:
+    """A DuckDB size (``'8GiB'``, ``'500 MB'``, ``'1.5GiB'``) in bytes."""
+    text = size.strip().lower().replace(" ", "")
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number):] or "b"
+    if unit not in UNITS or not number:
+        raise MineError(f"{size!r} is not a size (e.g. 8GiB, 500MB)")
+    return int(float(number) * UNITS[unit])
 
 
 MEMORY_SHARE = 0.5  # of the machine's RAM (or of the cgroup's limit), for DuckDB by default
@@ -227,6 +288,11 @@ class DuckDBEngine(Engine):
 
     def guard(self) -> AbstractContextManager[None]:
         return explained(self.work, self.memory_limit)
+
+    def parts_for(self, rows: int, row_bytes: int = 0) -> int:
+        """Enough parts that each part takes at most ``BUILD_SHARE`` of the memory limit."""
+        limit = self.con.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]  # '7.4 GiB'
+        return max(1, math.ceil(rows * (row_bytes or BUILD_ROW_BYTES) / (size_bytes(limit) * BUILD_SHARE)))
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         source = str(path / "*.parquet") if is_dir else str(path)

@@ -23,7 +23,7 @@ import ibis
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.engine import Part, first_per_group, hkey
 
 TRIES = 8
 
@@ -36,7 +36,7 @@ class Negatives:
     def ranked(self) -> ir.Table:
         """Candidate negatives numbered 0..N-1 in seeded random order (``_r``)."""
         p = self.ctx.positives
-        p = p.select(n_pid=p.passage_id, n_doc=p.doc_id, n_text=p.text)
+        p = p.select(n_pid=p.passage_id, n_doc=p.doc_id)
         p = p.mutate(_h=hkey(self.ctx.seed, "neg", p.n_pid))
         p = p.mutate(_r=ibis.row_number().over(order_by=[p._h, p.n_pid]).cast("int64"))
         return self.ctx.engine.materialize(p.drop("_h"), "negatives")
@@ -46,7 +46,7 @@ class Negatives:
         return self.ctx.engine.count(self.ranked)
 
     def random(self, pairs: ir.Table, method: str) -> ir.Table:
-        """(key, n_pid, n_doc, n_text) for the pairs that got a random negative."""
+        """(key, n_pid, n_doc) for the pairs that got a random negative."""
         n = self.n
         if n == 0:
             return self._none()
@@ -63,9 +63,7 @@ class Negatives:
         x = x.filter(x.n_doc != x.query_doc_id, x.positive_doc_id.isnull() | (x.n_doc != x.positive_doc_id),
                      x.n_pid != x.positive_passage_id)
         x = first_per_group(x, ["key"], ["_j"])
-        texts = self.ranked.select(t_r=self.ranked._r, n_text=self.ranked.n_text)
-        x = x.join(texts, x._c == texts.t_r)
-        return x.select("key", "n_pid", "n_doc", "n_text")
+        return x.select("key", "n_pid", "n_doc")
 
     @cached_property
     def by_entity(self) -> ir.Table:
@@ -73,10 +71,9 @@ class Negatives:
         anchor wholly inside the passage."""
         ctx = self.ctx
         links = ctx.elinks.filter(ctx.elinks.in_passage)
-        pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id,
-                                   c_text=ctx.positives.text)
+        pos = ctx.positives.select(c_pid=ctx.positives.passage_id, c_doc=ctx.positives.doc_id)
         t = links.join(pos, links.passage_id == pos.c_pid)
-        t = t.select(c_entity=t.entity, c_pid=t.c_pid, c_doc=t.c_doc, c_text=t.c_text).distinct()
+        t = t.select(c_entity=t.entity, c_pid=t.c_pid, c_doc=t.c_doc).distinct()
         t = t.mutate(_h=hkey(ctx.seed, "ovl-entity", t.c_entity, t.c_pid))
         t = first_per_group(t, ["c_entity"], ["_h", "c_pid"], ctx.config.overlap_candidates)
         return ctx.engine.materialize(t.drop("_h"), "overlap-candidates")
@@ -94,7 +91,7 @@ class Negatives:
         return self.ctx.engine.materialize(t, "links-to-docs")
 
     def overlap(self, pairs: ir.Table, method: str) -> ir.Table:
-        """(key, n_pid, n_doc, n_text) for the pairs that got an overlap negative."""
+        """(key, n_pid, n_doc) for the pairs that got an overlap negative."""
         ctx = self.ctx
         sent, by_entity, to_docs = self.sentence_entities, self.by_entity, self.links_to_docs
         x = pairs.select("key", "query_doc_id", "query_sentence_idx", "positive_doc_id", "positive_passage_id")
@@ -103,33 +100,42 @@ class Negatives:
         x = x.filter(x.c_doc != x.query_doc_id, x.positive_doc_id.isnull() | (x.c_doc != x.positive_doc_id),
                      x.c_pid != x.positive_passage_id)
         x = x.anti_join(to_docs, (x.c_pid == to_docs.t_pid) & (x.query_doc_id == to_docs.t_doc))
-        x = x.select("key", "c_pid", "c_doc", "c_text").distinct()
+        x = x.select("key", "c_pid", "c_doc").distinct()
         x = x.mutate(_h=hkey(ctx.seed, "ovl-pick", method, x.key, x.c_pid))
         x = first_per_group(x, ["key"], ["_h", "c_pid"])
-        return x.select("key", n_pid=x.c_pid, n_doc=x.c_doc, n_text=x.c_text)
+        return x.select("key", n_pid=x.c_pid, n_doc=x.c_doc)
 
-    def attach(self, pairs: ir.Table, method: str, kind: str) -> ir.Table:
-        """``pairs`` plus negative_passage_id, negative_doc_id, negative_text, negative_kind."""
+    def choose(self, pairs: ir.Table, method: str, kind: str) -> ir.Table | None:
+        """(key, _h, n_pid, n_doc, n_kind) for the pairs that got a negative of ``kind`` (an overlap negative
+        where there is one, else a random one), materialized; None for ``none``.
+
+        The choice is made over all the pairs at once (a random negative is the pair's rank among them, offset),
+        so it does not depend on the parts :meth:`attach` then joins the texts in.
+        """
         if kind == "none":
+            return None
+        chosen = self.random(pairs, method).mutate(n_kind=ibis.literal("random"))
+        if kind == "overlap":
+            ovl = self.overlap(pairs, method).mutate(n_kind=ibis.literal("overlap"))
+            chosen = ovl.union(chosen.anti_join(ovl, chosen.key == ovl.key))
+        h = pairs.select(_k=pairs.key, _h=pairs._h)
+        chosen = chosen.join(h, chosen.key == h._k).drop("_k")
+        return self.ctx.engine.materialize(chosen, f"negatives-{method}")
+
+    def attach(self, pairs: ir.Table, chosen: ir.Table | None, part: Part = Part()) -> ir.Table:
+        """``pairs`` (the rows of one part of the sampling key ``_h``) plus negative_passage_id, negative_doc_id,
+        negative_text and negative_kind from :meth:`choose`; the texts of that part's negatives only."""
+        if chosen is None:
             return pairs.mutate(negative_passage_id=ibis.null("string"), negative_doc_id=ibis.null("string"),
                                 negative_text=ibis.null("string"), negative_kind=ibis.null("string"))
-        rnd = self.random(pairs, method)
-        rnd = rnd.select(r_key=rnd.key, r_pid=rnd.n_pid, r_doc=rnd.n_doc, r_text=rnd.n_text)
-        out = pairs.left_join(rnd, pairs.key == rnd.r_key)
-        if kind == "overlap":
-            ovl = self.overlap(pairs, method)
-            ovl = ovl.select(o_key=ovl.key, o_pid=ovl.n_pid, o_doc=ovl.n_doc, o_text=ovl.n_text)
-            out = out.left_join(ovl, out.key == ovl.o_key)
-            has = out.o_pid.notnull()
-            out = out.mutate(negative_passage_id=has.ifelse(out.o_pid, out.r_pid),
-                             negative_doc_id=has.ifelse(out.o_doc, out.r_doc),
-                             negative_text=has.ifelse(out.o_text, out.r_text),
-                             negative_kind=has.ifelse("overlap", out.r_pid.notnull().ifelse("random", ibis.null("string"))))
-            return out.drop("r_key", "r_pid", "r_doc", "r_text", "o_key", "o_pid", "o_doc", "o_text")
-        out = out.mutate(negative_passage_id=out.r_pid, negative_doc_id=out.r_doc, negative_text=out.r_text,
-                         negative_kind=out.r_pid.notnull().ifelse("random", ibis.null("string")))
-        return out.drop("r_key", "r_pid", "r_doc", "r_text")
+        c = chosen.filter(part.holds(chosen._h.substr(0, 4)))
+        p = self.ctx.engine.table("passages")
+        texts = p.select(_t_pid=p.passage_id, _t_text=p.text)
+        c = c.join(texts, c.n_pid == texts._t_pid)
+        c = c.select(_n_key=c.key, negative_passage_id=c.n_pid, negative_doc_id=c.n_doc, negative_text=c._t_text,
+                     negative_kind=c.n_kind)
+        return pairs.left_join(c, pairs.key == c._n_key).drop("_n_key")
 
     def _none(self) -> ir.Table:
-        return ibis.memtable({"key": [], "n_pid": [], "n_doc": [], "n_text": []},
-                             schema={"key": "string", "n_pid": "string", "n_doc": "string", "n_text": "string"})
+        return ibis.memtable({"key": [], "n_pid": [], "n_doc": []},
+                             schema={"key": "string", "n_pid": "string", "n_doc": "string"})

@@ -31,7 +31,7 @@ from pretriever.data.store import CorpusStore
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import Engine, MineError, first_per_group, hkey, open_engine
+from pretriever.mine.engine import Engine, MineError, Part, first_per_group, hkey, open_engine
 from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
 from pretriever.mine.schema import CHECKPOINTS, MANIFEST, PAIRS, PLOT, STATS
@@ -131,10 +131,13 @@ def sampled(ctx: MineContext, method: str, candidates: ir.Table) -> ir.Table:
     return table
 
 
-def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives) -> ir.Table:
-    """Selected pairs -> the rows of ``PAIRS`` (plus ``_h`` and ``key`` to sort by), sorted."""
+def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives, chosen: ir.Table | None,
+           part: Part = Part()) -> ir.Table:
+    """The selected pairs of one part of ``_h`` -> the rows of ``PAIRS`` (plus ``_h`` and ``key``), sorted.
+
+    ``chosen``: their negatives (``Negatives.choose``)."""
     cfg = ctx.config
-    t = negatives.attach(pairs, method, cfg.negatives)
+    t = negatives.attach(pairs.filter(part.holds(pairs._h.substr(0, 4))), chosen, part)
     docs = ctx.engine.table("documents").select("doc_id", "title")
     for prefix in ("query", "positive", "negative"):
         d = docs.select(**{f"{prefix}_d": docs.doc_id, f"{prefix}_title": docs.title})
@@ -154,14 +157,28 @@ def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives)
     return out.order_by([out._h, out.key])
 
 
-def write_pairs(engine: Engine, expr: ir.Table, path: Path) -> int:
-    """Stream the rows into one Parquet file, atomically; returns the number of rows."""
+WRITE_ROW_BYTES = 3000  # a finished pair in DuckDB's sort: query, positive and negative texts and ids
+
+
+def write_pairs(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives, path: Path) -> int:
+    """Stream the finished pairs into one Parquet file sorted by ``_h``, atomically; returns the number of rows.
+
+    The rows go in parts of ``_h``'s range, in order (see ``Part``), each part sorted and joined to its
+    negatives' texts alone, so no sort or join holds all the texts: enough parts that one fits the engine's
+    memory (at 10^8 links a method's pairs are tens of GB before compression).
+    """
+    engine = ctx.engine
+    chosen = negatives.choose(pairs, method, ctx.config.negatives)
+    parts = engine.parts_for(engine.count(pairs), WRITE_ROW_BYTES)
     rows = 0
     with atomic_path(path) as tmp:
         with pq.ParquetWriter(tmp, PAIRS, **PARQUET_OPTIONS) as writer:
-            for batch in engine.batches(expr, PAIRS):
-                writer.write_batch(batch)
-                rows += batch.num_rows
+            for index in range(parts):
+                for batch in engine.batches(finish(ctx, method, pairs, negatives, chosen, Part(index, parts)), PAIRS):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+    if chosen is not None:
+        engine.release(chosen)
     return rows
 
 
@@ -200,10 +217,12 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             step(f"{name}: writing {quota[name]:,} pairs")
             chosen = candidates[name]
             if quota[name] < result.methods[name].candidates:  # else all of them: `finish` sorts anyway
-                chosen = engine.materialize(chosen.order_by([chosen._h, chosen.key]).limit(quota[name]),
+                first = chosen.select("_h", "key").order_by(["_h", "key"]).limit(quota[name])
+                first = first.select(_fh=first._h, _fk=first.key)  # narrow: the texts are not sorted
+                chosen = engine.materialize(chosen.semi_join(first, (chosen._h == first._fh) & (chosen.key == first._fk)),
                                             f"chosen-{name}")
             path = config.out / f"{name}.parquet"
-            rows = write_pairs(engine, finish(ctx, name, chosen, negatives), path)
+            rows = write_pairs(ctx, name, chosen, negatives, path)
             engine.release(chosen)
             engine.release(candidates[name])
             result.methods[name].pairs = rows

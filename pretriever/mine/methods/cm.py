@@ -14,7 +14,7 @@ from __future__ import annotations
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import SEP, first_per_group, hkey
+from pretriever.mine.engine import SEP, Part, first_per_group, hkey
 from pretriever.mine.methods.base import Method, links_reason, register
 
 
@@ -26,29 +26,13 @@ class CoMention(Method):
                "positive = p")
 
     def candidates(self, ctx: MineContext) -> ir.Table:
-        k = ctx.indegree_threshold["k"]
-        ind = ctx.indegree.filter(ctx.indegree.indegree < k)  # articles only
-        ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
-        pl = ctx.positive_links  # anchors wholly inside p; ids only until the winners are chosen
-        # p (in P) links back to Q
-        pq = pl.select(p_pid=pl.p_pid, p_doc=pl.p_doc, q_doc=pl.p_target, pq_link=pl.p_link)
-        # p links to an article E that is not too common
-        pe = pl.join(ind, pl.p_target == ind.i_doc)
-        pe = pe.select(pe_pid=pe.p_pid, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link)
-        j = pq.join(pe, pq.p_pid == pe.pe_pid)
-        j = j.filter(j.e_doc != j.q_doc)
-        j = j.mutate(_qe=j.q_doc + SEP + j.e_doc)  # one key, so q's side joins (Q, E) pairs, not all links of Q
-        # q (in Q) links to E from a sentence usable as a query
-        qs = ctx.doc_links.filter(ctx.doc_links.s_ok)
-        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.target_doc_id, q_link=qs.link_idx,
-                       q_sidx=qs.sentence_idx)
-        j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe")
-        j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e_doc))
-        j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "pq_link", "pe_link"])
-        j = ctx.with_anchor(j, "q_doc", "q_link", "q", within="sentence")
-        j = ctx.with_anchor(j, "p_doc", "pq_link", "pq", within="passage")
-        j = ctx.with_anchor(j, "p_doc", "pe_link", "pe", within="passage", entity="e")
-        j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
+        j = ctx.joined(
+            ctx.in_parts(lambda part: self.linked(ctx, part), "cm-links"), "cm-with",
+            lambda t, part: ctx.with_anchor(t, "q_doc", "q_link", "q", within="sentence", part=part),
+            lambda t, part: ctx.with_anchor(t, "p_doc", "pq_link", "pq", within="passage", part=part),
+            lambda t, part: ctx.with_anchor(t, "p_doc", "pe_link", "pe", within="passage", entity="e", part=part),
+            lambda t, part: ctx.with_sentence_text(t, "q_doc", "q_sidx", "q_text", part=part),
+            lambda t, part: ctx.with_passage_text(t, "p_pid", "p_text", part=part))
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
             query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
@@ -56,6 +40,30 @@ class CoMention(Method):
             positive_text=j.p_text, positive_anchor=j.pq_anchor, positive_anchor_start=j.pq_astart,
             positive_anchor_end=j.pq_aend, entity=j.e, entity_doc_id=j.e_doc, entity_indegree=j.e_deg,
             entity_anchor=j.pe_anchor, entity_anchor_start=j.pe_astart, entity_anchor_end=j.pe_aend)
+
+    @staticmethod
+    def linked(ctx: MineContext, part: Part) -> ir.Table:
+        """The ids of one (q->E, p->Q, p->E) link triple for every passage pair (q, p) with Q in ``part``."""
+        k = ctx.indegree_threshold["k"]
+        ind = ctx.indegree.filter(ctx.indegree.indegree < k)  # articles only
+        ind = ind.select(i_doc=ind.entity_doc_id, i_deg=ind.indegree)
+        pl = ctx.positive_links  # anchors wholly inside p
+        # p (in P) links back to Q
+        back = pl.filter(part.holds(pl.p_target_part))
+        pq = back.select(p_pid=back.p_pid, p_doc=back.p_doc, q_doc=back.p_target, pq_link=back.p_link)
+        # p links to an article E that is not too common
+        pe = pl.join(ind, pl.p_target == ind.i_doc)
+        pe = pe.select(pe_pid=pe.p_pid, e_doc=pe.p_target, e_deg=pe.i_deg, pe_link=pe.p_link)
+        j = pq.join(pe, pq.p_pid == pe.pe_pid)
+        j = j.filter(j.e_doc != j.q_doc)
+        j = j.mutate(_qe=j.q_doc + SEP + j.e_doc)  # one key, so q's side joins (Q, E) pairs, not all links of Q
+        # q (in Q) links to E from a sentence usable as a query
+        qs = ctx.doc_links.filter(ctx.doc_links.s_ok, part.holds(ctx.doc_links.doc_part))
+        qe = qs.select(q_pid=qs.passage_id, qe=qs.doc_id + SEP + qs.target_doc_id, q_link=qs.link_idx,
+                       q_sidx=qs.sentence_idx)
+        j = j.join(qe, qe.qe == j._qe).drop("_qe", "qe", "pe_pid")
+        j = j.mutate(_h=hkey(ctx.seed, "cm-link", j.q_link, j.pq_link, j.pe_link, j.q_doc, j.p_doc, j.e_doc))
+        return first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "pq_link", "pe_link"]).drop("_h")
 
     def why_empty(self, ctx: MineContext) -> str:
         reason = links_reason(ctx, "co-mention")

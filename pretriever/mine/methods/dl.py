@@ -11,7 +11,7 @@ from __future__ import annotations
 import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import first_per_group, hkey
+from pretriever.mine.engine import Part, first_per_group, hkey
 from pretriever.mine.methods.base import Method, links_reason, register
 
 
@@ -22,27 +22,34 @@ class DualLink(Method):
     summary = "t_P in M(q) and t_Q in M(p); query = the sentence of q linking to P; positive = p"
 
     def candidates(self, ctx: MineContext) -> ir.Table:
-        links = ctx.doc_links
-        # query side: a link in q (document Q) to document P, in a sentence usable as a query
-        qs = links.filter(links.s_ok)
-        q = qs.select(q_doc=qs.doc_id, q_pid=qs.passage_id, q_link=qs.link_idx, q_sidx=qs.sentence_idx,
-                      q_target=qs.target_doc_id)
-        # positive side: a link in p (document P) back to Q, its anchor wholly inside p (ids only until the
-        # winners are chosen)
-        pl = ctx.positive_links
-        p = pl.select(pl.p_pid, pl.p_doc, pl.p_link, pl.p_target)
-        j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
-        j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
-        j = first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"])
-        j = ctx.with_anchor(ctx.with_anchor(j, "q_doc", "q_link", "q", within="sentence"),
-                            "p_doc", "p_link", "p", within="passage")
-        j = ctx.with_sentence_text(ctx.with_passage_text(j, "p_pid", "p_text"), "q_doc", "q_sidx", "q_text")
+        j = ctx.joined(
+            ctx.in_parts(lambda part: self.linked(ctx, part), "dl-links"), "dl-with",
+            lambda t, part: ctx.with_anchor(t, "q_doc", "q_link", "q", within="sentence", part=part),
+            lambda t, part: ctx.with_anchor(t, "p_doc", "p_link", "p", within="passage", part=part),
+            lambda t, part: ctx.with_sentence_text(t, "q_doc", "q_sidx", "q_text", part=part),
+            lambda t, part: ctx.with_passage_text(t, "p_pid", "p_text", part=part))
         return ctx.candidate(
             j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
             query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
             query_anchor_end=j.q_aend, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
             positive_text=j.p_text, positive_anchor=j.p_anchor, positive_anchor_start=j.p_astart,
             positive_anchor_end=j.p_aend)
+
+    @staticmethod
+    def linked(ctx: MineContext, part: Part) -> ir.Table:
+        """The ids of one link each way for every passage pair (q, p) with Q in ``part``: a narrow table."""
+        links = ctx.doc_links
+        # query side: a link in q (document Q) to document P, in a sentence usable as a query
+        qs = links.filter(links.s_ok, part.holds(links.doc_part))
+        q = qs.select(q_doc=qs.doc_id, q_pid=qs.passage_id, q_link=qs.link_idx, q_sidx=qs.sentence_idx,
+                      q_target=qs.target_doc_id)
+        # positive side: a link in p (document P) back to Q, its anchor wholly inside p
+        pl = ctx.positive_links
+        pl = pl.filter(part.holds(pl.p_target_part))
+        p = pl.select(pl.p_pid, pl.p_doc, pl.p_link, pl.p_target)
+        j = q.join(p, (q.q_target == p.p_doc) & (p.p_target == q.q_doc))
+        j = j.mutate(_h=hkey(ctx.seed, "dl-link", j.q_link, j.p_link, j.q_doc, j.p_doc))
+        return first_per_group(j, ["q_pid", "p_pid"], ["_h", "q_link", "p_link"]).drop("_h")
 
     def why_empty(self, ctx: MineContext) -> str:
         return links_reason(ctx, "dual-link") or (
