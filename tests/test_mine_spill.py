@@ -9,16 +9,18 @@ the same limit with spilling forbidden fails with a clear out-of-memory message)
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
 from pathlib import Path
 
+import ibis
 import pyarrow.parquet as pq
 import pytest
 
 from pretriever.mine import MineConfig, mine
-from pretriever.mine.engine import MineError, default_memory_limit, machine_memory
+from pretriever.mine.engine import MineError, Part, default_memory_limit, machine_memory, open_engine, size_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from synthetic_corpus import generate  # noqa: E402
@@ -72,6 +74,37 @@ def test_tiny_memory_limit_spills_and_gives_identical_pairs(store, tmp_path):
 
     with pytest.raises(MineError, match=f"ran out of memory within --memory-limit {TIGHT}"):
         run(store, tmp_path / "no-spill", memory_limit=TIGHT, max_spill="0B")
+
+    # the joins in three passes over the documents' hash: the same pairs, and the manifest says how many passes
+    split = run(store, tmp_path / "split", memory_limit="4GB", parts=3)
+    assert json.loads((tmp_path / "split" / "pairs.json").read_text())["join_parts"] == 3
+    assert json.loads((tmp_path / "roomy" / "pairs.json").read_text())["join_parts"] == 1
+    for method in ("dl", "cm"):
+        assert pq.read_table(tmp_path / "split" / f"{method}.parquet").equals(
+            pq.read_table(tmp_path / "roomy" / f"{method}.parquet")), method
+    assert split.total == roomy.total
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_parts_split_every_key_once_in_order(count):
+    keys = ibis.memtable({"k": [f"{i:04x}" for i in range(65536)]})
+    con = ibis.duckdb.connect()
+    owner = [con.to_pyarrow(keys.filter(Part(index, count).holds(keys.k)))["k"].to_pylist() for index in range(count)]
+    assert sorted(k for part in owner for k in part) == keys.k.to_pyarrow().to_pylist()  # each key once
+    assert all(max(a) < min(b) for a, b in zip(owner, owner[1:]))  # part i's keys come before part i+1's
+    assert max(len(part) for part in owner) - min(len(part) for part in owner) <= 1  # equal shares
+
+
+def test_parts_for_follows_the_memory_limit(tmp_path, enwiki_store):
+    from pretriever.data.store import CorpusStore
+    engine = open_engine("duckdb", CorpusStore(enwiki_store.path), tmp_path / "work", memory_limit="1GiB")
+    try:
+        assert engine.parts_for(1000) == 1
+        # 1 GiB x BUILD_SHARE holds 2**28 bytes: 10^8 rows of 100 bytes need ceil(10^10 / 2**28) = 38 parts
+        assert engine.parts_for(10**8, 100) == 38
+        assert size_bytes("1.5 GiB") == 3 * 2**29 and size_bytes("500MB") == 500 * 10**6
+    finally:
+        engine.close()
 
 
 def test_default_memory_limit_is_half_the_machine(tmp_path, enwiki_store):

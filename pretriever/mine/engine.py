@@ -98,6 +98,11 @@ def word_count(s: ir.StringValue) -> ir.IntegerValue:
     return (s.length() - s.replace(" ", "").length() + 1).cast("int64")
 
 
+def remove(path: Path) -> None:
+    """Delete a work table's Parquet file or folder."""
+    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+
+
 class Engine:
     """Base class: a connected Ibis backend plus a work folder for intermediate Parquet."""
 
@@ -159,7 +164,13 @@ class Engine:
         10^8 links a method's candidates are gigabytes that the spill of the next join can use."""
         path = self._written.pop(table.get_name(), None)
         if path is not None:
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            remove(path)
+
+    def release_owned(self, owner: str) -> None:
+        """Release every table materialized under a name starting with ``owner + "-"`` (a method's own work
+        tables, such as ``dl-links``, once its candidates are written)."""
+        for table_name in [n for n, path in self._written.items() if path.name.startswith(f"{owner}-")]:
+            remove(self._written.pop(table_name))
 
     def to_arrow(self, expr: ir.Expr) -> pa.Table:
         with quiet(), self.guard():
@@ -325,6 +336,10 @@ class SparkEngine(Engine):
         self._views: list[str] = []
         self.session, self._own_session = lent_or_new_spark_session(session, threads, master, app="pretriever-mine")
         self.con = ibis.pyspark.connect(self.session)
+
+    def materialize_parts(self, build: Callable[[Part], ir.Table], name: str, parts: int) -> ir.Table:
+        """The parts as one union, one write: Spark shuffles by its own partitions."""
+        return self.materialize(ibis.union(*(build(Part(index, parts)) for index in range(max(parts, 1)))), name)
 
     def _read(self, path: Path, is_dir: bool, name: str) -> ir.Table:
         self._views.append(name)

@@ -9,7 +9,8 @@ The ``--max-pairs`` budget is then split evenly across the strategies (what one 
 use goes to the others) and each keeps its pairs with the smallest ``h``: a seeded random
 sample. Negatives and titles are attached last, and each strategy's pairs are written to
 ``OUT/<method>.parquet`` sorted by ``h`` (so a file's first rows are a random sample),
-atomically; ``pairs.json`` (the manifest) is written last.
+atomically, in parts of ``h``'s range that each fit the memory limit; ``pairs.json`` (the
+manifest) is written last.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pretriever.data.store import CorpusStore
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
-from pretriever.mine.engine import Engine, MineError, Part, first_per_group, hkey, open_engine
+from pretriever.mine.engine import MineError, Part, first_per_group, hkey, open_engine
 from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
 from pretriever.mine.schema import CHECKPOINTS, MANIFEST, PAIRS, PLOT, STATS
@@ -58,6 +59,7 @@ class MineResult:
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     memory_limit: str | None = None  # DuckDB's, as used (the default is computed on the machine)
+    join_parts: int | None = None  # the passes DL's and CM's joins ran in (``--parts``, or as the memory needed)
 
     @property
     def total(self) -> int:
@@ -205,6 +207,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             candidates[name] = table
             count = engine.count(table)
             result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
+            engine.release_owned(name)  # its joins' work tables: the candidates hold what is left to do
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
         if config.negatives != "overlap" and "elinks" in ctx.__dict__:  # only overlap negatives read it again
@@ -229,6 +232,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             result.methods[name].file = path.name
         cm = ctx.__dict__.get("indegree_threshold")
         result.memory_limit = getattr(engine, "memory_limit", None)
+        result.join_parts = ctx.__dict__.get("parts")
         flagged = ctx.flagged_sentences
     finally:
         engine.close()
@@ -258,6 +262,7 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
                    "counts": {k: v for k, v in store.counts.items() if not isinstance(v, dict)}},
         "options": config.to_json(),
         **({"duckdb_memory_limit": result.memory_limit} if result.memory_limit else {}),
+        **({"join_parts": result.join_parts} if result.join_parts else {}),
         "total_pairs": result.total,
         "methods": {
             name: {"title": METHODS[name].title, "definition": METHODS[name].summary,

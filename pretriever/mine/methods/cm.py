@@ -7,6 +7,10 @@ Positive: p, whose anchors to Q and to E lie wholly inside it (M(p)). E is recor
 in-degree. Entities in the top 10% of in-degree (ranked among the store's articles) are
 excluded by default (``cm_indegree_percentile``), or those at or above an absolute K
 (``cm_indegree_threshold``).
+
+The joins run in ``--parts`` passes over the hash of Q: p's links back to Q and q's links to E
+are split by it, p's links to E are not (every pass reads them whole), so each pass holds 1/parts
+of the (Q, E) keys it looks up and spills neither side at 10^8 links.
 """
 
 from __future__ import annotations
