@@ -207,9 +207,9 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
             candidates[name] = table
             count = engine.count(table)
             result.methods[name] = MethodResult(name, candidates=count, report=method.report(ctx, count))
-            engine.release_owned(name)  # its joins' work tables: the candidates hold what is left to do
             if count == 0:
                 result.methods[name].reason = method.why_empty(ctx)
+            engine.release_owned(name)  # its joins' work tables: the candidates hold what is left to do
         if config.negatives != "overlap" and "elinks" in ctx.__dict__:  # only overlap negatives read it again
             engine.release(ctx.elinks)
         quota = allocate(config.max_pairs, {n: r.candidates for n, r in result.methods.items()})
