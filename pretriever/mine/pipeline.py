@@ -159,7 +159,11 @@ def finish(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives,
     return out.order_by([out._h, out.key])
 
 
-WRITE_ROW_BYTES = 3000  # a finished pair in DuckDB's sort: query, positive and negative texts and ids
+# A finished pair's share of a write part's memory. Set by measuring, not from a row's size: every part is one
+# more pass over the candidates, passages and documents, and DuckDB's sort spills what does not fit. 10^7 links
+# at a 1.5 GiB limit (bench/README, "Mining"): 15 parts (3000) wrote DL in 67 s, 5 parts (1000) in 43 s with
+# 0.05 GiB more spill, 1 part in 46 s with 2.9 GiB more spill and the peak RSS 0.3 GiB higher.
+WRITE_ROW_BYTES = 1000
 
 
 def write_pairs(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negatives, path: Path) -> int:
