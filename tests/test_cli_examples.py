@@ -110,7 +110,7 @@ def _probe_instead_of_serving(served: list[dict]):
 
     def run(app, **_):
         key = os.environ.get("PRETRIEVER_API_KEY")  # an example that binds off loopback sets one
-        with TestClient(app, headers={"X-API-Key": key} if key else {}) as client:
+        with TestClient(app, base_url="http://127.0.0.1", headers={"X-API-Key": key} if key else {}) as client:
             health = client.get("/health")
             assert health.status_code == 200, health.text
             search = client.get("/search", params={"q": "cancer prognosis", "k": 3})

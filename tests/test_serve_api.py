@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
+import time
+from urllib.parse import quote
 
 import httpx
 import pyarrow.parquet as pq
@@ -14,7 +18,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, served  # noqa: F401 - a fixture
+from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running, served, slashed  # noqa: F401 - fixtures
 from pretriever.cli import app as cli_app
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
@@ -23,7 +27,9 @@ from pretriever.mine.methods import METHODS as REGISTERED
 from pretriever.refine import RefineConfig, run_refine
 from pretriever.retrieval import Hit
 from pretriever.serve import ServeConfig, ServeError, create_app
+from pretriever.serve.handlers import without_paths
 from pretriever.serve.judged import JudgedSets
+from pretriever.serve.server import ReadDeadlines
 from pretriever.serve.pairs import reason
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
@@ -31,16 +37,21 @@ COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 97001
 QAC_QUESTION = "The first person born in Africa to fly in space was who (France), in 1985?"
 
 
+def local(app, **options) -> TestClient:
+    """A test client that names the server as a browser on this machine does (Host: 127.0.0.1)."""
+    return TestClient(app, base_url="http://127.0.0.1", **options)
+
+
 @pytest.fixture(scope="module")
 def client(served):  # noqa: F811
-    with TestClient(create_app(served.config(), engine=served.engine)) as c:
+    with local(create_app(served.config(), engine=served.engine)) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def evidence(served):  # noqa: F811
     """The same index with the enwiki pairs of cc, qac and qc."""
-    with TestClient(create_app(served.config(pairs=served.evidence_pairs), engine=served.engine)) as c:
+    with local(create_app(served.config(pairs=served.evidence_pairs), engine=served.engine)) as c:
         yield c
 
 
@@ -80,7 +91,7 @@ def test_concurrent_queries_are_encoded_in_shared_batches(served):  # noqa: F811
 
     async def fire():
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             return await asyncio.gather(*(c.get("/search", params={"q": f"vitamin {i}", "k": 2}) for i in range(16)))
 
     responses = asyncio.run(fire())
@@ -224,12 +235,12 @@ def test_passages_health_info_and_page(client):
     assert "pretriever" in client.get("/").text and client.get("/static/app.js").status_code == 200
     assert "/search/batch" in client.get("/openapi.json").json()["paths"]
     assert "/answer" not in client.get("/openapi.json").json()["paths"] and info["reader"] is None
-    assert client.post("/answer", json={"q": "who?"}).status_code in (404, 405)  # no reader: no route
+    assert client.post("/answer", json={"q": "who?"}).status_code == 404  # no reader
     assert client.get("/docs").status_code == 200
 
 
 def test_limits_give_clear_4xx(served):  # noqa: F811
-    with TestClient(create_app(served.config(max_batch=4, max_body_bytes=2000), engine=served.engine)) as c:
+    with local(create_app(served.config(max_batch=4, max_body_bytes=2000), engine=served.engine)) as c:
         r = c.get("/search", params={"q": "x" * 1001})
         assert r.status_code == 422 and r.json()["error"] == "q: String should have at most 1000 characters"
         r = c.get("/search", params={"q": "x", "k": 1001})
@@ -247,7 +258,7 @@ def test_limits_give_clear_4xx(served):  # noqa: F811
 def test_api_key_required_off_loopback(served):  # noqa: F811
     with pytest.raises(ServeError, match="--api-key"):
         served.config(host="0.0.0.0")
-    with TestClient(create_app(served.config(host="0.0.0.0", api_key="s3cret"), engine=served.engine)) as c:
+    with local(create_app(served.config(host="0.0.0.0", api_key="s3cret"), engine=served.engine)) as c:
         assert c.get("/search", params={"q": "cancer"}).status_code == 401
         r = c.get("/search", params={"q": "cancer"}, headers={"x-api-key": "wrong"})
         assert r.status_code == 401 and "API key" in r.json()["error"]
@@ -276,7 +287,7 @@ def test_generated_requests_never_get_a_5xx(served):  # noqa: F811
     schemathesis = pytest.importorskip("schemathesis")
     from hypothesis import HealthCheck, given, settings, strategies as st
 
-    app = create_app(served.config(), engine=served.engine)
+    app = create_app(served.config(allowed_host=["testserver"]), engine=served.engine)  # the Host it sends
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 9
@@ -304,7 +315,7 @@ def answering(tiny, trained, tmp_path_factory):  # noqa: F811
     index = tmp_path_factory.mktemp("answer") / "tiny-index"
     build_index(IndexConfig(corpus=root / "store", out=index))
     BM25Index.build(CorpusStore(root / "store")).save(index / "bm25")
-    with TestClient(create_app(ServeConfig(index=index, reader=trained.out, max_read_k=5))) as c:
+    with local(create_app(ServeConfig(index=index, reader=trained.out, max_read_k=5))) as c:
         yield c
 
 
@@ -359,7 +370,7 @@ def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path)
     refined = tmp_path / "refined"
     run_refine(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
                             qrels=beir / "qrels" / "train.tsv", holdout=served.qrels, k=20, limit=40))
-    with TestClient(create_app(ServeConfig(index=refined))) as c:
+    with local(create_app(ServeConfig(index=refined))) as c:
         info = c.get("/info").json()
         train_ids = list(dict.fromkeys(line.split("\t")[0] for line in
                                        (beir / "qrels" / "train.tsv").read_text().splitlines()[1:]))
@@ -371,7 +382,7 @@ def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path)
         assert r.status_code == 200 and r.json()["query_id"] == "94"
         assert [h["id"] for s in r.json()["systems"] for h in s["hits"] if h["relevance"]] == ["1215116"] * 2
     # the command line's set of the same name wins
-    with TestClient(create_app(ServeConfig(index=refined, qrels={"holdout": served.qrels}))) as c:
+    with local(create_app(ServeConfig(index=refined, qrels={"holdout": served.qrels}))) as c:
         assert c.get("/info").json()["sets"]["sources"]["holdout"] == f"--qrels {served.qrels}"
 
 
@@ -382,3 +393,148 @@ def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):  # 
     assert sets.qrels == {} and sets.answers == {}
     assert "gone/train.tsv (recorded in" in sets.skipped["feedback"] and "not there" in sets.skipped["feedback"]
     assert "neither qrels nor a QA file" in sets.skipped["holdout"]  # a queries file holds no judgments
+
+
+# ---------------------------------------------------------------- hardening (issue 24)
+
+def test_a_key_no_client_could_send_is_refused_at_start(served, monkeypatch):  # noqa: F811
+    with pytest.raises(ServeError, match=r"U\+00E9 at character 3: HTTP headers carry visible ASCII only") as caught:
+        served.config(api_key="clé-secrète")
+    assert "clé" not in str(caught.value)  # the message does not print the key
+    monkeypatch.setenv("PRETRIEVER_API_KEY", "tab\there")
+    with pytest.raises(ServeError, match="U\\+0009 at character 4"):
+        served.config(host="0.0.0.0")
+    result = CliRunner().invoke(cli_app, ["serve", str(served.index), "--api-key", "ключ"])
+    assert result.exit_code == 2 and "visible ASCII" in result.output
+
+
+def test_passage_ids_may_hold_a_slash(slashed):  # noqa: F811
+    with local(create_app(ServeConfig(index=slashed))) as c:
+        ids = [h["id"] for h in c.get("/search", params={"q": "slashes digital object", "mode": "bm25"}).json()["hits"]]
+        assert ids[0].startswith("10.1000/xyz/123")
+        for id_ in ids:
+            for path in (f"/passages/{quote(id_, safe='')}", f"/passages/{id_}"):  # %2F, or / as typed
+                r = c.get(path)
+                assert r.status_code == 200 and r.json()["passage_id"] == id_, (path, r.text)
+        r = c.get("/passages/physics/nothing-0")
+        assert r.status_code == 404 and r.json()["error"] == "passage 'physics/nothing-0' is not in the index store"
+
+
+def test_every_error_is_one_json_format(client, served):  # noqa: F811
+    def error(r, status: int) -> str:
+        assert r.status_code == status and set(r.json()) <= {"error", "detail"}, r.text
+        return r.json()["error"]
+
+    assert "no such route: GET /nope" in error(client.get("/nope"), 404)
+    assert "/static/nope.js" in error(client.get("/static/nope.js"), 404)
+    r = client.put("/search", json={"q": "x"})
+    assert "does not take PUT" in error(r, 405) and "GET" in r.headers["allow"]
+    assert "--reader READER_DIR" in error(client.post("/answer", json={"q": "who?"}), 404)
+    assert "not valid JSON" in error(client.post("/search", content=b'{"q": ', headers={"content-type":
+                                                                                         "application/json"}), 422)
+    assert "valid dictionary" in error(client.post("/search", content="q=x", headers={"content-type": "text/plain"}),
+                                       422)
+    assert "limit is 2,000 bytes" in error(_chunked_post(served, 3000), 413)  # no Content-Length to go by
+    assert _chunked_post(served, 500).status_code == 200
+
+    with local(create_app(served.config(), engine=served.engine), raise_server_exceptions=False) as c:
+        c.app.state.judged = None  # a bug: /queries fails with an AttributeError
+        message = error(c.get("/queries", params={"set": "test"}), 500)
+    assert message == "internal error: the server log has the details"
+
+
+def _chunked_post(served, size: int):  # noqa: F811
+    """POST /search with a body of ``size`` bytes sent in chunks (Transfer-Encoding: chunked)."""
+    body = json.dumps({"q": "cancer " + "x" * max(0, size - 30), "k": 1}).encode()
+    with local(create_app(served.config(max_body_bytes=2000, max_query_chars=5000), engine=served.engine)) as c:
+        return c.post("/search", content=iter([body[i:i + 256] for i in range(0, len(body), 256)]),
+                      headers={"content-type": "application/json"})
+
+
+def test_the_host_header_is_checked_on_loopback(served):  # noqa: F811
+    with local(create_app(served.config(allowed_host=["Search.LAN"]), engine=served.engine)) as c:
+        for host in ("127.0.0.1:8000", "localhost", "LOCALHOST:80", "[::1]:8000", "search.lan:8000"):
+            assert c.get("/health", headers={"host": host}).status_code == 200, host
+        for host in ("evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost.evil.example", ""):
+            r = c.get("/info", headers={"host": host})
+            assert r.status_code == 400 and "--allowed-host" in r.json()["error"], host
+    with local(create_app(served.config(host="0.0.0.0", api_key="s3cret"), engine=served.engine)) as c:
+        assert c.get("/health", headers={"host": "search.example.org"}).status_code == 200  # off loopback: the key
+
+
+def test_the_page_and_every_response_carry_security_headers(client):
+    page = client.get("/")
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    for r in (page, client.get("/health"), client.get("/nope"), client.get("/static/app.js")):
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+
+
+def test_slow_clients_are_cut_off(served):  # noqa: F811
+    """A real uvicorn on 127.0.0.1 with deadlines of 0.5 s: a socket that sends nothing, headers a byte at a
+    time, or half a body, is closed (the socket's own timeout, 10 s, would fail the test first)."""
+    cfg = served.config(header_timeout=0.5, body_timeout=0.5)
+    with running(cfg, served.engine) as url:
+        port = int(url.rsplit(":", 1)[1])
+        head = (b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 40\r\n\r\n")
+        for name, sent, trickle in (("nothing", b"", b""), ("half the headers", head[:30], head[30:60]),
+                                    ("half the body", head + b'{"q": "can', b"")):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(sent)
+                for byte in trickle:  # a byte every 0.1 s does not extend the deadline
+                    time.sleep(0.1)
+                    try:
+                        s.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                try:
+                    got = s.recv(65536)
+                except ConnectionResetError:
+                    got = b""
+                assert got == b"", f"{name}: the server answered {got[:100]!r} instead of closing"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # a prompt client is served
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_types_are_strict_and_blank_queries_refused(client):
+    for bad in ({"q": "cancer", "k": True}, {"q": "cancer", "k": "3"}, {"q": "cancer", "k": 3.0}, {"q": 3}):
+        r = client.post("/search", json=bad)
+        assert r.status_code == 422 and r.json()["error"].startswith(("k:", "q:")), (bad, r.text)
+    assert client.post("/search/batch", json={"queries": ["a"], "k": "3"}).status_code == 422
+    assert client.post("/compare", json={"q": "cancer", "k": False}).status_code == 422
+    assert client.get("/search", params={"q": "cancer", "k": "3"}).status_code == 200  # a query string is text
+    blank = " \t\u200b\x00\n"
+    for r in (client.get("/search", params={"q": blank}), client.post("/search", json={"q": blank}),
+              client.post("/search/batch", json={"queries": ["cancer", blank]}),
+              client.post("/compare", json={"q": blank})):
+        assert r.status_code == 422 and "empty once whitespace and control characters" in r.json()["error"], r.text
+
+
+def test_errors_name_no_server_path(client, served):  # noqa: F811
+    roots = {str(served.pairs.parent), str(served.index.parent), "/tmp"}
+    for r in (client.get("/pairs", params={"method": "wlp"}), client.get("/passages/nope"),
+              client.get("/passages/nope", params={"source": "pairs"}), client.get("/pairs", params={"method": "qac"})):
+        message = r.json()["error"]
+        assert r.status_code == 404 and not any(root in message for root in roots), message
+        assert not re.search(r"(^|\s|')/\w", message), message
+    wlp = client.get("/pairs", params={"method": "wlp"}).json()["error"]
+    assert "'wlp' was not mined into pairs (it has: dl, cm, ict)" in wlp  # the folder's name stays
+    assert without_paths("/passages/a is fine; /tmp/x/y.parquet is not") == "/passages/a is fine; y.parquet is not"
+
+
+def test_the_cli_runs_uvicorn_with_the_deadlines_and_hosts_given(slashed, monkeypatch):  # noqa: F811
+    ran = {}
+
+    def run(app, **options):  # instead of serving: what `pretriever serve` hands uvicorn
+        ran.update(options)
+        with TestClient(app, base_url="http://search.lan:8080") as c:
+            ran["status"] = c.get("/health").status_code
+
+    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", run)
+    result = CliRunner().invoke(cli_app, ["serve", str(slashed), "--allowed-host", "search.lan", "--header-timeout",
+                                          "2.5", "--body-timeout", "7"])
+    assert result.exit_code == 0, result.output
+    assert ran["status"] == 200 and (ran["host"], ran["port"]) == ("127.0.0.1", 8000)
+    assert issubclass(ran["http"], ReadDeadlines) and (ran["http"].header_timeout, ran["http"].body_timeout) == (2.5, 7)

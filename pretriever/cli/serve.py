@@ -9,14 +9,16 @@ from pretriever.cli.common import stage
 from pretriever.cli.options import config_command
 from pretriever.progress import console
 from pretriever.serve import ServeConfig, create_app
+from pretriever.serve.server import uvicorn_options
 
 
 @config_command(ServeConfig, "serve", arguments=("index",), nested=("hybrid",))
 def serve_command(cfg: ServeConfig) -> None:
     """Serve INDEX_DIR over HTTP: search (dense, BM25, hybrid), compare, browse pairs, answer; a web page at /.
 
-    OpenAPI docs at /docs. Binds 127.0.0.1 unless --host says otherwise; any other address needs --api-key
-    (or $PRETRIEVER_API_KEY). Judgments and answers are read at start-up and requests name them; a refined index offers the qrels its refinement recorded (sets feedback and holdout), any other index needs --qrels and --queries. With --reader READER_DIR, POST /answer retrieves and reads (as `pretriever answer`) and the page shows an answer box.
+    OpenAPI docs at /docs. Judgments and answers are read at start-up and requests name them; a refined index offers the qrels its refinement recorded (sets feedback and holdout), any other index needs --qrels and --queries. With --reader READER_DIR, POST /answer retrieves and reads (as `pretriever answer`) and the page shows an answer box.
+
+    Safety: binds 127.0.0.1 unless --host says otherwise; any other address needs --api-key (or $PRETRIEVER_API_KEY; visible ASCII). On loopback a request's Host header must be 127.0.0.1, localhost, [::1] or an --allowed-host, else 400, so that no web page can read the server by DNS rebinding. Every response carries X-Content-Type-Options: nosniff and X-Frame-Options: DENY; the page also a Content-Security-Policy of its own origin only. Every error is JSON, {"error": "message"} (a 422 adds "detail"), and names no file of the server. A client has --header-timeout seconds to send a request's headers and --body-timeout for its body, then the socket is closed.
 
     Examples:
 
@@ -30,4 +32,4 @@ def serve_command(cfg: ServeConfig) -> None:
         console.print(f"opening {cfg.index} ...")
         app = create_app(cfg)
     console.print(f"serving {cfg.index} on http://{cfg.host}:{cfg.port}/  (API docs: /docs)")
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")
+    uvicorn.run(app, **uvicorn_options(cfg))

@@ -13,13 +13,18 @@ no stage imports it.
 * :mod:`~pretriever.serve.judged` - the qrels and answer sets requests name (command line, or recorded by
   a refined index);
 * :mod:`~pretriever.serve.answer` - ``POST /answer`` with ``--reader``;
-* :mod:`~pretriever.serve.app` - :func:`create_app`: the FastAPI application and the page at ``/``.
+* :mod:`~pretriever.serve.app` - :func:`create_app`: the FastAPI application and the page at ``/``;
+* :mod:`~pretriever.serve.guards` - the Host check, the body cap and the security headers (ASGI middleware);
+* :mod:`~pretriever.serve.handlers` - every error as ``{"error": message}``, with no server path in it;
+* :mod:`~pretriever.serve.server` - the options ``pretriever serve`` runs uvicorn with, and read deadlines.
 
 Example::
 
     from pretriever.serve import ServeConfig, create_app
-    app = create_app(ServeConfig(index="scifact-index/", pairs="pairs/", reader="reader/"))
-    # uvicorn.run(app, host="127.0.0.1", port=8000)
+    from pretriever.serve.server import uvicorn_options
+    config = ServeConfig(index="scifact-index/", pairs="pairs/", reader="reader/")
+    app = create_app(config)
+    # uvicorn.run(app, **uvicorn_options(config))
 """
 
 from pretriever.serve.app import create_app

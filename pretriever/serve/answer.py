@@ -79,3 +79,14 @@ def answer_router(cfg: ServeConfig) -> APIRouter:
                          took_ms=round((time.perf_counter() - started) * 1000, 3))
 
     return router
+
+
+def no_reader_router() -> APIRouter:
+    """``POST /answer`` on a server without a reader: a 404 that says how to get one (not in the OpenAPI)."""
+    router = APIRouter()
+
+    @router.post("/answer", include_in_schema=False)
+    async def answer() -> None:
+        raise HTTPException(404, "POST /answer needs a reader: start the server with --reader READER_DIR")
+
+    return router

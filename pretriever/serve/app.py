@@ -7,9 +7,12 @@ Endpoints (OpenAPI at ``/docs``): ``GET/POST /search``, ``POST /search/batch``, 
 
 Safety: no endpoint takes a filesystem path (indexes, pairs, the reader, qrels and answers are
 fixed at start-up and named); request bodies over ``max_body_bytes`` get 413 before they are
-read; queries, k and batches are capped in the request models (422); every error is JSON
-``{"error": message}``. Off loopback every API route needs the key (``X-API-Key`` or
-``Authorization: Bearer``), compared in constant time.
+read; queries, k and batches are capped in the request models (422, and strict: no "3" or true for
+an int); every error is JSON ``{"error": message}`` (:mod:`~pretriever.serve.handlers`). On
+loopback, a request must name the server in its Host header (127.0.0.1, localhost, [::1] or an
+``--allowed-host``), against DNS rebinding. Off loopback every API route needs the key
+(``X-API-Key`` or ``Authorization: Bearer``), compared in constant time. Read deadlines for slow
+clients are the server's (:mod:`~pretriever.serve.server`).
 """
 
 
@@ -22,60 +25,23 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from pydantic import AfterValidator
 
 from pretriever import __version__
-from pretriever.errors import PretrieverError
-from pretriever.mine.export import PairsError
 from pretriever.retrieval import Hit
-from pretriever.serve.answer import Answering, answer_router
+from pretriever.serve.answer import Answering, answer_router, no_reader_router
 from pretriever.serve.config import ServeConfig, is_loopback
 from pretriever.serve.engine import Engine, Passages
-from pretriever.serve.judged import JudgedSets, UnknownSetError
+from pretriever.serve.guards import PAGE_CSP, BodyLimit, HostCheck, SecurityHeaders
+from pretriever.serve.handlers import install_error_handlers
+from pretriever.serve.judged import JudgedSets
 from pretriever.serve.pairs import PageError, PairsView
 from pretriever.serve.schemas import (ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut, PassageOut, QueriesOut,
-                                      SearchOut, request_models)
+                                      SearchOut, has_text, request_models)
 
 STATIC = Path(__file__).parent / "static"
-
-
-class BodyLimit:
-    """ASGI middleware: 413 for a body over ``limit`` bytes, by Content-Length or while it streams in."""
-
-    def __init__(self, app: ASGIApp, limit: int):
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await self._reject(scope, receive, send)
-        seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._reject(scope, receive, send)
-
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse({"error": f"request body too large: the limit is {self.limit:,} bytes"}, 413)
-        await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _key_check(cfg: ServeConfig):
@@ -89,35 +55,11 @@ def _key_check(cfg: ServeConfig):
         auth = request.headers.get("authorization") or ""
         if not given and auth.lower().startswith("bearer "):
             given = auth[7:].strip()
-        if not hmac.compare_digest(given.encode("utf-8"), key.encode("utf-8")):
+        # header values arrive as bytes read as latin-1, and the key is visible ASCII (ServeConfig checks)
+        if not hmac.compare_digest(given.encode("latin-1"), key.encode("ascii")):
             raise HTTPException(401, "a valid API key is required: send it as the X-API-Key header")
 
     return check
-
-
-def _message(errors: list[dict]) -> str:
-    parts = []
-    for err in errors:
-        loc = list(err.get("loc", ()))
-        where = ".".join(str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc))
-        parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
-    return "; ".join(parts) or "invalid request"
-
-
-def _install_errors(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
-        return JSONResponse({"error": _message(errors), "detail": errors}, 422)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(PretrieverError)
-    async def domain_error(request: Request, exc: PretrieverError) -> JSONResponse:
-        status = 404 if isinstance(exc, (UnknownSetError, PageError, PairsError)) else 400
-        return JSONResponse({"error": str(exc)}, status)
 
 
 def _hits(hits: list[Hit], passages: dict) -> list[HitOut]:
@@ -129,7 +71,8 @@ def _hits(hits: list[Hit], passages: dict) -> list[HitOut]:
 def _api(cfg: ServeConfig) -> APIRouter:
     models = request_models(cfg)
     router = APIRouter()
-    Q = Annotated[str, Query(min_length=1, max_length=cfg.max_query_chars, description="the query text")]
+    Q = Annotated[str, Query(min_length=1, max_length=cfg.max_query_chars, description="the query text"),
+                  AfterValidator(has_text)]
     K = Annotated[int, Query(ge=1, le=cfg.max_k, description="hits to return")]
 
     def engine(request: Request) -> Engine:
@@ -224,17 +167,18 @@ def _api(cfg: ServeConfig) -> APIRouter:
         return QueriesOut(set=set, page=page, pages=pages, total=total,
                           queries=[{"id": i, "text": t, "judged": n} for i, t, n in rows])
 
-    @router.get("/passages/{passage_id}", response_model=PassageOut, responses=ERRORS, tags=["search"])
-    async def passage(request: Request, passage_id: Annotated[str, PathParam(max_length=300)],
+    @router.get("/passages/{passage_id:path}", response_model=PassageOut, responses=ERRORS, tags=["search"])
+    async def passage(request: Request, passage_id: Annotated[str, PathParam(min_length=1, max_length=300,
+                                                                             description="any id, / included")],
                       source: Annotated[str, Query(pattern="^(index|pairs)$", description="the index's store or "
                                                "the store the pairs were mined from")] = "index") -> PassageOut:
-        """One passage by id: title, text, document."""
+        """One passage by id (an id may hold /: the rest of the path is the id): title, text, document."""
         store = request.app.state.stores.get(source)
         if store is None:
             raise HTTPException(404, f"no corpus store is known for {source!r}")
         found = (await engine(request).run(store.get, [passage_id]))[passage_id]
         if found.text is None:
-            raise HTTPException(404, f"passage {passage_id!r} is not in the {source} store ({store.path})")
+            raise HTTPException(404, f"passage {passage_id!r} is not in the {source} store")
         return PassageOut(**found.__dict__, source=source)
 
     @router.get("/info", tags=["service"])
@@ -282,11 +226,14 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     app.state.stores = {"index": app.state.engine.lookup,
                         "pairs": Passages(pairs_store) if pairs_store is not None else None}
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
-    _install_errors(app)
+    if (names := cfg.host_names()) is not None:
+        app.add_middleware(HostCheck, names=names)
+    app.add_middleware(SecurityHeaders)  # the outermost: on the Host check's and the body cap's answers too
+    install_error_handlers(app)
     guard = [Depends(_key_check(cfg))] if cfg.api_key or not is_loopback(cfg.host) else []
     app.include_router(_api(cfg), dependencies=guard)
-    if app.state.reader is not None:
-        app.include_router(answer_router(cfg), dependencies=guard)
+    reading = answer_router(cfg) if app.state.reader is not None else no_reader_router()
+    app.include_router(reading, dependencies=guard)
 
     @app.get("/health", tags=["service"])
     async def health() -> dict:
@@ -295,7 +242,7 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
+        return FileResponse(STATIC / "index.html", headers={"content-security-policy": PAGE_CSP})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

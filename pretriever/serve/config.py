@@ -13,6 +13,7 @@ from pretriever.index import HybridOptions
 
 API_KEY_ENV = "PRETRIEVER_API_KEY"
 MODES = ("dense", "bm25", "hybrid")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 class ServeError(PretrieverError):
@@ -27,6 +28,24 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_name(value: str) -> str:
+    """The host of a Host header or an --allowed-host value, without its port, lower-cased ("[::1]:80" -> "[::1]")."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[:value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0].rstrip(".") if value.count(":") == 1 else value.rstrip(".")
+
+
+def check_key(key: str) -> None:
+    """Refuse a key no client could send: header values are bytes read as latin-1, so only visible ASCII
+    arrives as typed."""
+    for at, char in enumerate(key, 1):
+        if not "!" <= char <= "~":
+            raise ServeError(f"the API key (--api-key or ${API_KEY_ENV}) has U+{ord(char):04X} at character {at}: "
+                             f"HTTP headers carry visible ASCII only, so no client could present it; use letters, "
+                             f"digits and punctuation (python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 def parse_named(values: list[str] | dict[str, str] | None, what: str) -> dict[str, Path]:
@@ -55,6 +74,10 @@ class ServeConfig:
     reader: Path | None = option(None, "READER_DIR (from `pretriever reader train`): enables POST /answer and the "
                                        "page's answer box.")
     host: str = option("127.0.0.1", "Address to bind. Anything but loopback needs an API key.")
+    allowed_host: list[str] = option(default_factory=list, help="A host name clients may reach the server by "
+                                      "besides 127.0.0.1, localhost and [::1] (repeatable). Any other Host header "
+                                      "gets 400, so a web page cannot read the server by DNS rebinding; off "
+                                      "loopback the Host header is checked only when this is given.")
     port: int = option(8000, "Port to listen on.")
     api_key: str | None = option(None, f"Key clients send as `X-API-Key` (or `Authorization: Bearer KEY`); "
                                        f"required off loopback. Also read from ${API_KEY_ENV}.",
@@ -80,6 +103,10 @@ class ServeConfig:
     hybrid: HybridOptions = option(default_factory=HybridOptions, help="How mode=hybrid fuses dense and BM25 "
                                    "(the [serve.hybrid] table; RRF k=60 by default).")
     threads: int = option(4, "Worker threads for encoding, FAISS/BM25 search and passage lookups.")
+    header_timeout: float = option(10.0, "Seconds a client has to send a request's line and headers (from "
+                                         "connecting, or from the request's first byte); then the socket is closed.")
+    body_timeout: float = option(30.0, "Seconds a client has to send a request's body once its headers are in; "
+                                       "then the socket is closed.")
 
     def __post_init__(self) -> None:
         self.index = Path(self.index)
@@ -96,6 +123,21 @@ class ServeConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.batch_wait_ms < 0:
             raise ValueError(f"batch_wait_ms must be 0 or more, got {self.batch_wait_ms}")
+        for name in ("header_timeout", "body_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be more than 0 seconds, got {getattr(self, name)}")
+        self.allowed_host = [host_name(h) for h in self.allowed_host]
+        if "" in self.allowed_host:
+            raise ServeError("--allowed-host needs a host name (e.g. --allowed-host search.lan)")
+        if self.api_key:
+            check_key(self.api_key)
         if not is_loopback(self.host) and not self.api_key:
             raise ServeError(f"binding {self.host} exposes the index beyond this machine: give --api-key KEY "
                              f"(or set ${API_KEY_ENV}), or bind 127.0.0.1")
+
+    def host_names(self) -> frozenset[str] | None:
+        """The names a request's Host header may carry (None: any, off loopback without --allowed-host)."""
+        if not is_loopback(self.host) and not self.allowed_host:
+            return None
+        own = host_name(f"[{self.host}]" if ":" in self.host else self.host)
+        return frozenset((*LOOPBACK_NAMES, own, *self.allowed_host))

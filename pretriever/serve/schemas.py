@@ -2,10 +2,12 @@
 models are made per app (:func:`request_models`) and the OpenAPI schema states the real limits."""
 
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
 
 from pretriever.reader.config import ReadOptions
 from pretriever.serve.config import ServeConfig
@@ -14,6 +16,15 @@ Mode = Literal["dense", "bm25", "hybrid"]
 Rank = Literal["passage", "span"]
 MAX_N_BEST = 20
 MAX_ANSWER_TOKENS = 50
+
+
+def has_text(query: str) -> str:
+    """``query`` when something is left of it without whitespace and control or format characters
+    (a query of tabs, NULs or zero-width spaces has nothing to search for)."""
+    if all(c.isspace() or unicodedata.category(c).startswith("C") for c in query):
+        raise PydanticCustomError("query_empty", "the query is empty once whitespace and control characters "
+                                                 "are stripped")
+    return query
 
 
 class HitOut(BaseModel):
@@ -180,9 +191,9 @@ class RequestModels:
 
 def request_models(cfg: ServeConfig) -> RequestModels:
     """The request bodies with this server's limits (query length, k, batch size)."""
-    Query = Annotated[str, StringConstraints(min_length=1, max_length=cfg.max_query_chars)]
+    Query = Annotated[str, StringConstraints(min_length=1, max_length=cfg.max_query_chars), AfterValidator(has_text)]
     K = Annotated[int, Field(ge=1, le=cfg.max_k, description="hits to return")]
-    strict = ConfigDict(extra="forbid")
+    strict = ConfigDict(extra="forbid", strict=True)  # JSON types as given: no "3" or true for 3
 
     class SearchIn(BaseModel):
         model_config = strict

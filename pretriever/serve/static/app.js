@@ -120,19 +120,21 @@ async function loadPairs(e) {
   try {
     const data = await api(`/pairs?${params}`);
     state.pages = data.pages;
-    $("pairs").replaceChildren(...(data.pairs.length ? data.pairs.map(pairCard) : [el("p", { class: "muted" }, "no pairs match")]));
+    $("pair-list").replaceChildren(...(data.pairs.length ? data.pairs.map(pairCard) : [el("p", { class: "muted" }, "no pairs match")]));
     $("pageinfo").textContent = `page ${data.page} of ${data.pages} (${data.total.toLocaleString()} pairs)`;
-  } catch (err) { $("pairs").replaceChildren(el("p", {}, err.message)); }
+  } catch (err) { $("pair-list").replaceChildren(el("p", {}, err.message)); }
   $("prev").disabled = state.page <= 1; $("next").disabled = state.page >= state.pages;
   const def = (state.defs || {})[$("method").value];
   $("method-def").textContent = def ? `${def.title}: ${def.definition}` : "";
 }
 
-// Grouped bar chart of stats.json's overlap_histogram (20 bins over [0, 1]), as shares of each method's pairs.
+// Grouped bar chart of stats.json's overlap_histogram (20 bins over [0, 1]), as shares of each method's pairs;
+// drawn 360 units wide on a narrow screen, so that its text keeps its size when it shrinks to fit.
+const narrow = window.matchMedia("(max-width: 600px)");
 function histogram(stats) {
   const methods = Object.entries(stats.methods || {}).filter(([, s]) => s.overlap_histogram);
   if (!methods.length) return el("p", { class: "muted" }, "no overlap statistics");
-  const W = 760, R = 30, B = 30, L = 40, T = 24 + methods.length * 16, H = T + 170, bins = methods[0][1].overlap_histogram.length;
+  const W = narrow.matches ? 360 : 760, R = 16, B = 30, L = 20, T = 8 + methods.length * 16, H = T + 170, bins = methods[0][1].overlap_histogram.length;
   const colors = ["#1a56a8", "#e37400", "#1e8e3e", "#a142f4", "#c5221f"];
   const shares = methods.map(([, s]) => { const t = s.overlap_histogram.reduce((a, b) => a + b, 0) || 1; return s.overlap_histogram.map((v) => v / t); });
   const top = Math.max(...shares.flat(), 0.01);
@@ -147,24 +149,29 @@ function histogram(stats) {
   }));
   add("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888" });
   for (let t = 0; t <= 4; t++) add("text", { x: L + (t / 4) * (W - L - R), y: H - B + 18, "font-size": 14, "text-anchor": "middle" }, (t / 4).toFixed(2));
-  add("text", { x: L, y: 16, "font-size": 14, "font-weight": 600 }, `Query-positive word overlap (share of each method's pairs; top bar ${(top * 100).toFixed(0)}%)`);
-  methods.forEach(([name, s], m) => { add("rect", { x: L, y: 24 + m * 16, width: 11, height: 11, fill: colors[m % colors.length] }); add("text", { x: L + 16, y: 34 + m * 16, "font-size": 13 }, `${name}: ${s.overlap_pairs ?? s.pairs} pairs, mean ${s.mean_overlap ?? "-"}`); });
-  return svg;
+  methods.forEach(([name, s], m) => { add("rect", { x: L, y: 8 + m * 16, width: 11, height: 11, fill: colors[m % colors.length] }); add("text", { x: L + 16, y: 18 + m * 16, "font-size": 13 }, `${name}: ${s.overlap_pairs ?? s.pairs} pairs, mean ${s.mean_overlap ?? "-"}`); });
+  const caption = el("figcaption", {}, `Query-positive word overlap (share of each method's pairs; top bar ${(top * 100).toFixed(0)}%)`);
+  return el("figure", {}, caption, svg);
+}
+
+function drawHistogram() {
+  if (state.stats) $("histogram").replaceChildren(histogram(state.stats));
 }
 
 async function initPairs() {
-  if (!state.info || !state.info.pairs) { $("pairs").replaceChildren(el("p", { class: "muted" }, "No pairs folder is served (start with --pairs PAIRS_DIR).")); return; }
+  if (!state.info || !state.info.pairs) { $("pair-list").replaceChildren(el("p", { class: "muted" }, "No pairs folder is served (start with --pairs PAIRS_DIR).")); return; }
   $("method").replaceChildren(...state.info.pairs.methods.map((m) => el("option", { value: m }, m)));
   try {
-    const stats = await api("/pairs/stats");
-    state.defs = stats.definitions;
-    $("histogram").replaceChildren(histogram(stats));
+    state.stats = await api("/pairs/stats");
+    state.defs = state.stats.definitions;
+    drawHistogram();
   } catch (err) { $("histogram").textContent = err.message; }
   await loadPairs();
 }
 
 async function loadQueries() {
   const set = $("qset").value;
+  $("qprev").disabled = $("qnext").disabled = true;  // until a page says there is somewhere to go
   if (!set) return;
   try {
     const data = await api(`/queries?set=${encodeURIComponent(set)}&page=${state.qpage}&page_size=20`);
@@ -172,8 +179,8 @@ async function loadQueries() {
     $("judged-list").setAttribute("start", (data.page - 1) * 20 + 1);
     $("judged-list").replaceChildren(...data.queries.map((q) => el("li", {}, el("button", { type: "button", onclick: () => compare(q) }, `${q.id}: ${q.text || "(no text: start with --queries)"}`), el("span", { class: "muted" }, ` \u00b7 ${q.judged} relevant`))));
     $("qpageinfo").textContent = `page ${data.page} of ${data.pages}`;
+    $("qprev").disabled = state.qpage <= 1; $("qnext").disabled = state.qpage >= state.qpages;
   } catch (err) { $("judged-status").textContent = err.message; }
-  $("qprev").disabled = state.qpage <= 1; $("qnext").disabled = state.qpage >= state.qpages;
 }
 
 async function compare(q) {
@@ -196,7 +203,12 @@ function show(view) {
 }
 
 function route() {
-  const hash = decodeURIComponent(location.hash.slice(1));
+  let hash;
+  try { hash = decodeURIComponent(location.hash.slice(1)); } catch (err) {  // a hand-edited or cut-off address
+    show("search");
+    $("search-status").textContent = `The address after # is not valid percent-encoding (${err.message}): type the query instead.`;
+    return;
+  }
   if (hash.startsWith("search=")) { show("search"); $("q").value = hash.slice(7); runSearch(); }
   else if (hash === "pairs" || hash === "judged") show(hash);
   else show("search");
@@ -216,6 +228,7 @@ async function init() {
     if (e.key === "/" && !["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName)) { e.preventDefault(); show("search"); $("q").focus(); }
   });
   window.addEventListener("hashchange", route);
+  narrow.addEventListener("change", drawHistogram);
   await loadInfo();
   route();
   initPairs();

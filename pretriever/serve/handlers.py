@@ -1,0 +1,87 @@
+"""Every error the API sends is ``{"error": message}`` (422s add ``detail``, pydantic's list): a route's own
+errors, the stages' errors, unknown routes and methods, bodies that do not parse, and failures.
+
+A message never shows a client where the server's files are: absolute paths in it are cut to their last
+part before it is sent, and the whole message goes to the server log.
+"""
+
+import logging
+import re
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from pretriever.errors import PretrieverError
+from pretriever.mine.export import PairsError
+from pretriever.serve.judged import UnknownSetError
+from pretriever.serve.pairs import PageError
+
+log = logging.getLogger(__name__)
+_ABSOLUTE = re.compile(r"(?<![\w/.~:-])/[^\s'\"()<>,;:]+")
+
+
+def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The API's error response: ``{"error": message}``."""
+    return JSONResponse({"error": message}, status, headers=headers)
+
+
+def without_paths(message: str) -> str:
+    """``message`` with each absolute path into this machine's file system (its first folder exists here) cut
+    to its last part: "/srv/x/pairs is ..." -> "pairs is ..."; "/passages/a" stays."""
+
+    def cut(match: re.Match) -> str:
+        path = match.group(0)
+        top = path.split("/")[1]
+        return (Path(path).name or path) if top and Path("/", top).exists() else path
+
+    return _ABSOLUTE.sub(cut, message)
+
+
+def _public(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    shown = without_paths(message)
+    if shown != message:
+        log.warning("%s %s -> %d: %s", request.method, request.url.path, status, message)
+    return error_reply(status, shown, headers)
+
+
+def _message(errors: list[dict]) -> str:
+    parts = []
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            parts.append(f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})")
+            continue
+        loc = list(err.get("loc", ()))
+        where = ".".join(str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc))
+        parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+    return "; ".join(parts) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Make every error of ``app`` ``{"error": message}``."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        detail = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errors]
+        return JSONResponse({"error": _message(list(errors)), "detail": detail}, 422)
+
+    @app.exception_handler(HTTPException)  # Starlette's: FastAPI's, and the router's 404 and 405
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no such route: {request.method} {request.url.path} (the API is described at /docs)"
+        elif exc.status_code == 405 and message == "Method Not Allowed":
+            message = f"{request.url.path} does not take {request.method} (allowed: {(exc.headers or {}).get('allow')})"
+        return _public(request, exc.status_code, message, exc.headers)
+
+    @app.exception_handler(PretrieverError)
+    async def domain_error(request: Request, exc: PretrieverError) -> JSONResponse:
+        status = 404 if isinstance(exc, (UnknownSetError, PageError, PairsError)) else 400
+        return _public(request, status, str(exc))
+
+    @app.exception_handler(Exception)  # a bug: the trace goes to the server log (uvicorn prints it), not here
+    async def failure(request: Request, exc: Exception) -> JSONResponse:
+        return error_reply(500, "internal error: the server log has the details")
