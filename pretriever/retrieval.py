@@ -1,12 +1,20 @@
-"""The one interface every retrieval system offers: BM25, dense indexes, refined indexes.
+"""The interfaces every retrieval system offers: BM25, dense, refined and hybrid indexes.
 
-Evaluation and search work against :class:`Retriever`, so a new system (a refined
-index, a hybrid) only has to implement ``search``.
+* :class:`Retriever` - ``name`` and ``search(queries, k)``: all that evaluation needs to rank.
+* :class:`Searcher` - a retriever that also returns its passages (``passages(ids)``), as pyserini's
+  ``LuceneSearcher.doc(id)`` does: what :func:`pretriever.index.open_system` returns.
+* :class:`VectorSearch` - optional: search by query vector (a dense index, a refined one, and a
+  searcher wrapping either), so a caller can batch query encoding apart from searching (the
+  server) or move query vectors before searching (dense PRF).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
 
 
 class Hit(NamedTuple):
@@ -14,9 +22,96 @@ class Hit(NamedTuple):
     score: float
 
 
+@dataclass(frozen=True)
+class Passage:
+    """One passage as a searcher returns it (None fields: the id is not in the store, or no store is known)."""
+
+    passage_id: str
+    title: str | None
+    text: str | None
+    doc_id: str | None
+
+
+@runtime_checkable
 class Retriever(Protocol):
-    name: str  # the key of this system in result tables and JSON
+    """A retrieval system that ranks passages for text queries.
+
+    Requirements: ``name`` (the key of the system in result tables and JSON) and ``search``, which
+    returns one list of :class:`Hit` per query, best first, at most ``k`` long.
+
+    Example::
+
+        class Fixed:
+            name = "fixed"
+
+            def search(self, queries, k):
+                return [[Hit("doc-0", 1.0)][:k] for _ in queries]
+
+        evaluate_retrievers([Fixed()], queries, qrels)
+    """
+
+    name: str
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         """The top ``k`` passages for each query, best first."""
+        ...
+
+
+@runtime_checkable
+class Searcher(Retriever, Protocol):
+    """A retriever that owns its passages: it searches, then returns the passages it found by id.
+
+    Modelled on pyserini's ``LuceneSearcher`` (``searcher.search(q)``, then ``searcher.doc(id)``), so a
+    consumer never digs the corpus store out of an index's metadata itself.
+
+    Requirements: what :class:`Retriever` needs, plus ``passages(ids)``, a dict from each id asked for
+    (in the order asked, duplicates once) to its :class:`Passage` (fields None for an id that is not in
+    the store, or when no store is known), and ``lookup``, the opened store its passages come from (a
+    :class:`pretriever.data.PassageLookup`, for document ids, whole documents and titles; None when no
+    store is known), and ``close()``.
+
+    Example::
+
+        from pretriever.index import open_system
+
+        with open_system("scifact-index/", "hybrid") as searcher:
+            hits = searcher.search(["vitamin D and bone fractures"], k=10)[0]
+            best = searcher.passages([h.passage_id for h in hits])
+            print(next(iter(best.values())).title)
+    """
+
+    lookup: Any  # pretriever.data.PassageLookup | None (the data layer sits above this module)
+
+    def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
+        """Title, text and document of each passage id."""
+        ...
+
+    def close(self) -> None:
+        """Release the store connection."""
+        ...
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """Search by query vector, for systems built on stored passage vectors.
+
+    Requirements: ``encode_queries`` (the vectors that ``search`` would use for these queries: a refined
+    index returns its refined ones), ``search_vectors`` (the top ``k`` for each vector, as ``search``) and
+    ``vectors_of`` (the stored vectors of passages, float32, in the given order; unknown ids skipped).
+    A wrapper (a :class:`Searcher` over a dense index, a refined index) offers them when what it wraps does.
+
+    Example::
+
+        if isinstance(searcher, VectorSearch):
+            vectors = searcher.encode_queries(["query one", "query two"])  # one batch, encoded once
+            hits = searcher.search_vectors(vectors, k=10)
+    """
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        ...
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        ...
+
+    def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
         ...

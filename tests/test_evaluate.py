@@ -23,12 +23,10 @@ runner = CliRunner()
 class FakeRetriever:
     """Returns fixed rankings per query text; records the k it was asked for."""
 
-    def __init__(self, name: str, rankings: dict[str, list[tuple[str, float]]], store=None):
+    def __init__(self, name: str, rankings: dict[str, list[tuple[str, float]]]):
         self.name = name
         self.rankings = rankings
         self.asked_k: list[int] = []
-        if store is not None:
-            self.store = store
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         self.asked_k.append(k)
@@ -133,9 +131,8 @@ def test_store_fixture_is_chunked(chunked_store):
 
 
 def test_maxp_aggregates_passages_to_documents(chunked_store):
-    fake = FakeRetriever("fake", {"x": [("C-0", 0.9), ("A-1", 0.8), ("C-0", 0.7), ("A-0", 0.95), ("B-1", 0.1)]},
-                         store=chunked_store)
-    result = evaluate_retrievers([fake], {"q": "x"}, {"q": {"A": 1, "B": 1}}, depth=2)
+    fake = FakeRetriever("fake", {"x": [("C-0", 0.9), ("A-1", 0.8), ("C-0", 0.7), ("A-0", 0.95), ("B-1", 0.1)]})
+    result = evaluate_retrievers([fake], {"q": "x"}, {"q": {"A": 1, "B": 1}}, depth=2, store=chunked_store)
     # documents by best passage: A 0.95, C 0.9, B 0.1; cut to depth 2 -> A, C
     per = result.per_query["fake"]["q"]
     assert per["MRR@10"] == 1.0 and per["Recall@20"] == 0.5
@@ -147,10 +144,10 @@ def test_answers_top_k_accuracy_with_store(chunked_store):
     rankings = {"where is the tower": [("C-0", 3.0), ("A-1", 2.0)],
                 "who found x rays": [("C-0", 3.0), ("A-0", 2.0), ("B-0", 1.0)],
                 "unanswerable": [("C-0", 1.0)]}
-    fake = FakeRetriever("fake", rankings, store=chunked_store)
+    fake = FakeRetriever("fake", rankings)
     examples = [QAExample("where is the tower", ["paris"]), QAExample("who found x rays", ["Röntgen"]),
                 ("unanswerable", ["nobody"])]
-    result = evaluate_retrievers([fake], answers=examples, ks=[1, 2, 3])
+    result = evaluate_retrievers([fake], answers=examples, ks=[1, 2, 3], store=chunked_store)
     assert result.systems["fake"]["Acc@1"] == 0.0
     assert result.systems["fake"]["Acc@2"] == pytest.approx(1 / 3)
     assert result.systems["fake"]["Acc@3"] == pytest.approx(2 / 3)
@@ -170,10 +167,12 @@ def test_answers_need_a_store():
 
 
 def test_multihop_all_gold_by_passage_and_by_title(chunked_store):
-    fake = FakeRetriever("fake", {"q": [("A-0", 3.0), ("C-0", 2.0), ("B-1", 1.0)]}, store=chunked_store)
-    by_pid = evaluate_retrievers([fake], multihop=[MultiHopExample("q", ["A-0", "B-1"])], ks=[1, 2, 3])
+    fake = FakeRetriever("fake", {"q": [("A-0", 3.0), ("C-0", 2.0), ("B-1", 1.0)]})
+    by_pid = evaluate_retrievers([fake], multihop=[MultiHopExample("q", ["A-0", "B-1"])], ks=[1, 2, 3],
+                                 store=chunked_store)
     assert by_pid.systems["fake"] == {"Acc@1": 0.0, "Acc@2": 0.0, "Acc@3": 1.0, "queries": 1}
-    by_title = evaluate_retrievers([fake], multihop=[("q", ["Alpha", "Gamma"])], gold_by="title", ks=[1, 2, 3])
+    by_title = evaluate_retrievers([fake], multihop=[("q", ["Alpha", "Gamma"])], gold_by="title", ks=[1, 2, 3],
+                                   store=chunked_store)
     assert by_title.systems["fake"]["Acc@2"] == 1.0 and by_title.systems["fake"]["Acc@1"] == 0.0
 
 

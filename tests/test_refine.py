@@ -304,7 +304,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
         assert refined.last_stats["test_time_refined"] > 0  # test queries were not feedback queries
         stored = pq.read_table(out / "refine" / "query_vectors.parquet")
         assert stored.num_rows == 40 and "refined" in stored.column_names
-        refined.query_vectors_for([toy["texts"]["q0"]])
+        refined.encode_queries([toy["texts"]["q0"]])
         assert refined.last_stats["stored"] == 0  # honest protocol: stored feedback vectors serve no search
     else:
         assert ref["query_side"]["test_time"] is None

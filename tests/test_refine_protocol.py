@@ -56,10 +56,10 @@ def test_stored_refined_query_vectors_serve_only_the_oracle_protocol(toy, tmp_pa
     run_refine(_cfg(toy, tmp_path / "oracle", method="aopt-query", oracle=True), query_vectors=toy["train_vectors"])
     feedback_query = [toy["texts"]["q0"]]
     honest = RefinedIndex.load(tmp_path / "honest", model=toy["model"])
-    honest.query_vectors_for(feedback_query)
+    honest.encode_queries(feedback_query)
     assert honest.last_stats["stored"] == 0  # honestly, a searched query is never a labelled one
     oracle = RefinedIndex.load(tmp_path / "oracle", model=toy["model"])
-    oracle.query_vectors_for(feedback_query)
+    oracle.encode_queries(feedback_query)
     assert oracle.last_stats["stored"] == 1
 
 

@@ -15,9 +15,9 @@ from rich.table import Table
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.data import CorpusStore, PassageLookup
-from pretriever.index import (BM25Index, BM25Options, HybridRetriever, IndexConfig, SearchConfig,
-                              bm25_beside, build_index, merge_index, open_retriever, read_index_meta)
+from pretriever.data import CorpusStore
+from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, build_index,
+                              merge_index, open_system, read_index_meta, recorded_store)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
@@ -205,7 +205,7 @@ def print_meta(meta: dict, path: Path) -> None:
             ("dimension", str(meta["dim"])), ("dtype", meta["dtype"]),
             ("index", ", ".join(f"{k}={v}" for k, v in meta["index"].items())),
             ("max length", str(enc["max_length"])), ("title prepended", str(enc["prepend_title"])),
-            ("normalize", str(enc["normalize"])), ("corpus", meta.get("corpus", {}).get("store", "?"))]
+            ("normalize", str(enc["normalize"])), ("corpus", recorded_store(meta) or "?")]
     if (Path(path) / "bm25" / "bm25.json").exists():
         rows.append(("bm25", str(Path(path) / "bm25")))
     for row in rows:
@@ -229,19 +229,17 @@ def search_command(cfg: SearchConfig) -> None:
       pretriever search scifact-index/ "ALDH1 expression is associated with poorer prognosis for breast cancer" --hybrid --fusion convex --alpha 0.5
     """
     queries, k = cfg.queries, cfg.k
-    with stage():
-        system = open_retriever(cfg.index_dir, device=cfg.device)
+    with stage(), open_system(cfg.index_dir, device=cfg.device) as system:
         systems = [system]
-        store_path = (system.meta.get("corpus") or {}).get("store")
-        if (cfg.bm25 or cfg.hybrid) and not isinstance(system, BM25Index):
-            lexical, _ = bm25_beside(store_path, [cfg.index_dir / BM25_DIR],
+        if (cfg.bm25 or cfg.hybrid) and not isinstance(system.retriever, BM25Index):
+            lexical, _ = bm25_system(system.lookup, [cfg.index_dir / BM25_DIR],
                                      say=lambda message: console.print(f"[dim]{message}[/dim]"))
             systems += [lexical] if cfg.bm25 else []
             if cfg.hybrid:
-                systems.append(HybridRetriever(system, lexical, cfg.fusion))
+                systems.append(system.fused(lexical, cfg.fusion))
         results = [s.search(list(queries), k) for s in systems]
-    wanted = sorted({h.passage_id for per_system in results for hits in per_system for h in hits})
-    details = _passage_details(store_path, wanted, cfg.words) if store_path and Path(store_path).exists() else {}
+        wanted = sorted({h.passage_id for per_system in results for hits in per_system for h in hits})
+        details = _passage_details(system, wanted, cfg.words)
     out = Console()  # results go to stdout (progress and messages to stderr)
     for qi, query in enumerate(queries):
         table = Table(title=f"[bold]{escape(query)}[/bold]", show_lines=True)
@@ -264,16 +262,11 @@ def search_command(cfg: SearchConfig) -> None:
         out.print(table)
 
 
-def _passage_details(store: Path | str, passage_ids: list[str], words: int) -> dict[str, tuple[str, str]]:
-    """passage_id -> (document title, first ``words`` words of the passage)."""
-    lookup = PassageLookup(store)
-    try:
-        titles, texts = lookup.titles(passage_ids), lookup.texts(passage_ids)
-    finally:
-        lookup.close()
+def _passage_details(system: System, passage_ids: list[str], words: int) -> dict[str, tuple[str, str]]:
+    """passage_id -> (document title, first ``words`` words of the passage); empty without a store."""
     out = {}
-    for pid in passage_ids:
-        cut = (texts.get(pid) or "").split()
+    for pid, passage in system.passages(passage_ids).items():
+        cut = (passage.text or "").split()
         snippet = " ".join(cut[:words]) + (" ..." if len(cut) > words else "") if words else ""
-        out[pid] = (titles.get(pid) or "", snippet)
+        out[pid] = (passage.title or "", snippet)
     return out

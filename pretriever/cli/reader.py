@@ -18,8 +18,15 @@ from rich.table import Table
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
+from pretriever.data import load_qa_file
+from pretriever.data.qa import guess_match_mode
+from pretriever.io import write_json
 from pretriever.progress import console, count_progress
 from pretriever.reader.config import AnswerConfig, PrepareConfig, ReaderConfig, ReaderEvaluateConfig
+from pretriever.reader.evaluate import evaluate_reader
+from pretriever.reader.predict import Reader
+from pretriever.reader.prepare import answer_questions, open_for_reading, prepare_reader_data
+from pretriever.reader.train import train_reader
 
 reader_app = typer.Typer(
     help=(
@@ -50,8 +57,6 @@ def train_command(cfg: ReaderConfig) -> None:
 
       pretriever reader train nq-reader.json --model qac-reader/ --dev trec-reader.json --out nq-reader/ --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2     (then fine-tuning on NQ)
     """
-    from pretriever.reader.train import train_reader
-
     with stage():
         result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
     dev_text = ""
@@ -78,8 +83,6 @@ _HYBRID = inspect.Parameter("hybrid", inspect.Parameter.KEYWORD_ONLY, annotation
 
 def _reader(cfg: ReaderEvaluateConfig | AnswerConfig):
     """The reader of ``cfg``, on the command's --device unless [..read] names another."""
-    from pretriever.reader.predict import Reader
-
     read = cfg.read if cfg.read.device is not None else dataclasses.replace(cfg.read, device=cfg.device)
     return Reader.load(cfg.reader, read)
 
@@ -99,8 +102,6 @@ def prepare_command(cfg: PrepareConfig) -> None:
 
       pretriever reader prepare enwiki-index/ curatedtrec-test.jsonl --hybrid --match regex --limit 50 --out trec-reader.json
     """
-    from pretriever.reader.prepare import prepare_reader_data
-
     with count_progress() as progress, stage(progress):
         task = progress.add_task("retrieving", total=None, rate="")
         counts = prepare_reader_data(cfg, say=lambda m: progress.console.print(f"[dim]{escape(m)}[/dim]"),
@@ -117,23 +118,17 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
 
       pretriever reader evaluate enwiki-index/ nq-open-dev.jsonl --reader nq-reader/ --bm25 -k 5 --limit 20
     """
-    from pretriever.data import load_qa_file
-    from pretriever.data.qa import guess_match_mode
-    from pretriever.io import write_json
-    from pretriever.reader.evaluate import evaluate_reader
-    from pretriever.reader.prepare import open_system
-
     with count_progress() as progress, stage(progress):
         examples = load_qa_file(cfg.questions)[:cfg.limit]
         mode = cfg.match or guess_match_mode(cfg.questions)
-        system = open_system(cfg.index, cfg.retrieval, cfg.device)
-        task = progress.add_task("reading", total=len(examples), rate="")
-        result = evaluate_reader(system.retriever, system.lookup, examples, _reader(cfg), cfg.k, mode,
-                                 progress=lambda done, total: progress.update(task, completed=done))
+        with open_for_reading(cfg) as system:
+            task = progress.add_task("reading", total=len(examples), rate="")
+            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode,
+                                     progress=lambda done, total: progress.update(task, completed=done))
         if cfg.out is not None:
-            write_json(cfg.out, {"system": system.label, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
+            write_json(cfg.out, {"system": system.name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
                                  "metrics": result.metrics, "per_question": result.per_question})
-    table = Table(title=f"{system.label} + reader, {result.metrics['questions']} questions")
+    table = Table(title=f"{system.name} + reader, {result.metrics['questions']} questions")
     for name in result.metrics:
         table.add_column(name, justify="right")
     table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in result.metrics.values()))
@@ -153,10 +148,7 @@ def answer_command(cfg: AnswerConfig) -> None:
 
       pretriever answer enwiki-index/ --reader nq-reader/ "when did Alexander the Great die" -k 5 --hybrid --json
     """
-    from pretriever.reader.prepare import answer_questions, open_system
-
-    with stage():
-        system = open_system(cfg.index, cfg.retrieval, cfg.device)
+    with stage(), open_for_reading(cfg) as system:
         answers = answer_questions(system, _reader(cfg), list(cfg.questions), cfg.k)
     stdout = Console()
     for answer in answers:

@@ -3,11 +3,13 @@
 A retriever returns passage ids only; judgments name documents, answers are matched against
 passage text, multi-hop gold sets may be titles, training needs texts and random negatives.
 :class:`PassageLookup` answers these for the passages asked for, in one DuckDB join per call;
-documents and titles are cached.
+documents and titles are cached. One lookup may serve many threads (the server's pool): its DuckDB
+connection is used by one caller at a time.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from pretriever.data.passages import passage_text
 from pretriever.data.store import CorpusStore
+from pretriever.retrieval import Passage
 
 
 class PassageLookup:
@@ -24,6 +27,7 @@ class PassageLookup:
         self._doc: dict[str, str | None] = {}  # passage id -> document id (None: not in the store)
         self._title: dict[str, str | None] = {}  # passage id -> its document's title
         self._identity: bool | None = None
+        self._lock = threading.Lock()  # a DuckDB connection serves one caller at a time
 
     @property
     def path(self) -> Path:
@@ -33,17 +37,19 @@ class PassageLookup:
     def documents_whole(self) -> bool:
         """True when every passage id is its document id (BEIR stores keep documents whole)."""
         if self._identity is None:
-            rows = self._con.execute("SELECT 1 FROM passages WHERE passage_id <> doc_id LIMIT 1").fetchall()
+            with self._lock:
+                rows = self._con.execute("SELECT 1 FROM passages WHERE passage_id <> doc_id LIMIT 1").fetchall()
             self._identity = not rows
         return self._identity
 
     def _query(self, ids: list[str], sql: str, column: str = "passage_id") -> list[tuple]:
         """Rows of ``sql``, which joins the view ``_wanted`` (one column ``column`` holding ``ids``)."""
-        self._con.register("_wanted", pa.table({column: pa.array(ids, pa.string())}))
-        try:
-            return self._con.execute(sql).fetchall()
-        finally:
-            self._con.unregister("_wanted")
+        with self._lock:
+            self._con.register("_wanted", pa.table({column: pa.array(ids, pa.string())}))
+            try:
+                return self._con.execute(sql).fetchall()
+            finally:
+                self._con.unregister("_wanted")
 
     def texts(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Passage text by id (None for an id that is not in the store). Texts are not cached:
@@ -69,6 +75,12 @@ class PassageLookup:
                 self._doc[pid] = doc_id
                 self._title[pid] = title
         return {i: self._title[i] for i in ids}
+
+    def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
+        """Title, text and document of each id, in the order asked (None fields for an id not in the store)."""
+        todo = list(dict.fromkeys(ids))
+        titles, texts, docs = self.titles(todo), self.texts(todo), self.doc_ids(todo)
+        return {i: Passage(i, titles[i], texts[i], docs[i]) for i in todo}
 
     def doc_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Each passage's document id (the id itself when documents are kept whole)."""
@@ -109,8 +121,10 @@ class PassageLookup:
 
     def sample(self, n: int, seed: int, prepend_title: bool) -> list[tuple[str, str]]:
         """``n`` passages (id, text) drawn by a hash of the seed, without reading the store into memory."""
-        rows = self._con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
-                                 "USING (doc_id) ORDER BY md5(p.passage_id || ?) LIMIT ?", [f":{seed}", n]).fetchall()
+        with self._lock:
+            rows = self._con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
+                                     "USING (doc_id) ORDER BY md5(p.passage_id || ?) LIMIT ?",
+                                     [f":{seed}", n]).fetchall()
         return [(pid, passage_text(title, text, prepend_title)) for pid, title, text in rows]
 
     def close(self) -> None:

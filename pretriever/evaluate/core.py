@@ -3,7 +3,8 @@
 Systems are anything with the :class:`pretriever.retrieval.Retriever` interface; nothing here
 knows how a system searches. The corpus store (see :mod:`pretriever.data.lookup`) supplies
 what the hits alone do not: passage -> document for judgments, passage text for answers and
-overlap, titles for multi-hop gold titles.
+overlap, titles for multi-hop gold titles. A :class:`pretriever.retrieval.Searcher` (what
+:func:`pretriever.index.open_system` returns) brings its own; any other system uses the one given.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pretriever.data.qa import word_tokens
 from pretriever.evaluate.tasks import (AnswersTask, EvaluationError, EvaluationTask, MultiHopTask, QrelsTask,
                                        SystemScore)
 from pretriever.metrics import NO_REFERENCE, OVERLAP_EDGES, bucket_labels, bucket_of, overlap_ratio
-from pretriever.retrieval import Hit, Retriever
+from pretriever.retrieval import Hit, Retriever, Searcher
 
 StoreLike = CorpusStore | PassageLookup | Path | str
 Progress = Callable[[str, int, int], None]  # (system, queries done, queries in all)
@@ -58,45 +59,6 @@ def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
     return hits
 
 
-class _Stores:
-    """The lookup of each system: an explicit store (one for all, or by system name), else the
-    retriever's own ``store``/``corpus`` attribute, else the store its ``meta["corpus"]["store"]``
-    names (pretriever's dense and BM25 indexes); one lookup per store folder."""
-
-    def __init__(self, store: StoreLike | Mapping[str, StoreLike] | None):
-        self.given = store
-        self._open: dict[Path, PassageLookup] = {}
-
-    def _lookup(self, value) -> PassageLookup | None:
-        if value is None:
-            return None
-        if isinstance(value, PassageLookup):
-            self._open.setdefault(value.path.resolve(), value)
-            return value
-        path = (value.path if isinstance(value, CorpusStore) else Path(value)).resolve()
-        if path not in self._open:
-            self._open[path] = PassageLookup(value if isinstance(value, CorpusStore) else path)
-        return self._open[path]
-
-    def for_system(self, retriever: Retriever) -> PassageLookup | None:
-        if isinstance(self.given, Mapping):
-            value = self.given.get(retriever.name)
-        else:
-            value = self.given
-        if value is None:
-            value = getattr(retriever, "store", None) or getattr(retriever, "corpus", None)
-        if value is None:  # pretriever's indexes name their store in index.json / bm25.json
-            meta = getattr(retriever, "meta", None)
-            named = ((meta or {}).get("corpus") or {}).get("store") if isinstance(meta, dict) else None
-            if named and Path(named, "manifest.json").exists():
-                value = named
-        return self._lookup(value)
-
-    def close(self) -> None:
-        for lookup in self._open.values():
-            lookup.close()
-
-
 def evaluate_retrievers(
     retrievers: Sequence[Retriever],
     queries: Mapping[str, str] | None = None,
@@ -105,7 +67,7 @@ def evaluate_retrievers(
     answers: Sequence[QAExample] | Sequence[tuple[str, Sequence[str]]] | None = None,
     multihop: Sequence[MultiHopExample] | Sequence[tuple[str, Sequence[str]]] | None = None,
     gold_by: str = "passage",
-    store: StoreLike | Mapping[str, StoreLike] | None = None,
+    store: StoreLike | None = None,
     match: str = "string",
     ks: Sequence[int] | None = None,
     depth: int | None = None,
@@ -127,10 +89,11 @@ def evaluate_retrievers(
     or ``(question, [gold])``; top-k accuracy when all gold passage ids, or with
     ``gold_by="title"`` all gold titles, are retrieved).
 
-    ``store``: the corpus store searched (a :class:`CorpusStore`, its folder, or a mapping
-    from system name to store); by default a retriever's own ``store`` attribute, or the store
-    its index.json names (:class:`DenseIndex`, :class:`BM25Index`). Answers and
-    gold titles need it; judgments need it only when passages are not whole documents.
+    ``store``: the corpus store searched (a :class:`CorpusStore`, its folder, or an open
+    :class:`PassageLookup`), for every system; without it, a :class:`Searcher` reads its own
+    store (``lookup``; :func:`pretriever.index.open_system` opens the store its index names) and
+    any other system has none. Answers and gold titles need a store; judgments need one only
+    when passages are not whole documents.
     ``ignore_identical_ids`` drops a document whose id is the query's id from that query's
     results (BEIR's default, for corpora where queries are also documents).
     """
@@ -145,7 +108,7 @@ def evaluate_retrievers(
     if len(set(task.qids)) != len(task.qids):
         raise EvaluationError("question ids are not unique")
 
-    stores = _Stores(store)
+    given = PassageLookup(store) if store is not None and not isinstance(store, PassageLookup) else store
     scores: dict[str, SystemScore] = {}
     runs: dict[str, list[list[Hit]]] = {}
     lookups: dict[str, PassageLookup | None] = {}
@@ -153,7 +116,8 @@ def evaluate_retrievers(
     try:
         for retriever in retrievers:
             name = retriever.name
-            lookup = lookups[name] = stores.for_system(retriever)
+            own = retriever.lookup if isinstance(retriever, Searcher) else None
+            lookup = lookups[name] = given or own
             task.check_lookup(name, lookup)
             fetch = task.fetch_depth(lookup)
             hits = _search_all(retriever, task.texts, fetch, batch_size, progress)
@@ -171,15 +135,16 @@ def evaluate_retrievers(
             values = {n: s.overlap_values for n, s in scores.items()}
             overlap_result = _overlap_analysis(task.qids, task.texts, refs, values, task.overlap_metric, reference,
                                                runs, lookups)
-        config = {"ks": task.ks, "depth": task.depth, "match": getattr(task, "match", None),
+        config = {"ks": task.ks, "depth": task.depth, "match": task.match,
                   "maxp_factor": maxp_factor, "ignore_identical_ids": ignore_identical_ids,
-                  "overlap_k": overlap_k, "gold_by": getattr(task, "gold_by", None)}
+                  "overlap_k": overlap_k, "gold_by": task.gold_by}
         return EvaluationResult(kind=task.kind, systems={n: s.means for n, s in scores.items()},
                                 per_query={n: s.per_query for n, s in scores.items()}, dataset=info, config=config,
                                 overlap=overlap_result, curves={n: s.curve for n, s in scores.items()},
                                 query_ids=task.qids, runs=runs)
     finally:
-        stores.close()
+        if given is not store:  # opened here
+            given.close()
 
 
 def make_task(queries, qrels, answers, multihop, gold_by: str, match: str, ks, depth, maxp_factor: int,

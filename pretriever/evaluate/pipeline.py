@@ -7,101 +7,97 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from pretriever.data import CorpusStore, StoreError, load_multihop, load_qa_file, load_qrels, load_queries, queries_in_qrels
+from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_file, load_qrels, load_queries,
+                             queries_in_qrels)
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, Progress, evaluate_retrievers
 from pretriever.evaluate.report import write_results
-from pretriever.index import HybridRetriever, bm25_beside, choose_alpha, open_retriever, retriever_kind
+from pretriever.index import (HybridOptions, HybridRetriever, System, bm25_system, choose_alpha, open_system,
+                              retriever_kind)
 from pretriever.index.dense import BM25_DIR
-from pretriever.retrieval import Hit
 
 Step = Callable[[str], None]
 
 
-class Renamed:
-    """A retriever under another name (two indexes of the same model, say)."""
+@runtime_checkable
+class Refined(Protocol):
+    """A system refined with labelled feedback queries (``pretriever refine``): it can say which of the
+    evaluation questions were among them."""
 
-    def __init__(self, inner, name: str):
-        self.inner, self.name = inner, name
-
-    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        return self.inner.search(queries, k)
+    def feedback_overlap(self, ids: list[str], texts: list[str]) -> dict[str, Any]:
+        ...
 
 
 @dataclass
 class Systems:
-    retrievers: list = field(default_factory=list)
-    stores: dict[str, Path] = field(default_factory=dict)  # system name -> corpus store folder
+    retrievers: list = field(default_factory=list)  # Searchers (System), in table order
     described: dict[str, dict[str, Any]] = field(default_factory=dict)  # system name -> where it came from
+    refined: dict[str, Refined] = field(default_factory=dict)  # system name -> the refined index it searches
 
-
-def _index_store(meta: dict[str, Any], index_dir: Path, override: Path | None) -> Path:
-    named = (meta.get("corpus") or {}).get("store")
-    if override is not None:
-        return override
-    if not named:
-        raise EvaluationError(f"{index_dir}/index.json names no corpus store; give the store with --corpus")
-    if not Path(named).exists():
-        raise EvaluationError(f"{index_dir}/index.json names the corpus store {named}, which is not there "
-                              "(moved?); give its new place with --corpus")
-    return Path(named)
+    def close(self) -> None:
+        for system in self.retrievers:
+            system.close()
 
 
 def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
-    """The indexes of ``cfg.index`` (any kind :func:`open_retriever` knows) and, with ``cfg.bm25``,
-    BM25 over the same store."""
+    """The indexes of ``cfg.index`` (any kind :func:`open_system` knows) and, with ``cfg.bm25``,
+    BM25 over the same store; close them when done."""
     say = step or (lambda message: None)
     systems = Systems()
-    names: set[str] = set()
 
-    def add(retriever, store: Path, described: dict[str, Any]) -> None:
-        if retriever.name in names:
+    def add(system: System, described: dict[str, Any], refined: Refined | None = None) -> System:
+        if system.name in systems.described:
             where = Path(described["index"]).name if "index" in described else "corpus"
-            retriever = Renamed(retriever, f"{retriever.name}@{where}")
-        names.add(retriever.name)
-        systems.retrievers.append(retriever)
-        systems.stores[retriever.name] = store
-        systems.described[retriever.name] = described
+            system = system.renamed(f"{system.name}@{where}")
+        systems.retrievers.append(system)
+        systems.described[system.name] = described
+        if refined is not None:
+            systems.refined[system.name] = refined
+        return system
 
+    indexes: list[tuple[System, Refined | None]] = []
     for index_dir in cfg.index:
         say(f"opening {index_dir}")
-        index = open_retriever(index_dir, device=cfg.device)  # a refined index brings its query side along
-        store = _index_store(index.meta, index_dir, cfg.corpus)
-        n_store = CorpusStore(store).counts.get("passages")
-        if n_store is not None and n_store != len(index):
-            raise EvaluationError(f"{index_dir} holds {len(index):,} passages but the store {store} has "
+        # a refined index brings its query side along
+        system = open_system(index_dir, device=cfg.device, corpus=cfg.corpus, require_store=True)
+        store = system.lookup.store
+        n_store = store.counts.get("passages")
+        if n_store is not None and n_store != len(system):
+            raise EvaluationError(f"{index_dir} holds {len(system):,} passages but the store {store.path} has "
                                   f"{n_store:,}: the index was not built from this store")
-        add(index, store, {"type": retriever_kind(index_dir), "index": str(index_dir), "store": str(store),
-                           "model": getattr(index, "encoder", {}).get("model"),
-                           "index_type": index.meta.get("index", {}).get("type")})
+        refined = system.retriever if isinstance(system.retriever, Refined) else None
+        described = {"type": retriever_kind(index_dir), "index": str(index_dir), "store": str(store.path),
+                     "model": system.meta.get("encoder", {}).get("model"),
+                     "index_type": system.meta.get("index", {}).get("type")}
+        indexes.append((add(system, described, refined), refined))
     if cfg.bm25 or cfg.hybrid:
-        store = cfg.corpus or systems.stores[systems.retrievers[0].name]
+        lookup = indexes[0][0].lookup if indexes else PassageLookup(cfg.corpus)
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]
-        bm25, source = bm25_beside(store, candidates, cfg.bm25_dir, say)
+        bm25, source = bm25_system(lookup, candidates, cfg.bm25_dir, say)
         if cfg.bm25:
-            add(bm25, Path(store), {"type": "bm25", "store": str(store), "source": source,
-                                    "options": bm25.meta.get("options")})
+            add(bm25, {"type": "bm25", "store": str(lookup.path), "source": source,
+                       "options": bm25.meta.get("options")})
         if cfg.hybrid:
-            for dense in list(systems.retrievers[:len(cfg.index)]):
-                hybrid, chosen = _hybrid(dense, bm25, cfg, say)
-                add(hybrid, systems.stores[dense.name], {"type": "hybrid", "of": [dense.name, bm25.name],
-                                                         "fusion": asdict(hybrid.options), **chosen})
+            for dense, refined in indexes:
+                options, chosen = _fusion(dense, bm25, cfg, say)
+                add(dense.fused(bm25, options), {"type": "hybrid", "of": [dense.name, bm25.name],
+                                                 "fusion": asdict(options), **chosen}, refined)
     return systems
 
 
-def _hybrid(dense, bm25, cfg: EvaluateConfig, say: Step) -> tuple[HybridRetriever, dict[str, Any]]:
-    """``dense`` fused with BM25; with ``alpha_from``, the convex weight chosen on those judgments."""
-    hybrid = HybridRetriever(dense, bm25, cfg.fusion)
+def _fusion(dense: System, bm25: System, cfg: EvaluateConfig, say: Step) -> tuple[HybridOptions, dict[str, Any]]:
+    """How ``dense`` is fused with BM25: ``cfg.fusion``, with ``alpha_from`` the convex weight chosen on those
+    judgments (and what was chosen)."""
     if cfg.alpha_from is None:
-        return hybrid, {}
+        return cfg.fusion, {}
     say(f"choosing alpha for {dense.name} on {cfg.alpha_from}")
-    alpha, scores = choose_alpha(hybrid, load_queries(cfg.queries), load_qrels(cfg.alpha_from))
-    options = replace(cfg.fusion, alpha=alpha)
-    return HybridRetriever(dense, bm25, options), {"alpha_chosen_on": str(cfg.alpha_from),
-                                                   "alpha_scores": {f"{a:g}": round(v, 4) for a, v in scores.items()}}
+    alpha, scores = choose_alpha(HybridRetriever(dense, bm25, cfg.fusion), load_queries(cfg.queries),
+                                 load_qrels(cfg.alpha_from), lookup=dense.lookup)
+    return replace(cfg.fusion, alpha=alpha), {
+        "alpha_chosen_on": str(cfg.alpha_from), "alpha_scores": {f"{a:g}": round(v, 4) for a, v in scores.items()}}
 
 
 def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
@@ -143,8 +139,7 @@ def check_protocols(systems: Systems, data: dict[str, Any]) -> list[str]:
     ids, texts = _questions(data)
     notes = []
     for retriever in systems.retrievers:
-        parts = [retriever, getattr(retriever, "inner", None), getattr(retriever, "dense", None)]
-        refined = next((p for p in parts if hasattr(p, "feedback_overlap")), None)
+        refined = systems.refined.get(retriever.name) or (retriever if isinstance(retriever, Refined) else None)
         if refined is None:
             continue
         found = refined.feedback_overlap(ids, texts)
@@ -173,12 +168,15 @@ def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
         systems = open_systems(cfg, step)
     except StoreError as err:
         raise EvaluationError(str(err)) from err
-    protocol_notes = check_protocols(systems, data)
-    dataset = {**data.pop("dataset"), "systems": systems.described}
-    result = evaluate_retrievers(
-        systems.retrievers, store=systems.stores, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
-        ignore_identical_ids=cfg.ignore_identical_ids, overlap=cfg.overlap, overlap_k=cfg.overlap_k,
-        batch_size=cfg.batch_size, progress=progress, dataset=dataset, **data)
+    try:
+        protocol_notes = check_protocols(systems, data)
+        dataset = {**data.pop("dataset"), "systems": systems.described}
+        result = evaluate_retrievers(
+            systems.retrievers, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
+            ignore_identical_ids=cfg.ignore_identical_ids, overlap=cfg.overlap, overlap_k=cfg.overlap_k,
+            batch_size=cfg.batch_size, progress=progress, dataset=dataset, **data)
+    finally:
+        systems.close()
     result.config = {**cfg.to_json(), **{k: v for k, v in result.config.items() if v is not None}}
     result.dataset["seconds"] = round(time.perf_counter() - started, 2)
     if protocol_notes:

@@ -50,6 +50,9 @@ class EvaluationTask:
     texts: list[str]
     depth: int
     ks: list[int]
+    dropped_ks: list[int] = []  # cut-offs deeper than the depth (set by _cut_ks)
+    match: str | None = None  # answers: how answers are matched
+    gold_by: str | None = None  # multi-hop: passage or title
 
     def _cut_ks(self, ks: Sequence[int] | None, default: Sequence[int], depth: int | None) -> None:
         wanted = sorted(set(ks or default))
@@ -59,7 +62,7 @@ class EvaluationTask:
 
     def notes(self) -> list[str]:
         """What the reader of the results must know about the inputs."""
-        if getattr(self, "dropped_ks", None):
+        if self.dropped_ks:
             return [f"cut-offs {', '.join(map(str, self.dropped_ks))} exceed the depth {self.depth} and are not "
                     "reported"]
         return []

@@ -2,7 +2,11 @@
 
 - :func:`build_index` encodes a store (sharded, checkpointed, resumable) and :func:`merge_index`
   gathers shards into an index folder; :func:`save_dense_index` writes one from (ids, vectors).
-- :class:`DenseIndex` and :class:`BM25Index` implement :class:`pretriever.retrieval.Retriever`.
+- :class:`DenseIndex` and :class:`BM25Index` implement :class:`pretriever.retrieval.Retriever`;
+  :class:`HybridRetriever` fuses two retrievers.
+- :func:`open_system` opens any index folder (by the kind it records) as a :class:`System`, a
+  :class:`pretriever.retrieval.Searcher` that also returns its passages; ``mode`` picks the index,
+  its BM25 or both fused.
 """
 
 from pretriever.index.bm25 import BM25Index, BM25Options
@@ -12,13 +16,16 @@ from pretriever.index.encode import BuildResult, build_index, merge_index
 from pretriever.index.errors import (EncodeStateError, IndexStageError, MergeError, NotAnIndexError,
                                      ShardSpecError)
 from pretriever.index.faiss_index import FaissParams, build_faiss_index
-from pretriever.index.hybrid import HybridOptions, HybridRetriever, choose_alpha, fuse, open_hybrid
-from pretriever.index.open import bm25_beside, open_retriever, register_retriever, retriever_kind
+from pretriever.index.hybrid import HybridOptions, HybridRetriever, choose_alpha, fuse
+from pretriever.index.open import (SYSTEM_MODES, bm25_beside, bm25_system, index_meta, open_retriever, open_system,
+                                   recorded_store, register_retriever, retriever_kind, store_lookup)
+from pretriever.index.system import System, VectorSystem
 
 __all__ = [
     "BM25Index", "BM25Options", "BuildResult", "HybridOptions", "HybridRetriever", "choose_alpha", "fuse",
-    "open_hybrid", "DenseIndex", "EncodeStateError", "FaissParams", "IndexConfig",
+    "DenseIndex", "EncodeStateError", "FaissParams", "IndexConfig",
     "IndexStageError", "MergeError", "SearchConfig", "NotAnIndexError", "Shard", "ShardSpecError", "build_faiss_index",
-    "bm25_beside", "build_index", "encoder_info", "merge_index", "open_retriever", "parse_shard", "read_index_meta",
-    "register_retriever", "retriever_kind", "save_dense_index",
+    "SYSTEM_MODES", "System", "VectorSystem", "bm25_beside", "bm25_system", "build_index", "encoder_info",
+    "index_meta", "merge_index", "open_retriever", "open_system", "parse_shard", "read_index_meta", "recorded_store",
+    "register_retriever", "retriever_kind", "save_dense_index", "store_lookup",
 ]

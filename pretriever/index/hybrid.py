@@ -14,33 +14,30 @@ Optionally (``prf_k`` > 0), label-free pseudo-relevance feedback on the dense si
 Relevance Feedback with Deep Language Models and Dense Retrievers: Successes and Pitfalls",
 TOIS 2023); the feedback passages are the *fused* top ``prf_k``, so BM25 helps choose them.
 The dense side is searched again with ``q'`` and fused again with the same BM25 list. It
-needs a dense index (or a refined one) on the dense side: the passage vectors are read from it.
+needs a dense side that searches by vector (:class:`pretriever.retrieval.VectorSearch`: a dense
+or refined index, or a system wrapping one): the passage vectors are read from it.
 
 Example::
 
-    from pretriever.index import open_hybrid
-    hybrid = open_hybrid("scifact-index/", HybridOptions(fusion="convex", alpha=0.5))
+    from pretriever.index import HybridOptions, open_system
+    hybrid = open_system("scifact-index/", "hybrid", fusion=HybridOptions(fusion="convex", alpha=0.5))
     hits = hybrid.search(["vitamin D and bone fractures"], k=10)
 
-It needs the dense index's BM25 beside it (``INDEX_DIR/bm25``, ``pretriever index build --bm25``),
-or builds one from the store the index names.
+``open_system`` takes the dense index's BM25 beside it (``INDEX_DIR/bm25``, ``pretriever index build
+--bm25``), or builds one from the store the index names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from pretriever.config import option
 from pretriever.data import PassageLookup
-from pretriever.index.dense import BM25_DIR
-from pretriever.index.open import bm25_beside, open_retriever
 from pretriever.metrics import qrels_metrics, trec_order
-from pretriever.retrieval import Hit, Retriever
+from pretriever.retrieval import Hit, Retriever, VectorSearch
 
 FUSIONS = ("rrf", "convex")
 MIN_DEPTH = 100
@@ -73,6 +70,10 @@ class HybridOptions:
             raise ValueError(f"depth must be at least 1, got {self.depth}")
         if self.prf_k < 0 or self.prf_weight < 0:
             raise ValueError(f"prf_k and prf_weight must not be negative, got {self.prf_k} and {self.prf_weight}")
+
+    def depth_for(self, k: int) -> int:
+        """Passages taken from each system for a fused top ``k``."""
+        return self.depth or max(k, MIN_DEPTH)
 
     @property
     def label(self) -> str:
@@ -112,30 +113,28 @@ class HybridRetriever:
         self.dense, self.lexical = dense, lexical
         self.options = options or HybridOptions()
         self.name = f"hybrid[{self.options.label}]({dense.name}+{lexical.name})"
-        self.meta: dict[str, Any] = getattr(dense, "meta", {})  # the store that answers lookups
 
     def __len__(self) -> int:
         return len(self.dense)  # type: ignore[arg-type]
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        depth = self.options.depth or max(k, MIN_DEPTH)
+        depth = self.options.depth_for(k)
         lexical = self.lexical.search(queries, depth)
         if not self.options.prf_k:
             return [fuse(d, b, self.options, k) for d, b in zip(self.dense.search(queries, depth), lexical)]
-        index = getattr(self.dense, "dense", self.dense)  # a refined index searches its DenseIndex's vectors
-        if not hasattr(index, "search_vectors"):
-            raise ValueError(f"dense PRF (prf_k) needs a dense index on the dense side, not {self.dense.name}")
-        encode = getattr(self.dense, "query_vectors_for", None) or index.encode_queries
-        vectors = encode(list(queries))
+        dense = self.dense
+        if not isinstance(dense, VectorSearch):
+            raise ValueError(f"dense PRF (prf_k) needs a dense index on the dense side, not {dense.name}")
+        vectors = dense.encode_queries(list(queries))  # a refined index: its refined query side
         first = [fuse(d, b, self.options, self.options.prf_k)
-                 for d, b in zip(index.search_vectors(vectors, depth), lexical)]
-        moved = rocchio(vectors, [[h.passage_id for h in hits] for hits in first], index, self.options.prf_weight)
-        return [fuse(d, b, self.options, k) for d, b in zip(index.search_vectors(moved, depth), lexical)]
+                 for d, b in zip(dense.search_vectors(vectors, depth), lexical)]
+        moved = rocchio(vectors, [[h.passage_id for h in hits] for hits in first], dense, self.options.prf_weight)
+        return [fuse(d, b, self.options, k) for d, b in zip(dense.search_vectors(moved, depth), lexical)]
 
 
-def rocchio(vectors: np.ndarray, feedback: Sequence[Sequence[str]], index, weight: float) -> np.ndarray:
+def rocchio(vectors: np.ndarray, feedback: Sequence[Sequence[str]], index: VectorSearch, weight: float) -> np.ndarray:
     """Each query vector plus ``weight`` times the mean stored vector of its feedback passages (ids of ``index``,
-    a :class:`~pretriever.index.DenseIndex`); a query without feedback keeps its vector. Not renormalised: an
+    which stores passage vectors); a query without feedback keeps its vector. Not renormalised: an
     inner-product ranking (and min-max fusion) is the same for any positive scale of the query."""
     out = np.array(vectors, dtype=np.float32, copy=True)
     for i, ids in enumerate(feedback):
@@ -145,35 +144,21 @@ def rocchio(vectors: np.ndarray, feedback: Sequence[Sequence[str]], index, weigh
     return out
 
 
-def open_hybrid(index_dir: Path | str, options: HybridOptions | None = None, *, device: str | None = None,
-                model: Any = None, say: Callable[[str], None] = lambda message: None) -> HybridRetriever:
-    """The index in ``index_dir`` (any kind) fused with the BM25 beside it (built from its store if absent)."""
-    dense = open_retriever(index_dir, device=device, model=model)
-    store = (dense.meta.get("corpus") or {}).get("store")
-    lexical, _ = bm25_beside(store, [Path(index_dir) / BM25_DIR], say=say)
-    return HybridRetriever(dense, lexical, options)
-
-
 def choose_alpha(hybrid: HybridRetriever, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]],
                  grid: Sequence[float] = tuple(i / 10 for i in range(11)), metric: str = "nDCG@10",
-                 k: int = 100) -> tuple[float, dict[float, float]]:
+                 k: int = 100, lookup: PassageLookup | None = None) -> tuple[float, dict[float, float]]:
     """The convex weight that scores best on labelled validation queries, and the score of every weight.
 
     Both systems are searched once; each weight only re-fuses. Judged ids are documents: passages
-    map to their documents through the store (MaxP). Use training queries, never the test queries.
+    map to their documents through ``lookup``, the store of the passages (MaxP; without it, ids are
+    taken as documents). Use training queries, never the test queries.
     """
     qids = [q for q in qrels if q in queries]
     texts = [queries[q] for q in qids]
-    depth = hybrid.options.depth or max(k, MIN_DEPTH)
+    depth = hybrid.options.depth_for(k)
     dense, lexical = hybrid.dense.search(texts, depth), hybrid.lexical.search(texts, depth)
-    store = (hybrid.meta.get("corpus") or {}).get("store")
-    lookup = PassageLookup(store) if store else None
-    try:
-        ids = {h.passage_id for rows in (dense, lexical) for row in rows for h in row}
-        doc_of = lookup.doc_ids(ids) if lookup is not None else {i: i for i in ids}
-    finally:
-        if lookup is not None:
-            lookup.close()
+    ids = {h.passage_id for rows in (dense, lexical) for row in rows for h in row}
+    doc_of = lookup.doc_ids(ids) if lookup is not None else {i: i for i in ids}
     scores: dict[float, float] = {}
     for alpha in grid:
         options = replace(hybrid.options, fusion="convex", alpha=alpha)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pretriever.config import option
+from pretriever.index import SYSTEM_MODES
 
 RANKINGS = ("passage", "span")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
-RETRIEVAL_MODES = ("index", "bm25", "hybrid")
 
 
 @dataclass
@@ -94,11 +94,14 @@ class RetrievalSource:
                                      "(the index fused with its BM25, RRF).")
     device: str | None = option(None, "Where queries are encoded (and, when reading, the reader runs).",
                                 default_help="automatic")
+    corpus: Path | None = option(None, "The corpus store the passage texts come from, when it is not where the "
+                                       "index says (moved).", default_help="the store the index names")
 
     def _check_source(self) -> None:
         self.index = Path(self.index)
-        if self.retrieval not in RETRIEVAL_MODES:
-            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, got {self.retrieval!r}")
+        self.corpus = Path(self.corpus) if self.corpus is not None else None
+        if self.retrieval not in SYSTEM_MODES:
+            raise ValueError(f"retrieval must be one of {', '.join(SYSTEM_MODES)}, got {self.retrieval!r}")
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
 

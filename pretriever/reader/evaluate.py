@@ -3,15 +3,15 @@
 * :func:`evaluate_gold`: each question's positive with negatives (the training instance shape);
   the reader picks the passage and the span; EM/F1 against the answers. This is the dev metric
   of ``pretriever reader train`` and the "reader EM on gold blocks" of the issue.
-* :func:`evaluate_reader`: retrieve the top k for each question (any :class:`Retriever`), report
+* :func:`evaluate_reader`: retrieve the top k for each question (any :class:`Searcher`), report
   retrieval top-k accuracy (DPR's answer matching) beside end-to-end EM/F1 of the reader's answer
   (SQuAD normalisation; regex answers for CuratedTREC), and reader-only EM on the gold passages
   when the QA file gives them (DPR JSON ``positive_ctxs``). C-MORE Table 3 reports this EM.
 
 Example::
 
-    retriever = open_retriever("nq-index/")
-    result = evaluate_reader(retriever, PassageLookup(store), load_qa_file("nq-dev.jsonl"), Reader.load("reader/"), k=20)
+    with open_system("nq-index/") as system:
+        result = evaluate_reader(system, load_qa_file("nq-dev.jsonl"), Reader.load("reader/"), k=20)
     result.metrics  # {"EM": ..., "F1": ..., "top-20 accuracy": ..., "gold EM": ...}
 """
 
@@ -34,7 +34,7 @@ from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Sample, instance
-from pretriever.retrieval import Retriever
+from pretriever.retrieval import Searcher
 
 
 def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], passages: int, seed: int,
@@ -57,18 +57,17 @@ class ReaderEvaluation:
     per_question: list[dict] = field(default_factory=list)
 
 
-def passages_for(lookup: PassageLookup, hits) -> list[Passage]:
-    """The passages behind retrieved hits (text and title from the store), in rank order; ids not in the
-    store are left out."""
-    ids = [h.passage_id for h in hits]
-    texts, titles = lookup.texts(ids), lookup.titles(ids)
-    return [Passage(titles.get(i), texts[i], i) for i in ids if texts.get(i) is not None]
+def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
+    """The passages behind retrieved hits (text and title from the store ``source`` reads: a searcher, or a
+    store's lookup), in rank order; ids not in the store are left out."""
+    found = source.passages(h.passage_id for h in hits)
+    return [Passage(p.title, p.text, p.passage_id) for p in found.values() if p.text is not None]
 
 
-def evaluate_reader(retriever: Retriever, lookup: PassageLookup, examples: list[QAExample], reader: Reader, k: int,
+def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader, k: int,
                     match: str = "string", batch_size: int = 64,
                     progress: Callable[[int, int], None] = lambda done, total: None) -> ReaderEvaluation:
-    """End-to-end EM/F1 of ``reader`` over the top ``k`` of ``retriever``, with retrieval top-k accuracy and,
+    """End-to-end EM/F1 of ``reader`` over the top ``k`` of ``system``, with retrieval top-k accuracy and,
     for questions with gold passages, reader-only EM on them (see the module docstring)."""
     if not examples:
         raise ReaderError("no questions to evaluate")
@@ -79,8 +78,8 @@ def evaluate_reader(retriever: Retriever, lookup: PassageLookup, examples: list[
     rows = []
     for lo in range(0, len(examples), batch_size):
         chunk = examples[lo:lo + batch_size]
-        for ex, hits in zip(chunk, retriever.search([e.question for e in chunk], k)):
-            passages = passages_for(lookup, hits)
+        for ex, hits in zip(chunk, system.search([e.question for e in chunk], k)):
+            passages = passages_for(system, hits)
             row = {"qid": ex.qid, "question": ex.question, "answers": ex.answers}
             if passages:
                 answer = reader.read(ex.question, passages)
@@ -119,10 +118,12 @@ def read_behind_systems(cfg: EvaluateConfig, results_json: Path,
     reader = Reader.load(cfg.reader, ReadOptions(device=cfg.device))
     systems = open_systems(cfg, step)
     scores = {}
-    for retriever in systems.retrievers:
-        step(f"reading the top {cfg.reader_k} of {retriever.name} with {cfg.reader}")
-        lookup = PassageLookup(systems.stores[retriever.name])
-        scores[retriever.name] = evaluate_reader(retriever, lookup, examples, reader, cfg.reader_k, match).metrics
+    try:
+        for system in systems.retrievers:
+            step(f"reading the top {cfg.reader_k} of {system.name} with {cfg.reader}")
+            scores[system.name] = evaluate_reader(system, examples, reader, cfg.reader_k, match).metrics
+    finally:
+        systems.close()
     read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match, "systems": scores}
     data = read_json(results_json, ReaderError)
     data["reader"] = read

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pretriever.index.hybrid import MIN_DEPTH, HybridOptions, fuse
-from pretriever.retrieval import Hit
+from pretriever.index.hybrid import HybridOptions, fuse
+from pretriever.retrieval import Hit, Retriever
 
 
 class LexicalRanking:
@@ -45,11 +45,11 @@ class LexicalRanking:
         self.depth = depth
 
     @classmethod
-    def of(cls, bm25, texts: Sequence[str], passage_ids: Sequence[str], options: HybridOptions,
+    def of(cls, bm25: Retriever, texts: Sequence[str], passage_ids: Sequence[str], options: HybridOptions,
            k: int) -> LexicalRanking:
-        """Search ``texts`` with ``bm25`` (a :class:`pretriever.index.BM25Index` over the same passages as the
+        """Search ``texts`` with ``bm25`` (BM25, or a system over it, over the same passages as the
         dense index whose ids are ``passage_ids``) to the fusion depth for a top ``k``."""
-        depth = options.depth or max(k, MIN_DEPTH)
+        depth = options.depth_for(k)
         return cls(bm25.search(list(texts), depth), passage_ids, options, depth)
 
     def __len__(self) -> int:

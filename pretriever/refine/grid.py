@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from pretriever.index import store_lookup
 from pretriever.index.dense import DenseIndex
 from pretriever.io import atomic_path, write_json
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import build_labels
 from pretriever.refine.ops import linear_terms
 from pretriever.refine.errors import RefineError
-from pretriever.refine.pipeline import ORACLE_WARNING, Step, _store_lookup, open_feedback
+from pretriever.refine.pipeline import ORACLE_WARNING, Step, open_feedback
 from pretriever.refine.scoring import Scorer, default_metric, metric_names
 from pretriever.refine.search import PatchedSearcher
 
@@ -55,7 +56,7 @@ def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: S
                               "--validation > 0 (or --oracle to score on the feedback queries themselves)")
         fit, val = split_queries(len(feedback), cfg.validation, cfg.seed)
     dense = DenseIndex.load(cfg.index, model=model, device=cfg.device)
-    lookup = _store_lookup(dense.meta)
+    lookup = store_lookup(cfg.index, dense.meta)
     try:
         started = time.perf_counter()
         if query_vectors is None:

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pretriever.data import DatasetError, PassageLookup, QAFileError, load_qa_file, load_qrels, load_queries
+from pretriever.data import DatasetError, QAFileError, load_qa_file, load_qrels, load_queries
+from pretriever.index import bm25_system, store_lookup
 from pretriever.index.dense import BM25_DIR, INDEX_JSON, DenseIndex, save_dense_index
-from pretriever.index.open import bm25_beside
 from pretriever.io import write_json, write_parquet
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.errors import RefineError
@@ -105,13 +105,6 @@ def open_feedback(cfg: RefineConfig, say: Step | None = None) -> tuple[FeedbackS
     if cfg.oracle:
         protocol["warning"] = ORACLE_WARNING
     return feedback, protocol
-
-
-def _store_lookup(meta: dict[str, Any]):
-    store = (meta.get("corpus") or {}).get("store")
-    if store and Path(store, "manifest.json").exists():
-        return PassageLookup(store)
-    return None
 
 
 def _normalized(vectors: np.ndarray) -> np.ndarray:
@@ -283,7 +276,7 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
     if cfg.oracle:
         say(ORACLE_WARNING)
     dense = DenseIndex.load(cfg.index, model=model, device=cfg.device)
-    lookup = _store_lookup(dense.meta)
+    lookup = store_lookup(cfg.index, dense.meta)
     try:
         passage_ids = dense.passage_ids
         judge = feedback.judge(passage_ids, lookup, cfg.k_pos, cfg.match)
@@ -296,11 +289,7 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
         searcher = PatchedSearcher.of(dense)
         lexical = None
         if cfg.fuse_bm25:
-            store = (dense.meta.get("corpus") or {}).get("store")
-            if not store:
-                raise RefineError(f"--fuse-bm25 needs BM25 over the passages of {cfg.index}, but its index.json names "
-                                  "no corpus store to build it from")
-            bm25, source = bm25_beside(store, [Path(cfg.index) / BM25_DIR], say=say)
+            bm25, source = bm25_system(lookup, [Path(cfg.index) / BM25_DIR], say=say)
             say(f"labels: the dense ranking fused with BM25 ({cfg.fusion.label}; BM25 {source})")
             lexical = LexicalRanking.of(bm25, feedback.texts, passage_ids, cfg.fusion, cfg.k)
         passage_tables: list[pa.Table] = []

@@ -1,4 +1,5 @@
-"""A refined index as a :class:`pretriever.retrieval.Retriever`, with its query side.
+"""A refined index as a :class:`pretriever.retrieval.Retriever`, with its query side (and
+:class:`pretriever.retrieval.VectorSearch`: its query vectors, then a search over the refined passages).
 
 A refined index folder is a normal dense index: ``DenseIndex.load`` opens it and searches the
 refined passage vectors with plainly encoded queries. :class:`RefinedIndex` adds the query side
@@ -14,6 +15,7 @@ that ``aopt-query`` and ``hybrid`` record in ``index.json``:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ class RefinedIndex:
                  test_time: dict[str, Any] | None = None, name: str | None = None, device: str | None = None,
                  threads: int | None = None):
         self.dense = dense
-        self.meta = dense.meta  # so evaluate finds the corpus store, as for a DenseIndex
+        self.meta = dense.meta
         self.encoder = dense.encoder
         self.path = dense.path
         self.name = name or dense.name
@@ -101,8 +103,9 @@ class RefinedIndex:
     def passage_ids(self) -> np.ndarray:
         return self.dense.passage_ids
 
-    def query_vectors_for(self, queries: list[str]) -> np.ndarray:
-        """The vectors ``search`` uses for ``queries``."""
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """The vectors ``search`` uses for ``queries``: stored refined ones, refined now (test time), or plain."""
+        queries = list(queries)
         known = [q in self.query_vectors for q in queries]
         out = np.zeros((len(queries), self.dense.dim), dtype=np.float32)
         fresh = [i for i, k in enumerate(known) if not k]
@@ -118,10 +121,18 @@ class RefinedIndex:
                            "plain": 0 if self.test_time else len(fresh)}
         return out
 
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """The top ``k`` refined passages for each query vector."""
+        return self.dense.search_vectors(vectors, k)
+
+    def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
+        """The refined vectors of these passages."""
+        return self.dense.vectors_of(passage_ids)
+
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         if not queries:
             return []
-        return self.dense.search_vectors(self.query_vectors_for(list(queries)), k)
+        return self.search_vectors(self.encode_queries(queries), k)
 
 
 def _norm(text: str) -> str:

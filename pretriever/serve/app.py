@@ -30,10 +30,11 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator
 
 from pretriever import __version__
+from pretriever.data import PassageLookup
 from pretriever.retrieval import Hit
 from pretriever.serve.answer import Answering, answer_router, no_reader_router
 from pretriever.serve.config import ServeConfig, is_loopback
-from pretriever.serve.engine import Engine, Passages
+from pretriever.serve.engine import Engine
 from pretriever.serve.guards import PAGE_CSP, BodyLimit, HostCheck, SecurityHeaders
 from pretriever.serve.handlers import install_error_handlers
 from pretriever.serve.judged import JudgedSets
@@ -176,7 +177,7 @@ def _api(cfg: ServeConfig) -> APIRouter:
         store = request.app.state.stores.get(source)
         if store is None:
             raise HTTPException(404, f"no corpus store is known for {source!r}")
-        found = (await engine(request).run(store.get, [passage_id]))[passage_id]
+        found = (await engine(request).run(store.passages, [passage_id]))[passage_id]
         if found.text is None:
             raise HTTPException(404, f"passage {passage_id!r} is not in the {source} store")
         return PassageOut(**found.__dict__, source=source)
@@ -224,7 +225,7 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     app.state.judged = JudgedSets.load(cfg, app.state.engine.meta)
     pairs_store = app.state.pairs.store_path() if app.state.pairs is not None else None
     app.state.stores = {"index": app.state.engine.lookup,
-                        "pairs": Passages(pairs_store) if pairs_store is not None else None}
+                        "pairs": PassageLookup(pairs_store) if pairs_store is not None else None}
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     if (names := cfg.host_names()) is not None:
         app.add_middleware(HostCheck, names=names)

@@ -1,14 +1,16 @@
 """The search engine behind the API: one model, micro-batched query encoding, search off the event loop.
 
-* The index is opened once with :func:`pretriever.index.open_retriever` (dense, refined or
-  BM25 folder), so its model is loaded once; BM25 comes from the index's ``bm25/`` folder
-  (:func:`pretriever.index.bm25_beside`, built in memory when the folder has none).
+* The index is opened once with :func:`pretriever.index.open_system` (dense, refined or BM25
+  folder, with the store its passages come from), so its model is loaded once; BM25 comes from
+  the index's ``bm25/`` folder (:func:`pretriever.index.bm25_system`, built in memory when the
+  folder has none).
 * :class:`MicroBatcher`: concurrent requests put their query on an asyncio queue; one task
   takes up to ``encode_batch`` queries (waiting ``batch_wait_ms`` for more) and encodes them
   in one call in the thread pool. Encoding one query at a time costs nearly as much as
   encoding 32 on a CPU, so under load this is where throughput comes from.
 * FAISS and BM25 searches and passage lookups run in a thread pool (FAISS and bm25s release
-  the GIL), never on the event loop.
+  the GIL), never on the event loop. Dense mode encodes through the index's
+  :class:`pretriever.retrieval.VectorSearch` side (a refined index: its refined query vectors).
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
   default, or convex), each taken to the same depth, as ``pretriever search --hybrid`` does.
 """
@@ -16,20 +18,18 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pretriever.data import CorpusStore, PassageLookup
-from pretriever.index import BM25Index, bm25_beside, open_retriever, retriever_kind
+from pretriever.data import PassageLookup
+from pretriever.index import System, bm25_system, open_system, retriever_kind
 from pretriever.index.dense import BM25_DIR
-from pretriever.index.hybrid import MIN_DEPTH, fuse
-from pretriever.retrieval import Hit, Retriever
+from pretriever.index.hybrid import fuse
+from pretriever.retrieval import Hit, Passage, VectorSearch
 from pretriever.serve.config import MODES, ServeConfig, ServeError
 
 class MicroBatcher:
@@ -100,44 +100,13 @@ class MicroBatcher:
 
 
 @dataclass
-class Passage:
-    passage_id: str
-    title: str | None
-    text: str | None
-    doc_id: str | None
-
-
-class Passages:
-    """A store's passages by id for concurrent requests: one DuckDB connection, one caller at a time."""
-
-    def __init__(self, store: Path):
-        self.lookup = PassageLookup(CorpusStore(store))
-        self._lock = threading.Lock()
-
-    @property
-    def path(self) -> Path:
-        return self.lookup.path
-
-    def get(self, ids: list[str]) -> dict[str, Passage]:
-        """Title, text and document of each id (None fields for an id not in the store)."""
-        with self._lock:
-            titles = self.lookup.titles(ids)
-            texts = self.lookup.texts(ids)
-            docs = self.lookup.doc_ids(ids)
-        return {i: Passage(i, titles.get(i), texts.get(i), docs.get(i)) for i in ids}
-
-    def close(self) -> None:
-        self.lookup.close()
-
-
-@dataclass
 class Engine:
-    """The opened index (dense and/or BM25), its store, and the pool its searches run in."""
+    """The opened index (dense and/or BM25, each a :class:`pretriever.index.System` reading passages from the
+    index's store), and the pool its searches run in."""
 
     config: ServeConfig
-    dense: Retriever | None
-    bm25: BM25Index | None
-    lookup: Passages | None
+    dense: System | None
+    bm25: System | None
     kind: str
     bm25_source: str = ""
     executor: ThreadPoolExecutor = field(default_factory=ThreadPoolExecutor)
@@ -147,20 +116,30 @@ class Engine:
     def open(cls, config: ServeConfig) -> Engine:
         """Open ``config.index``; its model is loaded here, once."""
         kind = retriever_kind(config.index)
-        retriever = open_retriever(config.index, device=config.device)
+        system = open_system(config.index, device=config.device)
         executor = ThreadPoolExecutor(config.threads, thread_name_prefix="pretriever-serve")
         if kind == "bm25":
-            store_path = _store_of(retriever)
-            return cls(config, None, retriever, _lookup(store_path), kind, "the served index", executor)
-        store_path = _store_of(retriever)
-        bm25, source = (None, "")
-        if (config.index / BM25_DIR).exists() or store_path is not None:
-            bm25, source = bm25_beside(store_path or config.index, [config.index / BM25_DIR])
-        engine = cls(config, retriever, bm25, _lookup(store_path), kind, source, executor)
-        encode, _ = _vector_side(retriever)
-        engine.batcher = MicroBatcher(encode, executor, config.encode_batch, config.batch_wait_ms / 1000)
-        encode(["warm up"])  # load the model now, not on the first request
+            return cls(config, None, system, kind, "the served index", executor)
+        if not isinstance(system, VectorSearch):
+            raise ServeError(f"{config.index}: a {kind} index has no query encoder to serve in dense mode")
+        bm25, source = None, ""
+        if (config.index / BM25_DIR).exists() or system.lookup is not None:
+            bm25, source = bm25_system(system.lookup, [config.index / BM25_DIR])
+        engine = cls(config, system, bm25, kind, source, executor)
+        engine.batcher = MicroBatcher(system.encode_queries, executor, config.encode_batch,
+                                      config.batch_wait_ms / 1000)
+        system.encode_queries(["warm up"])  # load the model now, not on the first request
         return engine
+
+    @property
+    def system(self) -> System:
+        """The served index (the dense side, or the BM25 folder)."""
+        return self.dense or self.bm25
+
+    @property
+    def lookup(self) -> PassageLookup | None:
+        """The store the served index's passages come from (None: not known)."""
+        return self.system.lookup
 
     @property
     def modes(self) -> list[str]:
@@ -178,8 +157,7 @@ class Engine:
 
     async def _dense(self, queries: list[str], k: int) -> list[list[Hit]]:
         vectors = await asyncio.gather(*(self.batcher.encode(q) for q in queries))
-        _, search = _vector_side(self.dense)
-        return await self.run(search, np.stack(vectors), k)
+        return await self.run(self.dense.search_vectors, np.stack(vectors), k)
 
     async def _bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
         return await self.run(self.bm25.search, queries, k)
@@ -194,31 +172,27 @@ class Engine:
         if mode == "bm25":
             return await self._bm25(queries, k)
         options = self.config.hybrid
-        depth = options.depth or max(k, MIN_DEPTH)
+        depth = options.depth_for(k)
         dense, sparse = await asyncio.gather(self._dense(queries, depth), self._bm25(queries, depth))
         return [fuse(d, s, options, k) for d, s in zip(dense, sparse)]
 
     async def passages(self, ids: list[str]) -> dict[str, Passage]:
         """Title, text and document of each passage id (None fields for ids not in the store)."""
-        ids = list(dict.fromkeys(ids))
-        if self.lookup is None:
-            return {i: Passage(i, None, None, None) for i in ids}
-        return await self.run(self.lookup.get, ids)
+        return await self.run(self.system.passages, ids)
 
     @property
     def meta(self) -> dict[str, Any]:
         """The served index's recorded metadata (index.json; a refined index's has a ``refine`` section)."""
-        return getattr(self.dense, "meta", None) or getattr(self.bm25, "meta", {}) or {}
+        return self.system.meta
 
     def info(self) -> dict[str, Any]:
         meta = self.meta
-        size = len(self.dense) if self.dense is not None else len(self.bm25)
         encoder = meta.get("encoder", {}) if self.dense is not None else {}
         return {
             "index": str(self.config.index), "kind": self.kind, "modes": self.modes,
             "model": encoder.get("model_label") or encoder.get("model"),
             "index_type": (meta.get("index") or {}).get("type") if self.dense is not None else "bm25",
-            "dim": meta.get("dim"), "passages": size,
+            "dim": meta.get("dim"), "passages": len(self.system),
             "bm25": {"passages": len(self.bm25), "source": self.bm25_source} if self.bm25 is not None else None,
             "store": str(self.lookup.path) if self.lookup is not None else None,
             "encoding": {"batches": self.batcher.batches, "queries": self.batcher.texts,
@@ -229,23 +203,4 @@ class Engine:
         if self.batcher is not None:
             await self.batcher.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.lookup is not None:
-            self.lookup.close()
-
-
-def _vector_side(retriever: Any) -> tuple[Callable[[list[str]], np.ndarray], Callable[[np.ndarray, int], list]]:
-    """(encode queries, search vectors) of a dense or refined index, so encoding can be batched apart."""
-    if hasattr(retriever, "query_vectors_for"):  # a refined index: its own query side, then the dense search
-        return retriever.query_vectors_for, retriever.dense.search_vectors
-    if hasattr(retriever, "encode_queries") and hasattr(retriever, "search_vectors"):
-        return retriever.encode_queries, retriever.search_vectors
-    raise ServeError(f"{type(retriever).__name__} has no query encoder to serve in dense mode")
-
-
-def _store_of(retriever: Any) -> Path | None:
-    store = ((getattr(retriever, "meta", None) or {}).get("corpus") or {}).get("store")
-    return Path(store) if store and Path(store).exists() else None
-
-
-def _lookup(store: Path | None) -> Passages | None:
-    return Passages(store) if store is not None else None
+        self.system.close()

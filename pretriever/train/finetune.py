@@ -42,7 +42,7 @@ from pretriever.corpus.build import WORK as STORE_WORK
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
-from pretriever.index import IndexConfig, build_index, read_index_meta
+from pretriever.index import IndexConfig, build_index, read_index_meta, recorded_store
 from pretriever.index.dense import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
@@ -125,7 +125,7 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool,
     if (out / INDEX_JSON).exists() and not redo:
         meta = read_index_meta(out)
         built_with = (meta.get("encoder") or {}).get("model")
-        built_on = (meta.get("corpus") or {}).get("store")
+        built_on = recorded_store(meta)
         if built_with != str(model.resolve()) or built_on != str(store.resolve()):
             raise TrainError(f"{out} is an index of {built_with} over {built_on}, not of {model} over {store}; "
                              "pass --overwrite to run every stage again")

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.data import CorpusStore, PassageLookup
-from pretriever.index import open_retriever
+from pretriever.data import CorpusStore
+from pretriever.index import open_system
 from pretriever.io import atomic_path, write_json
 from pretriever.progress import console
 from pretriever.train import labelled as lab
@@ -208,18 +208,12 @@ def index_negatives(cfg: TrainConfig, data, passages, step: Step) -> tuple[dict[
     """Mine ``cfg.negatives_per_query`` negatives per query with the index ``cfg.negatives_from``; the hits'
     ids and texts come from the store the index names (``index.json``), else from the training corpus.
     Returns the counts and that store."""
-    retriever = open_retriever(cfg.negatives_from)
-    named = ((getattr(retriever, "meta", None) or {}).get("corpus") or {}).get("store")
-    lookup = PassageLookup(named) if named and Path(named, "manifest.json").exists() else None
     step(f"mining {cfg.negatives_per_query} hard negatives per query from the top {cfg.negative_depth} of "
          f"{cfg.negatives_from} for {data.queries:,} queries")
-    try:
-        stats = mine_index_negatives(data.examples, retriever, lookup, passages, cfg.negative_depth,
+    with open_system(cfg.negatives_from) as system:
+        stats = mine_index_negatives(data.examples, system, system.lookup, passages, cfg.negative_depth,
                                      cfg.negatives_per_query, cfg.seed, cfg.prepend_title)
-    finally:
-        if lookup is not None:
-            lookup.close()
-    return stats, named if lookup is not None else None
+        return stats, str(system.lookup.path) if system.lookup is not None else None
 
 
 def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:

@@ -1,0 +1,88 @@
+""":class:`System`: an opened index together with the store its passages come from.
+
+A :class:`pretriever.retrieval.Searcher`: it searches (text, and vectors when what it wraps can) and
+returns passages by id, as pyserini's ``LuceneSearcher`` does. :func:`pretriever.index.open_system`
+builds one from an index folder; a stage that composes systems (evaluate: one BM25 beside several
+indexes) builds the others from it with :meth:`System.fused` and :meth:`System.renamed`, so every
+system of a run reads passages through the same store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pretriever.data import PassageLookup
+from pretriever.index.hybrid import HybridOptions, HybridRetriever
+from pretriever.retrieval import Hit, Passage, Retriever, VectorSearch
+
+
+class System:
+    """``retriever`` with the store its passages come from (``lookup``; None when no store is known).
+
+    ``meta`` is what the index folder records (index.json, or bm25.json); ``name`` is the retriever's
+    unless given. Use :meth:`of`, which returns a :class:`VectorSystem` when ``retriever`` searches by
+    vector, so the vector protocol passes through.
+    """
+
+    def __init__(self, retriever: Retriever, lookup: PassageLookup | None, meta: dict[str, Any],
+                 name: str | None = None):
+        self.retriever = retriever
+        self.lookup = lookup
+        self.meta = meta
+        self.name = name or retriever.name
+
+    @staticmethod
+    def of(retriever: Retriever, lookup: PassageLookup | None, meta: dict[str, Any],
+           name: str | None = None) -> System:
+        """A :class:`VectorSystem` when ``retriever`` offers :class:`VectorSearch`, else a :class:`System`."""
+        kind = VectorSystem if isinstance(retriever, VectorSearch) else System
+        return kind(retriever, lookup, meta, name)
+
+    def __len__(self) -> int:
+        return len(self.retriever)  # type: ignore[arg-type]
+
+    def __enter__(self) -> System:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        return self.retriever.search(queries, k)
+
+    def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
+        """Title, text and document of each passage id, in the order asked (None fields without a store)."""
+        if self.lookup is None:
+            return {i: Passage(i, None, None, None) for i in dict.fromkeys(ids)}
+        return self.lookup.passages(ids)
+
+    def renamed(self, name: str) -> System:
+        """The same system under another name (two indexes of one model side by side)."""
+        return System.of(self.retriever, self.lookup, self.meta, name)
+
+    def fused(self, lexical: Retriever, options: HybridOptions | None = None) -> System:
+        """This system fused with ``lexical`` (its BM25), reading passages from the same store."""
+        return System.of(HybridRetriever(self, lexical, options), self.lookup, self.meta)
+
+    def close(self) -> None:
+        if self.lookup is not None:
+            self.lookup.close()
+
+
+class VectorSystem(System):
+    """A :class:`System` over a retriever that searches by vector (a dense or refined index): the
+    :class:`pretriever.retrieval.VectorSearch` methods pass through to it."""
+
+    retriever: VectorSearch  # type: ignore[assignment]
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return self.retriever.encode_queries(queries)
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        return self.retriever.search_vectors(vectors, k)
+
+    def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
+        return self.retriever.vectors_of(passage_ids)
