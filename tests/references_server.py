@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -68,3 +69,16 @@ class LoopbackServer:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def fake_dns(monkeypatch, answers: dict[str, str]) -> None:
+    """Names in ``answers`` resolve to the given address; every other name as the system resolves it."""
+    real = asyncio.BaseEventLoop.getaddrinfo
+
+    async def getaddrinfo(self, host, port, **kw):
+        if host in answers:
+            return [(2, 1, 6, "", (answers[host], port))]
+        return await real(self, host, port, **kw)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
@@ -12,7 +13,7 @@ from warcio.warcwriter import WARCWriter
 
 from pretriever.cli import app
 from pretriever.references.citations import cited_urls, load_citation_urls
-from references_server import LoopbackServer, article, send
+from references_server import LoopbackServer, article, fake_dns, send
 
 # checked by hand on the store built from the shortened dump: 7,833 <ref>s (8,262 before list lines and
 # bibliography sections left the text), 4,063 with a url, 8 of them not http(s) (template calls such as
@@ -38,7 +39,10 @@ def canned(handler) -> None:
                                                "the Tao is the source of all things.").encode())
 
 
-def test_cli_fetches_real_cited_urls_through_a_loopback_proxy(enwiki_store, tmp_path):
+def test_cli_fetches_real_cited_urls_through_a_loopback_proxy(enwiki_store, tmp_path, monkeypatch):
+    # behind a proxy every host is still resolved and checked here: the cited names get a public address
+    hosts = {urlsplit(url).hostname for url, _ in cited_urls(load_citation_urls(enwiki_store)).targets}
+    fake_dns(monkeypatch, dict.fromkeys(hosts, "93.184.216.34"))
     with LoopbackServer({"*": canned}) as proxy:
         result = CliRunner().invoke(app, [
             "references", "fetch", str(enwiki_store.path), "--out", str(tmp_path / "refs"), "--limit", "12",

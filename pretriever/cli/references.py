@@ -48,7 +48,7 @@ def print_manifest(manifest: dict) -> None:
 def fetch(cfg: FetchConfig) -> None:
     """Download the pages the citations of CORPUS point at, into OUT/references.parquet.
 
-    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every host and redirect hop resolved and refused when not public; size, type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with --resume.
+    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every host and redirect hop resolved and refused when not public, also behind --proxy or $HTTP_PROXY; size, type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with --resume.
 
     Example:
 

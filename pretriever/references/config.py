@@ -47,7 +47,10 @@ class FetchConfig:
     robots: bool = option(True, "Honour robots.txt (cached per host).")
     pdf: bool = option(False, "Also accept PDF (text from pypdf: pip install 'pretriever[pdf]').")
     allow_private: bool = option(False, "Allow private, loopback, link-local and reserved addresses.")
-    proxy: str | None = option(None, "Send every request through this HTTP proxy URL.",
+    proxy: str | None = option(None, "Send every request through this HTTP proxy URL. The address guard still "
+                                     "applies: each host, redirect hops included, is resolved here first and "
+                                     "refused when not public (so names must resolve on this machine too); the "
+                                     "proxy's own address is trusted for the connection to it, never as a target.",
                                default_help="$HTTPS_PROXY or $HTTP_PROXY when set, else none")
     resolve: dict[str, str] = option(default_factory=dict, help=(
         "Pin host names to addresses, like curl --resolve HOST:ADDR (pinned addresses are trusted)."))
