@@ -93,9 +93,16 @@ class ImportConfig:
     max_bytes: int = option(5_000_000, "Records with a longer body are recorded as too_large.")
     pdf: bool = option(False, "Also read PDF records (text from pypdf).")
     extract_workers: int = option(2, "Threads running text extraction (trafilatura).")
+    allow_truncated: bool = option(False, "Import the records before the end of a WARC file that is cut off "
+                                          "(listed as truncated in manifest.json) instead of stopping with exit "
+                                          "status 4.")
+    resume: bool = option(False, "Continue a failed or earlier import in --out: URLs already imported are "
+                                 "kept and not read again.")
     overwrite: bool = option(False, "Replace the results in --out.")
 
     def __post_init__(self) -> None:
+        if self.resume and self.overwrite:
+            raise ValueError("give --resume or --overwrite, not both")
         self.files = [Path(f) for f in self.files]
         self.out = Path(self.out)
         self.corpus = Path(self.corpus) if self.corpus is not None else None

@@ -140,8 +140,9 @@ class CheckedTransport(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.proxied:  # the proxy connects to the target: check the target's address before sending
             url = request.url
+            port = url.port or (443 if url.scheme == "https" else 80)
             try:
-                await self.guard.resolve(url.raw_host.decode("ascii"), url.port or (443 if url.scheme == "https" else 80))
+                await self.guard.resolve(url.raw_host.decode("ascii"), port)
             except httpcore.ConnectError as err:
                 raise httpx.ConnectError(str(err), request=request) from err
         return await super().handle_async_request(request)
