@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -71,14 +72,25 @@ class LoopbackServer:
         self.server.server_close()
 
 
-def fake_dns(monkeypatch, answers: dict[str, str]) -> None:
-    """Names in ``answers`` resolve to the given address; every other name as the system resolves it."""
+def fake_dns(monkeypatch, answers: dict[str, str], default: str | None = None) -> None:
+    """Names in ``answers`` resolve to the given address, any other name to ``default`` when given (so no
+    lookup leaves the machine), and ``localhost`` and literal addresses as the system resolves them."""
     real = asyncio.BaseEventLoop.getaddrinfo
 
     async def getaddrinfo(self, host, port, **kw):
-        if host in answers:
-            return [(2, 1, 6, "", (answers[host], port))]
+        address = answers.get(host)
+        if address is None and default is not None and host != "localhost" and not _is_address(host):
+            address = default
+        if address is not None:
+            return [(2, 1, 6, "", (address, port))]
         return await real(self, host, port, **kw)
 
     monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
 
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

@@ -312,3 +312,19 @@ def test_help_says_how_a_proxy_and_the_address_guard_work_together():
     result = CliRunner().invoke(app, ["references", "fetch", "--help"], terminal_width=200)
     text = " ".join(result.output.replace("│", " ").split())
     assert "The address guard still applies" in text and "never as a target" in text
+
+
+def test_a_name_that_does_not_exist_is_not_retried(tmp_path, monkeypatch):
+    import asyncio
+    import socket
+
+    lookups = []
+
+    async def getaddrinfo(self, host, port, **_):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    rows, _ = fetch(tmp_path, ["http://no-such-host.example/page"], retries=3, robots=False)
+    assert rows["http://no-such-host.example/page"]["error"] == "connection"
+    assert lookups == ["no-such-host.example"]  # a permanent answer: asked once, not 1 + 3 retries

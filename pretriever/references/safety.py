@@ -23,7 +23,10 @@ import httpcore
 import httpx
 
 from pretriever.errors import ConfigError
-from pretriever.references.errors import RefusedAddress
+from pretriever.references.errors import FetchFailure, RefusedAddress
+
+# getaddrinfo's answers for a name that does not exist (a permanent failure, unlike EAI_AGAIN)
+UNKNOWN_NAME = {getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)}
 
 
 def is_public(address: str) -> bool:
@@ -75,6 +78,8 @@ class AddressGuard:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as err:
+            if getattr(err, "errno", None) in UNKNOWN_NAME or isinstance(err, UnicodeError):  # no retry helps
+                raise FetchFailure("connection", f"cannot resolve {host} here: {err}") from err
             raise httpcore.ConnectError(f"cannot resolve {host} here: {err}") from err
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
         if not addresses:
