@@ -97,7 +97,7 @@ class ImportConfig:
                                           "(listed as truncated in manifest.json) instead of stopping with exit "
                                           "status 4.")
     resume: bool = option(False, "Continue a failed or earlier import in --out: URLs already imported are "
-                                 "kept and not read again.")
+                                 "kept and not imported again.")
     overwrite: bool = option(False, "Replace the results in --out.")
 
     def __post_init__(self) -> None:
