@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -68,3 +70,27 @@ class LoopbackServer:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def fake_dns(monkeypatch, answers: dict[str, str], default: str | None = None) -> None:
+    """Names in ``answers`` resolve to the given address, any other name to ``default`` when given (so no
+    lookup leaves the machine), and ``localhost`` and literal addresses as the system resolves them."""
+    real = asyncio.BaseEventLoop.getaddrinfo
+
+    async def getaddrinfo(self, host, port, **kw):
+        address = answers.get(host)
+        if address is None and default is not None and host != "localhost" and not _is_address(host):
+            address = default
+        if address is not None:
+            return [(2, 1, 6, "", (address, port))]
+        return await real(self, host, port, **kw)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

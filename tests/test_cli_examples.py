@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from pretriever.cli import PIPELINE_ORDER, app
 from pretrain_fixtures import tiny_t5
-from references_server import LoopbackServer, send
+from references_server import LoopbackServer, fake_dns, send
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DUMP = SHARED / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -125,6 +125,7 @@ def test_every_help_example_runs_as_written(workspace, monkeypatch):
     monkeypatch.chdir(workspace)
     served: list[dict] = []
     monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", _probe_instead_of_serving(served))
+    fake_dns(monkeypatch, {}, default="93.184.216.34")  # the fetch example resolves its hosts before the proxy
     runner = CliRunner()
     ran = []
     with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:

@@ -12,7 +12,7 @@ from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
 
-from conftest import BGWIKI, ENWIKI, TABLE_WIKI, build, shared
+from conftest import BGWIKI, COWIKI, ENWIKI, TABLE_WIKI, build, shared
 
 
 def test_articles_redirects_and_the_short_title_filter(enwiki_store, enwiki_con):
@@ -226,6 +226,38 @@ def test_xml_ending_inside_a_page_is_an_input_error(tmp_path, enwiki_xml):
     dump.write_bytes(enwiki_xml[: enwiki_xml.index(b"<title>Albedo</title>") + 200])
     with pytest.raises(InputError, match="ends inside page 'Albedo'"):
         build_corpus(CorpusConfig(input=dump, out=tmp_path / "s", workers=1))
+
+
+def pack(xml: bytes) -> bytes:
+    """The dump with the page-level tags pulled onto the line before them (the text is untouched)."""
+    return re.sub(rb"\n\s*<(/?)(page|title|ns|id|redirect|revision|siteinfo)([ />])", rb"<\1\2\3", xml)
+
+
+def test_page_tags_sharing_lines_with_other_tags_give_the_same_tables(tmp_path, enwiki_xml, enwiki_store):
+    """XML is not line-based: <page> right after </siteinfo> or </page>, a page's tags on one line."""
+    from test_build import table_bytes
+
+    packed = pack(enwiki_xml)
+    assert b"</siteinfo><page><title>" in packed and b"</revision></page><page><title>" in packed
+    assert packed.count(b"\n") < enwiki_xml.count(b"\n") - 3 * packed.count(b"<page>")
+    dump = tmp_path / "packed.xml.bz2"
+    dump.write_bytes(bz2.compress(packed))
+    store = build(dump, tmp_path / "s", workers=2)
+    assert table_bytes(store.path) == table_bytes(enwiki_store.path)
+    assert store.counts == enwiki_store.counts
+
+
+def test_pages_are_cut_the_same_whatever_the_block_boundaries(tmp_path, monkeypatch):
+    from pretriever.corpus.formats import mediawiki
+
+    packed = pack(COWIKI.read_bytes())
+    dump = tmp_path / "packed.xml"
+    dump.write_bytes(packed)
+    pages = [(p.data, p.offset) for p in mediawiki.MediaWikiDump(dump).iter_items()]
+    assert len(pages) == 12 and all(packed[at:at + len(data)] == data for data, at in pages)
+    assert all(data.startswith(b"<page>") and data.endswith(b"</page>") for data, _ in pages[:-1])
+    monkeypatch.setattr(mediawiki, "_BLOCK", 7)  # every tag is cut by some block boundary
+    assert [(p.data, p.offset) for p in mediawiki.MediaWikiDump(dump).iter_items()] == pages
 
 
 def test_multistream_dump_with_index_gives_the_same_tables(tmp_path, enwiki_xml, enwiki_con):

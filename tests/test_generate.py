@@ -139,6 +139,34 @@ def test_import_tsv_and_jsonl(store, tmp_path):
         import_queries(GenerateConfig(corpus=store.path, out=tmp_path / "bad", from_file=bad))
 
 
+def test_import_counts_bad_lines_and_fails_by_default(store, tmp_path):
+    """A TSV whose last line is cut off (the id, then nothing) is not imported in silence."""
+    (pid,), = store.connect().sql("SELECT passage_id FROM passages LIMIT 1").fetchall()
+    tsv = tmp_path / "cut.tsv"
+    tsv.write_text(f"{pid}\tfirst query\n{pid}\tsecond query\n{pid}", encoding="utf-8")
+    out = tmp_path / "q"
+    with pytest.raises(GenerateError, match=r"1 bad line.*cut\.tsv:3.*--skip-bad-lines"):
+        import_queries(GenerateConfig(corpus=store.path, out=out, from_file=tsv))
+    assert not out.exists() or not any(out.rglob("*"))  # nothing written, so nothing needs --overwrite
+    result = import_queries(GenerateConfig(corpus=store.path, out=out, from_file=tsv, skip_bad_lines=True))
+    assert result.skipped["bad_lines"] == 1 and [r["text"] for r in rows(out)] == ["first query", "second query"]
+    assert json.loads((out / "manifest.json").read_text())["skipped"]["bad_lines"] == 1
+
+
+def test_a_failed_import_leaves_no_state_that_forces_overwrite(store, tmp_path):
+    (pid,), = store.connect().sql("SELECT passage_id FROM passages LIMIT 1").fetchall()
+    unknown = tmp_path / "unknown.tsv"
+    unknown.write_text("no-such-id\ta query\n", encoding="utf-8")
+    out = tmp_path / "q"
+    with pytest.raises(GenerateError, match="none of its 1 lines"):
+        import_queries(GenerateConfig(corpus=store.path, out=out, from_file=unknown))
+    assert not (out / "parts" / "state.json").exists()
+    good = tmp_path / "good.tsv"
+    good.write_text(f"{pid}\tfixed query\n", encoding="utf-8")
+    import_queries(GenerateConfig(corpus=store.path, out=out, from_file=good))  # no --overwrite needed
+    assert [r["text"] for r in rows(out)] == ["fixed query"]
+
+
 def test_cli_generate(store, t5, tmp_path):
     result = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--per-passage", "2",
                                       "--limit", "3", "--max-output-length", "4", "--out", str(tmp_path / "c")])

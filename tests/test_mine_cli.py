@@ -155,6 +155,20 @@ def test_export_errors(pairs_dir, cli, tmp_path, enwiki_store):
     assert bad.exit_code == 2 and "was not mined" in bad.text
 
 
+def test_export_to_a_folder_names_out_and_keeps_the_folder(pairs_dir, cli, tmp_path):
+    out, _ = pairs_dir
+    folder = tmp_path / "my-notes"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("not pairs")
+    for fmt in ("dpr", "jsonl", "squad", "tevatron"):
+        bad = cli("pairs", "export", out, "--format", fmt, "--method", "dl", "--out", folder)
+        assert bad.exit_code == 2 and f"--out {folder} is a folder" in bad.text, (fmt, bad.text)
+        assert ".tmp" not in bad.text
+    bad = cli("pairs", "export", out, "--format", "sentence-transformers", "--method", "dl", "--out", folder)
+    assert bad.exit_code == 2 and f"--out {folder}" in bad.text and "not a saved dataset" in bad.text
+    assert (folder / "keep.txt").read_text() == "not pairs"  # never replaced by the export
+
+
 def test_toml_config_and_cli_override(enwiki_store, cli, tmp_path):
     config = tmp_path / "run.toml"
     config.write_text('[mine]\nmethods = ["dl", "wlp"]\nseed = 3\nnegatives = "none"\nmax_per_doc_pair = 1\n')

@@ -220,6 +220,33 @@ def test_resume_gives_the_same_model(tiny, scifact, tmp_path):
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
+class _Planted:
+    """Unpickling this runs code (it makes a folder): what a planted checkpoint could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return os.mkdir, (self.marker,)
+
+
+def test_resume_refuses_a_planted_checkpoint_without_running_it(tiny, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"method": "cc", "query": f"x{i}", "positive_text": f"y{i}"}
+                                         for i in range(4)]), tmp_path / "cc.parquet")
+    out, marker = tmp_path / "m", tmp_path / "the-code-ran"
+    (out / "checkpoints").mkdir(parents=True)
+    torch.save({"model": _Planted(marker), "step": 2}, out / "checkpoints" / "step-2.pt")
+    with pytest.raises(PretrainError, match=r"step-2\.pt.*(refused|not a checkpoint)"):
+        pretrain(PretrainConfig(pairs=tmp_path, out=out, model=str(tiny), batch_size=2, max_steps=4, max_length=16,
+                                resume=True))
+    assert not marker.exists()
+
+
 def test_pretrain_train_index_evaluate(scifact, tmp_path):
     root, beir, store = scifact
     runner = CliRunner()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import time
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +14,7 @@ from pretriever.references.citations import cited_urls
 from pretriever.references.config import FetchConfig
 from pretriever.references.fetch import fetch_cited
 from pretriever.references.table import CITATIONS_SCHEMA
-from references_server import LoopbackServer, article, send
+from references_server import LoopbackServer, article, fake_dns, send
 
 FACTS = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris and is 330 metres tall."
 PAGE = article("Eiffel Tower facts", FACTS).encode()
@@ -250,3 +251,80 @@ def test_the_socket_goes_to_the_checked_address_when_dns_changes(monkeypatch):
 
     asyncio.run(two_connections())
     assert opened == ["93.184.216.34"]  # the checked address itself, not the name
+
+
+def test_a_proxy_does_not_switch_off_the_address_guard(tmp_path, monkeypatch):
+    """$HTTP_PROXY set: loopback targets (by name, as an integer, on the proxy's own address, or as a redirect
+    hop) are refused before any request reaches the proxy; a public name still goes through it."""
+    asked = []
+
+    def proxy(handler):  # a recording fake proxy: answers every absolute-form request itself
+        asked.append(handler.path)
+        if handler.path.endswith("/robots.txt"):
+            return send(handler, 404, b"", "text/plain")
+        if handler.path == "http://public.example/hop":
+            return send(handler, 302, headers={"Location": f"http://127.0.0.1:{server.port}/admin"})
+        page(handler)
+
+    with LoopbackServer({"*": proxy}) as server:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        fake_dns(monkeypatch, {"public.example": "93.184.216.34"})
+        private = [f"http://localhost:{server.port}/admin", "http://127.0.0.1:6379/",
+                   f"http://2130706433:{server.port}/", f"http://127.0.0.1:{server.port}/admin",
+                   "http://public.example/hop"]
+        rows, manifest = fetch(tmp_path, private + ["http://public.example/ok"], allow_private=False, retries=0)
+    assert {url: rows[url]["error"] for url in private} == {url: "refused_address" for url in private}
+    assert rows["http://public.example/ok"]["error"] is None
+    assert "completed in 1889" in rows["http://public.example/ok"]["text"]
+    assert {urlsplit(url).hostname for url in asked} == {"public.example"}  # no private target reached it
+    assert manifest["failures"] == {"refused_address": len(private)}
+
+
+def test_a_robots_txt_over_500_kib_is_applied_not_ignored(tmp_path):
+    """RFC 9309 2.5: the first 500 KiB are parsed; a longer file is not taken as 'allow everything'."""
+    rules = b"User-agent: *\nDisallow: /private/\n"
+    robots = rules + b"# " + b"x" * 100 + b"\n" * 6000 + b"# filler line that goes on past the limit\n" * 20_000
+    assert len(robots) > 600_000
+    with LoopbackServer({"/robots.txt": lambda h: send(h, 200, robots, "text/plain"), "/open": page,
+                         "/private/x": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open"), server.url("/private/x")])
+        assert server.hits["/private/x"] == 0
+    assert rows[server.url("/private/x")]["error"] == "robots"
+    assert rows[server.url("/open")]["error"] is None
+
+
+@pytest.mark.parametrize("address", ["2002:7f00:1::1", "2002:a00:1::", "2002:c0a8:101::1", "2002:a9fe:a9fe::"])
+def test_6to4_addresses_embedding_a_private_ipv4_are_refused(address):
+    from pretriever.references.errors import RefusedAddress
+    from pretriever.references.safety import AddressGuard, is_public
+
+    assert not is_public(address)
+    with pytest.raises(RefusedAddress, match=address):
+        AddressGuard().check("six.example", [address])
+    assert is_public("2002:5db8:d822::1")  # 6to4 of the public 93.184.216.34 stays allowed
+
+
+def test_help_says_how_a_proxy_and_the_address_guard_work_together():
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+
+    result = CliRunner().invoke(app, ["references", "fetch", "--help"], terminal_width=200)
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "The address guard still applies" in text and "never as a target" in text
+
+
+def test_a_name_that_does_not_exist_is_not_retried(tmp_path, monkeypatch):
+    import asyncio
+    import socket
+
+    lookups = []
+
+    async def getaddrinfo(self, host, port, **_):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    rows, _ = fetch(tmp_path, ["http://no-such-host.example/page"], retries=3, robots=False)
+    assert rows["http://no-such-host.example/page"]["error"] == "connection"
+    assert lookups == ["no-such-host.example"]  # a permanent answer: asked once, not 1 + 3 retries

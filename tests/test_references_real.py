@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from pretriever.cli import app
 from pretriever.references.citations import cited_urls, load_citation_urls
-from references_server import LoopbackServer, article, send
+from references_server import LoopbackServer, article, fake_dns, send
+from test_references_import import warc_bytes
 
 # checked by hand on the store built from the shortened dump: 7,833 <ref>s (8,262 before list lines and
 # bibliography sections left the text), 4,063 with a url, 8 of them not http(s) (template calls such as
@@ -38,7 +36,8 @@ def canned(handler) -> None:
                                                "the Tao is the source of all things.").encode())
 
 
-def test_cli_fetches_real_cited_urls_through_a_loopback_proxy(enwiki_store, tmp_path):
+def test_cli_fetches_real_cited_urls_through_a_loopback_proxy(enwiki_store, tmp_path, monkeypatch):
+    fake_dns(monkeypatch, {}, default="93.184.216.34")  # behind a proxy every host is still resolved and checked
     with LoopbackServer({"*": canned}) as proxy:
         result = CliRunner().invoke(app, [
             "references", "fetch", str(enwiki_store.path), "--out", str(tmp_path / "refs"), "--limit", "12",
@@ -55,16 +54,6 @@ def test_cli_fetches_real_cited_urls_through_a_loopback_proxy(enwiki_store, tmp_
     assert {k: manifest["funnel"][k] for k in FUNNEL} == FUNNEL
     assert manifest["funnel"]["fetched"] == sum(r["url"].startswith("http://") for r in rows)
     assert pq.read_table(tmp_path / "refs" / "citations.parquet").num_rows == 4055
-
-
-def warc_bytes(records: list[tuple[str, int, str, bytes]]) -> bytes:
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=True)
-    for url, status, kind, body in records:
-        headers = StatusAndHeaders(f"{status} OK", [("Content-Type", kind)], protocol="HTTP/1.1")
-        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
-                                                      http_headers=headers))
-    return buffer.getvalue()
 
 
 def test_import_warc_and_jsonl_keeps_cited_urls_only(enwiki_store, tmp_path):

@@ -5,6 +5,8 @@ Wire into the main app with ``app.command("pretrain")(pretrain_command)``.
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.pretrain import PretrainConfig
@@ -41,6 +43,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
+    if result.report["pairs"]["unlisted_files"]:
+        console.print(escape(result.report["pairs"]["unlisted_files"]))
     dropped = result.report["pairs"]["duplicate_across_methods"]
     if dropped:
         console.print("found by two methods, trained once: " + ", ".join(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from pretriever.cli.common import stage
@@ -48,7 +49,7 @@ def print_manifest(manifest: dict) -> None:
 def fetch(cfg: FetchConfig) -> None:
     """Download the pages the citations of CORPUS point at, into OUT/references.parquet.
 
-    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every host and redirect hop resolved and refused when not public; size, type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with --resume.
+    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every host and redirect hop resolved and refused when not public, also behind --proxy or $HTTP_PROXY; size, type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with --resume.
 
     Example:
 
@@ -71,6 +72,8 @@ def fetch(cfg: FetchConfig) -> None:
 def import_(cfg: ImportConfig) -> None:
     """Import pre-crawled pages (WARC files, or JSONL of {url, html|text}) into OUT/references.parquet.
 
+    A file that is not a WARC file, or a bad JSONL line, stops the import (exit status 2); a WARC file cut off inside a record stops it with exit status 4 (--allow-truncated imports the records before the cut). The references imported before a failure are kept: run again with --resume.
+
     Example:
 
       pretriever references import pages.jsonl --corpus enwiki/ --out refs-imported/      (JSONL of {url, html})
@@ -78,4 +81,7 @@ def import_(cfg: ImportConfig) -> None:
     with stage():
         manifest = import_references(cfg)
     console.print("records: " + ", ".join(f"{k} {v:,}" for k, v in manifest["records"].items()))
+    for cut in manifest["truncated"]:
+        console.print(f"[yellow]truncated:[/yellow] {escape(cut['file'])} ends inside record {cut['record']:,} "
+                      f"(byte {cut['byte']:,}); the records before it were imported")
     print_manifest(manifest)

@@ -44,6 +44,8 @@ class GenerateConfig:
     limit: int | None = option(None, "Only the first N passages of the store (for trials).")
     from_file: Path | None = option(None, "Import queries generated elsewhere instead: a TSV (id<TAB>query"
                                           "[<TAB>query...]) or JSONL ({id, queries|predicted_queries|query|text}).")
+    skip_bad_lines: bool = option(False, "With --from: leave out lines that cannot be read (no tab, bad JSON, "
+                                         "no id or queries), counted as bad_lines, instead of stopping.")
     key: str = option("auto", "What the ids of --from name: passage | doc (a doc's queries go to its first "
                               "passage) | auto (whichever matches more ids).")
     resume: bool = option(False, "Continue an interrupted run in QUERIES_DIR (parts already written are kept).")

@@ -151,6 +151,7 @@ def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
 def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
     """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written."""
     out = Path(out)
+    check_out(out, fmt)
     if fmt == "dpr":
         return _export_dpr(pairs, out, methods)
     if fmt == "jsonl":
@@ -162,6 +163,17 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
     if fmt == "squad":
         return _export_squad(pairs, out, methods)
     raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def check_out(out: Path, fmt: str) -> None:
+    """Refuse an --out that the export would fail on or destroy: a folder where a file goes, or a folder that
+    is not a saved dataset where a datasets folder replaces it."""
+    if fmt == "sentence-transformers" and out.suffix != ".parquet":
+        if out.is_file() or (out.is_dir() and any(out.iterdir()) and not (out / "dataset_info.json").exists()):
+            raise PairsError(f"--out {out} exists and is not a saved dataset that a datasets folder may replace; "
+                             "choose another --out (or one ending in .parquet)")
+    elif out.is_dir():
+        raise PairsError(f"--out {out} is a folder; the {fmt} export is one file: give a file path")
 
 
 def _export_dpr(pairs: PairsDir, out: Path, methods: list[str]) -> int:

@@ -35,6 +35,7 @@ class PretrainPairs:
     methods: list[str]
     groups: list[np.ndarray]  # rows that share a passage (qc candidates) or a single row
     duplicate_across: dict[str, int] = field(default_factory=dict)  # rows left to an earlier method that has them
+    unlisted: str | None = None  # the files read from a folder without pairs.json (see find_pair_files)
 
     @property
     def per_method(self) -> dict[str, int]:
@@ -51,7 +52,8 @@ def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
     """The (x, y) texts of a pairs folder, only ``methods`` when given; empty texts are left out, and so is a
     (query, positive) that an earlier method already gave (counted per method in ``duplicate_across``)."""
     try:
-        files = [describe_file(f) for f in find_pair_files(path)]
+        paths, unlisted = find_pair_files(path)
+        files = [describe_file(f) for f in paths]
     except TrainError as err:
         raise PretrainError(str(err)) from err
     x: list[str] = []
@@ -93,7 +95,8 @@ def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
         groups.setdefault(k, []).append(i)
     code = {m: i for i, m in enumerate(names)}
     return PretrainPairs(x=x, y=y, method=np.array([code[m] for m in method_names], dtype=np.int32),
-                         methods=names, groups=[np.array(g) for g in groups.values()], duplicate_across=duplicates)
+                         methods=names, groups=[np.array(g) for g in groups.values()], duplicate_across=duplicates,
+                         unlisted=unlisted)
 
 
 def epoch_batches(pairs: PretrainPairs, epoch: int, batch_size: int, seed: int,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Callable
@@ -170,7 +171,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     result = PretrainResult(cfg)
     step, micro, seconds_before = 0, 0, 0.0
     if resume_from is not None:
-        state = torch.load(resume_from, map_location=device, weights_only=False)
+        state = _load_checkpoint(resume_from, device)
         same = {"resume": cfg.resume, "overwrite": cfg.overwrite}
         if state["settings"] | same != cfg.to_json():
             raise PretrainError(f"{resume_from} was written with other settings; resume with the same options")
@@ -230,6 +231,30 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     return result
 
 
+CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "step", "micro", "curve", "pairs_seen", "seconds",
+                   "settings")
+
+
+def _load_checkpoint(path: Path, device: str) -> dict[str, Any]:
+    """A checkpoint's state, unpickled with ``weights_only``: tensors and plain values only (all that
+    :func:`_save_checkpoint` writes), so a file planted in MODEL_DIR cannot run code."""
+    import torch  # heavy
+
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as err:
+        boilerplate = ("Weights only load failed", "Please file an issue", "Check the documentation")
+        reason = next((line.strip() for line in str(err).splitlines()
+                       if line.strip() and not line.startswith(boilerplate)), type(err).__name__)[:200]
+        raise PretrainError(f"{path}: refused, not a checkpoint of pretriever pretrain (only tensors and plain "
+                            f"values are loaded; {reason}); start again with --overwrite") from err
+    missing = [k for k in CHECKPOINT_KEYS if k not in state] if isinstance(state, dict) else list(CHECKPOINT_KEYS)
+    if missing:
+        raise PretrainError(f"{path}: not a checkpoint of pretriever pretrain (it lacks {', '.join(missing)}); "
+                            "start again with --overwrite")
+    return state
+
+
 def _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, seconds) -> None:
     import torch  # heavy
 
@@ -251,7 +276,8 @@ def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], res
         "terms": ["loss", *OBJECTIVES[cfg.objective].terms],
         "options": cfg.to_json(),
         "pairs": {"rows": len(pairs.x), "per_epoch_by_method": pairs.per_method,
-                  "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch},
+                  "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch,
+                  "unlisted_files": pairs.unlisted},
         "model": {"base": resolve_model(cfg.model), **notes,
                   "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder")},
         "steps": result.steps,

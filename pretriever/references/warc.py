@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,24 +35,79 @@ class ImportInputError(PretrieverError):
     """An input file of ``references import`` cannot be read; the message names it (and the line)."""
 
 
+class TruncatedInput(ImportInputError):
+    """A WARC file ends inside a record; what was read before it is kept for --resume."""
+
+    exit_code = 4  # as corpus build's unreadable input: fix the input and run again with --resume
+
+    def __init__(self, path: Path, record: int, offset: int):
+        super().__init__(f"{path}: the file ends, or is corrupt, inside record {record} (which starts at byte "
+                         f"{offset:,}): truncated? The {record - 1:,} records before it were read; give "
+                         "--allow-truncated to import them and leave the rest of the file out")
+        self.where = {"file": str(path), "record": record, "byte": offset}
+
+
 Record = tuple[str, Page, str, str]  # url, page, source, fetched_at
 
 
+def _cut(archive: ArchiveIterator, record) -> bool:
+    """Whether the record just read to its end was cut off: its block is shorter than its Content-Length,
+    or (gzip) its member has no end and no record follows in it."""
+    if getattr(record.raw_stream, "limit", 0) > 0:
+        return True
+    decompressor = archive.reader.decompressor
+    return decompressor is not None and not decompressor.eof and not archive.next_line
+
+
+def _reason(err: Exception) -> str:
+    """warcio's message on one printable line, without the raw bytes it quotes."""
+    text = (str(err).split(", first line:")[0].strip().splitlines() or [""])[0]
+    return text.encode("ascii", "replace").decode()[:120] or type(err).__name__
+
+
 def warc_records(path: Path, cap: int) -> Iterator[Record]:
-    """HTTP response records of a WARC file (gzip or not), bodies decoded from chunking and gzip."""
+    """HTTP response records of a WARC file (gzip or not), bodies decoded from chunking and gzip; a record cut
+    off by the end of the file raises :class:`TruncatedInput`, never passes as complete."""
     try:
         with open(path, "rb") as stream:
-            for record in ArchiveIterator(stream):
-                if record.rec_type != "response" or record.http_headers is None:
+            archive = ArchiveIterator(stream)
+            records, number, next_start = iter(archive), 0, 0
+            while True:
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                except (AttributeError, TypeError, ValueError) as err:  # warcio on a header block cut short
+                    raise TruncatedInput(path, number + 1, next_start) from err
+                except ArchiveLoadFailed as err:
+                    if number:  # after whole records: the next one is cut or corrupt
+                        raise TruncatedInput(path, number + 1, next_start) from err
+                    raise
+                number += 1
+                if record.format != "warc":
+                    raise ImportInputError(f"{path}: not a WARC file (record {number} at byte {next_start:,} "
+                                           f"reads as {record.format.upper()})")
+                response = record.rec_type == "response" and record.http_headers is not None
+                body = record.content_stream().read(cap + 1) if response else b""
+                archive.read_to_end()  # the rest of the record and of its gzip member
+                if record.rec_type is None or record.length is None or _cut(archive, record):
+                    raise TruncatedInput(path, number, next_start)
+                next_start = archive.offset
+                if not response:
                     continue
                 url = record.rec_headers.get_header("WARC-Target-URI") or ""
                 status = int(record.http_headers.get_statuscode() or 0)
                 kind, charset = media_type(record.http_headers.get_header("Content-Type"))
-                body = record.content_stream().read(cap + 1)
                 when = record.rec_headers.get_header("WARC-Date") or now_iso()
                 yield url, Page(url, url, status, kind, charset, body), "warc", when
-    except (ArchiveLoadFailed, OSError, ValueError) as err:
-        raise ImportInputError(f"{path}: not a readable WARC file ({err})") from err
+            if next_start < path.stat().st_size:  # warcio stops quietly at a record cut short
+                raise TruncatedInput(path, number + 1, next_start)
+            if number == 0:
+                raise ImportInputError(f"{path}: is empty, not a WARC file")
+    except ArchiveLoadFailed as err:
+        raise ImportInputError(f"{path}: not a WARC file ({_reason(err)})") from err
+    except (OSError, ValueError, zlib.error) as err:
+        raise ImportInputError(f"{path}: not a readable WARC file ({_reason(err)})") from err
 
 
 def jsonl_records(path: Path) -> Iterator[Record]:
@@ -93,53 +149,73 @@ def check_page(page: Page, cfg: ImportConfig) -> None:
         raise FetchFailure("too_large", f"{page.url}: over {cfg.max_bytes:,} bytes", status=page.status)
 
 
-async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceWriter) -> Counter:
+async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceWriter) -> tuple[Counter, list]:
+    """Records -> rows; returns the record counts and where files were cut (with --allow-truncated)."""
     counts: Counter = Counter()
+    truncated: list[dict[str, Any]] = []
+    before = set(writer.done)  # imported by an earlier run (--resume)
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(cfg.extract_workers) as pool:
         pending: set[asyncio.Future] = set()
         try:
             for path in cfg.files:
-                for raw_url, page, source, when in records(path, cfg.max_bytes):
-                    counts["records"] += 1
-                    url = normalise_url(raw_url)
-                    if url is None or (wanted is not None and url not in wanted):
-                        counts["not_cited" if url else "bad_url"] += 1
-                        continue
-                    if url in writer.done:
-                        counts["duplicates"] += 1
-                        continue
-                    writer.done.add(url)
-                    try:
-                        check_page(page, cfg)
-                    except FetchFailure as failure:
-                        failure.final_url, failure.content_type = page.final_url, page.content_type
-                        writer.add(failure_row(url, failure, source, when))
-                        continue
-                    pending.add(loop.create_task(extract_row(url, page, pool, source, False, when)))
-                    if len(pending) >= 4 * cfg.extract_workers:
-                        finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                        for task in finished:
-                            writer.add(task.result())
+                try:
+                    for raw_url, page, source, when in records(path, cfg.max_bytes):
+                        counts["records"] += 1
+                        url = normalise_url(raw_url)
+                        if url is None or (wanted is not None and url not in wanted):
+                            counts["not_cited" if url else "bad_url"] += 1
+                            continue
+                        if url in writer.done:
+                            counts["imported_before" if url in before else "duplicates"] += 1
+                            continue
+                        writer.done.add(url)
+                        try:
+                            check_page(page, cfg)
+                        except FetchFailure as failure:
+                            failure.final_url, failure.content_type = page.final_url, page.content_type
+                            writer.add(failure_row(url, failure, source, when))
+                            continue
+                        pending.add(loop.create_task(extract_row(url, page, pool, source, False, when)))
+                        if len(pending) >= 4 * cfg.extract_workers:
+                            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                            for task in finished:
+                                writer.add(task.result())
+                except TruncatedInput as cut:
+                    if not cfg.allow_truncated:
+                        raise
+                    truncated.append(cut.where)
+        except ImportInputError:  # a bad file: keep every record read before it (for --resume)
             for task in asyncio.as_completed(pending):
                 writer.add(await task)
-        except BaseException:  # a bad input line: drop the extractions not yet run
+            raise
+        except BaseException:  # interrupted: drop the extractions not yet run
             for task in pending:
                 task.cancel()
             raise
-    return counts
+        for task in asyncio.as_completed(pending):
+            writer.add(await task)
+    return counts, truncated
 
 
 def import_references(cfg: ImportConfig) -> dict[str, Any]:
-    """Import ``cfg.files`` into ``cfg.out``; returns the manifest (funnel, failures, record counts)."""
+    """Import ``cfg.files`` into ``cfg.out``; returns the manifest (funnel, failures, record counts, and the
+    files cut short when ``cfg.allow_truncated``)."""
     started = time.monotonic()
     if cfg.corpus is not None:
         cited = cited_urls(load_citation_urls(CorpusStore(cfg.corpus)))
         mapping, funnel, wanted = cited.mapping, cited.funnel, {url for url, _ in cited.targets}
     else:
         mapping, funnel, wanted = CITATIONS_SCHEMA.empty_table(), {}, None
-    writer = ReferenceWriter(cfg.out, resume=False, overwrite=cfg.overwrite)
-    counts = asyncio.run(_import(cfg, wanted, writer))
+    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite)
+    try:
+        counts, truncated = asyncio.run(_import(cfg, wanted, writer))
+    except ImportInputError as err:
+        kept = writer.abandon()
+        hint = (f"the {kept:,} references imported before it are kept: run again with --resume (after "
+                "fixing the file) or --overwrite to start again" if kept else "nothing was imported")
+        err.args = (f"{err}; {hint}",)
+        raise
     table = writer.close()
     return write_outputs(config_dict(cfg), cfg.out, mapping, table, funnel, time.monotonic() - started,
-                         records=dict(counts))
+                         records=dict(counts), truncated=truncated)

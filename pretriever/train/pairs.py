@@ -5,7 +5,8 @@ per method, columns ``method``, ``query``, ``positive_text``, ``negative_text``,
 any folder of Parquet files with at least ``query`` and ``positive_text`` (``method`` and
 ``negative_text`` optional; without ``method`` a file's rows belong to the method named
 by the file), or the ``pretriever pairs export --format sentence-transformers`` Parquet
-(``anchor``, ``positive``, ``negative``).
+(``anchor``, ``positive``, ``negative``). A folder without ``pairs.json`` is read whole, and the
+run says (and records in train.json) every file it read.
 
 Sampling reads the texts once at most: the ``method`` column and the null counts of the row
 groups decide which rows are eligible; when several methods are combined, one streaming pass
@@ -54,6 +55,7 @@ class PairsScan:
     """Which rows of which files can be trained on, per method."""
 
     files: list[PairFile]
+    unlisted: str | None  # the files read from a folder without pairs.json (see find_pair_files)
     methods: list[str]  # in order of first appearance
     total: dict[str, int]  # rows per method
     eligible: dict[str, np.ndarray]  # global row numbers (over the files in order) per method
@@ -72,15 +74,16 @@ def _pick(names: list[str], options: tuple[str, ...]) -> str | None:
     return next((c for c in options if c in names), None)
 
 
-def find_pair_files(path: Path) -> list[Path]:
-    """The Parquet files of a pairs folder: those its manifest names, else every *.parquet in it."""
+def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
+    """The Parquet files of a pairs folder: those its manifest names, else every *.parquet under it; and, in
+    that second case, a note naming the files read (so a stray file is seen, not trained on in silence)."""
     path = Path(path)
     if not path.exists():
         raise TrainError(f"{path} does not exist; give a pairs folder from `pretriever mine CORPUS --out PAIRS_DIR`")
     if path.is_file():
         if path.suffix != ".parquet":
             raise TrainError(f"{path} is not a Parquet file or a folder of them")
-        return [path]
+        return [path], None
     manifest = path / MANIFEST
     if manifest.exists():
         try:
@@ -92,13 +95,15 @@ def find_pair_files(path: Path) -> list[Path]:
         if missing:
             raise TrainError(f"{manifest} names pair files that are missing: {', '.join(missing)}")
         if files:
-            return files
+            return files, None
     files = sorted(p for p in path.rglob("*.parquet")
                    if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
     if not files:
         raise TrainError(f"{path} holds no Parquet pair files; mine some with "
                          "`pretriever mine CORPUS_DIR --out PAIRS_DIR`")
-    return files
+    names = ", ".join(str(f.relative_to(path)) for f in files)
+    return files, (f"{path} has no {MANIFEST} naming its pair files: read every Parquet file under it "
+                   f"({len(files)}): {names}")
 
 
 def describe_file(path: Path) -> PairFile:
@@ -153,7 +158,8 @@ def _methods_of(f: PairFile) -> tuple[np.ndarray, list[str]]:
 
 def scan_pairs(path: Path, use_negatives: bool = True, only: list[str] | None = None) -> PairsScan:
     """Files, methods and the eligible rows of each; ``only`` keeps just these methods (--mix)."""
-    files = [describe_file(p) for p in find_pair_files(path)]
+    paths, unlisted = find_pair_files(path)
+    files = [describe_file(p) for p in paths]
     methods: list[str] = []
     per_file: list[tuple[np.ndarray, list[str]]] = []
     for f in files:
@@ -213,7 +219,7 @@ def scan_pairs(path: Path, use_negatives: bool = True, only: list[str] | None = 
     if only is not None:
         methods = [m for m in methods if m in wanted]
     duplicates = _drop_duplicates_across(files, methods, eligible) if len(methods) > 1 else {}
-    return PairsScan(files=files, methods=methods, total={m: total[m] for m in methods},
+    return PairsScan(files=files, unlisted=unlisted, methods=methods, total={m: total[m] for m in methods},
                      eligible={m: eligible[m] for m in methods}, with_negatives=with_negatives, negatives_note=note,
                      without_negative={m: without_negative[m] for m in methods},
                      without_text={m: without_text[m] for m in methods},

@@ -164,10 +164,13 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     if cfg.pairs is not None:
         step(f"reading pairs in {cfg.pairs}")
         scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
+        if scan.unlisted:
+            step(scan.unlisted)
         rows, counts = select_rows(scan, cfg.mix, cfg.limit, cfg.seed)
         step(f"writing {len(rows):,} training pairs")
         n = write_selected(scan, rows, path)
         info = {"source": "pairs", "path": str(cfg.pairs), "files": [str(f.path) for f in scan.files],
+                "unlisted_files": scan.unlisted,
                 "methods_available": scan.total, "eligible": scan.available,
                 "without_negative": {m: v for m, v in scan.without_negative.items() if v},
                 "without_text": {m: v for m, v in scan.without_text.items() if v},

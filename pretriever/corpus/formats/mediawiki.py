@@ -1,7 +1,8 @@
 """MediaWiki XML dumps: ``.xml``, ``.xml.bz2``, and the multistream ``.xml.bz2`` with its index.
 
-The main process only cuts the byte stream into ``<page>`` elements (a line scan,
-no XML parsing); workers decode, parse and clean each page. With a multistream
+The main process only cuts the byte stream into ``<page>`` elements (a scan for the page
+tags in blocks, wherever they fall on lines; no XML parsing); workers decode, parse and clean
+each page. With a multistream
 index, chunks are byte ranges of independent bz2 streams, so workers also do the
 decompression and a cluster can hand each range to a different machine.
 """
@@ -26,6 +27,11 @@ _ID = re.compile(rb"<id>(\d+)</id>")
 _PAGE = re.compile(rb"<page>.*?</page>", re.S)
 _REDIRECT_TEXT = re.compile(r"^\s*#\S+\s*:?\s*\[\[([^\]|]+)", re.I)
 _SITEINFO = re.compile(rb"<siteinfo>.*?</siteinfo>", re.S)
+_OPEN = re.compile(rb"<page[\s>]")
+_CLOSE = re.compile(rb"</page\s*>(?:[ \t\r]*\n)?")  # with the rest of its line when that is blank
+_BLANK = re.compile(rb"[ \t\r]*")
+_BLOCK = 1 << 20  # bytes read at a time
+_TAIL = 64  # a tag cut by the end of a block is found again from this many bytes back
 
 
 @dataclass
@@ -89,7 +95,7 @@ def identify_page(data: bytes) -> tuple[str, str]:
 
 
 class _OffsetReader:
-    """Line reader over a (possibly bz2) dump that tracks decompressed and raw byte offsets."""
+    """Block reader over a (possibly bz2) dump that tracks decompressed and raw byte offsets."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -99,21 +105,23 @@ class _OffsetReader:
         self.stream = bz2.BZ2File(self.raw) if magic == b"BZh" else self.raw
         self.offset = 0
 
-    def _utf8_lines(self) -> Iterator[bytes]:
-        """Lines as UTF-8 bytes; a UTF-16 dump (it has a byte-order mark) is re-encoded."""
+    def _utf8_blocks(self) -> Iterator[bytes]:
+        """Blocks as UTF-8 bytes; a UTF-16 dump (it has a byte-order mark) is re-encoded."""
         bom = self.stream.peek(2)[:2] if hasattr(self.stream, "peek") else b""
         if bom in (b"\xff\xfe", b"\xfe\xff"):
-            for line in io.TextIOWrapper(self.stream, encoding="utf-16", newline=""):
-                yield line.encode("utf-8")
+            text = io.TextIOWrapper(self.stream, encoding="utf-16", newline="")
+            while block := text.read(_BLOCK):
+                yield block.encode("utf-8")
         else:
-            yield from self.stream
+            while block := self.stream.read(_BLOCK):
+                yield block
 
-    def lines(self) -> Iterator[bytes]:
-        """Lines of the decompressed dump; ``offset`` counts the bytes before the current line."""
+    def blocks(self) -> Iterator[bytes]:
+        """The decompressed dump in blocks; ``offset`` counts the bytes before the current block."""
         try:
-            for line in self._utf8_lines():
-                yield line
-                self.offset += len(line)
+            for block in self._utf8_blocks():
+                yield block
+                self.offset += len(block)
         except (EOFError, OSError) as err:
             raise InputError(
                 f"{self.path}: the compressed data ends or is corrupt near compressed byte "
@@ -122,6 +130,50 @@ class _OffsetReader:
 
     def close(self) -> None:
         self.raw.close()
+
+
+class _PageCutter:
+    """Finds the ``<page>`` elements of a byte stream fed in blocks, wherever their tags fall on lines.
+
+    A page's bytes run from ``<page>`` to ``</page>`` and the rest of that line when it is blank
+    (what a line reader gave for the usual layout, so chunks cut by size stay the same).
+    """
+
+    def __init__(self):
+        self.buffer = bytearray()
+        self.base = 0  # offset of buffer[0] in the stream
+        self.start = -1  # where the open page starts in the buffer; -1: none is open
+        self.pos = 0  # where the next tag search starts
+
+    def feed(self, block: bytes, last: bool = False) -> Iterator[RawPage]:
+        """The pages that end in what was fed so far (``last``: nothing follows)."""
+        buffer = self.buffer
+        buffer += block
+        while True:
+            if self.start < 0:
+                found = _OPEN.search(buffer, self.pos)
+                if found is None:
+                    self.pos = max(self.pos, len(buffer) - _TAIL)
+                    break
+                self.start, self.pos = found.start(), found.end()
+            found = _CLOSE.search(buffer, self.pos)
+            if found is None:
+                self.pos = max(self.pos, len(buffer) - _TAIL)
+                break
+            if not last and not found.group().endswith(b"\n") and _BLANK.fullmatch(buffer, found.end()):
+                self.pos = found.start()  # the rest of its line comes with the next block
+                break
+            yield RawPage(bytes(buffer[self.start:found.end()]), self.base + self.start)
+            self.start, self.pos = -1, found.end()
+        cut = self.start if self.start >= 0 else self.pos
+        del buffer[:cut]
+        self.base, self.pos = self.base + cut, self.pos - cut
+        if self.start >= 0:
+            self.start -= cut
+
+    def unfinished(self) -> RawPage | None:
+        """The page still open (at the end of the stream: a truncated dump)."""
+        return RawPage(bytes(self.buffer[self.start:]), self.base + self.start) if self.start >= 0 else None
 
 
 @register
@@ -156,36 +208,29 @@ class MediaWikiDump(InputFormat):
     def _read_siteinfo(self) -> bytes:
         reader = _OffsetReader(self.path)
         try:
-            lines: list[bytes] = []
-            for line in reader.lines():
-                lines.append(line)
-                if b"</siteinfo>" in line or b"<page>" in line or len(lines) > 10_000:
+            head = bytearray()
+            for block in reader.blocks():
+                head += block
+                if b"</siteinfo>" in head or _OPEN.search(head) or len(head) > 16 * _BLOCK:
                     break
-            match = _SITEINFO.search(b"".join(lines))
+            match = _SITEINFO.search(head)
             return match.group() if match else b""
         finally:
             reader.close()
 
     def iter_items(self) -> Iterator[RawPage]:
         reader = _OffsetReader(self.path)
+        cutter = _PageCutter()
         try:
-            buffer: list[bytes] | None = None
-            start = 0
-            for line in reader.lines():
-                if buffer is None:
-                    if b"<page>" in line:
-                        at = line.index(b"<page>")
-                        buffer, start = [line[at:]], reader.offset + at
-                    continue
-                buffer.append(line)
-                if b"</page>" in line:
-                    yield RawPage(b"".join(buffer), start)
+            for block in reader.blocks():
+                for page in cutter.feed(block):
+                    yield page
                     self._raw_position = reader.raw.tell()
-                    buffer = None
-            if buffer is not None:
-                doc_id, title = identify_page(b"".join(buffer))
+            yield from cutter.feed(b"", last=True)
+            if (page := cutter.unfinished()) is not None:
+                doc_id, title = identify_page(page.data)
                 raise InputError(f"{self.path}: the input ends inside page {title!r} (id {doc_id}) "
-                                 f"that starts at byte {start:,}: truncated dump?")
+                                 f"that starts at byte {page.offset:,}: truncated dump?")
         finally:
             reader.close()
 
