@@ -13,7 +13,7 @@ event loop.
 * Threads, on purpose: the encoder has one thread (:data:`ENCODER_THREADS`), so encodes never overlap and
   torch's intra-op threads (``encode_threads``) are the encoder's only parallelism, never multiplied by a
   pool; BM25 searches, store queries and pairs run in the pool (``threads``), never on the event loop.
-* Passages come from memory when the store fits (``hold_passages_mb``,
+* Passages come from memory when the store fits (``passages_mb``,
   :meth:`pretriever.data.PassageLookup.hold`), read on the event loop; else from the store, in the pool.
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
   default, or convex), each taken to the same depth, as ``pretriever search --hybrid`` does.
@@ -182,7 +182,7 @@ class Engine:
         kind = retriever_kind(config.index)
         system = open_system(config.index, device=config.device)
         if system.lookup is not None:
-            system.lookup.hold(config.hold_passages_mb * 2**20)
+            system.lookup.hold(config.passages_mb * 2**20)
         executor = ThreadPoolExecutor(config.threads, thread_name_prefix="pretriever-serve")
         if kind == "bm25":
             return cls(config, None, system, kind, "the served index", executor)
