@@ -1,16 +1,27 @@
-"""Load test of `pretriever serve` on SciFact: throughput and p50/p99 latency over HTTP, beside the same
-engine called in-process (the overhead ratio), for dense, BM25 and hybrid at concurrency 1, 8 and 32.
+"""Load test of `pretriever serve` on SciFact against the floor, measured in the same run: what the work itself
+costs in one Python process (encode + search + passage texts from a dict), for dense, BM25 and hybrid at
+concurrency 1, 8 and 32.
 
 The SciFact index (5,183 abstracts, all-MiniLM-L6-v2, flat, with bm25/) is built in
-``bench/out/scifact-index`` when absent (minutes on a CPU) and reused. The 300 test claims
-(queries in ``qrels/test.tsv``) are replayed once per cell by ``concurrency`` workers on an
-``httpx.AsyncClient`` against the server started as ``pretriever serve`` in a subprocess on
-127.0.0.1 (loopback only). The peer is :class:`pretriever.serve.engine.Engine` in this process
-doing the same work per query (search + passage lookup) with the same concurrency. Bounded:
-every request has a timeout, every cell a time budget; any failed request is reported and
-makes the run exit non-zero. Two sizes: k = 10 and k = 100 hits per query.
+``bench/out/scifact-index`` when absent (minutes on a CPU) and reused.
 
-    python bench/bench_serve.py [--index bench/out/scifact-index] [--k 10,100] [--json bench/out/serve.json]
+* **The floor.** In this process, with the index's own parts and nothing of the server: one query at a time
+  (``encode_queries([q])`` + FAISS search, or bm25s retrieve, or both and the fusion, + the hits' passages
+  from a dict), and in batches of 8 and 32 (one encode call and one search per batch) for the concurrent rows.
+  The lone-query floor is also split into its stages (encode, FAISS, bm25s, fusion, lookup).
+* **The server.** ``pretriever serve`` started in a subprocess on 127.0.0.1 (loopback only), from this
+  checkout or from ``--server-path`` (another checkout: the "before" of a change, measured in the same
+  locked run), with ``--server-arg`` passed on. The test claims (queries of ``qrels/test.tsv``) are replayed
+  once per cell by ``concurrency`` workers on an ``httpx.AsyncClient``: the client's wall time, and the
+  server's own ``took_ms`` from each response.
+* **Ratios.** Each row's p50 (the server's ``took_ms`` and the HTTP wall time) over the lone-query floor's
+  p50, and its throughput over the floor's at the same batch size (concurrency 1: one at a time).
+
+Bounded: every request has a timeout, every cell a time budget; a failed request is reported and makes the
+run exit non-zero.
+
+    python bench/bench_serve.py [--index bench/out/scifact-index] [--k 10] [--server-path DIR]
+        [--server-arg=--batch-wait-ms=0] [--label NAME] [--json bench/out/serve.json]
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,32 +45,34 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from pretriever.data import load_qrels, load_queries  # noqa: E402
-from pretriever.serve import ServeConfig  # noqa: E402
-from pretriever.serve.engine import Engine  # noqa: E402
+from pretriever.data import CorpusStore, load_qrels, load_queries  # noqa: E402
+from pretriever.index import BM25Index, DenseIndex, HybridOptions, fuse  # noqa: E402
+from pretriever.index.open import index_meta, recorded_store  # noqa: E402
+from pretriever.retrieval import Hit  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
 OUT_DIR = REPO / "bench" / "out"
 MODES = ("dense", "bm25", "hybrid")
 CONCURRENCY = (1, 8, 32)
-console = Console(width=max(shutil.get_terminal_size().columns, 130))
+console = Console(width=max(shutil.get_terminal_size().columns, 150))
 
 
 def ensure_index(index_dir: Path) -> Path:
     from pretriever.corpus.build import build_corpus
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.index import BM25Index, IndexConfig, build_index
+    from pretriever.index import IndexConfig, build_index
     from pretriever.index.dense import INDEX_JSON
 
+    if (index_dir / INDEX_JSON).exists() and (index_dir / "bm25" / "bm25.json").exists():
+        return index_dir
     store = index_dir.parent / "scifact-store"
     if not (store / "manifest.json").exists():
         build_corpus(CorpusConfig(input=SCIFACT / "corpus.jsonl", out=store, workers=1, overwrite=True))
     if not (index_dir / INDEX_JSON).exists():
         console.print(f"encoding SciFact into {index_dir} (minutes on a CPU) ...")
         build_index(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))
-    if not (index_dir / "bm25" / "bm25.json").exists():
-        BM25Index.build(store).save(index_dir / "bm25")
+    BM25Index.build(store).save(index_dir / "bm25")
     return index_dir
 
 
@@ -67,29 +81,91 @@ def test_claims() -> list[str]:
     return [queries[qid] for qid in qrels]
 
 
-async def replay(call, queries: list[str], concurrency: int, budget: float) -> dict:
-    """Run ``call(query)`` for every query with ``concurrency`` workers; latencies in ms, failures counted."""
-    todo = list(enumerate(queries))
+def summary(latencies: list[float], wall: float, failures: int = 0, errors: list[str] | None = None) -> dict:
+    lat = np.array(latencies) if latencies else np.array([float("nan")])
+    return {"requests": len(latencies), "failures": failures, "errors": (errors or [])[:3],
+            "qps": len(latencies) / wall, "p50_ms": float(np.percentile(lat, 50)),
+            "p99_ms": float(np.percentile(lat, 99))}
+
+
+class Floor:
+    """The work of a query and nothing else, in this process: the index's encoder and FAISS index, bm25s, the
+    fusion, and the passages from a dict read once."""
+
+    def __init__(self, index: Path, options: HybridOptions):
+        self.dense = DenseIndex.load(index)
+        self.bm25 = BM25Index.load(index / "bm25")
+        self.options = options
+        con = CorpusStore(recorded_store(index_meta(index))).connect()
+        self.texts = {pid: (title, text) for pid, title, text in con.execute(
+            "SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d USING (doc_id)").fetchall()}
+        con.close()
+        self.dense.encode_queries(["warm up"])
+        self.stages: dict[str, list[float]] = {}
+
+    def _timed(self, stage: str, fn: Callable, *args):
+        started = time.perf_counter()
+        out = fn(*args)
+        self.stages.setdefault(stage, []).append((time.perf_counter() - started) * 1000)
+        return out
+
+    def _dense(self, queries: list[str], k: int) -> list[list[Hit]]:
+        vectors = self._timed("encode", self.dense.encode_queries, queries)
+        scores, rows = self._timed("FAISS search", self.dense.index.search, vectors, k)
+        ids = self.dense.passage_ids
+        return [[Hit(ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
+
+    def _bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
+        return self._timed("bm25s retrieve", self.bm25.search, queries, k)
+
+    def run(self, queries: list[str], k: int, mode: str) -> list[list[dict]]:
+        """Each query's top ``k`` with their passages, as one batch."""
+        if mode == "dense":
+            results = self._dense(queries, k)
+        elif mode == "bm25":
+            results = self._bm25(queries, k)
+        else:
+            depth = self.options.depth_for(k)
+            dense, sparse = self._dense(queries, depth), self._bm25(queries, depth)
+            results = self._timed("fusion", lambda: [fuse(d, s, self.options, k) for d, s in zip(dense, sparse)])
+        return self._timed("passage lookup", lambda: [[
+            {"id": h.passage_id, "title": self.texts[h.passage_id][0], "text": self.texts[h.passage_id][1]}
+            for h in hits] for hits in results])
+
+    def cell(self, queries: list[str], k: int, mode: str, batch: int) -> dict:
+        """Every query in batches of ``batch``: each query's latency is its batch's time."""
+        latencies: list[float] = []
+        started = time.perf_counter()
+        for at in range(0, len(queries), batch):
+            part = queries[at:at + batch]
+            began = time.perf_counter()
+            assert all(self.run(part, k, mode))
+            latencies += [(time.perf_counter() - began) * 1000] * len(part)
+        return summary(latencies, time.perf_counter() - started)
+
+
+async def replay(call, queries: list[str], concurrency: int, budget: float) -> tuple[dict, list[float]]:
+    """Run ``call(query)`` for every query with ``concurrency`` workers: the summary of the latencies (ms)
+    and what each call returned (the server's took_ms); failures counted."""
+    todo = list(queries)
     latencies: list[float] = []
+    took: list[float] = []
     failures: list[str] = []
     deadline = time.perf_counter() + budget
 
     async def worker():
         while todo and time.perf_counter() < deadline:
-            _, query = todo.pop(0)
+            query = todo.pop(0)
             started = time.perf_counter()
             try:
-                await call(query)
+                took.append(await call(query))
                 latencies.append((time.perf_counter() - started) * 1000)
             except Exception as err:  # noqa: BLE001 - a benchmark counts every failure
                 failures.append(f"{type(err).__name__}: {err}"[:200])
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    wall = time.perf_counter() - started
-    lat = np.array(latencies) if latencies else np.array([float("nan")])
-    return {"requests": len(latencies), "failures": len(failures) + len(todo), "errors": failures[:3],
-            "qps": len(latencies) / wall, "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99))}
+    return summary(latencies, time.perf_counter() - started, len(failures) + len(todo), failures), took
 
 
 def free_port() -> int:
@@ -98,10 +174,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(index: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def start_server(index: Path, port: int, code: Path, extra: list[str]) -> subprocess.Popen:
+    """`pretriever serve INDEX` with the package from the checkout ``code``."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
     proc = subprocess.Popen([sys.executable, "-c", "from pretriever.cli import main; main()", "serve", str(index),
-                             "--host", "127.0.0.1", "--port", str(port)], env=env,
+                             "--host", "127.0.0.1", "--port", str(port), *extra], env=env, cwd=code,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for _ in range(600):
         if proc.poll() is not None:
@@ -116,81 +193,132 @@ def start_server(index: Path, port: int) -> subprocess.Popen:
     raise SystemExit("the server did not start in 120 s")
 
 
-async def http_cells(port: int, queries: list[str], ks: list[int], budget: float) -> dict:
+async def encoding(client: httpx.AsyncClient) -> dict | None:
+    """The server's encoder counters (batches, queries) from /info; None for a BM25 index."""
+    return (await client.get("/info")).json()["encoding"]
+
+
+async def http_cells(port: int, queries: list[str], ks: list[int], modes: list[str], budget: float) -> dict:
     limits = httpx.Limits(max_connections=max(CONCURRENCY), max_keepalive_connections=max(CONCURRENCY))
     out = {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
         for k in ks:
-            for mode in MODES:
+            for mode in modes:
                 for c in CONCURRENCY:
                     async def call(q, mode=mode, k=k):
                         r = await client.post("/search", json={"q": q, "k": k, "mode": mode})
                         r.raise_for_status()
-                        assert len(r.json()["hits"]) > 0
+                        body = r.json()
+                        assert len(body["hits"]) > 0
+                        return body["took_ms"]
                     await replay(call, queries[:c], c, budget)  # warm the connections
-                    out[(k, mode, c)] = await replay(call, queries, c, budget)
+                    before = await encoding(client)
+                    stats, took = await replay(call, queries, c, budget)
+                    after = await encoding(client)
+                    batches = after["batches"] - before["batches"] if before else 0
+                    out[(k, mode, c)] = {**stats, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
+                                         "mean_batch": (after["queries"] - before["queries"]) / batches
+                                         if batches else None}
     return out
 
 
-async def engine_cells(engine: Engine, queries: list[str], ks: list[int], budget: float) -> dict:
-    out = {}
-    for k in ks:
-        for mode in MODES:
-            for c in CONCURRENCY:
-                async def call(q, mode=mode, k=k):  # what POST /search does, without HTTP and JSON
-                    [hits] = await engine.search([q], k, mode)
-                    passages = await engine.passages([h.passage_id for h in hits])
-                    assert hits and len(passages) == len(hits)
-                await replay(call, queries[:c], c, budget)
-                out[(k, mode, c)] = await replay(call, queries, c, budget)
-    return out
+def floor_cells(floor: Floor, queries: list[str], ks: list[int], modes: list[str],
+                threads: list[int]) -> tuple[dict, dict]:
+    """The floor of every cell: the best over torch's intra-op ``threads`` (throughput, and the p50 of the
+    lone-query cells), and the lone queries' stages (p50 ms) at the first k with that thread count."""
+    import torch
+
+    out, stages = {}, {}
+    for n in threads:
+        torch.set_num_threads(n)
+        for k in ks:
+            for mode in modes:
+                for c in CONCURRENCY:
+                    floor.cell(queries[:c], k, mode, c)  # warm
+                    floor.stages.clear()
+                    got = {**floor.cell(queries, k, mode, c), "torch_threads": n}
+                    best = out.get((k, mode, c))
+                    if best is None or (got["p50_ms"] < best["p50_ms"] if c == 1 else got["qps"] > best["qps"]):
+                        out[(k, mode, c)] = got
+                        if c == 1 and k == ks[0]:
+                            stages[mode] = {"torch_threads": n, **{s: float(np.percentile(v, 50))
+                                                                   for s, v in floor.stages.items()}}
+    return out, stages
+
+
+def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
+    """Print each cell beside its floor, with the ratios, and return the rows."""
+    table = Table(title=title)
+    for col in ("k", "mode", "conc.", "floor q/s", "floor p50", "floor thr.", "HTTP q/s", "HTTP p50", "HTTP p99",
+                "took p50", "batch", "took / floor p50", "HTTP / floor p50", "q/s / floor q/s", "failed"):
+        table.add_column(col, justify="right")
+    rows = []
+    for (k, mode, c), h in http.items():
+        f = floors[(k, mode, c)]
+        ratios = {"took_over_floor_p50": h["took_p50_ms"] / f["p50_ms"],
+                  "http_over_floor_p50": h["p50_ms"] / f["p50_ms"], "qps_over_floor": h["qps"] / f["qps"]}
+        rows.append({"k": k, "mode": mode, "concurrency": c, "floor": f, "http": h, **ratios})
+        batch = f"{h['mean_batch']:.1f}" if h["mean_batch"] else "-"
+        table.add_row(str(k), mode, str(c), f"{f['qps']:.1f}", f"{f['p50_ms']:.1f}", str(f["torch_threads"]),
+                      f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}", f"{h['took_p50_ms']:.1f}", batch,
+                      *(f"{ratios[r]:.2f}x" for r in ratios), str(h["failures"]))
+    console.print(table)
+    console.print("floor = in-process encode + search + passages from a dict, one query at a time (conc. 1) or in "
+                  "batches of conc. (its p50: the batch's time), the best over torch threads --floor-threads (floor "
+                  "thr.); batch = mean queries per encoder call in the server; took = the server's took_ms; ms.")
+    for mode, times in stages.items():
+        console.print(f"lone {mode} query, floor stages (p50 ms, torch threads {times['torch_threads']}): "
+                      + ", ".join(f"{s} {t:.2f}" for s, t in times.items() if s != "torch_threads"))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, default=OUT_DIR / "scifact-index")
-    parser.add_argument("--k", default="10,100", help="hits per query, one run per value (two sizes)")
+    parser.add_argument("--k", default="10", help="hits per query, one run per value (e.g. 10,100)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--queries", type=int, default=0, help="use the first N test claims (0: all 300)")
     parser.add_argument("--budget", type=float, default=120.0, help="seconds at most per cell")
+    parser.add_argument("--server-path", type=Path, default=REPO,
+                        help="the checkout whose `pretriever serve` is measured (default: this one)")
+    parser.add_argument("--server-arg", action="append", default=[],
+                        help="an argument for `pretriever serve` (repeatable), e.g. --server-arg=--batch-wait-ms=0")
+    parser.add_argument("--floor-threads", default=f"1,{os.cpu_count()}",
+                        help="torch intra-op thread counts the floor is measured with; each cell keeps the best")
+    parser.add_argument("--label", default="", help="a name for this run in the table and the JSON")
     parser.add_argument("--json", type=Path, default=OUT_DIR / "serve.json")
     args = parser.parse_args()
     if not SCIFACT.exists():
         sys.exit(f"SciFact not found at {SCIFACT}")
-    ks = [int(k) for k in args.k.split(",")]
+    ks, modes = [int(k) for k in args.k.split(",")], args.modes.split(",")
     index = ensure_index(args.index)
-    queries = test_claims()
-    console.print(f"{len(queries)} SciFact test claims; index {index}; cores: {os.cpu_count()}")
+    queries = test_claims()[:args.queries or None]
+    console.print(f"{len(queries)} SciFact test claims; index {index}; cores: {os.cpu_count()}; "
+                  f"load average {os.getloadavg()[0]:.2f}")
 
+    floor = Floor(index, HybridOptions())
+    threads = sorted({int(n) for n in args.floor_threads.split(",")})
+    floors, stages = floor_cells(floor, queries, ks, modes, threads)
+    del floor
     port = free_port()
-    server = start_server(index, port)
+    server = start_server(index, port, args.server_path.resolve(), args.server_arg)
     try:
-        http = asyncio.run(http_cells(port, queries, ks, args.budget))
+        http = asyncio.run(http_cells(port, queries, ks, modes, args.budget))
     finally:
         server.terminate()
         server.wait(30)
-    engine = Engine.open(ServeConfig(index=index))
-    inproc = asyncio.run(engine_cells(engine, queries, ks, args.budget))
 
-    table = Table(title="pretriever serve on SciFact (300 test claims): HTTP vs the engine in-process")
-    for col in ("k", "mode", "conc.", "HTTP q/s", "HTTP p50 ms", "HTTP p99 ms", "in-proc q/s", "in-proc p50 ms",
-                "in-proc p99 ms", "q/s ratio", "p50 ratio", "failed"):
-        table.add_column(col, justify="right")
-    rows = []
-    for key in http:
-        h, e = http[key], inproc[key]
-        ratio, p50_ratio = e["qps"] / h["qps"], h["p50_ms"] / e["p50_ms"]
-        rows.append({"k": key[0], "mode": key[1], "concurrency": key[2], "http": h, "in_process": e,
-                     "throughput_ratio_inproc_over_http": ratio, "p50_ratio_http_over_inproc": p50_ratio})
-        table.add_row(str(key[0]), key[1], str(key[2]), f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}",
-                      f"{e['qps']:.1f}", f"{e['p50_ms']:.1f}", f"{e['p99_ms']:.1f}", f"{ratio:.2f}x",
-                      f"{p50_ratio:.2f}x", str(h["failures"] + e["failures"]))
-    console.print(table)
-    console.print("q/s ratio = in-process throughput / HTTP throughput; p50 ratio = HTTP p50 / in-process p50.")
+    rows = report(http, floors, stages, f"pretriever serve on SciFact ({len(queries)} test claims) against the "
+                  f"floor" + (f": {args.label}" if args.label else ""))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"queries": len(queries), "index": str(index), "cores": os.cpu_count(),
-                                     "rows": rows}, indent=1), encoding="utf-8")
-    failed = sum(r["http"]["failures"] + r["in_process"]["failures"] for r in rows)
+    args.json.write_text(json.dumps({"label": args.label, "queries": len(queries), "index": str(index),
+                                     "server": str(args.server_path), "server_args": args.server_arg,
+                                     "cores": os.cpu_count(), "floor_stages_p50_ms": stages, "rows": rows},
+                                    indent=1), encoding="utf-8")
+    failed = sum(r["http"]["failures"] for r in rows)
     if failed:
-        console.print(f"[red]{failed} request(s) failed[/red]: {[r['http']['errors'] for r in rows if r['http']['errors']][:3]}")
+        errors = [r["http"]["errors"] for r in rows if r["http"]["errors"]][:3]
+        console.print(f"[red]{failed} request(s) failed[/red]: {errors}")
         sys.exit(1)
 
 

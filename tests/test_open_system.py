@@ -229,3 +229,18 @@ def test_one_lookup_serves_many_threads(built):
     lookup.close()
     assert not failures and len(seen) == 120
     assert all(s == {pid: text for pid, (_, text, _) in truth.items()} for s in seen)
+
+
+def test_a_held_lookup_answers_from_memory_as_the_store_does(built):
+    con = CorpusStore(built["store"]).connect()
+    truth = {pid: Passage(pid, title, text, doc) for pid, title, text, doc in con.execute(
+        "SELECT p.passage_id, d.title, p.text, p.doc_id FROM passages p LEFT JOIN documents d USING (doc_id)"
+    ).fetchall()}
+    asked = [*sorted(truth, reverse=True), "nope", next(iter(truth))]
+    expected = {**{i: truth[i] for i in sorted(truth, reverse=True)}, "nope": Passage("nope", None, None, None)}
+    lookup = PassageLookup(built["store"])
+    assert lookup.passages(asked) == expected and list(lookup.passages(asked)) == list(expected)  # from the store
+    assert not lookup.hold(lookup.text_bytes() - 1) and not lookup.held  # over the budget: not read
+    assert lookup.hold(lookup.text_bytes()) and lookup.held
+    lookup.close()  # a held lookup no longer needs its store connection
+    assert lookup.passages(asked) == expected and list(lookup.passages(asked)) == list(expected)

@@ -5,9 +5,13 @@ documents."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import gc
 import json
+import logging
 import re
 import socket
+import statistics
 import time
 from urllib.parse import quote
 
@@ -27,6 +31,7 @@ from pretriever.mine.methods import METHODS as REGISTERED
 from pretriever.refine import RefineConfig, run_refine
 from pretriever.retrieval import Hit
 from pretriever.serve import ServeConfig, ServeError, create_app
+from pretriever.serve.engine import MicroBatcher
 from pretriever.serve.handlers import without_paths
 from pretriever.serve.judged import JudgedSets
 from pretriever.serve.server import ReadDeadlines
@@ -88,17 +93,61 @@ def test_batch_returns_each_query_in_order(client):
 def test_concurrent_queries_are_encoded_in_shared_batches(served):  # noqa: F811
     app = create_app(served.config(), engine=served.engine)
     before = served.engine.batcher.batches, served.engine.batcher.texts
+    asked = [(f"vitamin {i}", 2 + i % 3) for i in range(16)]  # three k's in one batch
 
     async def fire():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
-            return await asyncio.gather(*(c.get("/search", params={"q": f"vitamin {i}", "k": 2}) for i in range(16)))
+            return await asyncio.gather(*(c.get("/search", params={"q": q, "k": k}) for q, k in asked))
 
     responses = asyncio.run(fire())
     assert all(r.status_code == 200 for r in responses)
     batches = served.engine.batcher.batches - before[0]
     assert served.engine.batcher.texts - before[1] == 16
     assert batches < 16  # at least two queries shared an encoder call
+    for (q, k), r in zip(asked, responses):  # each query got its own k and its own hits, as searched alone
+        alone, hits = served.engine.dense.search([q], k)[0], r.json()["hits"]
+        assert len(hits) == len(alone) == k and hits[0]["id"] == alone[0].passage_id
+        assert [h["score"] for h in hits] == pytest.approx([h.score for h in alone], abs=1e-4)  # batch or not
+
+
+def test_a_lone_request_is_not_held_for_the_batch_wait(served):  # noqa: F811
+    """With a 200 ms batch wait, a request that comes alone (one query, or one /search/batch of several) is
+    encoded at once; requests that come together still share a batch."""
+    cfg = served.config(batch_wait_ms=200.0)
+    waiting = MicroBatcher(served.engine.dense, served.engine.encoder, cfg.encode_batch, cfg.batch_wait_ms / 1000)
+    engine = dataclasses.replace(served.engine, config=cfg, batcher=waiting)
+    took = []
+    with running(cfg, engine) as url, httpx.Client(base_url=url, timeout=30) as c:
+        for q in (COLD, ALBENDAZOLE, "vitamin D and bone density", "smoking and lung cancer", "sleep and memory"):
+            started = time.perf_counter()
+            r = c.post("/search", json={"q": q, "k": 10})
+            took.append(time.perf_counter() - started)
+            assert r.status_code == 200 and r.json()["hits"]
+        started = time.perf_counter()
+        assert c.post("/search/batch", json={"queries": [COLD, ALBENDAZOLE], "k": 3}).status_code == 200
+        took.append(time.perf_counter() - started)
+    assert statistics.median(took) < 0.15, took  # not 200 ms and more
+    assert (waiting.batches, waiting.texts) == (6, 7)
+
+    async def together():
+        return await asyncio.gather(*(engine.search([q], 3, "dense") for q in (COLD, ALBENDAZOLE, "sleep")))
+
+    asyncio.run(together())
+    assert (waiting.batches, waiting.texts) == (7, 10)
+
+
+def test_the_batcher_leaves_no_task_behind(served, caplog):  # noqa: F811
+    """The batcher's worker ends with the requests it served, so a loop that stops without cancelling its tasks
+    (a server thread left at exit) leaves none pending: no "Task was destroyed but it is pending"."""
+    loops = [asyncio.new_event_loop() for _ in range(2)]
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        for loop in loops:  # two loops in turn, each closed as it stands
+            assert loop.run_until_complete(served.engine.search([COLD], 3, "dense"))[0]
+            loop.close()
+        assert not [task for loop in loops for task in asyncio.all_tasks(loop)]  # none left pending
+        gc.collect()
+    assert "Task was destroyed" not in caplog.text
 
 
 def test_compare_marks_judged_and_answer_bearing_hits(client):

@@ -5,6 +5,10 @@ passage text, multi-hop gold sets may be titles, training needs texts and random
 :class:`PassageLookup` answers these for the passages asked for, in one DuckDB join per call;
 documents and titles are cached. One lookup may serve many threads (the server's pool): its DuckDB
 connection is used by one caller at a time.
+
+A server asks for a few passages many times a second: :meth:`PassageLookup.hold` reads a store that
+fits into memory once, after which :meth:`PassageLookup.passages` is a dict lookup by the store's own
+ids (no query planner per request, no lock, cheap enough to call on an event loop).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pretriever.data.passages import passage_text
 from pretriever.data.store import CorpusStore
@@ -27,11 +32,40 @@ class PassageLookup:
         self._doc: dict[str, str | None] = {}  # passage id -> document id (None: not in the store)
         self._title: dict[str, str | None] = {}  # passage id -> its document's title
         self._identity: bool | None = None
+        self._held: dict[str, Passage] | None = None  # every passage, when hold() read them into memory
         self._lock = threading.Lock()  # a DuckDB connection serves one caller at a time
 
     @property
     def path(self) -> Path:
         return self.store.path
+
+    @property
+    def held(self) -> bool:
+        """Whether :meth:`hold` read the passages into memory (then :meth:`passages` touches no store)."""
+        return self._held is not None
+
+    def text_bytes(self) -> int:
+        """What :meth:`hold` reads (ids, texts, titles), uncompressed, in bytes: from the Parquet footers, no data
+        is read. Held as Python strings, passages take about twice this in memory."""
+        total = 0
+        for name, wanted in (("passages", {"passage_id", "doc_id", "text"}), ("documents", {"doc_id", "title"})):
+            path, is_dir = self.store.table_path(name)
+            for file in sorted(path.glob("*.parquet")) if is_dir else [path]:
+                meta = pq.ParquetFile(file).metadata
+                for group in map(meta.row_group, range(meta.num_row_groups)):
+                    total += sum(group.column(c).total_uncompressed_size for c in range(group.num_columns)
+                                 if group.column(c).path_in_schema in wanted)
+        return total
+
+    def hold(self, max_bytes: int) -> bool:
+        """Read every passage (id, title, text, document) into memory when :meth:`text_bytes` is at most
+        ``max_bytes``; returns whether it did. The store's ids stay the keys, as they are."""
+        if self._held is None and self.text_bytes() <= max_bytes:
+            with self._lock:
+                rows = self._con.execute("SELECT p.passage_id, d.title, p.text, p.doc_id FROM passages p "
+                                         "LEFT JOIN documents d USING (doc_id)").fetchall()
+            self._held = {row[0]: Passage(*row) for row in rows}
+        return self._held is not None
 
     @property
     def documents_whole(self) -> bool:
@@ -77,10 +111,18 @@ class PassageLookup:
         return {i: self._title[i] for i in ids}
 
     def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
-        """Title, text and document of each id, in the order asked (None fields for an id not in the store)."""
+        """Title, text and document of each id, in the order asked (None fields for an id not in the store):
+        from memory when :meth:`hold` read the store, else in one query."""
         todo = list(dict.fromkeys(ids))
-        titles, texts, docs = self.titles(todo), self.texts(todo), self.doc_ids(todo)
-        return {i: Passage(i, titles[i], texts[i], docs[i]) for i in todo}
+        if self._held is not None:
+            return {i: self._held.get(i) or Passage(i, None, None, None) for i in todo}
+        found = {}
+        if todo:
+            found = {row[0]: Passage(*row) for row in self._query(todo, "SELECT p.passage_id, d.title, p.text, "
+                                                                        "p.doc_id FROM passages p JOIN _wanted w "
+                                                                        "USING (passage_id) LEFT JOIN documents d "
+                                                                        "USING (doc_id)")}
+        return {i: found.get(i) or Passage(i, None, None, None) for i in todo}
 
     def doc_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Each passage's document id (the id itself when documents are kept whole)."""

@@ -99,10 +99,19 @@ class ServeConfig:
     max_page_size: int = option(100, "Most pairs in one /pairs page.")
     max_read_k: int = option(100, "Most passages one /answer request has the reader read.")
     encode_batch: int = option(32, "Most queries encoded together (micro-batch across concurrent requests).")
-    batch_wait_ms: float = option(2.0, "How long the encoder waits for more queries before encoding a batch.")
+    batch_wait_ms: float = option(2.0, "How long a batch that holds queries of several requests waits for more "
+                                       "to join. A lone request is encoded at once.")
+    encode_threads: int = option(max(1, (os.cpu_count() or 2) // 2), "Torch threads of the query encoder, which "
+                                 "encodes one batch at a time; the other cores are left to the event loop, BM25 and "
+                                 "lookups. More threads than cores free at the time stall at every step of the model.",
+                                 default_help="half the cores")
+    passages_mb: int = option(1024, "Read the store's passages into memory at start when their text takes at "
+                                         "most this many MB (about twice that in memory), so a request's passages "
+                                         "are a dict lookup; else each request queries the store. 0: never.")
     hybrid: HybridOptions = option(default_factory=HybridOptions, help="How mode=hybrid fuses dense and BM25 "
                                    "(the [serve.hybrid] table; RRF k=60 by default).")
-    threads: int = option(4, "Worker threads for encoding, FAISS/BM25 search and passage lookups.")
+    threads: int = option(4, "Worker threads for BM25 searches, store queries and pairs (the encoder has its "
+                             "own thread).")
     header_timeout: float = option(10.0, "Seconds a client has to send a request's line and headers (from "
                                          "connecting, or from the request's first byte); then the socket is closed.")
     body_timeout: float = option(30.0, "Seconds a client has to send a request's body once its headers are in; "
@@ -118,11 +127,12 @@ class ServeConfig:
         if self.api_key is None:
             self.api_key = os.environ.get(API_KEY_ENV) or None
         for name in ("port", "max_query_chars", "max_k", "max_batch", "max_body_bytes", "max_page_size",
-                     "max_read_k", "encode_batch", "threads"):
+                     "max_read_k", "encode_batch", "encode_threads", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.batch_wait_ms < 0:
-            raise ValueError(f"batch_wait_ms must be 0 or more, got {self.batch_wait_ms}")
+        for name in ("batch_wait_ms", "passages_mb"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
         for name in ("header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0 seconds, got {getattr(self, name)}")

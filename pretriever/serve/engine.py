@@ -1,16 +1,20 @@
-"""The search engine behind the API: one model, micro-batched query encoding, search off the event loop.
+"""The search engine behind the API: one model, adaptive micro-batches of query encodings, nothing slow on the
+event loop.
 
 * The index is opened once with :func:`pretriever.index.open_system` (dense, refined or BM25
   folder, with the store its passages come from), so its model is loaded once; BM25 comes from
   the index's ``bm25/`` folder (:func:`pretriever.index.bm25_system`, built in memory when the
   folder has none).
-* :class:`MicroBatcher`: concurrent requests put their query on an asyncio queue; one task
-  takes up to ``encode_batch`` queries (waiting ``batch_wait_ms`` for more) and encodes them
-  in one call in the thread pool. Encoding one query at a time costs nearly as much as
+* :class:`MicroBatcher`: concurrent requests queue their query; one worker encodes whatever is queued
+  (up to ``encode_batch``) in one call and searches the vectors, on the encoder's own thread. A lone
+  query is encoded at once; queries that come while a batch is encoding make up the next one, so the
+  batch size follows the load (continuous batching). Encoding one query costs nearly as much as
   encoding 32 on a CPU, so under load this is where throughput comes from.
-* FAISS and BM25 searches and passage lookups run in a thread pool (FAISS and bm25s release
-  the GIL), never on the event loop. Dense mode encodes through the index's
-  :class:`pretriever.retrieval.VectorSearch` side (a refined index: its refined query vectors).
+* Threads, on purpose: the encoder has one thread (:data:`ENCODER_THREADS`), so encodes never overlap and
+  torch's intra-op threads (``encode_threads``) are the encoder's only parallelism, never multiplied by a
+  pool; BM25 searches, store queries and pairs run in the pool (``threads``), never on the event loop.
+* Passages come from memory when the store fits (``passages_mb``,
+  :meth:`pretriever.data.PassageLookup.hold`), read on the event loop; else from the store, in the pool.
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
   default, or convex), each taken to the same depth, as ``pretriever search --hybrid`` does.
 """
@@ -18,12 +22,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import Any, NamedTuple
 
 from pretriever.data import PassageLookup
 from pretriever.index import System, bm25_system, open_system, retriever_kind
@@ -32,77 +35,137 @@ from pretriever.index.hybrid import fuse
 from pretriever.retrieval import Hit, Passage, VectorSearch
 from pretriever.serve.config import MODES, ServeConfig, ServeError
 
-class MicroBatcher:
-    """Encode texts from many concurrent callers in shared batches (``await batcher.encode(text)``).
+ENCODER_THREADS = 1  # one batch encodes at a time; its parallelism is torch's
 
-    ``encode`` maps a list of texts to an (n, dim) array and runs in ``executor``. When a text
-    arrives the batcher waits ``max_wait`` seconds (unless ``max_batch`` are already waiting),
-    then encodes up to ``max_batch`` waiting texts in one call; texts that arrive meanwhile
-    queue for the next batch.
+
+def set_encode_threads(threads: int) -> None:
+    """torch's intra-op threads for the calling thread: run as the encoder thread's initializer, because a
+    thread keeps the OpenMP thread count it started with, whatever another thread sets later."""
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+class MicroBatcher:
+    """Encode and search the queries of many concurrent requests in shared batches
+    (``await batcher.search(queries, k)``).
+
+    ``system`` encodes a list of texts (``encode_queries``) and searches their vectors (``search_vectors``);
+    both run in ``executor``. A worker task runs while queries are queued: it takes up to ``max_batch``,
+    encodes them in one call and searches each ``k`` asked for, then takes the next batch. A request that
+    finds the queue empty is encoded at once. Only when a batch holds queries of more than one request
+    (requests are coming together) does it wait, up to ``max_wait`` seconds, for more to join until it is
+    full. The worker exits when the queue is empty, so no task outlives the requests (or the event loop)
+    it served.
     """
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], executor: ThreadPoolExecutor,
-                 max_batch: int, max_wait: float):
-        self._encode = encode
+    def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float):
+        self._system = system
         self._executor = executor
         self.max_batch = max_batch
         self.max_wait = max_wait
-        self._queue: asyncio.Queue[tuple[str, asyncio.Future]] | None = None
-        self._task: asyncio.Task | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: deque[Queued] = deque()
+        self._arrived = asyncio.Event()
+        self._worker: asyncio.Task | None = None
         self.batches = 0
         self.texts = 0
 
-    async def encode(self, text: str) -> np.ndarray:
+    async def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """The top ``k`` hits of each of ``queries`` (one request's), encoded with the queries queued beside them."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done() or self._loop is not loop:  # first call, or a new event loop
-            self._loop, self._queue = loop, asyncio.Queue()
-            self._task = loop.create_task(self._run())
-        future = loop.create_future()
-        await self._queue.put((text, future))
-        return await future
+        request = object()
+        futures = [loop.create_future() for _ in queries]
+        if self._worker is None or self._worker.get_loop() is not loop:  # none, or one left on a closed loop
+            self._queue = deque(q for q in self._queue if q.future.get_loop() is loop)
+            self._arrived = asyncio.Event()
+            self._worker = loop.create_task(self._run())
+        self._queue.extend(Queued(text, k, future, request) for text, future in zip(queries, futures))
+        self._arrived.set()
+        return list(await asyncio.gather(*futures))
+
+    def _fill(self, batch: list[Queued]) -> list[Queued]:
+        while self._queue and len(batch) < self.max_batch:
+            batch.append(self._queue.popleft())
+        return batch
+
+    async def _wait_for_more(self, batch: list[Queued]) -> list[Queued]:
+        """``batch`` topped up with the queries that come within ``max_wait`` seconds, or until it is full."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait
+        while len(batch) < self.max_batch and (left := deadline - loop.time()) > 0:
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), left)
+            except TimeoutError:
+                pass
+            self._fill(batch)
+        return batch
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        queue = self._queue
-        while True:
-            batch = [await queue.get()]
-            if self.max_wait > 0 and queue.qsize() < self.max_batch - 1:
-                # let concurrent requests join; a plain sleep, not wait_for(queue.get()), which on
-                # Python < 3.12 can drop an item taken just as the timeout fires
-                await asyncio.sleep(self.max_wait)
-            while len(batch) < self.max_batch and not queue.empty():
-                batch.append(queue.get_nowait())
-            live = [(text, fut) for text, fut in batch if not fut.cancelled()]
-            if not live:
-                continue
-            try:
-                vectors = await loop.run_in_executor(self._executor, self._encode, [text for text, _ in live])
-            except Exception as err:  # noqa: BLE001 - every waiting caller gets the failure
-                for _, fut in live:
-                    if not fut.done():
-                        fut.set_exception(err)
-                continue
-            self.batches += 1
-            self.texts += len(live)
-            for (_, fut), vector in zip(live, vectors):
-                if not fut.done():
-                    fut.set_result(vector)
+        loop, me = asyncio.get_running_loop(), asyncio.current_task()
+        try:
+            while self._queue:
+                batch = self._fill([])
+                if self.max_wait > 0 and len(batch) < self.max_batch and len({q.request for q in batch}) > 1:
+                    batch = await self._wait_for_more(batch)
+                live = [q for q in batch if not q.future.done()]  # a caller that went away is skipped
+                if not live:
+                    continue
+                try:
+                    found = await loop.run_in_executor(self._executor, self._encode_and_search,
+                                                       [q.text for q in live], [q.k for q in live])
+                except Exception as err:  # noqa: BLE001 - every waiting caller gets the failure
+                    for q in live:
+                        if not q.future.done():
+                            q.future.set_exception(err)
+                    continue
+                self.batches += 1
+                self.texts += len(live)
+                for q, hits in zip(live, found):
+                    if not q.future.done():
+                        q.future.set_result(hits)
+        finally:
+            if self._worker is me:
+                self._worker = None
+
+    def _encode_and_search(self, texts: list[str], ks: list[int]) -> list[list[Hit]]:
+        """One encoder call for ``texts``, then one vector search per distinct ``k`` (so each query gets exactly
+        what a search with its own ``k`` returns, on any index type)."""
+        vectors = self._system.encode_queries(texts)
+        found: list[list[Hit]] = [[] for _ in texts]
+        for k in sorted(set(ks)):
+            rows = [i for i, wanted in enumerate(ks) if wanted == k]
+            for row, hits in zip(rows, self._system.search_vectors(vectors[rows], k)):
+                found[row] = hits
+        return found
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        """Stop the worker; queued callers get CancelledError."""
+        worker, self._worker = self._worker, None
+        for queued in self._queue:
+            queued.future.cancel()
+        self._queue.clear()
+        if worker is not None and not worker.done():
+            worker.cancel()
             try:
-                await self._task
-            except (asyncio.CancelledError, RuntimeError):
+                await worker
+            except asyncio.CancelledError:
                 pass
-            self._task = None
+
+
+class Queued(NamedTuple):
+    """A query waiting for the encoder: its text, its k, who waits for it, and which request it belongs to."""
+
+    text: str
+    k: int
+    future: asyncio.Future
+    request: object
 
 
 @dataclass
 class Engine:
     """The opened index (dense and/or BM25, each a :class:`pretriever.index.System` reading passages from the
-    index's store), and the pool its searches run in."""
+    index's store), the encoder's thread and the pool the other searches and lookups run in."""
 
     config: ServeConfig
     dense: System | None
@@ -110,13 +173,16 @@ class Engine:
     kind: str
     bm25_source: str = ""
     executor: ThreadPoolExecutor = field(default_factory=ThreadPoolExecutor)
+    encoder: ThreadPoolExecutor | None = None
     batcher: MicroBatcher | None = None
 
     @classmethod
     def open(cls, config: ServeConfig) -> Engine:
-        """Open ``config.index``; its model is loaded here, once."""
+        """Open ``config.index``; its model is loaded here, once, and its passages read when they fit."""
         kind = retriever_kind(config.index)
         system = open_system(config.index, device=config.device)
+        if system.lookup is not None:
+            system.lookup.hold(config.passages_mb * 2**20)
         executor = ThreadPoolExecutor(config.threads, thread_name_prefix="pretriever-serve")
         if kind == "bm25":
             return cls(config, None, system, kind, "the served index", executor)
@@ -125,11 +191,11 @@ class Engine:
         bm25, source = None, ""
         if (config.index / BM25_DIR).exists() or system.lookup is not None:
             bm25, source = bm25_system(system.lookup, [config.index / BM25_DIR])
-        engine = cls(config, system, bm25, kind, source, executor)
-        engine.batcher = MicroBatcher(system.encode_queries, executor, config.encode_batch,
-                                      config.batch_wait_ms / 1000)
-        system.encode_queries(["warm up"])  # load the model now, not on the first request
-        return engine
+        encoder = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="pretriever-encode",
+                                     initializer=set_encode_threads, initargs=(config.encode_threads,))
+        encoder.submit(system.encode_queries, ["warm up"]).result()  # load the model now, not on the first request
+        return cls(config, system, bm25, kind, source, executor, encoder,
+                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000))
 
     @property
     def system(self) -> System:
@@ -156,8 +222,7 @@ class Engine:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     async def _dense(self, queries: list[str], k: int) -> list[list[Hit]]:
-        vectors = await asyncio.gather(*(self.batcher.encode(q) for q in queries))
-        return await self.run(self.dense.search_vectors, np.stack(vectors), k)
+        return await self.batcher.search(queries, k)
 
     async def _bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
         return await self.run(self.bm25.search, queries, k)
@@ -177,7 +242,10 @@ class Engine:
         return [fuse(d, s, options, k) for d, s in zip(dense, sparse)]
 
     async def passages(self, ids: list[str]) -> dict[str, Passage]:
-        """Title, text and document of each passage id (None fields for ids not in the store)."""
+        """Title, text and document of each passage id (None fields for ids not in the store): a dict lookup
+        on the event loop when the store is held in memory, else a store query in the pool."""
+        if self.lookup is None or self.lookup.held:
+            return self.system.passages(ids)
         return await self.run(self.system.passages, ids)
 
     @property
@@ -202,5 +270,7 @@ class Engine:
     async def close(self) -> None:
         if self.batcher is not None:
             await self.batcher.close()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.executor, self.encoder):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
         self.system.close()
