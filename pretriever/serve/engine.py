@@ -52,18 +52,24 @@ class MicroBatcher:
 
     ``system`` encodes a list of texts (``encode_queries``) and searches their vectors (``search_vectors``);
     both run in ``executor``. A worker task runs while queries are queued: it takes up to ``max_batch``,
-    encodes them in one call and searches each ``k`` asked for, then takes the next batch. A request that
-    finds the queue empty is encoded at once. Only when a batch holds queries of more than one request
-    (requests are coming together) does it wait, up to ``max_wait`` seconds, for more to join until it is
-    full. The worker exits when the queue is empty, so no task outlives the requests (or the event loop)
-    it served.
+    encodes them in one call and searches each ``k`` asked for, then takes the next batch. A lone request is
+    encoded at once. A batch waits, up to ``max_wait`` seconds, for more queries to join until it is full only
+    when requests are coming together: it holds queries of several requests, or the last batch did (the
+    answers just sent bring the next requests, a few milliseconds apart). So the first lone request after a
+    burst waits ``max_wait`` once. Under load a batch may be encoded with more torch threads than a lone
+    query (``threads``). The worker exits when the queue is empty, so no task outlives the requests (or the
+    event loop) it served.
     """
 
-    def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float):
+    def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float,
+                 threads: tuple[int, int] | None = None):
         self._system = system
         self._executor = executor
         self.max_batch = max_batch
         self.max_wait = max_wait
+        self.threads = threads  # torch threads for (a lone query, a batch of several); None: the thread's own
+        self._threads_now = 0
+        self._shared = False  # the last batch held queries of several requests: requests are coming together
         self._queue: deque[Queued] = deque()
         self._arrived = asyncio.Event()
         self._worker: asyncio.Task | None = None
@@ -106,8 +112,10 @@ class MicroBatcher:
         try:
             while self._queue:
                 batch = self._fill([])
-                if self.max_wait > 0 and len(batch) < self.max_batch and len({q.request for q in batch}) > 1:
+                if self.max_wait > 0 and len(batch) < self.max_batch and (
+                        self._shared or len({q.request for q in batch}) > 1):
                     batch = await self._wait_for_more(batch)
+                self._shared = len({q.request for q in batch}) > 1
                 live = [q for q in batch if not q.future.done()]  # a caller that went away is skipped
                 if not live:
                     continue
@@ -130,7 +138,11 @@ class MicroBatcher:
 
     def _encode_and_search(self, texts: list[str], ks: list[int]) -> list[list[Hit]]:
         """One encoder call for ``texts``, then one vector search per distinct ``k`` (so each query gets exactly
-        what a search with its own ``k`` returns, on any index type)."""
+        what a search with its own ``k`` returns, on any index type). A batch of several queries is encoded with
+        its own number of torch threads when ``threads`` sets one (set on this thread, only when it changes)."""
+        if self.threads is not None and (wanted := self.threads[len(texts) > 1]) != self._threads_now:
+            set_encode_threads(wanted)
+            self._threads_now = wanted
         vectors = self._system.encode_queries(texts)
         found: list[list[Hit]] = [[] for _ in texts]
         for k in sorted(set(ks)):
@@ -195,7 +207,8 @@ class Engine:
                                      initializer=set_encode_threads, initargs=(config.encode_threads,))
         encoder.submit(system.encode_queries, ["warm up"]).result()  # load the model now, not on the first request
         return cls(config, system, bm25, kind, source, executor, encoder,
-                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000))
+                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000,
+                                (config.encode_threads, config.batch_encode_threads or config.encode_threads)))
 
     @property
     def system(self) -> System:
