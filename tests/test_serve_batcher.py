@@ -1,5 +1,5 @@
-"""The serve engine's micro-batcher on a stub encoder: when a batch waits for company, and the torch threads each
-batch is encoded with (no model needed: the stub records what it was asked)."""
+"""The serve engine's micro-batcher on a stub encoder: when a batch waits for company (no model needed: the stub
+records what it was asked)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pretriever.serve.engine import MicroBatcher, set_encode_threads
 
 
 class StubEncoder:
-    """Encodes a text as its length; records each call's texts and torch's thread count on the calling thread."""
+    """Encodes a text as its length; records each call's texts (and torch's thread count on the calling thread)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[list[str], int]] = []
@@ -27,10 +27,10 @@ class StubEncoder:
         return [[Hit(str(int(v[0])), 1.0)] * k for v in vectors]
 
 
-def batcher(max_wait: float, threads: tuple[int, int] | None = None) -> tuple[MicroBatcher, StubEncoder]:
+def batcher(max_wait: float) -> tuple[MicroBatcher, StubEncoder]:
     stub = StubEncoder()
     pool = ThreadPoolExecutor(1, initializer=set_encode_threads, initargs=(1,))
-    return MicroBatcher(stub, pool, max_batch=8, max_wait=max_wait, threads=threads), stub
+    return MicroBatcher(stub, pool, max_batch=8, max_wait=max_wait), stub
 
 
 async def lone_then_another(b: MicroBatcher, gap: float) -> None:
@@ -55,15 +55,3 @@ def test_a_lone_request_after_a_shared_batch_waits_for_the_next():
 
     asyncio.run(burst_then_lone())
     assert [texts for texts, _ in stub.calls] == [["a", "b"], ["alone", "later"]]
-
-
-def test_a_batch_of_several_is_encoded_with_its_own_torch_threads():
-    b, stub = batcher(max_wait=0.0, threads=(1, 2))
-
-    async def lone_batch_lone():
-        await b.search(["one"], 1)
-        await asyncio.gather(b.search(["x"], 1), b.search(["y"], 1), b.search(["z"], 1))
-        await b.search(["two"], 1)
-
-    asyncio.run(lone_batch_lone())
-    assert stub.calls == [(["one"], 1), (["x", "y", "z"], 2), (["two"], 1)]

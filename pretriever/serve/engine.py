@@ -56,19 +56,15 @@ class MicroBatcher:
     encoded at once. A batch waits, up to ``max_wait`` seconds, for more queries to join until it is full only
     when requests are coming together: it holds queries of several requests, or the last batch did (the
     answers just sent bring the next requests, a few milliseconds apart). So the first lone request after a
-    burst waits ``max_wait`` once. Under load a batch may be encoded with more torch threads than a lone
-    query (``threads``). The worker exits when the queue is empty, so no task outlives the requests (or the
+    burst waits ``max_wait`` once. The worker exits when the queue is empty, so no task outlives the requests (or the
     event loop) it served.
     """
 
-    def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float,
-                 threads: tuple[int, int] | None = None):
+    def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float):
         self._system = system
         self._executor = executor
         self.max_batch = max_batch
         self.max_wait = max_wait
-        self.threads = threads  # torch threads for (a lone query, a batch of several); None: the thread's own
-        self._threads_now = 0
         self._shared = False  # the last batch held queries of several requests: requests are coming together
         self._queue: deque[Queued] = deque()
         self._arrived = asyncio.Event()
@@ -138,11 +134,7 @@ class MicroBatcher:
 
     def _encode_and_search(self, texts: list[str], ks: list[int]) -> list[list[Hit]]:
         """One encoder call for ``texts``, then one vector search per distinct ``k`` (so each query gets exactly
-        what a search with its own ``k`` returns, on any index type). A batch of several queries is encoded with
-        its own number of torch threads when ``threads`` sets one (set on this thread, only when it changes)."""
-        if self.threads is not None and (wanted := self.threads[len(texts) > 1]) != self._threads_now:
-            set_encode_threads(wanted)
-            self._threads_now = wanted
+        what a search with its own ``k`` returns, on any index type)."""
         vectors = self._system.encode_queries(texts)
         found: list[list[Hit]] = [[] for _ in texts]
         for k in sorted(set(ks)):
@@ -207,8 +199,7 @@ class Engine:
                                      initializer=set_encode_threads, initargs=(config.encode_threads,))
         encoder.submit(system.encode_queries, ["warm up"]).result()  # load the model now, not on the first request
         return cls(config, system, bm25, kind, source, executor, encoder,
-                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000,
-                                (config.encode_threads, config.batch_encode_threads or config.encode_threads)))
+                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000))
 
     @property
     def system(self) -> System:
