@@ -168,6 +168,12 @@ async def replay(call, queries: list[str], concurrency: int, budget: float) -> t
     return summary(latencies, time.perf_counter() - started, len(failures) + len(todo), failures), took
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -198,7 +204,7 @@ async def encoding(client: httpx.AsyncClient) -> dict | None:
     return (await client.get("/info")).json()["encoding"]
 
 
-async def http_cells(port: int, queries: list[str], ks: list[int], modes: list[str], budget: float) -> dict:
+async def http_cells(port: int, server_pid: int, queries: list[str], ks: list[int], modes: list[str], budget: float) -> dict:
     limits = httpx.Limits(max_connections=max(CONCURRENCY), max_keepalive_connections=max(CONCURRENCY))
     out = {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
@@ -213,10 +219,14 @@ async def http_cells(port: int, queries: list[str], ks: list[int], modes: list[s
                         return body["took_ms"]
                     await replay(call, queries[:c], c, budget)  # warm the connections
                     before = await encoding(client)
+                    cpu = time.process_time(), cpu_seconds(server_pid), time.perf_counter()
                     stats, took = await replay(call, queries, c, budget)
+                    wall = time.perf_counter() - cpu[2]
+                    cores = {"client_cores": (time.process_time() - cpu[0]) / wall,
+                             "server_cores": (cpu_seconds(server_pid) - cpu[1]) / wall}
                     after = await encoding(client)
                     batches = after["batches"] - before["batches"] if before else 0
-                    out[(k, mode, c)] = {**stats, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
+                    out[(k, mode, c)] = {**stats, **cores, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
                                          "mean_batch": (after["queries"] - before["queries"]) / batches
                                          if batches else None}
     return out
@@ -250,7 +260,7 @@ def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
     """Print each cell beside its floor, with the ratios, and return the rows."""
     table = Table(title=title)
     for col in ("k", "mode", "conc.", "floor q/s", "floor p50", "floor thr.", "HTTP q/s", "HTTP p50", "HTTP p99",
-                "took p50", "batch", "took / floor p50", "HTTP / floor p50", "q/s / floor q/s", "failed"):
+                "took p50", "batch", "cores: server / client", "took / floor p50", "HTTP / floor p50", "q/s / floor q/s", "failed"):
         table.add_column(col, justify="right")
     rows = []
     for (k, mode, c), h in http.items():
@@ -261,11 +271,13 @@ def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
         batch = f"{h['mean_batch']:.1f}" if h["mean_batch"] else "-"
         table.add_row(str(k), mode, str(c), f"{f['qps']:.1f}", f"{f['p50_ms']:.1f}", str(f["torch_threads"]),
                       f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}", f"{h['took_p50_ms']:.1f}", batch,
+                      f"{h['server_cores']:.2f} / {h['client_cores']:.2f}",
                       *(f"{ratios[r]:.2f}x" for r in ratios), str(h["failures"]))
     console.print(table)
     console.print("floor = in-process encode + search + passages from a dict, one query at a time (conc. 1) or in "
                   "batches of conc. (its p50: the batch's time), the best over torch threads --floor-threads (floor "
-                  "thr.); batch = mean queries per encoder call in the server; took = the server's took_ms; ms.")
+                  "thr.); batch = mean queries per encoder call in the server; took = the server's took_ms; cores = CPU "
+                  "seconds per second of the server process and of this bench's client while the cell ran; ms.")
     for mode, times in stages.items():
         console.print(f"lone {mode} query, floor stages (p50 ms, torch threads {times['torch_threads']}): "
                       + ", ".join(f"{s} {t:.2f}" for s, t in times.items() if s != "torch_threads"))
@@ -303,7 +315,7 @@ def main() -> None:
     port = free_port()
     server = start_server(index, port, args.server_path.resolve(), args.server_arg)
     try:
-        http = asyncio.run(http_cells(port, queries, ks, modes, args.budget))
+        http = asyncio.run(http_cells(port, server.pid, queries, ks, modes, args.budget))
     finally:
         server.terminate()
         server.wait(30)

@@ -52,11 +52,12 @@ class MicroBatcher:
 
     ``system`` encodes a list of texts (``encode_queries``) and searches their vectors (``search_vectors``);
     both run in ``executor``. A worker task runs while queries are queued: it takes up to ``max_batch``,
-    encodes them in one call and searches each ``k`` asked for, then takes the next batch. A request that
-    finds the queue empty is encoded at once. Only when a batch holds queries of more than one request
-    (requests are coming together) does it wait, up to ``max_wait`` seconds, for more to join until it is
-    full. The worker exits when the queue is empty, so no task outlives the requests (or the event loop)
-    it served.
+    encodes them in one call and searches each ``k`` asked for, then takes the next batch. A lone request is
+    encoded at once. A batch waits, up to ``max_wait`` seconds, for more queries to join until it is full only
+    when requests are coming together: it holds queries of several requests, or the last batch did (the
+    answers just sent bring the next requests, a few milliseconds apart). So the first lone request after a
+    burst waits ``max_wait`` once. The worker exits when the queue is empty, so no task outlives the requests (or the
+    event loop) it served.
     """
 
     def __init__(self, system: VectorSearch, executor: ThreadPoolExecutor, max_batch: int, max_wait: float):
@@ -64,6 +65,7 @@ class MicroBatcher:
         self._executor = executor
         self.max_batch = max_batch
         self.max_wait = max_wait
+        self._shared = False  # the last batch held queries of several requests: requests are coming together
         self._queue: deque[Queued] = deque()
         self._arrived = asyncio.Event()
         self._worker: asyncio.Task | None = None
@@ -106,8 +108,10 @@ class MicroBatcher:
         try:
             while self._queue:
                 batch = self._fill([])
-                if self.max_wait > 0 and len(batch) < self.max_batch and len({q.request for q in batch}) > 1:
+                if self.max_wait > 0 and len(batch) < self.max_batch and (
+                        self._shared or len({q.request for q in batch}) > 1):
                     batch = await self._wait_for_more(batch)
+                self._shared = len({q.request for q in batch}) > 1
                 live = [q for q in batch if not q.future.done()]  # a caller that went away is skipped
                 if not live:
                     continue
