@@ -98,8 +98,8 @@ class Objective(nn.Module):
         assert set(out) == {"loss", *objective.terms}
 
     References:
-        Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 3
-        (context-supervised pre-training, eqs 4-11).
+        Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023: section 2
+        (context-supervised pre-training, eqs 1-11) and section 3.1 (a generated query as the context).
     """
 
     name: ClassVar[str]

@@ -70,7 +70,8 @@ class CoCondenser(Objective):
     References:
         - Gao and Callan, "Unsupervised Corpus Aware Language Model Pre-training for Dense Passage
           Retrieval", ACL 2022 (coCondenser; official code: luyug/Condenser).
-        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, eqs 4-7.
+        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 2.3
+          (eqs 4-7).
     """
 
     name = "cocondenser"

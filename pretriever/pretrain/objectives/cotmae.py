@@ -67,7 +67,8 @@ class CoTMAE(Objective):
     References:
         - Wu et al., "ConTextual Masked Auto-Encoder for Dense Passage Retrieval", AAAI 2023 (CoT-MAE;
           arXiv:2208.07670, the query-as-context paper's "Wu et al. 2022").
-        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, eqs 8-11.
+        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 2.4
+          (eqs 8-11).
     """
 
     name = "cotmae"
