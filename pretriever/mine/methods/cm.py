@@ -47,7 +47,7 @@ class CoMention(Method):
         from pretriever.mine.config import MineConfig
         from pretriever.mine.pipeline import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="cm-pairs/", methods="cm", cm_indegree_percentile=99))
+        result = mine(MineConfig(corpus="enwiki/", out="cm-pairs/", methods="cm"))
         found = result.methods["cm"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 
