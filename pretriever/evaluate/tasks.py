@@ -236,8 +236,8 @@ class AnswersTask(_AccuracyTask):
     among the first k (Acc@k), and the rank of the first such passage.
 
     A passage bears an answer as in DPR: ``match="string"`` looks for the answer's tokens in the
-    passage's tokens (uncased, accents stripped); ``match="regex"`` treats answers as patterns
-    (CuratedTREC). For the Q-P overlap analysis, each question's reference is its gold passage when the
+    passage's tokens (DPR's simple tokenizer on Unicode NFD text, lower-cased); ``match="regex"``
+    treats answers as patterns (CuratedTREC). For the Q-P overlap analysis, each question's reference is its gold passage when the
     file gives one (DPR JSON ``positive_ctxs``), else the best-ranked answer-bearing passage.
 
     Requirements:
