@@ -104,11 +104,11 @@ def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], options: HybridOptions, k
 class HybridRetriever:
     """BM25 and a dense retriever fused (a :class:`~pretriever.retrieval.Retriever`).
 
-    Each side is searched to the same depth (``HybridOptions.depth``, at least the k asked for) and
-    :func:`fuse` merges the lists: reciprocal rank fusion (``rrf``, k = 60) or a convex combination of
-    min-max normalised scores (``convex``, ``alpha`` on the dense side). With ``prf_k`` each query
-    vector first moves towards the fused top ``prf_k`` passages (Rocchio, label-free) and the dense side
-    is searched again. The name says the fusion, so tables keep systems apart:
+    Each side is searched to the same depth (``HybridOptions.depth``; by default the k asked for, at
+    least ``MIN_DEPTH``) and :func:`fuse` merges the lists: reciprocal rank fusion (``rrf``, k = 60) or a
+    convex combination of min-max normalised scores (``convex``, ``alpha`` on the dense side). With
+    ``prf_k`` each query vector first moves towards the fused top ``prf_k`` passages (Rocchio,
+    label-free) and the dense side is searched again. The name says the fusion, so tables keep systems apart:
     ``hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)``.
 
     Requirements:
