@@ -39,8 +39,8 @@ class WikiLinkPrediction(Method):
     document that links to A as the positive.
 
     Requirements:
-        A store with links between its documents and section structure (a MediaWiki dump; WikiExtractor
-        output keeps only the lead section, which is enough for the queries).
+        A store with links between its documents and their lead sections (a MediaWiki dump, or
+        WikiExtractor output run with ``--links``).
 
     Pairs:
         +------------------------------------------+------------------------------------------+
