@@ -61,8 +61,8 @@ FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text",
 @register
 class QAC(Method):
     """Question-answer-context (QAC) triplets from citations (C-MORE): a cited statement turned into a
-    question by replacing an entity with a wh-phrase, the block of the cited page that BM25 ranks first and
-    that holds the entity as the positive, the entity as the answer.
+    question by replacing an entity with a wh-phrase, a block of the cited page that BM25 picks and that
+    holds the entity as the positive, the entity as the answer.
 
     Every filter is counted in :meth:`report` (the funnel); the module docstring has the steps.
 
