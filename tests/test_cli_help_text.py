@@ -37,7 +37,9 @@ def test_cli_docstrings_fit_an_editor_and_help_keeps_no_source_line_break():
             if isinstance(node, ast.FunctionDef) and ast.get_docstring(node)
             and max(map(len, path.read_text(encoding="utf-8").splitlines()[node.body[0].lineno - 1:
                                                                             node.body[0].end_lineno])) > 110]
-    assert not long, f"docstrings with lines over 110 characters: {long}"
+    assert not long, (f"docstrings with lines over 110 characters: {long}; wrap them as "
+                      "pretriever.cli.common.help_text says (prose at the margin, an example's continuation "
+                      "indented deeper, a comment's continuation opening with '(')")
     root = typer.main.get_command(app)
     for name in ("mine", "train", "evaluate"):
         paragraphs = root.get_command(None, name).help.split("\n\n")
