@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import typer
 from typer.core import TyperGroup
 
 from pretriever import __version__
+from pretriever.cli.common import help_text
 from pretriever.cli.corpus import corpus_app
 from pretriever.cli.evaluate import evaluate_command
 from pretriever.cli.generate import generate_command
@@ -69,6 +71,19 @@ app.add_typer(refine_app, name="refine")
 app.add_typer(reader_app, name="reader")
 app.command("answer")(answer_command)
 app.command("serve")(serve_command)
+
+
+def _rejoin_help(typer_app: typer.Typer) -> None:
+    """Every command's help from its docstring through :func:`help_text` (docstrings are wrapped for an
+    editor; typer's rich mode would keep those line breaks)."""
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None:
+            info.help = help_text(inspect.getdoc(info.callback) or "")
+    for group in typer_app.registered_groups:
+        _rejoin_help(group.typer_instance)
+
+
+_rejoin_help(app)
 
 
 def _version(value: bool) -> None:

@@ -7,6 +7,7 @@ and :func:`fail` does the same for problems the command line finds itself.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
@@ -44,3 +45,28 @@ def given(**values) -> dict | None:
     """The options that were given (not None), for a nested config table; None when none was."""
     chosen = {k: v for k, v in values.items() if v is not None}
     return chosen or None
+
+
+def help_text(doc: str) -> str:
+    """A command's docstring as ``--help`` shows it, rejoined from lines wrapped for an editor.
+
+    typer's rich mode keeps every line break of a docstring, so the help would break where the source
+    does. Paragraphs (separated by blank lines) stay; in one that starts at the margin (prose) every line
+    continues the one above, and rich wraps it to the terminal. In an indented paragraph (examples) each
+    line at the paragraph's indent is one example; a deeper-indented line continues the line above, set
+    off by one space, or by three when it opens a comment with "(" (as tests/test_cli_examples.py reads
+    ``pretriever ...   (comment)``).
+    """
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        first, *rest = paragraph.split("\n")
+        margin = len(first) - len(first.lstrip())
+        lines = [first]
+        for line in rest:
+            if margin == 0 or len(line) - len(line.lstrip()) > margin:
+                gap = "   " if margin and line.lstrip().startswith("(") else " "
+                lines[-1] = lines[-1].rstrip() + gap + line.strip()
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)

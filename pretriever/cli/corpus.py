@@ -37,15 +37,24 @@ EXIT_PAGE_ERRORS = 3  # the store was built, but some pages could not be parsed 
 def build(cfg: CorpusConfig) -> None:
     """Build a corpus store from INPUT.
 
-    Streams the input page by page on all cores, writes each chunk of pages atomically, then resolves redirects and link targets over the whole corpus with DuckDB. The store is a folder of Parquet tables plus manifest.json (see docs/architecture.md).
+    Streams the input page by page on all cores, writes each chunk of pages atomically, then resolves
+    redirects and link targets over the whole corpus with DuckDB. The store is a folder of Parquet tables
+    plus manifest.json (see docs/architecture.md).
 
-    With --engine spark the same build runs on Spark (local, or a cluster with --spark-master or spark-submit): one task per byte range of a multistream dump, finalize as Spark SQL, and the same store, byte for byte. The dump and --out must be on a filesystem every executor sees; README.md says what each executor needs.
+    With --engine spark the same build runs on Spark (local, or a cluster with --spark-master or
+    spark-submit): one task per byte range of a multistream dump, finalize as Spark SQL, and the same
+    store, byte for byte. The dump and --out must be on a filesystem every executor sees; README.md says
+    what each executor needs.
 
-    Exit status: 0 on success; 2 for bad options; 3 when some pages could not be parsed (they are listed under "errors" in manifest.json); 4 when the input is unreadable past some point (what was parsed is kept: fix the input and run again with --resume).
+    Exit status: 0 on success; 2 for bad options; 3 when some pages could not be parsed (they are listed
+    under "errors" in manifest.json); 4 when the input is unreadable past some point (what was parsed is
+    kept: fix the input and run again with --resume).
 
     Examples:
 
-      pretriever corpus build enwiki.xml.bz2 --out enwiki/ --workers 16   (a Wikipedia dump, e.g. enwiki-20241101-pages-articles-multistream.xml.bz2 with its index beside it)
+      pretriever corpus build enwiki.xml.bz2 --out enwiki/ --workers 16
+          (a Wikipedia dump, e.g. enwiki-20241101-pages-articles-multistream.xml.bz2 with its index beside
+            it)
 
       pretriever corpus build scifact/ --out scifact-store/
     """

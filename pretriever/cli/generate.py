@@ -19,14 +19,16 @@ from pretriever.progress import console, count_progress
 def generate_command(cfg: GenerateConfig) -> None:
     """Generate C queries per passage (doc2query, nucleus sampling), or import them with --from.
 
-    Output: QUERIES_DIR/generated_queries.parquet (passage_id, candidate, text) and manifest.json, the input of
-    `pretriever mine CORPUS --method qc --queries QUERIES_DIR`.
+    Output: QUERIES_DIR/generated_queries.parquet (passage_id, candidate, text) and manifest.json, the
+    input of `pretriever mine CORPUS --method qc --queries QUERIES_DIR`.
 
     Examples:
 
-      pretriever generate enwiki/ --model doc2query/all-with-prefix-t5-base-v1 --prefix "text2query: " --per-passage 5 --limit 300 --out queries/
+      pretriever generate enwiki/ --model doc2query/all-with-prefix-t5-base-v1 --prefix "text2query: "
+          --per-passage 5 --limit 300 --out queries/
 
-      pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/     (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
+      pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/
+          (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
     """
     if cfg.from_file is not None:
         with stage():

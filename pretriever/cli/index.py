@@ -63,9 +63,13 @@ _FAISS_FLAGS = {"type": Flag("--index-type"), "build_bm25": Flag("--bm25")}
 def build(cfg: IndexConfig) -> None:
     """Encode the passages of CORPUS into a dense index in OUT.
 
-    Passages are encoded as "title text" with the model's own maximum length and searched by exact inner product: the BEIR zero-shot setting (all-MiniLM-L6-v2 on SciFact: nDCG@10 0.649). Encoding is checkpointed every --checkpoint-every passages; an interrupted run continues with --resume and gives identical vectors.
+    Passages are encoded as "title text" with the model's own maximum length and searched by exact inner
+    product: the BEIR zero-shot setting (all-MiniLM-L6-v2 on SciFact: nDCG@10 0.649). Encoding is
+    checkpointed every --checkpoint-every passages; an interrupted run continues with --resume and gives
+    identical vectors.
 
-    To spread the encode over machines, run shard i of n on each (all reading the same store) and merge; shard and one-process runs give identical vectors.
+    To spread the encode over machines, run shard i of n on each (all reading the same store) and merge;
+    shard and one-process runs give identical vectors.
 
     Examples:
 
@@ -73,7 +77,8 @@ def build(cfg: IndexConfig) -> None:
 
       pretriever index build enwiki/ --out enwiki-index/ --model hlp-minilm/ --max-length 128 --bm25
 
-      pretriever index build scifact-store/ --out scifact-shards/ --shard 0/2      (then 1/2, on another machine, then `pretriever index merge`)
+      pretriever index build scifact-store/ --out scifact-shards/ --shard 0/2
+          (then 1/2, on another machine, then `pretriever index merge`)
     """
     run_build(cfg)
 
@@ -119,11 +124,14 @@ _SHARD_DIRS = inspect.Parameter(
 def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
     """Merge the shards of an encode into one index and build its FAISS index.
 
-    Chunks are gathered from INDEX_DIR/_work and from each SHARD_DIR (another machine's --out); every chunk must be there and all must come from the same encode (model, settings, corpus), else the missing shards are named.
+    Chunks are gathered from INDEX_DIR/_work and from each SHARD_DIR (another machine's --out); every
+    chunk must be there and all must come from the same encode (model, settings, corpus), else the missing
+    shards are named.
 
     Example (2 machines sharing a file system, each running its shard into the same folder):
 
-      pretriever index build scifact-store/ --out scifact-shards/ --shard 1/2      (on machine 1; machine 0 ran 0/2)
+      pretriever index build scifact-store/ --out scifact-shards/ --shard 1/2
+          (on machine 1; machine 0 ran 0/2)
 
       pretriever index merge scifact-shards/ --index-type hnsw
     """
@@ -142,7 +150,8 @@ def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
 def bm25_command(cfg: IndexConfig) -> None:
     """Build a BM25 index (bm25s) over the passages of CORPUS.
 
-    Defaults are the usual BEIR BM25 baseline: Lucene scoring, k1=1.5, b=0.75, English stop words, Snowball English stemming, "title text" (SciFact test nDCG@10 0.686).
+    Defaults are the usual BEIR BM25 baseline: Lucene scoring, k1=1.5, b=0.75, English stop words,
+    Snowball English stemming, "title text" (SciFact test nDCG@10 0.686).
 
     Example:  pretriever index bm25 scifact-store/ --out scifact-index/bm25
     """
@@ -174,7 +183,11 @@ def export(
 ) -> None:
     """Export a dense index for another toolkit.
 
-    pyserini: OUT/index is the FAISS index itself (a hard link to INDEX_DIR/index.faiss when both are on one disk, so no second copy; else a copy), OUT/docid the passage ids, OUT/pretriever-index.json says which model, pooling settings and prompts the queries need. Search it in Pyserini with FaissSearcher(OUT, AutoQueryEncoder(MODEL, pooling="mean", l2_norm=True)) for all-MiniLM-L6-v2. A refined index cannot be exported: its query side needs pretriever.
+    pyserini: OUT/index is the FAISS index itself (a hard link to INDEX_DIR/index.faiss when both are on
+    one disk, so no second copy; else a copy), OUT/docid the passage ids, OUT/pretriever-index.json says
+    which model, pooling settings and prompts the queries need. Search it in Pyserini with
+    FaissSearcher(OUT, AutoQueryEncoder(MODEL, pooling="mean", l2_norm=True)) for all-MiniLM-L6-v2. A
+    refined index cannot be exported: its query side needs pretriever.
 
     Example:
 
@@ -218,15 +231,22 @@ def print_meta(meta: dict, path: Path) -> None:
 def search_command(cfg: SearchConfig) -> None:
     """Search an index and print the ranked passages with their titles and scores.
 
-    The folder is opened by the kind it records, as `pretriever evaluate` opens it: a refined index (`pretriever refine run`) searches with its refined query side. With --hybrid, the index's ranking fused with BM25's (reciprocal rank fusion, or --fusion convex) is shown too. With --bm25, BM25's ranking is printed beside; it uses INDEX_DIR/bm25 (see `pretriever index build --bm25` or `pretriever index bm25 STORE --out INDEX_DIR/bm25`) and otherwise builds one in memory from the corpus store named in index.json (seconds for SciFact, long for Wikipedia: save one).
+    The folder is opened by the kind it records, as `pretriever evaluate` opens it: a refined index
+    (`pretriever refine run`) searches with its refined query side. With --hybrid, the index's ranking
+    fused with BM25's (reciprocal rank fusion, or --fusion convex) is shown too. With --bm25, BM25's
+    ranking is printed beside; it uses INDEX_DIR/bm25 (see `pretriever index build --bm25` or `pretriever
+    index bm25 STORE --out INDEX_DIR/bm25`) and otherwise builds one in memory from the corpus store named
+    in index.json (seconds for SciFact, long for Wikipedia: save one).
 
     Examples:
 
-      pretriever search scifact-index/ "vitamin D deficiency increases the risk of multiple sclerosis" -k 5 --bm25
+      pretriever search scifact-index/ "vitamin D deficiency increases the risk of multiple sclerosis" -k
+          5 --bm25
 
       pretriever search scifact-index/bm25 "0-dimensional biomaterials show inductive properties"
 
-      pretriever search scifact-index/ "ALDH1 expression is associated with poorer prognosis for breast cancer" --hybrid --fusion convex --alpha 0.5
+      pretriever search scifact-index/ "ALDH1 expression is associated with poorer prognosis for breast
+          cancer" --hybrid --fusion convex --alpha 0.5
     """
     queries, k = cfg.queries, cfg.k
     with stage(), open_system(cfg.index_dir, device=cfg.device) as system:

@@ -30,27 +30,42 @@ from pretriever.progress import console
 def mine_command(cfg: MineConfig) -> None:
     """Mine pseudo query-passage pairs from a corpus store.
 
-    HLP (Zhou et al., 2022) pairs passages through hyperlinks: dual-link (passage q of document Q links to P, and passage p of P links back to Q) and co-mention (q and p both link to a third, not-too-common entity E, and p links to Q). The query is the sentence of q that holds the evidential anchor; the positive is p, without its title. The ICT, WLP and BFS baselines (Lee et al., 2019; Chang et al., 2020) are available too.
+    HLP (Zhou et al., 2022) pairs passages through hyperlinks: dual-link (passage q of document Q links to
+    P, and passage p of P links back to Q) and co-mention (q and p both link to a third, not-too-common
+    entity E, and p links to Q). The query is the sentence of q that holds the evidential anchor; the
+    positive is p, without its title. The ICT, WLP and BFS baselines (Lee et al., 2019; Chang et al.,
+    2020) are available too.
 
-    Mining is relational (Ibis on DuckDB, or on local Spark with --engine spark) and every random choice is a hash of the seed, so a run is reproducible and both engines give the same pairs. Hub documents are capped, exact duplicates dropped. The output folder gets one Parquet file per method, pairs.json (manifest: options, counts, why a method found nothing), stats.json and overlap.png; a table of per-method statistics (pairs, distinct queries and positives, lengths, query-passage lexical overlap in BERT WordPiece tokens) ends the run.
+    Mining is relational (Ibis on DuckDB, or on local Spark with --engine spark) and every random choice
+    is a hash of the seed, so a run is reproducible and both engines give the same pairs. Hub documents
+    are capped, exact duplicates dropped. The output folder gets one Parquet file per method, pairs.json
+    (manifest: options, counts, why a method found nothing), stats.json and overlap.png; a table of
+    per-method statistics (pairs, distinct queries and positives, lengths, query-passage lexical overlap
+    in BERT WordPiece tokens) ends the run.
 
-    Exit status: 0 on success (also when a method finds no pairs: the reason is printed and kept in pairs.json); 2 for bad options or a folder that is not a corpus store.
+    Exit status: 0 on success (also when a method finds no pairs: the reason is printed and kept in
+    pairs.json); 2 for bad options or a folder that is not a corpus store.
 
     Examples:
 
-      pretriever mine enwiki/ --out pairs/ --max-pairs 20000000 --seed 0 --cm-indegree-percentile 99   (a small sample has few linked articles: raise the paper's 90, the default, kept on a full wiki)
+      pretriever mine enwiki/ --out pairs/ --max-pairs 20000000 --seed 0 --cm-indegree-percentile 99
+          (a small sample has few linked articles: raise the paper's 90, the default, kept on a full wiki)
 
       pretriever mine enwiki/ --method dl,cm,ict,wlp,bfs --negatives overlap --out pairs-all/
 
       pretriever mine enwiki/ --out pairs-spark/ --engine spark
 
-      pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/      (C-MORE triplets from the fetched references)
+      pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/
+          (C-MORE triplets from the fetched references)
 
-      pretriever mine enwiki/ --method qac --context links --out qac-links/      (offline: contexts from linked articles)
+      pretriever mine enwiki/ --method qac --context links --out qac-links/
+          (offline: contexts from linked articles)
 
-      pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/      (query-as-context pre-training pairs)
+      pretriever mine enwiki/ --method cc,qc --queries queries/ --out qc-pairs/
+          (query-as-context pre-training pairs)
 
-      pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/      (context passages of whole sentences up to 128 tokens)
+      pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/
+          (context passages of whole sentences up to 128 tokens)
     """
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress, stage(progress):
@@ -102,7 +117,9 @@ def show(
 ) -> None:
     """Print pairs with their evidence highlighted, like the HLP paper's Tables 9-10.
 
-    The query's anchor (DL: the link to P; CM: the link to E) is yellow; the positive's anchor linking back to the query's document is green; for CM, the positive's anchor to the co-mentioned entity E is magenta. The first pairs of a file are a seeded random sample.
+    The query's anchor (DL: the link to P; CM: the link to E) is yellow; the positive's anchor linking
+    back to the query's document is green; for CM, the positive's anchor to the co-mentioned entity E is
+    magenta. The first pairs of a file are a seeded random sample.
 
     Example:
 
@@ -119,7 +136,8 @@ def show(
 
 @pairs_app.command("info")
 def info(pairs_dir: Path = typer.Argument(..., help="A folder written by `pretriever mine`.", show_default=False)) -> None:
-    """Print the statistics table of a pairs folder (from its stats.json), and why a method found no pairs.
+    """Print the statistics table of a pairs folder (from its stats.json), and why a method found no
+    pairs.
 
     Example:
 
@@ -147,7 +165,13 @@ def export(
 ) -> None:
     """Export mined pairs for training code.
 
-    dpr: the JSON list DPR's trainer reads (question, answers, positive_ctxs, negative_ctxs with the random negatives, hard_negative_ctxs with the overlap negatives; each context has title, text and passage_id). sentence-transformers: columns anchor, positive and negative (when mined with negatives), as Parquet or a datasets folder. jsonl: every column of every pair, one object a line. tevatron: one pair a line as Tevatron's trainers read it (query_id, query, answers, positive_passages and negative_passages of {docid, title, text}; the title is left empty because the texts are already what pretriever trains on and Tevatron would prepend it).
+    dpr: the JSON list DPR's trainer reads (question, answers, positive_ctxs, negative_ctxs with the
+    random negatives, hard_negative_ctxs with the overlap negatives; each context has title, text and
+    passage_id). sentence-transformers: columns anchor, positive and negative (when mined with negatives),
+    as Parquet or a datasets folder. jsonl: every column of every pair, one object a line. tevatron: one
+    pair a line as Tevatron's trainers read it (query_id, query, answers, positive_passages and
+    negative_passages of {docid, title, text}; the title is left empty because the texts are already what
+    pretriever trains on and Tevatron would prepend it).
 
     Examples:
 
@@ -155,9 +179,11 @@ def export(
 
       pretriever pairs export pairs/ --format sentence-transformers --method dl --out hlp-st/
 
-      pretriever pairs export qac-links/ --format squad --out qac-squad.json      (question-answer-context triplets for a reader)
+      pretriever pairs export qac-links/ --format squad --out qac-squad.json
+          (question-answer-context triplets for a reader)
 
-      pretriever pairs export pairs/ --format tevatron --out hlp-tevatron.jsonl      (train with Tevatron: --dataset_name json --dataset_path hlp-tevatron.jsonl)
+      pretriever pairs export pairs/ --format tevatron --out hlp-tevatron.jsonl
+          (train with Tevatron: --dataset_name json --dataset_path hlp-tevatron.jsonl)
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")

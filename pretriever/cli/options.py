@@ -98,11 +98,11 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
                    ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """A decorator: ``run(cfg, **extra)`` becomes a typer command whose options are ``cls``'s fields.
 
-    ``arguments`` are positional; ``flags`` override single fields; ``short`` adds aliases
-    (``--out`` always has ``-o``); ``skip`` leaves fields out (nested ones too), or ``only`` keeps just those (with
-    the arguments and ``nested``); ``nested`` names nested-config fields whose own fields become
-    options; ``extra`` are further parameters (not config fields) passed to ``run`` as keyword
-    arguments; ``before(values, extras)`` may fill values the command derives (a merge's corpus).
+    ``arguments`` are positional; ``flags`` override single fields; ``short`` adds aliases (``--out``
+    always has ``-o``); ``skip`` leaves fields out (nested ones too), or ``only`` keeps just those (with
+    the arguments and ``nested``); ``nested`` names nested-config fields whose own fields become options;
+    ``extra`` are further parameters (not config fields) passed to ``run`` as keyword arguments;
+    ``before(values, extras)`` may fill values the command derives (a merge's corpus).
     """
     flags, short = flags or {}, {"out": "-o", **(short or {})}
     hints = typing.get_type_hints(cls)

@@ -16,16 +16,20 @@ from pretriever.progress import console, count_progress
 @config_command(PretrainConfig, "pretrain", arguments=("pairs",), short={"model": "-m", "batch_size": "-b"},
                 flags={"learning_rate": Flag(("--learning-rate", "--lr"))})
 def pretrain_command(cfg: PretrainConfig) -> None:
-    """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method qc).
+    """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method
+    qc).
 
     MODEL_DIR is a plain sentence-transformers model (heads and decoder discarded): fine-tune it with
     `pretriever train --model MODEL_DIR`.
 
     Examples:
 
-      pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --batch-size 8 --max-steps 4 --out cotmae-minilm/     (a real run: --batch-size 64, no --max-steps)
+      pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --batch-size 8 --max-steps 4 --out
+          cotmae-minilm/
+          (a real run: --batch-size 64, no --max-steps)
 
-      pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out cocondenser-minilm/
+      pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out
+          cocondenser-minilm/
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
     # other command, `pretriever corpus build` included, would otherwise pay at start-up.

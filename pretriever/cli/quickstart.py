@@ -58,7 +58,10 @@ def quickstart(
 ) -> None:
     """Run the whole pipeline on the demo enwiki dump shipped with gensim, offline, in a few minutes.
 
-    Steps: build the corpus store (passages, sentences, links resolved through redirects, citations); mine dual-link (DL), co-mention (CM) and ICT pairs; train the packaged all-MiniLM-L6-v2 on them for one short epoch; encode the corpus into a FAISS index with a BM25 index beside it; search with both and print the rankings side by side.
+    Steps: build the corpus store (passages, sentences, links resolved through redirects, citations); mine
+    dual-link (DL), co-mention (CM) and ICT pairs; train the packaged all-MiniLM-L6-v2 on them for one
+    short epoch; encode the corpus into a FAISS index with a BM25 index beside it; search with both and
+    print the rankings side by side.
     """
     try:
         dump = demo_dump_path()

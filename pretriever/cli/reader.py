@@ -47,15 +47,21 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
 
 @config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
 def train_command(cfg: ReaderConfig) -> None:
-    """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac triplets).
+    """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy
+    plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac
+    triplets).
 
-    Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.
+    Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and
+    reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.
 
     Examples:
 
-      pretriever reader train qac-squad.json --out qac-reader/ --passages 2 --batch-size 2 --max-steps 4     (C-MORE pre-training on qac triplets; a real run: --passages 4 --max-steps 2000)
+      pretriever reader train qac-squad.json --out qac-reader/ --passages 2 --batch-size 2 --max-steps 4
+          (C-MORE pre-training on qac triplets; a real run: --passages 4 --max-steps 2000)
 
-      pretriever reader train nq-reader.json --model qac-reader/ --dev trec-reader.json --out nq-reader/ --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2     (then fine-tuning on NQ)
+      pretriever reader train nq-reader.json --model qac-reader/ --dev trec-reader.json --out nq-reader/
+          --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2
+          (then fine-tuning on NQ)
     """
     with stage():
         result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
@@ -94,13 +100,16 @@ _SOURCE = dict(short={"limit": "-n", "reader": "-r"}, skip=("retrieval",), flags
 @config_command(PrepareConfig, "reader_prepare", arguments=("index", "questions"),
                 **{**_SOURCE, "nested": ()})
 def prepare_command(cfg: PrepareConfig) -> None:
-    """Retrieve the top k passages of each question, mark those holding an answer (DPR's matching), write DPR reader JSON for `reader train` and `reader evaluate`.
+    """Retrieve the top k passages of each question, mark those holding an answer (DPR's matching), write
+    DPR reader JSON for `reader train` and `reader evaluate`.
 
     Examples:
 
-      pretriever reader prepare enwiki-index/ nq-open-dev.jsonl --bm25 -k 20 --limit 300 --out nq-reader.json
+      pretriever reader prepare enwiki-index/ nq-open-dev.jsonl --bm25 -k 20 --limit 300 --out
+          nq-reader.json
 
-      pretriever reader prepare enwiki-index/ curatedtrec-test.jsonl --hybrid --match regex --limit 50 --out trec-reader.json
+      pretriever reader prepare enwiki-index/ curatedtrec-test.jsonl --hybrid --match regex --limit 50
+          --out trec-reader.json
     """
     with count_progress() as progress, stage(progress):
         task = progress.add_task("retrieving", total=None, rate="")
@@ -112,11 +121,14 @@ def prepare_command(cfg: PrepareConfig) -> None:
 
 @config_command(ReaderEvaluateConfig, "reader_evaluate", arguments=("index", "questions"), **_SOURCE)
 def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
-    """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
+    """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD
+    normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file
+    gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
 
     Examples:
 
-      pretriever reader evaluate enwiki-index/ nq-open-dev.jsonl --reader nq-reader/ --bm25 -k 5 --limit 20
+      pretriever reader evaluate enwiki-index/ nq-open-dev.jsonl --reader nq-reader/ --bm25 -k 5 --limit
+          20
     """
     with count_progress() as progress, stage(progress):
         examples = load_qa_file(cfg.questions)[:cfg.limit]
@@ -138,15 +150,18 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
 @config_command(AnswerConfig, "answer", arguments=("index", "questions"),
                 **{**_SOURCE, "flags": {**_SOURCE["flags"], "as_json": Flag("--json")}})
 def answer_command(cfg: AnswerConfig) -> None:
-    """Answer questions: retrieve the top k passages, read them, print the answer with its passage title and the evidence, the span highlighted.
+    """Answer questions: retrieve the top k passages, read them, print the answer with its passage title
+    and the evidence, the span highlighted.
 
-    The answer is the best span of the passage with the highest selection score (C-MORE); --rank span takes the best span score over all passages.
+    The answer is the best span of the passage with the highest selection score (C-MORE); --rank span
+    takes the best span score over all passages.
 
     Examples:
 
       pretriever answer enwiki-index/ --reader nq-reader/ "who founded the Academy Awards" -k 5 --bm25
 
-      pretriever answer enwiki-index/ --reader nq-reader/ "when did Alexander the Great die" -k 5 --hybrid --json
+      pretriever answer enwiki-index/ --reader nq-reader/ "when did Alexander the Great die" -k 5 --hybrid
+          --json
     """
     with stage(), open_for_reading(cfg) as system:
         answers = answer_questions(system, _reader(cfg), list(cfg.questions), cfg.k)

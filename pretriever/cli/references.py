@@ -49,11 +49,14 @@ def print_manifest(manifest: dict) -> None:
 def fetch(cfg: FetchConfig) -> None:
     """Download the pages the citations of CORPUS point at, into OUT/references.parquet.
 
-    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every host and redirect hop resolved and refused when not public, also behind --proxy or $HTTP_PROXY; size, type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with --resume.
+    Each unique URL is fetched once, politely (robots.txt, per-host limits and delay) and safely (every
+    host and redirect hop resolved and refused when not public, also behind --proxy or $HTTP_PROXY; size,
+    type and time caps). Finished pages are journalled at once: after a crash or Ctrl-C, run again with
+    --resume.
 
     Example:
 
-      pretriever references fetch enwiki/ --out refs/ --limit 100      (a first look: 100 of the cited pages)
+      pretriever references fetch enwiki/ --out refs/ --limit 100   (a first look: 100 of the cited pages)
 
     Without --limit every cited page is fetched; after a crash run the same command with --resume.
     """
@@ -72,11 +75,14 @@ def fetch(cfg: FetchConfig) -> None:
 def import_(cfg: ImportConfig) -> None:
     """Import pre-crawled pages (WARC files, or JSONL of {url, html|text}) into OUT/references.parquet.
 
-    A file that is not a WARC file, or a bad JSONL line, stops the import (exit status 2); a WARC file cut off inside a record stops it with exit status 4 (--allow-truncated imports the records before the cut). The references imported before a failure are kept: run again with --resume.
+    A file that is not a WARC file, or a bad JSONL line, stops the import (exit status 2); a WARC file cut
+    off inside a record stops it with exit status 4 (--allow-truncated imports the records before the
+    cut). The references imported before a failure are kept: run again with --resume.
 
     Example:
 
-      pretriever references import pages.jsonl --corpus enwiki/ --out refs-imported/      (JSONL of {url, html})
+      pretriever references import pages.jsonl --corpus enwiki/ --out refs-imported/
+          (JSONL of {url, html})
     """
     with stage():
         manifest = import_references(cfg)

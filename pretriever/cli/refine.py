@@ -72,13 +72,18 @@ def run_command(cfg: RefineConfig) -> None:
 
     Examples (SciFact, honest protocol: training claims refine, test claims evaluate):
 
-      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method aopt-passage --rounds 2 --out sf-aopt/
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels
+          scifact/qrels/train.tsv --method aopt-passage --rounds 2 --out sf-aopt/
 
-      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --method hybrid --k-pos 3 --out sf-hybrid/
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels
+          scifact/qrels/train.tsv --method hybrid --k-pos 3 --out sf-hybrid/
 
-      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels scifact/qrels/train.tsv --fuse-bm25 --out sf-aopt-bm25/     (the passages to label found by dense + BM25, RRF)
+      pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels --qrels
+          scifact/qrels/train.tsv --fuse-bm25 --out sf-aopt-bm25/
+          (the passages to label found by dense + BM25, RRF)
 
-      pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels scifact/qrels/test.tsv --out eval/
+      pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels
+          scifact/qrels/test.tsv --out eval/
     """
     with stage():
         meta = run_refine(cfg, step=_say)
@@ -136,11 +141,15 @@ def _linear(values: dict, extras: dict) -> None:
                        "oracle": Flag(extra_help="Here: score on the feedback queries themselves (the paper's "
                                                  "Figure 6).")})
 def grid_command(cfg: RefineConfig) -> None:
-    """Sweep linear re-weighting p' = p + beta*mean(pos q) + gamma*mean(neg q), beta 0..0.9, gamma 0..-0.9 (Figure 6).
+    """Sweep linear re-weighting p' = p + beta*mean(pos q) + gamma*mean(neg q), beta 0..0.9, gamma 0..-0.9
+    (Figure 6).
 
-    Labels come from a fit split of the feedback queries and every point is scored on the held-out rest, so the chosen point is honest; then refine with it: pretriever refine run INDEX --method linear --beta B --gamma G ...
+    Labels come from a fit split of the feedback queries and every point is scored on the held-out rest,
+    so the chosen point is honest; then refine with it: pretriever refine run INDEX --method linear --beta
+    B --gamma G ...
 
-    Example:  pretriever refine grid scifact-index/ -q scifact/queries.jsonl --qrels scifact/qrels/train.tsv --out sf-grid/
+    Example:  pretriever refine grid scifact-index/ -q scifact/queries.jsonl --qrels
+    scifact/qrels/train.tsv --out sf-grid/
     """
     with stage():
         result = run_grid(cfg, step=_say)

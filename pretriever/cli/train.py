@@ -33,21 +33,36 @@ FLAGS = {"use_negatives": Flag("--negatives/--no-negatives"), "normalize": Flag(
 def train_command(cfg: TrainConfig) -> None:
     """Train a dense retriever (bi-encoder) with sentence-transformers.
 
-    The loss is HLP's (Zhou et al., 2022, section 3.3): for each query, the NLL of its positive passage against every other passage in the batch plus each pair's extra negative (2n - 1 negatives for a batch of n pairs), i.e. sentence-transformers' MultipleNegativesRankingLoss; --mini-batch-size switches to its GradCache version so the paper's batch of 400 fits on a small GPU. Learning rate 2e-5 with 10% linear warm-up and linear decay, as in the paper. The result is a standard sentence-transformers model folder: SentenceTransformer("MODEL_DIR") loads it anywhere.
+    The loss is HLP's (Zhou et al., 2022, section 3.3): for each query, the NLL of its positive passage
+    against every other passage in the batch plus each pair's extra negative (2n - 1 negatives for a batch
+    of n pairs), i.e. sentence-transformers' MultipleNegativesRankingLoss; --mini-batch-size switches to
+    its GradCache version so the paper's batch of 400 fits on a small GPU. Learning rate 2e-5 with 10%
+    linear warm-up and linear decay, as in the paper. The result is a standard sentence-transformers model
+    folder: SentenceTransformer("MODEL_DIR") loads it anywhere.
 
-    To reproduce HLP's setting, start from BERT with CLS pooling and a raw inner product: --model bert-base-uncased --pooling cls --similarity dot --scale 1 --batch-size 400 --mini-batch-size 64 --epochs 5. The defaults instead suit the packaged all-MiniLM-L6-v2, which normalises its vectors (cosine with scale 20).
+    To reproduce HLP's setting, start from BERT with CLS pooling and a raw inner product: --model
+    bert-base-uncased --pooling cls --similarity dot --scale 1 --batch-size 400 --mini-batch-size 64
+    --epochs 5. The defaults instead suit the packaged all-MiniLM-L6-v2, which normalises its vectors
+    (cosine with scale 20).
 
-    Fine-tuning: --beir DIR (qrels split, BM25 hard negatives) or --dpr FILE, with --limit for few-shot runs (HLP: m = 16, 128, 1024) and --separate-encoders (HLP fine-tunes two encoders).
+    Fine-tuning: --beir DIR (qrels split, BM25 hard negatives) or --dpr FILE, with --limit for few-shot
+    runs (HLP: m = 16, 128, 1024) and --separate-encoders (HLP fine-tunes two encoders).
 
-    Checkpoints are written every --save-steps steps; after an interruption the same command with --resume continues from the newest one and ends with the same weights. On several GPUs run the same command under accelerate or torchrun, e.g. accelerate launch --num-processes 8 $(which pretriever) train ... or torchrun --nproc-per-node 8 $(which pretriever) train ...; --batch-size is per GPU.
+    Checkpoints are written every --save-steps steps; after an interruption the same command with --resume
+    continues from the newest one and ends with the same weights. On several GPUs run the same command
+    under accelerate or torchrun, e.g. accelerate launch --num-processes 8 $(which pretriever) train ...
+    or torchrun --nproc-per-node 8 $(which pretriever) train ...; --batch-size is per GPU.
 
     Examples:
 
-      pretriever train pairs/ --out hlp-minilm/ --mix dl:1 --batch-size 32 --heldout-pairs 32   (HLP mixes dl:0.5,cm:0.5; a small sample has too few linked articles for co-mention pairs)
+      pretriever train pairs/ --out hlp-minilm/ --mix dl:1 --batch-size 32 --heldout-pairs 32
+          (HLP mixes dl:0.5,cm:0.5; a small sample has too few linked articles for co-mention pairs)
 
       pretriever train --beir scifact/ --split train --limit 16 --separate-encoders --out scifact-16/
 
-    Retriever 2 of two-stage fine-tuning takes its negatives from an index of retriever 1 (--negatives-from INDEX_DIR --negative-depth 200 --negatives-per-query 15); `pretriever finetune --two-stage` runs the whole chain, and its help shows it step by step.
+    Retriever 2 of two-stage fine-tuning takes its negatives from an index of retriever 1
+    (--negatives-from INDEX_DIR --negative-depth 200 --negatives-per-query 15); `pretriever finetune
+    --two-stage` runs the whole chain, and its help shows it step by step.
     """
     run_train(cfg)
 
@@ -70,17 +85,28 @@ def run_train(cfg: TrainConfig):
 @config_command(FinetuneConfig, "finetune", short=SHORT, skip=("pairs", "dpr", "mix", "negatives_from", "resume"),
                 flags=FLAGS)
 def finetune_command(cfg: FinetuneConfig) -> None:
-    """Fine-tune on judged queries, in one stage or two (query-as-context, Figure 3; coCondenser; CoT-MAE).
+    """Fine-tune on judged queries, in one stage or two (query-as-context, Figure 3; coCondenser;
+    CoT-MAE).
 
-    Retriever 1 is `pretriever train --beir DIR` (in-batch and BM25 negatives). With --two-stage, the corpus is then indexed with retriever 1, and retriever 2 is trained from the same --model (the paper starts both from the pre-trained model) with --negatives-per-query negatives per query drawn with the seed from retriever 1's top --negative-depth, never a judged positive (paper: 200 and 15). Every option of `pretriever train` applies to both stages.
+    Retriever 1 is `pretriever train --beir DIR` (in-batch and BM25 negatives). With --two-stage, the
+    corpus is then indexed with retriever 1, and retriever 2 is trained from the same --model (the paper
+    starts both from the pre-trained model) with --negatives-per-query negatives per query drawn with the
+    seed from retriever 1's top --negative-depth, never a judged positive (paper: 200 and 15). Every
+    option of `pretriever train` applies to both stages.
 
-    The run resumes by itself: the same command again keeps the finished stages, continues an interrupted one from its checkpoint, and runs again every stage after one that ran. It prints where each stage's output is (also in FINETUNE_DIR/finetune.json); evaluate retriever 2 with `pretriever index build` on FINETUNE_DIR/stage2 and `pretriever evaluate`.
+    The run resumes by itself: the same command again keeps the finished stages, continues an interrupted
+    one from its checkpoint, and runs again every stage after one that ran. It prints where each stage's
+    output is (also in FINETUNE_DIR/finetune.json); evaluate retriever 2 with `pretriever index build` on
+    FINETUNE_DIR/stage2 and `pretriever evaluate`.
 
     Examples:
 
-      pretriever finetune --beir scifact/ --corpus scifact-store/ --two-stage --negatives-per-query 3 --batch-size 8 --max-steps 2 --out scifact-ft/
+      pretriever finetune --beir scifact/ --corpus scifact-store/ --two-stage --negatives-per-query 3
+          --batch-size 8 --max-steps 2 --out scifact-ft/
 
-      pretriever train --beir scifact/ --negatives-from scifact-ft/stage1-index/ --negative-depth 200 --negatives-per-query 15 --batch-size 4 --max-steps 2 --out scifact-r2/      (retriever 2 alone, with the paper's depth and count, from the index the run above built)
+      pretriever train --beir scifact/ --negatives-from scifact-ft/stage1-index/ --negative-depth 200
+          --negatives-per-query 15 --batch-size 4 --max-steps 2 --out scifact-r2/
+          (retriever 2 alone, with the paper's depth and count, from the index the run above built)
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with stage():

@@ -26,6 +26,51 @@ from pretriever.retrieval import Passage
 
 
 class PassageLookup:
+    """The passages of a corpus store by id: what a retriever's hits (passage ids and scores) leave out.
+
+    Evaluation maps passages to documents (judgments name documents), reads passage texts (answer
+    matching, Q-P overlap), titles (multi-hop gold titles) and whole documents; training draws random
+    negatives; the server shows the passages it found. Each call is one DuckDB join against the ids
+    asked for; document ids and titles are cached. After :meth:`hold`, :meth:`passages` answers from
+    memory.
+
+    Requirements:
+        A corpus store folder (``pretriever corpus build``): its ``passages`` and ``documents`` tables.
+
+    Inputs:
+        +--------------------------------------+--------------------------------------------------+
+        | Call                                 | Returns                                          |
+        +======================================+==================================================+
+        | ``passages(ids)``                    | {id: Passage(passage_id, title, text, doc_id)}   |
+        +--------------------------------------+--------------------------------------------------+
+        | ``texts(ids)``, ``titles(ids)``,     | {id: value}, None for an id not in the store     |
+        | ``doc_ids(ids)``                     |                                                  |
+        +--------------------------------------+--------------------------------------------------+
+        | ``passage_texts(ids, prepend_title)``| the text a model encodes for each id             |
+        +--------------------------------------+--------------------------------------------------+
+        | ``document_texts(doc_ids)``,         | whole documents; document id by title            |
+        | ``title_documents(titles)``          |                                                  |
+        +--------------------------------------+--------------------------------------------------+
+        | ``sample(n, seed, prepend_title)``   | n seeded random (id, text) pairs                 |
+        +--------------------------------------+--------------------------------------------------+
+
+    Example::
+
+        from pretriever.data import PassageLookup
+
+        lookup = PassageLookup("scifact-store/")  # pretriever corpus build scifact/ --out scifact-store/
+        ids = [pid for pid, _ in lookup.sample(3, seed=0, prepend_title=False)]
+        for pid, passage in lookup.passages(ids).items():
+            print(pid, passage.doc_id, passage.title, passage.text[:60])
+        assert lookup.texts(["no-such-id"]) == {"no-such-id": None}
+        if lookup.hold(max_bytes=2**30):  # small enough: read into memory for a server
+            print(len(lookup.passages(ids)), "passages from memory")
+        lookup.close()
+
+    A :class:`pretriever.retrieval.Searcher` (``pretriever.index.open_system``) carries one as
+    ``searcher.lookup``, so a consumer never opens the store itself.
+    """
+
     def __init__(self, store: CorpusStore | Path | str):
         self.store = store if isinstance(store, CorpusStore) else CorpusStore(store)
         self._con = self.store.connect()

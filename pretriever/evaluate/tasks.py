@@ -43,7 +43,30 @@ class SystemScore:
 
 
 class EvaluationTask:
-    """What one kind of evaluation fetches, how it scores and what it reports."""
+    """One kind of evaluation: what it fetches, how it scores one system's hits, what it reports.
+
+    :func:`pretriever.evaluate.core.evaluate_retrievers` searches ``texts`` with every system to
+    ``fetch_depth(lookup)``, hands each system's hits to ``score``, and builds the Q-P overlap analysis
+    from ``references`` and each question's ``overlap_metric`` value; nothing there knows the kind.
+
+    Requirements (of a subclass):
+        ``kind`` (the name in results.json), ``qids`` and ``texts`` (the questions, in order),
+        ``depth`` and ``ks`` (the cut-offs reported), and ``score``, ``references`` and
+        ``overlap_metric``. ``check_lookup`` refuses a system whose store the task needs but lacks.
+
+    Example::
+
+        from pretriever.evaluate.tasks import QrelsTask
+        from pretriever.retrieval import Hit
+
+        task = QrelsTask({"q1": "vitamin D and fractures"}, {"q1": {"doc-7": 1}}, depth=10)
+        hits = [[Hit("doc-3", 2.0), Hit("doc-7", 1.5)]]  # one system's ranking for each of task.texts
+        score = task.score("my-system", hits, lookup=None)  # no store: ids are documents
+        assert score.means["MRR@10"] == 0.5 and score.per_query["q1"]["nDCG@10"] < 1
+
+    The kinds follow sentence-transformers' evaluators (one class per kind of judgment): see
+    :class:`QrelsTask`, :class:`AnswersTask` and :class:`MultiHopTask`.
+    """
 
     kind: ClassVar[str]
     qids: list[str]
@@ -92,11 +115,42 @@ class EvaluationTask:
 
 
 class QrelsTask(EvaluationTask):
-    """Judged queries (``{qid: text}``, ``{qid: {doc_id: grade}}``); only judged queries are searched.
+    """Judged queries, as BEIR and TREC give them: nDCG@10, MRR@10, Recall@20/100/1000 and MAP by
+    pytrec_eval, plus a Recall@k curve.
 
-    Judged ids are documents: when the store cuts documents into passages, ``maxp_factor x depth``
-    passages are fetched and a document scores its best passage (MaxP). A document whose id is the
-    query's own id is left out with ``ignore_identical_ids`` (BEIR's default).
+    Only judged queries are searched. Judged ids are documents: when the store cuts documents into
+    passages, ``maxp_factor x depth`` passages are fetched and a document scores its best passage
+    (MaxP). A document whose id is the query's own id is left out with ``ignore_identical_ids``
+    (BEIR's default, for corpora whose queries are also documents).
+
+    Requirements:
+        1. Query texts for every judged query id (an :class:`EvaluationError` otherwise).
+        2. A store only when passages are not whole documents (for passage -> document).
+
+    Inputs:
+        +-------------------------------+--------------------------------+
+        | Queries                       | Judgments                      |
+        +===============================+================================+
+        | ``{qid: text}``               | ``{qid: {doc_id: grade}}``     |
+        +-------------------------------+--------------------------------+
+
+    Example::
+
+        from pretriever.evaluate.tasks import QrelsTask
+        from pretriever.retrieval import Hit
+
+        task = QrelsTask({"q1": "vitamin D and fractures", "q2": "aspirin"},
+                         {"q1": {"doc-7": 1}, "q2": {"doc-1": 2, "doc-2": 1}}, depth=100)
+        score = task.score("bm25", [[Hit("doc-7", 3.0)], [Hit("doc-2", 2.0), Hit("doc-1", 1.0)]], lookup=None)
+        assert score.means["MRR@10"] == 1.0 and score.means["Recall@100"] == 1.0
+        assert score.means["nDCG@10"] < 1.0  # q2 ranks its grade-1 document above the grade-2 one
+
+    From the command line: ``pretriever evaluate --index scifact-index/ --bm25 --queries scifact/``.
+
+    References:
+        Thakur et al., "BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information
+        Retrieval Models", NeurIPS 2021 Datasets and Benchmarks (the metrics and
+        ``ignore_identical_ids``); HLP (Zhou et al., 2022) section 6.2 for the Q-P overlap analysis.
     """
 
     kind = "qrels"
@@ -178,8 +232,45 @@ class _AccuracyTask(EvaluationTask):
 
 
 class AnswersTask(_AccuracyTask):
-    """Questions with answers: the rank of the first passage that contains an answer (DPR matching,
-    ``match`` = ``string`` or ``regex`` for CuratedTREC). Needs the store for passage texts."""
+    """Open-domain QA: top-k retrieval accuracy, the share of questions with an answer-bearing passage
+    among the first k (Acc@k), and the rank of the first such passage.
+
+    A passage bears an answer as in DPR: ``match="string"`` looks for the answer's tokens in the
+    passage's tokens (DPR's simple tokenizer on Unicode NFD text, lower-cased); ``match="regex"``
+    treats answers as patterns (CuratedTREC). For the Q-P overlap analysis, each question's reference is its gold passage when the
+    file gives one (DPR JSON ``positive_ctxs``), else the best-ranked answer-bearing passage.
+
+    Requirements:
+        1. The corpus store (passage texts): :meth:`check_lookup` refuses a system without one.
+        2. Question ids unique (numbered by position when the file has none).
+
+    Inputs:
+        +----------------------------------------------------------------+--------------------+
+        | Questions                                                      | Match              |
+        +================================================================+====================+
+        | :class:`~pretriever.data.QAExample` s or (question, [answers]) | string or regex    |
+        +----------------------------------------------------------------+--------------------+
+
+    Example::
+
+        from pretriever.data import PassageLookup
+        from pretriever.evaluate.tasks import AnswersTask
+        from pretriever.retrieval import Hit
+
+        lookup = PassageLookup("scifact-store/")  # pretriever corpus build scifact/ --out scifact-store/
+        [(pid, text)] = lookup.sample(1, seed=0, prepend_title=False)
+        answer = text.split()[3]  # a word of that passage
+        task = AnswersTask([("a question", [answer])], match="string", ks=[1, 5], depth=5, overlap_k=5)
+        score = task.score("dense", [[Hit("not-in-the-store", 2.0), Hit(pid, 1.0)]], lookup)
+        assert score.success_ranks == [2] and score.means["Acc@1"] == 0.0 and score.means["Acc@5"] == 1.0
+        lookup.close()
+
+    From the command line: ``pretriever evaluate --index enwiki-index/ --answers nq-open-dev.jsonl``.
+
+    References:
+        Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020
+        (top-k accuracy and its answer matching); HLP (Zhou et al., 2022), Tables 1 and 2.
+    """
 
     kind = "answers"
     rank_key = "answer_rank"
@@ -250,8 +341,38 @@ class AnswersTask(_AccuracyTask):
 
 
 class MultiHopTask(_AccuracyTask):
-    """Multi-hop questions: the rank by which every gold passage id (``gold_by="passage"``) or a
-    passage of every gold title (``gold_by="title"``, needs the store) has been retrieved."""
+    """Multi-hop questions: top-k accuracy when all gold evidence is among the first k, and the rank
+    by which every gold passage id (``gold_by="passage"``) or a passage of every gold title
+    (``gold_by="title"``) has been retrieved.
+
+    Requirements:
+        1. Gold passage ids, or gold document titles with ``gold_by="title"``.
+        2. With ``gold_by="title"``, the corpus store (passage -> title); passage ids need none.
+
+    Inputs:
+        +----------------------------------------------------------------------+----------------+
+        | Questions                                                            | Gold by        |
+        +======================================================================+================+
+        | :class:`~pretriever.data.MultiHopExample` s or (question, [gold ...])| passage, title |
+        +----------------------------------------------------------------------+----------------+
+
+    Example::
+
+        from pretriever.evaluate.tasks import MultiHopTask
+        from pretriever.retrieval import Hit
+
+        task = MultiHopTask([("who directed the film based on the novel", ["p-novel", "p-film"])],
+                            gold_by="passage", ks=[2, 5], depth=5, overlap_k=5)
+        hits = [[Hit("p-film", 3.0), Hit("p-other", 2.0), Hit("p-novel", 1.0)]]
+        score = task.score("dense", hits, lookup=None)
+        assert score.success_ranks == [3] and score.means["Acc@2"] == 0.0 and score.means["Acc@5"] == 1.0
+
+    From the command line: ``pretriever evaluate --index enwiki-index/ --multihop hotpot.jsonl``.
+
+    References:
+        HLP (Zhou et al., 2022), section 5.4 and Table 5 (HotpotQA: the share of questions whose top k
+        retrieved passages include both gold passages).
+    """
 
     kind = "multihop"
     rank_key = "all_gold_rank"

@@ -80,7 +80,32 @@ class BM25Options:
 
 
 class BM25Index:
-    """A bm25s index over a store's passages; implements :class:`pretriever.retrieval.Retriever`."""
+    """A BM25 index (bm25s) over a store's passages: the lexical baseline and the lexical side of hybrid
+    search; implements :class:`pretriever.retrieval.Retriever`.
+
+    The defaults (:class:`BM25Options`) are BEIR's BM25 baseline: Lucene scoring, k1 = 1.5, b = 0.75,
+    English stop words and Snowball stemming, "title text" indexed.
+
+    Requirements:
+        A corpus store (``build``), or passage ids with their texts (``build_from_texts``); a saved
+        index folder for ``load`` (``pretriever index bm25``, or ``index build --bm25``).
+
+    Example::
+
+        from pretriever.index import BM25Index
+
+        toy = BM25Index.build_from_texts(["p1", "p2"], ["Vitamin D and bone fractures in the elderly.",
+                                                        "Aspirin inhibits platelet aggregation."])
+        assert toy.search(["does aspirin act on platelets"], k=2)[0][0].passage_id == "p2"
+
+        bm25 = BM25Index.build("scifact-store/")  # or BM25Index.load("scifact-index/bm25")
+        for hit in bm25.search(["vitamin D deficiency increases the risk of fractures"], k=3)[0]:
+            print(hit.passage_id, round(hit.score, 2))
+
+    References:
+        Lù, "BM25S: Orders of magnitude faster lexical search via eager sparse scoring", 2024 (bm25s);
+        Thakur et al., "BEIR", NeurIPS 2021 Datasets and Benchmarks (the BM25 baseline's settings).
+    """
 
     name = "bm25"
 

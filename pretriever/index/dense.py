@@ -153,11 +153,34 @@ def read_index_meta(path: Path | str) -> dict[str, Any]:
 
 
 class DenseIndex:
-    """A dense index folder opened for search; implements :class:`pretriever.retrieval.Retriever`.
+    """A dense index folder opened for search: a bi-encoder's passage vectors in FAISS; implements
+    :class:`pretriever.retrieval.Retriever` and :class:`pretriever.retrieval.VectorSearch`.
 
-    ``DenseIndex.load(path).search(["query"], k=10)`` encodes the queries with the index's
-    model (loaded on first use; pass ``model=`` to share one, whose ``max_seq_length`` is then
-    set to the index's) and returns hits best first.
+    ``search`` encodes the queries with the index's model (loaded on first use; pass ``model=`` to share
+    one, whose ``max_seq_length`` is then set to the index's) and returns hits best first, by inner
+    product with the stored vectors (exact with ``flat``; HNSW or IVF-PQ approximate). ``encode_queries``
+    and ``search_vectors`` split the two steps (the server batches encoding; dense PRF moves vectors).
+
+    Requirements:
+        A folder written by ``pretriever index build`` (or ``index merge``): index.json, the vectors and
+        the FAISS index. The model named in index.json must be loadable (a local path or the packaged
+        MiniLM; nothing is downloaded).
+
+    Example::
+
+        from pretriever.index import DenseIndex
+
+        index = DenseIndex.load("scifact-index/")  # from pretriever index build scifact-store/ ...
+        hits = index.search(["vitamin D deficiency increases the risk of fractures"], k=3)[0]
+        vectors = index.encode_queries(["vitamin D deficiency increases the risk of fractures"])
+        assert [h.passage_id for h in index.search_vectors(vectors, k=3)[0]] == [h.passage_id for h in hits]
+
+    ``pretriever.index.open_system("scifact-index/")`` opens the same index with its store, to read the
+    passages found.
+
+    References:
+        Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020;
+        Johnson et al., "Billion-scale similarity search with GPUs", 2017 (FAISS).
     """
 
     def __init__(self, path: Path, meta: dict[str, Any], model=None, device: str | None = None):

@@ -104,9 +104,31 @@ def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], options: HybridOptions, k
 class HybridRetriever:
     """BM25 and a dense retriever fused (a :class:`~pretriever.retrieval.Retriever`).
 
-    Inputs: any two retrievers over the same passages (a dense or refined index and its BM25).
-    Each is searched to the same depth; :func:`fuse` merges the lists. The name says the fusion,
-    so tables keep systems apart: ``hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)``.
+    Each side is searched to the same depth (``HybridOptions.depth``; by default the k asked for, at
+    least ``MIN_DEPTH``) and :func:`fuse` merges the lists: reciprocal rank fusion (``rrf``, k = 60) or a
+    convex combination of min-max normalised scores (``convex``, ``alpha`` on the dense side). With
+    ``prf_k`` each query vector first moves towards the fused top ``prf_k`` passages (Rocchio,
+    label-free) and the dense side is searched again. The name says the fusion, so tables keep systems apart:
+    ``hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)``.
+
+    Requirements:
+        Two retrievers over the same passage ids (a dense or refined index and the BM25 of its store);
+        dense PRF needs a dense side that offers :class:`~pretriever.retrieval.VectorSearch`.
+
+    Example::
+
+        from pretriever.index import BM25Index, DenseIndex, HybridOptions, HybridRetriever
+
+        dense, bm25 = DenseIndex.load("scifact-index/"), BM25Index.load("scifact-index/bm25")
+        hybrid = HybridRetriever(dense, bm25, HybridOptions(fusion="convex", alpha=0.5))
+        print(hybrid.name)  # hybrid[convex alpha=0.5](...+bm25)
+        hits = hybrid.search(["vitamin D deficiency increases the risk of fractures"], k=5)[0]
+
+    ``open_system("scifact-index/", "hybrid")`` builds the same from one folder, with the store.
+
+    References:
+        Cormack et al., "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
+        Methods", SIGIR 2009 (RRF); Rocchio, "Relevance feedback in information retrieval", 1971 (PRF).
     """
 
     def __init__(self, dense: Retriever, lexical: Retriever, options: HybridOptions | None = None):

@@ -20,11 +20,27 @@ from pretriever.retrieval import Hit, Passage, Retriever, VectorSearch
 
 
 class System:
-    """``retriever`` with the store its passages come from (``lookup``; None when no store is known).
+    """``retriever`` with the store its passages come from (``lookup``; None when no store is known):
+    the :class:`pretriever.retrieval.Searcher` that :func:`pretriever.index.open_system` returns.
 
     ``meta`` is what the index folder records (index.json, or bm25.json); ``name`` is the retriever's
     unless given. Use :meth:`of`, which returns a :class:`VectorSystem` when ``retriever`` searches by
     vector, so the vector protocol passes through.
+
+    Requirements:
+        Any :class:`pretriever.retrieval.Retriever`, and the :class:`pretriever.data.PassageLookup` of the
+        store it indexes (or None: then ``passages`` gives ids only).
+
+    Example::
+
+        from pretriever.data import PassageLookup
+        from pretriever.index import BM25Index, System
+
+        bm25 = BM25Index.load("scifact-index/bm25")
+        with System.of(bm25, PassageLookup("scifact-store/"), bm25.meta) as system:
+            hits = system.search(["vitamin D deficiency increases the risk of fractures"], k=3)[0]
+            for passage in system.passages([h.passage_id for h in hits]).values():
+                print(passage.title)
     """
 
     def __init__(self, retriever: Retriever, lookup: PassageLookup | None, meta: dict[str, Any],

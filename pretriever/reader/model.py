@@ -81,8 +81,59 @@ def reader_module(qa_model):
 
 
 def reader_loss(start, end, relevance, span_starts, span_ends, span_mask):
-    """Passage-selection cross-entropy (positive = passage 0) plus the span loss marginalised over the
-    answer occurrences of the positive: ``-logsumexp_{(s,e)} [log P_start(s) + log P_end(e)]``."""
+    """The extractive reader's loss: passage selection plus the answer span, marginalised over the answer's
+    occurrences in the positive passage.
+
+    * selection: cross-entropy of the positive (passage 0 of each question) among the question's ``m``
+      selection logits;
+    * span: ``-log sum_{(s, e)} P_start(s) P_end(e)`` over the answer occurrences (s, e) in the positive,
+      with P_start and P_end softmaxes over the positive's tokens. Every occurrence counts, so the model is
+      not told which one is "the" answer (DPR's official reader marginalises the same way).
+
+    The loss is the mean over the ``B`` questions of selection + span.
+
+    Requirements:
+        1. Per question, one positive passage first and ``m - 1`` negatives.
+        2. At least one answer occurrence in each positive (``span_mask`` true somewhere in each row).
+
+    Inputs:
+        +-------------------------------------+-------------+---------------------------------------------+
+        | Tensor                              | Shape       | Meaning                                     |
+        +=====================================+=============+=============================================+
+        | ``start``, ``end``                  | [B, m, L]   | start / end logit of each token             |
+        +-------------------------------------+-------------+---------------------------------------------+
+        | ``relevance``                       | [B, m]      | selection logit of each passage             |
+        +-------------------------------------+-------------+---------------------------------------------+
+        | ``span_starts``, ``span_ends``      | [B, S] long | token positions of the answer occurrences   |
+        +-------------------------------------+-------------+---------------------------------------------+
+        | ``span_mask``                       | [B, S] bool | which of the S slots hold an occurrence     |
+        +-------------------------------------+-------------+---------------------------------------------+
+
+    Example::
+
+        import math
+
+        import torch
+
+        from pretriever.reader.model import reader_loss
+
+        # one question, 2 passages of 4 tokens, all logits 0: selection = log 2, span = -log(1/4 * 1/4)
+        start, end, relevance = torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), torch.zeros(1, 2)
+        loss = reader_loss(start, end, relevance, span_starts=torch.tensor([[1, 0]]),
+                           span_ends=torch.tensor([[2, 0]]), span_mask=torch.tensor([[True, False]]))
+        assert math.isclose(loss.item(), math.log(2) + math.log(16), rel_tol=1e-6)
+        # a second occurrence of the answer doubles the span's probability: the span term drops by log 2
+        loss = reader_loss(start, end, relevance, span_starts=torch.tensor([[1, 3]]),
+                           span_ends=torch.tensor([[2, 3]]), span_mask=torch.tensor([[True, True]]))
+        assert math.isclose(loss.item(), math.log(2) + math.log(8), rel_tol=1e-6)
+
+    References:
+        - Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020,
+          section 6.1 (the reader; official code: facebookresearch/DPR).
+        - Yue et al., "C-MORE: Pretraining to Answer Open-Domain Questions by Consulting Millions of
+          References", ACL 2022, section 3.1 (the same reader, pre-trained on question-answer-context
+          triplets).
+    """
     torch = _torch()
     functional = torch.nn.functional
     target = torch.zeros(relevance.shape[0], dtype=torch.long, device=relevance.device)

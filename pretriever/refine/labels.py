@@ -43,6 +43,9 @@ class Judge:
 
 
 class TopkJudge(Judge):
+    """Label-free feedback (pseudo-relevance): the top ``k_pos`` retrieved passages of a query are
+    positives, the rest of its retrieved passages negatives (``refine run -f topk``)."""
+
     kind = "topk"
 
     def __init__(self, k_pos: int):

@@ -156,7 +156,52 @@ def _forward(torch, C, O, graph: _Graph):
 
 def aopt_loss(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.ndarray,
               positive: np.ndarray, dtype: str = "float64") -> np.ndarray:
-    """The AOpt loss of each centre as it stands (nan for centres without a positive and a negative)."""
+    """The AOpt loss of each centre as it stands (nan for centres without a positive and a negative).
+
+    Per centre c (a passage vector for AOpt-passage, a query vector for AOpt-query), over the fixed
+    vectors o joined to it by labelled edges::
+
+        L(c) = -log( sum_{i in pos} exp(c . o_i) / sum_{j in pos + neg} exp(c . o_j) )
+
+    a contrastive loss with several positives; :func:`aopt` descends it.
+
+    Requirements:
+        Each centre to be scored has at least one positive and one negative edge.
+
+    Inputs:
+        +------------------------------+------------------------------------------------------------+
+        | Array                        | Meaning                                                    |
+        +==============================+============================================================+
+        | ``centres`` (n x d)          | the vectors that move                                      |
+        +------------------------------+------------------------------------------------------------+
+        | ``others`` (m x d)           | the vectors that stay                                      |
+        +------------------------------+------------------------------------------------------------+
+        | ``centre``, ``other`` (e)    | edge e joins ``centres[centre[e]]`` to ``others[other[e]]``|
+        +------------------------------+------------------------------------------------------------+
+        | ``positive`` (e, bool)       | whether edge e is a positive label                         |
+        +------------------------------+------------------------------------------------------------+
+
+    Example::
+
+        import math
+
+        import numpy as np
+
+        from pretriever.refine.ops import aopt, aopt_loss
+
+        centres = np.array([[1.0, 0.0]])  # one passage vector
+        others = np.array([[1.0, 1.0], [0.0, 2.0]])  # two queries that retrieved it
+        centre, other, positive = np.array([0, 0]), np.array([0, 1]), np.array([True, False])
+        loss = aopt_loss(centres, others, centre, other, positive)[0]
+        assert math.isclose(loss, -math.log(math.exp(1.0) / (math.exp(1.0) + math.exp(0.0))))
+        moved = aopt(centres, others, centre, other, positive, lr=0.1, max_epochs=10)
+        assert moved.loss_end[0] < loss  # the passage moved towards the query it answers
+
+    References:
+        The AOpt paper ("Auto Text Representation Optimization" with pseudo-relevance feedback;
+        ../shared/papers/README.md), eqs 10-14; the exponentials are the usual InfoNCE reading of its
+        extracted formula (see the module docstring).
+    """
     return aopt(centres, others, centre, other, positive, lr=0.0, max_epochs=0, dtype=dtype).loss_end
 
 

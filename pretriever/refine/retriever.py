@@ -42,7 +42,32 @@ def topk_refine(dense, vectors: np.ndarray, settings: dict[str, Any], device: st
 
 
 class RefinedIndex:
-    """A refined index folder opened for search (passages as refined, queries as the refinement says)."""
+    """A refined index folder opened for search: the passage vectors as ``pretriever refine run`` left them,
+    queries encoded (or refined at test time) as the refinement says; implements
+    :class:`pretriever.retrieval.Retriever` and :class:`pretriever.retrieval.VectorSearch`.
+
+    A refinement's feedback queries are never evaluation questions under the honest protocol;
+    :meth:`feedback_overlap` says how many given questions were feedback queries (``pretriever evaluate``
+    refuses a labelled overlap). ``stored_queries`` searches a feedback query with its refined vector
+    (only under the oracle protocol by default).
+
+    Requirements:
+        A folder written by ``pretriever refine run`` (a dense index folder with a ``refine`` record).
+
+    Example::
+
+        from pretriever.refine.retriever import RefinedIndex
+
+        # pretriever refine run scifact-index/ -q scifact/queries.jsonl -f qrels
+        #     --qrels scifact/qrels/train.tsv --out sf-aopt/
+        refined = RefinedIndex.load("sf-aopt/")
+        print(refined.protocol, refined.name)
+        hits = refined.search(["vitamin D deficiency increases the risk of fractures"], k=3)[0]
+
+    References:
+        The AOpt paper ("Auto Text Representation Optimization", PRF refinement of stored vectors;
+        ../shared/papers/README.md), eq. 9 and eqs 10-14.
+    """
 
     def __init__(self, dense, query_vectors: dict[str, np.ndarray] | None = None,
                  test_time: dict[str, Any] | None = None, name: str | None = None, device: str | None = None,

@@ -178,6 +178,24 @@ class _PageCutter:
 
 @register
 class MediaWikiDump(InputFormat):
+    """A MediaWiki XML dump read page by page: the one input with everything HLP and C-MORE mine (links
+    between articles, sections, citations with their URLs).
+
+    Requirements:
+        A pages-articles dump (``.xml``, ``.xml.bz2``, or the multistream ``.xml.bz2``; its
+        ``-index.txt.bz2`` beside it, or given, lets workers decompress byte ranges in parallel).
+
+    Example::
+
+        from pretriever.corpus.build import build_corpus
+        from pretriever.corpus.config import CorpusConfig
+
+        result = build_corpus(CorpusConfig(input="enwiki.xml.bz2", out="enwiki-store/", workers=1))
+        print(result.manifest["input"]["format"])  # mediawiki
+
+    From the command line: ``pretriever corpus build enwiki.xml.bz2 --out enwiki/``.
+    """
+
     name = "mediawiki"
     description = "MediaWiki XML dump (.xml, .xml.bz2, multistream .xml.bz2 with its index)"
     has_links = True

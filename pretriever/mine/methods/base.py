@@ -18,6 +18,59 @@ from pretriever.mine.context import MineContext
 
 
 class Method:
+    """A mining strategy: which (query, positive) pairs its definition allows in a corpus store.
+
+    A strategy only finds candidates, as one Ibis expression over the store's tables (through
+    :class:`~pretriever.mine.context.MineContext`), so the same code runs on DuckDB and on Spark. Everything
+    shared is done once for all strategies by :func:`pretriever.mine.pipeline.mine`: the seeded sampling
+    order, exact dedup, the caps (``cap_doc_pairs``, ``cap_query_passages``), the ``--max-pairs`` budget,
+    negatives, titles and writing METHOD.parquet.
+
+    Requirements (of a subclass):
+        1. ``name`` (the ``--method`` value), ``title`` and ``summary`` (one line: the definition, shown in
+           help texts and kept in pairs.json), and the ``@register`` decorator.
+        2. ``candidates(ctx)``: a table of the columns of ``schema.CANDIDATE`` (through ``ctx.candidate``,
+           which sets the others to NULL), with ``key`` naming the candidate (hashed with the seed for
+           sampling) and at least ``query``, ``positive_passage_id``, ``positive_doc_id`` and
+           ``positive_text``.
+        3. Optionally ``preflight`` (refuse a run before any output: a missing model or input),
+           ``report`` (the method's own counts) and ``why_empty`` (a sentence for a run with no pairs).
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.methods.base import Method, register
+        from pretriever.mine.pipeline import mine
+
+
+        @register
+        class TitleLead(Method):  # a document's title as the query, its first passage as the positive
+            name, title = "title-lead", "title and lead passage"
+            summary = "query = the title of D; positive = the first passage of D"
+            cap_query_passages = False  # the query is no passage's sentence
+
+            def candidates(self, ctx):
+                docs = ctx.docs.select(t_doc=ctx.docs.doc_id, t_title=ctx.docs.title)
+                first = ctx.positives.filter(ctx.positives.position == 0)
+                j = first.join(docs, first.doc_id == docs.t_doc)
+                return ctx.candidate(j, key=j.passage_id, query=j.t_title, query_doc_id=j.doc_id,
+                                     positive_passage_id=j.passage_id, positive_doc_id=j.doc_id,
+                                     positive_text=j.text)
+
+
+        result = mine(MineConfig(corpus="scifact-store/", out="lead-pairs/", methods="title-lead",
+                                 negatives="none"))
+        print(result.methods["title-lead"].pairs, "pairs")
+
+    The strategies here: :class:`~pretriever.mine.methods.dl.DualLink`,
+    :class:`~pretriever.mine.methods.cm.CoMention` (HLP), :class:`~pretriever.mine.methods.ict.InverseCloze`,
+    :class:`~pretriever.mine.methods.wlp.WikiLinkPrediction`,
+    :class:`~pretriever.mine.methods.bfs.BodyFirstSelection` (HLP's baselines),
+    :class:`~pretriever.mine.methods.qac.QAC` (C-MORE), :class:`~pretriever.mine.methods.cc.ContextPairs`,
+    :class:`~pretriever.mine.methods.qc.QueryContext` (query-as-context) and
+    :class:`~pretriever.mine.methods.tb.TitleBody`.
+    """
+
     name: ClassVar[str]
     title: ClassVar[str]
     summary: ClassVar[str]  # one line: the definition, for help texts and the manifest

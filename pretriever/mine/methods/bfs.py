@@ -18,6 +18,37 @@ from pretriever.mine.methods.wlp import lead_sentences, numbered
 
 @register
 class BodyFirstSelection(Method):
+    """Body first selection (BFS) pairs: a sentence of A's lead section as the query, a random passage of
+    A outside the lead as the positive.
+
+    Requirements:
+        A store with section structure (a MediaWiki dump; WikiExtractor output has only the lead section
+        and gives no pairs).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a sentence of A's lead section           | a passage of A outside the lead          |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="bfs-pairs/", methods="bfs"))
+        found = result.methods["bfs"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method bfs --out bfs-pairs/``.
+
+    References:
+        - Chang et al., "Pre-training Tasks for Embedding-based Large-scale Retrieval", ICLR 2020.
+        - Zhou et al., "Hyperlink-induced Pre-training for Passage Retrieval in Open-domain Question
+        Answering", ACL 2022, section 4.4 (BFS as a baseline).
+    """
+
     name = "bfs"
     title = "body first selection"
     summary = "query = a sentence of A's lead section; positive = a random passage of A outside the lead"

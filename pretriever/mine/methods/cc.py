@@ -74,6 +74,41 @@ def _passage(doc: str | None, first: int, texts: list[str], tokens: int) -> dict
 
 @register
 class ContextPairs(Method):
+    """Context pairs (CC): two passages of the same document, for context-supervised pre-training
+    (``pretriever pretrain``: coCondenser's span pairs, CoT-MAE's encoder/decoder pairs).
+
+    Each passage of a document with two or more passages is a query once and a positive once (a seeded
+    random cycle). With ``cc_max_tokens`` N the passages are made anew from the document's sentences,
+    packed into at most N WordPiece tokens, as the query-as-context paper does (module docstring).
+
+    Requirements:
+        Any store whose documents have two or more passages (or sentences, with ``cc_max_tokens``).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a passage x of D                         | another passage y of D                   |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="cc-pairs/", methods="cc", cc_max_tokens=128))
+        found = result.methods["cc"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/``.
+
+    References:
+        - Gao and Callan, "Unsupervised Corpus Aware Language Model Pre-training for Dense Passage
+          Retrieval", ACL 2022.
+        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 2.1
+          (eq. 1) and section 4.1 (passages of whole sentences, at most 128 tokens).
+    """
+
     name = "cc"
     title = "context pairs"
     summary = "query = a passage x of D; positive = another passage y of D (seeded random pairing)"

@@ -24,6 +24,40 @@ from pretriever.mine.methods.base import Method, links_reason, register
 
 @register
 class CoMention(Method):
+    """Co-mention (CM) pairs: q and p both link to a third entity E that is not too common, and p links
+    to q's document Q.
+
+    Query: the sentence of q holding the link to E; positive: p, without its title. Entities whose in-degree
+    is in the store's top 10% are excluded by default (``cm_indegree_percentile``), or those at or above
+    ``cm_indegree_threshold``; the module docstring has the details.
+
+    Requirements:
+        A store with links between its documents in which linked entities are articles of the store (a
+        sample of a wiki links mostly outside itself and gives few CM pairs).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a sentence of q (its anchor to E)        | p (its anchors to Q and to E inside it)  |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="cm-pairs/", methods="cm"))
+        found = result.methods["cm"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method cm --out cm-pairs/``.
+
+    References:
+        Zhou et al., "Hyperlink-induced Pre-training for Passage Retrieval in Open-domain Question
+        Answering", ACL 2022, section 3.2 and Appendix D (``IsCM``, in-degree threshold K).
+    """
+
     name = "cm"
     title = "co-mention"
     summary = ("E in M(q), E in M(p), d_in(E) < K, t_Q in M(p); query = the sentence of q linking to E; "

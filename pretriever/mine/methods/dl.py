@@ -20,6 +20,38 @@ from pretriever.mine.methods.base import Method, links_reason, register
 
 @register
 class DualLink(Method):
+    """Dual-link (DL) pairs: passage q of document Q links to P, and passage p of P links back to Q.
+
+    Query: the sentence of q holding the link to P; positive: p, without its title. The link back makes p
+    evidence for q's claim about P (HLP's dual-link topology); the module docstring has the details.
+
+    Requirements:
+        A store with links between its documents: a MediaWiki dump, or WikiExtractor output run with
+        ``--links`` (BEIR, DPR and plain JSONL stores have no links).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a sentence of q (its anchor to P)        | p (its anchor to Q inside it)            |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="dl-pairs/", methods="dl"))
+        found = result.methods["dl"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method dl --out dl-pairs/``.
+
+    References:
+        Zhou et al., "Hyperlink-induced Pre-training for Passage Retrieval in Open-domain Question
+        Answering", ACL 2022, section 3.2 and Appendix D (``IsDL``).
+    """
+
     name = "dl"
     title = "dual-link"
     summary = "t_P in M(q) and t_Q in M(p); query = the sentence of q linking to P; positive = p"

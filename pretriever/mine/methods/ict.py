@@ -29,6 +29,36 @@ def remove_span(text: ir.StringValue, start: ir.IntegerValue, end: ir.IntegerVal
 
 @register
 class InverseCloze(Method):
+    """Inverse cloze task (ICT) pairs: a random sentence of a passage as the query, the passage without it
+    (kept in ``ict_keep_fraction``, 10%, of pairs) as the positive.
+
+    Requirements:
+        Any store (passages and their sentences); no links, sections or titles needed.
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a random sentence of p                   | p without that sentence (10%: with it)   |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="ict-pairs/", methods="ict"))
+        found = result.methods["ict"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method ict --out ict-pairs/``.
+
+    References:
+        - Lee et al., "Latent Retrieval for Weakly Supervised Open Domain Question Answering", ACL 2019.
+        - Zhou et al., "Hyperlink-induced Pre-training for Passage Retrieval in Open-domain Question
+        Answering", ACL 2022, section 4.4 (ICT as a baseline).
+    """
+
     name = "ict"
     title = "inverse cloze task"
     summary = "query = a random sentence of p; positive = p without it (kept in 10% of pairs)"

@@ -60,6 +60,41 @@ FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text",
 
 @register
 class QAC(Method):
+    """Question-answer-context (QAC) triplets from citations (C-MORE): a cited statement turned into a
+    question by replacing an entity with a wh-phrase, a block of the cited page that BM25 picks and that
+    holds the entity as the positive, the entity as the answer.
+
+    Every filter is counted in :meth:`report` (the funnel); the module docstring has the steps.
+
+    Requirements:
+        1. A store with citations (a MediaWiki dump) and, for ``context="references"``, the cited pages'
+           text (``--references REFS_DIR`` from ``pretriever references fetch`` or ``import``);
+           ``context="links"`` takes blocks from the linked articles instead (offline, not the paper's).
+        2. A spaCy NER pipeline (``ner_model``, en_core_web_sm by default).
+
+    Pairs:
+        +--------------------------------------------------+------------------------------------------------+
+        | Query                                            | Positive                                       |
+        +==================================================+================================================+
+        | the statement, an entity replaced by a wh-phrase | the block holding the entity (answer, offsets) |
+        +--------------------------------------------------+------------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="qac-links/", methods="qac", context="links"))
+        found = result.methods["qac"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method qac --references refs/ --out qac-pairs/``.
+
+    References:
+        Yue et al., "C-MORE: Pretraining to Answer Open-Domain Questions by Consulting Millions of
+        References", ACL 2022, sections 2.2 and 3.1 (Table 5: the interrogative phrases).
+    """
+
     name = "qac"
     title = "question-answer-context (C-MORE)"
     summary = ("query = the cited statement with an entity replaced by a wh-phrase; positive = the BM25-best "

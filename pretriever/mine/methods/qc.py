@@ -18,6 +18,39 @@ from pretriever.mine.methods.base import Method, register
 
 @register
 class QueryContext(Method):
+    """Query-as-context (QC) pairs: a passage and each of its generated queries, for ``pretriever
+    pretrain``.
+
+    Every candidate query of a passage is kept, with its index in ``candidate``, so that pre-training can
+    draw one of the C per passage per epoch (eq. 12).
+
+    Requirements:
+        Generated queries for the store's passages: ``--queries QUERIES_DIR`` from ``pretriever generate``
+        (doc2query, or ``--from`` queries made elsewhere).
+
+    Pairs:
+        +-------------------------------------------+------------------------------------------+
+        | Query                                     | Positive                                 |
+        +===========================================+==========================================+
+        | a generated query of p (column candidate) | p                                        |
+        +-------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="qc-pairs/", methods="qc", queries="queries/"))
+        found = result.methods["qc"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method qc --queries queries/ --out qc-pairs/``.
+
+    References:
+        Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 3.1
+        (eq. 12) and section 4.1.
+    """
+
     name = "qc"
     title = "query as context"
     summary = "query = a generated query of p (all C candidates kept, column candidate); positive = p"

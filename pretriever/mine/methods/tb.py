@@ -32,6 +32,36 @@ from pretriever.mine.methods.base import Method, register
 
 @register
 class TitleBody(Method):
+    """Title-body (TB) pairs: a document's title as the query, a passage of its body as the positive.
+
+    Requirements:
+        Titles that read like statements or questions (scientific papers, news), at least
+        ``min_query_words`` words; any store, no links or sections needed. Train with the title left out
+        of the positive, or the model only learns to copy it (module docstring).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | the title of D                           | a passage of D, without the title        |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="scifact-store/", out="tb-pairs/", methods="tb", negatives="none"))
+        found = result.methods["tb"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine scifact-store/ --method tb --negatives none --out tb-pairs/``.
+
+    References:
+        Wang et al., "Text Embeddings by Weakly-Supervised Contrastive Pre-training", 2022, section 3.1
+        (the (title, passage) pairs of E5's CCPairs).
+    """
+
     name = "tb"
     title = "title-body"
     summary = "query = the title of D (a statement-like title); positive = a passage of D without the title"

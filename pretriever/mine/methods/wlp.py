@@ -35,6 +35,37 @@ def lead_sentences(ctx: MineContext, tag: str) -> tuple[ir.Table, ir.Table]:
 
 @register
 class WikiLinkPrediction(Method):
+    """Wiki link prediction (WLP) pairs: a sentence of A's lead section as the query, a passage of another
+    document that links to A as the positive.
+
+    Requirements:
+        A store with links between its documents and their lead sections (a MediaWiki dump, or
+        WikiExtractor output run with ``--links``).
+
+    Pairs:
+        +------------------------------------------+------------------------------------------+
+        | Query                                    | Positive                                 |
+        +==========================================+==========================================+
+        | a sentence of A's lead section           | a passage of B != A linking to A         |
+        +------------------------------------------+------------------------------------------+
+
+    Example::
+
+        from pretriever.mine.config import MineConfig
+        from pretriever.mine.pipeline import mine
+
+        result = mine(MineConfig(corpus="enwiki/", out="wlp-pairs/", methods="wlp"))
+        found = result.methods["wlp"]
+        print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
+
+    From the command line: ``pretriever mine enwiki/ --method wlp --out wlp-pairs/``.
+
+    References:
+        - Chang et al., "Pre-training Tasks for Embedding-based Large-scale Retrieval", ICLR 2020.
+        - Zhou et al., "Hyperlink-induced Pre-training for Passage Retrieval in Open-domain Question
+        Answering", ACL 2022, section 4.4 (WLP as a baseline).
+    """
+
     name = "wlp"
     title = "wiki link prediction"
     summary = "query = a sentence of A's lead section; positive = a passage of another document linking to A"

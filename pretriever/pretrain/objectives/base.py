@@ -57,6 +57,51 @@ def run_layers(layers: nn.ModuleList, hidden: torch.Tensor, mask: torch.Tensor) 
 
 
 class Objective(nn.Module):
+    """A context-supervised pre-training objective: a masked-LM encoder plus the pieces the objective
+    adds (a Condenser head, a decoder), trained on pairs (x, y) of related texts. Only the encoder is
+    kept: ``pretriever pretrain`` saves it as a plain sentence-transformers model.
+
+    A subclass sets ``name`` (the ``--objective`` value) and ``terms`` (the loss terms it reports),
+    registers itself with :func:`register`, and implements ``prepare`` (texts -> masked tensors, drawn
+    from torch's global generator, so ``torch.manual_seed`` fixes them) and ``forward`` (tensors ->
+    ``{"loss": total, term: value, ...}``).
+
+    Requirements:
+        1. A BERT-style masked-LM encoder (``AutoModelForMaskedLM`` with its head as ``cls`` or
+           ``lm_head``; created and tied to the input embeddings when the checkpoint has none).
+        2. Pairs (x, y): two passages of one document (``mine --method cc``) or a passage and one of
+           its generated queries (``--method qc``).
+
+    Inputs:
+        +--------------------------------------------------+--------+
+        | Texts                                            | Labels |
+        +==================================================+========+
+        | (x, y) pairs, as two lists of the same length    | none   |
+        +--------------------------------------------------+--------+
+
+    Example::
+
+        import torch
+
+        from pretriever.pretrain.config import PretrainConfig
+        from pretriever.pretrain.run import build_objective
+
+        cfg = PretrainConfig(pairs="pairs/", out="model/", objective="cocondenser", max_length=32)
+        model, objective, notes = build_objective(cfg, "cpu")  # the packaged MiniLM plus its MLM head
+        torch.manual_seed(0)
+        batch = objective.prepare(
+            ["Vitamin D deficiency is common among elderly people in northern countries.",
+             "Aspirin irreversibly inhibits cyclooxygenase in blood platelets."],
+            ["who lacks vitamin d in the north", "how does aspirin act on platelets"])
+        out = objective(**batch)  # {"loss": total, "mlm": ..., "aux": ..., "cl": ...}
+        out["loss"].backward()
+        assert set(out) == {"loss", *objective.terms}
+
+    References:
+        Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023: section 2
+        (context-supervised pre-training, eqs 1-11) and section 3.1 (a generated query as the context).
+    """
+
     name: ClassVar[str]
     terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
 

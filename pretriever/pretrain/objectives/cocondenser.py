@@ -27,6 +27,53 @@ from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers,
 
 @register
 class CoCondenser(Objective):
+    """coCondenser: MLM through the encoder and through a Condenser head that reads the [CLS] vector,
+    plus a contrastive loss that pulls the two texts of a pair together against the batch's others
+    (the loss terms ``mlm``, ``aux`` and ``cl``; the module docstring gives the formulas).
+
+    Requirements:
+        1. A BERT-style masked-LM encoder and its tokenizer (see :class:`Objective`).
+        2. (x, y) pairs of related texts: two passages of one document (``mine --method cc``,
+           coCondenser's own setting) or a passage and one of its generated queries (``--method qc``,
+           query-as-context). The other pairs of the batch are the negatives of ``cl``: larger
+           batches give more.
+
+    Inputs:
+        +------------------------------------------------------+--------+
+        | Texts                                                | Labels |
+        +======================================================+========+
+        | (passage, passage of the same document) pairs        | none   |
+        +------------------------------------------------------+--------+
+        | (passage, generated query of the passage) pairs      | none   |
+        +------------------------------------------------------+--------+
+
+    Example::
+
+        import torch
+
+        from pretriever.pretrain.config import PretrainConfig
+        from pretriever.pretrain.run import build_objective
+
+        cfg = PretrainConfig(pairs="pairs/", out="model/", objective="cocondenser", max_length=32)
+        model, objective, notes = build_objective(cfg, "cpu")  # the packaged MiniLM plus its MLM head
+        torch.manual_seed(0)
+        batch = objective.prepare(
+            ["Vitamin D deficiency is common among elderly people in northern countries.",
+             "Aspirin irreversibly inhibits cyclooxygenase in blood platelets."],
+            ["who lacks vitamin d in the north", "how does aspirin act on platelets"])
+        out = objective(**batch)  # {"loss": total, "mlm": ..., "aux": ..., "cl": ...}
+        out["loss"].backward()
+        assert set(out) == {"loss", *objective.terms}
+
+    From the command line: ``pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --out model/``.
+
+    References:
+        - Gao and Callan, "Unsupervised Corpus Aware Language Model Pre-training for Dense Passage
+          Retrieval", ACL 2022 (coCondenser; official code: luyug/Condenser).
+        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 2.3
+          (eqs 4-7).
+    """
+
     name = "cocondenser"
     terms = ("mlm", "aux", "cl")
 

@@ -26,6 +26,51 @@ from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers,
 
 @register
 class CoTMAE(Objective):
+    """CoT-MAE: the encoder reconstructs its masked input (MLM) while a shallow decoder, initialised
+    from scratch, reconstructs the pair's other text from the encoder's embedding of x, which so has
+    to carry the context (the terms in ``terms``; the module docstring gives the formulas).
+
+    Requirements:
+        1. A BERT-style masked-LM encoder and its tokenizer (see :class:`Objective`).
+        2. (x, y) pairs: for ``qc`` x is the passage and y one of its generated queries
+           (query-as-context); for ``cc`` two passages of one document (CoT-MAE's own setting).
+
+    Inputs:
+        +------------------------------------------------------+--------+
+        | Texts                                                | Labels |
+        +======================================================+========+
+        | (passage, generated query of the passage) pairs      | none   |
+        +------------------------------------------------------+--------+
+        | (passage, passage of the same document) pairs        | none   |
+        +------------------------------------------------------+--------+
+
+    Example::
+
+        import torch
+
+        from pretriever.pretrain.config import PretrainConfig
+        from pretriever.pretrain.run import build_objective
+
+        cfg = PretrainConfig(pairs="pairs/", out="model/", objective="cotmae", max_length=32)
+        model, objective, notes = build_objective(cfg, "cpu")  # the packaged MiniLM plus its MLM head
+        torch.manual_seed(0)
+        batch = objective.prepare(
+            ["Vitamin D deficiency is common among elderly people in northern countries.",
+             "Aspirin irreversibly inhibits cyclooxygenase in blood platelets."],
+            ["who lacks vitamin d in the north", "how does aspirin act on platelets"])
+        out = objective(**batch)  # {"loss": total, "mlm": ..., "ctx_mlm": ...}
+        out["loss"].backward()
+        assert set(out) == {"loss", *objective.terms}
+
+    From the command line: ``pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --out model/``.
+
+    References:
+        - Wu et al., "ConTextual Masked Auto-Encoder for Dense Passage Retrieval", AAAI 2023 (CoT-MAE;
+          arXiv:2208.07670, the query-as-context paper's "Wu et al. 2022").
+        - Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023, section 2.4
+          (eqs 8-11).
+    """
+
     name = "cotmae"
     terms = ("mlm", "ctx_mlm")
 
