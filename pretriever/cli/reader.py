@@ -122,8 +122,9 @@ def prepare_command(cfg: PrepareConfig) -> None:
 @config_command(ReaderEvaluateConfig, "reader_evaluate", arguments=("index", "questions"), **_SOURCE)
 def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
     """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD
-    normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file
-    gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
+    v1.1's normalize_answer, or --lenient-match: NFKC and Unicode punctuation too, named so in the
+    results; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file gives
+    gold passages (DPR JSON positive_ctxs), reader-only EM on them.
 
     Examples:
 
@@ -135,7 +136,7 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
         mode = cfg.match or guess_match_mode(cfg.questions)
         with open_for_reading(cfg) as system:
             task = progress.add_task("reading", total=len(examples), rate="")
-            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode,
+            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode, lenient=cfg.lenient_match,
                                      progress=lambda done, total: progress.update(task, completed=done))
         if cfg.out is not None:
             write_json(cfg.out, {"system": system.name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,

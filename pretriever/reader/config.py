@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pretriever.config import option
 from pretriever.index import SYSTEM_MODES
+from pretriever.metrics import LENIENT_HELP
 
 RANKINGS = ("passage", "span")
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
@@ -63,6 +64,7 @@ class ReaderConfig:
     dev_limit: int = option(500, "Dev questions read at each evaluation.")
     save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")
     seed: int = option(13, "Seed of the negatives, the dev split and the training order.")
+    lenient_match: bool = option(False, LENIENT_HELP + " Here: the dev EM that picks the best checkpoint.")
     limit: int | None = option(None, "Only the first N training questions.")
     resume: bool = option(False, "Continue the interrupted run in READER_DIR/checkpoints.")
     overwrite: bool = option(False, "Replace an existing READER_DIR.")
@@ -144,6 +146,7 @@ class ReaderEvaluateConfig(QASetSource):
     read: ReadOptions = option(default_factory=ReadOptions,
                                help="How the reader picks answers ([reader_evaluate.read] in TOML).")
     out: Path | None = option(None, "Write results.json (metrics and per-question predictions) here.")
+    lenient_match: bool = option(False, LENIENT_HELP)
 
     def __post_init__(self) -> None:
         self._check_source()

@@ -203,8 +203,9 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
     dev = dev[:cfg.dev_limit]
     regex = mode == "regex"
 
-    def dev_eval(model) -> dict[str, float]:
-        return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex)
+    def dev_eval(model) -> dict[str, Any]:
+        return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex,
+                             cfg.lenient_match)
 
     precision = _precision(cfg)
     args = _training_args(cfg, precision, evaluate=bool(dev))
