@@ -104,6 +104,9 @@ class MineConfig:
               "(~15,000 sentences per CPU-second).", default_help="off: the store's passages")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
+    how_many: bool = option(False, "QAC, ours (not the paper's Table 5, which gives CARDINAL only \"what\"): a "
+                                   "CARDINAL answer may also become \"how many\", as in the paper's Figure 1 "
+                                   "example.")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)

@@ -1,4 +1,4 @@
-"""C-MORE's triplet construction (Huang et al., 2022, sections 2.2 and 3.1): statement + context -> Q, A, C.
+"""C-MORE's triplet construction (Yue et al., ACL 2022, sections 2.2 and 3.1): statement + context -> Q, A, C.
 
 Inputs: the statement (the sentence a citation supports), its spaCy entities, and the blocks
 of its context (the cited page cut into ``block_words``-word blocks with stride
@@ -11,7 +11,11 @@ Steps, each a pure function here so they can be tested and benchmarked alone:
 3. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
 4. :func:`find_span` - its character offsets in the block (word-bounded, case-insensitive);
 5. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
-   (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates.
+   (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates, with the
+   words around it fitted (:func:`fit_phrase`: "the what country" -> "what country", "in when" ->
+   "when") and brackets and quotes balanced (:func:`balance`);
+6. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
+   other entities are tried first.
 
 Example::
 
@@ -33,13 +37,14 @@ from dataclasses import dataclass
 import bm25s
 
 from pretriever.errors import PretrieverError
+from pretriever.metrics import normalize_answer
 
 # C-MORE Appendix Table 5: entity type -> candidate question phrases. The PDF text of the table is
 # scrambled (continuation lines appear as rows "EVENI", "LUC", "UKU"); they belong to EVENT, LOC and
-# ORG. CARDINAL's row reads only "what", but the paper's own running example (section 1 and Figure 1)
-# replaces the CARDINAL "14" by "how many", so both are candidates.
+# ORG. CARDINAL's row reads only "what", as here; the paper's running example (section 1, Figure 1)
+# replaces the CARDINAL "14" by "how many", which is ours behind ``--how-many`` (:data:`HOW_MANY`).
 WH_PHRASES: dict[str, tuple[str, ...]] = {
-    "CARDINAL": ("how many", "what"),
+    "CARDINAL": ("what",),
     "DATE": ("when", "what time", "what date"),
     "EVENT": ("what event", "what", "which event"),
     "FAC": ("where", "what buildings"),
@@ -58,6 +63,9 @@ WH_PHRASES: dict[str, tuple[str, ...]] = {
     "TIME": ("when", "what time"),
     "WORK_OF_ART": ("what", "what title"),
 }
+
+# ours, not Table 5 (``--how-many``): CARDINAL may also become "how many", as in the paper's Figure 1
+HOW_MANY: dict[str, tuple[str, ...]] = {**WH_PHRASES, "CARDINAL": ("how many", "what")}
 
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
@@ -168,12 +176,94 @@ def find_span(answer: str, block: str) -> tuple[int, int] | None:
     return (match.start(), match.end()) if match else None
 
 
-def make_question(statement: str, start: int, end: int, phrase: str) -> str:
-    """The statement with ``statement[start:end]`` replaced by ``phrase`` and ending in a question mark."""
-    head = statement[:start]
+_DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|those)\s+$")
+_PREPOSITION = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:in|on|at|during)\s+$")
+_POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
+ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
+_OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+
+def balance(text: str) -> str:
+    """``text`` without the brackets and quotes that have no partner.
+
+    Brackets and curly double quotes pair by nesting (a closer that does not match the innermost
+    opener is dropped, openers left at the end are dropped); straight double quotes pair in order, so
+    an odd one out, the last, is dropped. Apostrophes are left alone (they are not quotes).
+    """
+    drop: set[int] = set()
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in _OPENERS:
+            stack.append(i)
+        elif ch in _CLOSERS:
+            if stack and text[stack[-1]] == _CLOSERS[ch]:
+                stack.pop()
+            else:
+                drop.add(i)
+    drop.update(stack)
+    straight = [i for i, ch in enumerate(text) if ch == '"']
+    if len(straight) % 2:
+        drop.add(straight[-1])
+    if not drop:
+        return text
+    return _SPACE.sub(" ", "".join(ch for i, ch in enumerate(text) if i not in drop)).strip()
+
+
+def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str:
+    """The first "what/which + noun" among the type's phrases ("what country" for GPE), else ``phrase``."""
+    return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), phrase)
+
+
+def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = ()) -> tuple[str, str, str]:
+    """(head, phrase, tail) with the words around the wh-phrase made to read right.
+
+    * a determiner before it goes: "the what country" -> "what country";
+    * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
+      where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
+      years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
+    * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
+      noun phrase ("Alabama's" -> "what country's").
+    """
+    if _POSSESSIVE.match(tail):
+        if phrase == "who":
+            phrase, tail = "whose", tail[2:]
+        elif phrase in ADVERBS:
+            phrase = _noun_phrase(alternatives, phrase)
+    bare = _DETERMINER.sub("", head)
+    modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
+    head = bare
+    if phrase in ADVERBS:
+        dropped = _PREPOSITION.sub("", head)
+        clause_edge = not head.strip() or head.rstrip().endswith(",")
+        if not modifier and (dropped != head or (clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail))):
+            head = dropped
+        else:
+            phrase = _noun_phrase(alternatives, phrase)
+    return head, phrase, tail
+
+
+def make_question(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str] = ()) -> str:
+    """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
+    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark."""
+    head, phrase, tail = fit_phrase(statement[:start], phrase, statement[end:], alternatives)
     if not head.strip():
-        phrase = phrase[:1].upper() + phrase[1:]
-    return _END.sub("", (head + phrase + statement[end:]).rstrip()) + "?"
+        head, phrase = "", phrase[:1].upper() + phrase[1:]
+    return _END.sub("", balance(head + phrase + tail)) + "?"
+
+
+_FUNCTION_WORDS = frozenset({"and", "for", "from", "with", "its", "his", "her", "their"})
+
+
+def leaks(answer: str, statement: str, start: int, end: int) -> bool:
+    """Whether the statement, less the answer's own span, still holds a token of the answer of 3 or more
+    characters: the question would give the answer away. Tokens are those of :func:`normalize_answer`
+    (lenient: NFKC, punctuation and the articles a/an/the gone, so "U.S." is "us"); a few function words
+    such as "and" do not count."""
+    def tokens(text: str) -> set[str]:
+        return {t for t in normalize_answer(text, lenient=True).split() if len(t) >= 3} - _FUNCTION_WORDS
+
+    return bool(tokens(answer) & tokens(statement[:start] + " " + statement[end:]))
 
 
 @dataclass
@@ -186,18 +276,22 @@ class Triplet:
     phrase: str
     block_idx: int
     block: str
+    tries: int = 1  # entities tried: more than 1 when the sampled one leaked or had no span in the block
 
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
-                  key: str, mentioning: bool = False) -> Triplet | str:
+                  key: str, mentioning: bool = False,
+                  phrases: dict[str, tuple[str, ...]] = WH_PHRASES) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
-    Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``,
-    ``answer_in_question`` (the chosen entity's text occurs again in the statement, so the
-    question would still hold the answer), ``answer_span_not_found``. With ``mentioning`` (linked
-    passages), only the blocks that mention one of the entities compete for BM25's choice.
+    Filters, in order: ``no_entity`` (spaCy found none of the ``phrases`` types), ``no_entity_in_block``,
+    ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
+    ``answer_span_not_found``. The entity is sampled (seeded) among those in the block; when it fails
+    a filter, the statement's other entities in the block are tried in order before the citation is
+    dropped, and the reason given is the sampled entity's. With ``mentioning`` (linked passages), only
+    the blocks that mention one of the entities compete for BM25's choice.
     """
-    entities = [e for e in entities if e[1] in WH_PHRASES]
+    entities = [e for e in entities if e[1] in phrases]
     if not entities:
         return "no_entity"
     candidates = [i for i, b in enumerate(blocks) if not mentioning or entities_in_block(entities, b)]
@@ -207,14 +301,18 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     kept = entities_in_block(entities, blocks[idx])
     if not kept:
         return "no_entity_in_block"
-    text, label, start, end = pick(kept, seed, "qac-answer", key)
-    rest = normalise(statement[:start] + " " + statement[end:])
-    if re.search(r"(?<!\w)" + re.escape(normalise(text)) + r"(?!\w)", rest):
-        return "answer_in_question"
-    span = find_span(text, blocks[idx])
-    if span is None:
-        return "answer_span_not_found"
-    phrase = pick(WH_PHRASES[label], seed, "qac-phrase", key)
-    return Triplet(question=make_question(statement, start, end, phrase), answer=blocks[idx][span[0]:span[1]],
-                   answer_start=span[0], answer_end=span[1], answer_type=label, phrase=phrase, block_idx=idx,
-                   block=blocks[idx])
+    first = pick(kept, seed, "qac-answer", key)
+    reason = None
+    for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
+        if leaks(text, statement, start, end):
+            why = "answer_in_question"
+        elif (span := find_span(text, blocks[idx])) is None:
+            why = "answer_span_not_found"
+        else:
+            drawn = pick(phrases[label], seed, "qac-phrase", key)
+            phrase = fit_phrase(statement[:start], drawn, statement[end:], phrases[label])[1]  # as it reads
+            return Triplet(question=make_question(statement, start, end, drawn, phrases[label]),
+                           answer=blocks[idx][span[0]:span[1]], answer_start=span[0], answer_end=span[1],
+                           answer_type=label, phrase=phrase, block_idx=idx, block=blocks[idx], tries=tries + 1)
+        reason = reason or why
+    return reason

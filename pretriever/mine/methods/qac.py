@@ -1,4 +1,4 @@
-"""Question-answer-context triplets from citations (C-MORE; Huang et al., 2022, "Pretraining to Answer
+"""Question-answer-context triplets from citations (C-MORE; Yue et al., ACL 2022, "Pretraining to Answer
 Open-Domain Questions by Consulting Millions of References").
 
 Input: the store's ``citations`` (the statement each one supports) and a references folder
@@ -44,7 +44,7 @@ from pretriever.io import read_json, write_json, write_parquet
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner
+from pretriever.mine.qac import HOW_MANY, WH_PHRASES, Triplet, build_triplet, cut_blocks, load_ner
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -198,7 +198,7 @@ class QAC(Method):
                           parts / f"part-{done:06d}.parquet")
             done += 1
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
-                                                   "counts": {k: self.counts[k] for k in FILTERS}})
+                                            "counts": {k: self.counts[k] for k in (*FILTERS, "other_entity")}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
             write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
         self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
@@ -209,7 +209,7 @@ class QAC(Method):
         """What the triplets depend on: a resumed run must have the same."""
         return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
-                "skip_disambiguation": cfg.skip_disambiguation}
+                "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -236,15 +236,19 @@ class QAC(Method):
         # page twice gives the same triplet, which the shared dedup then counts as a duplicate
         choice = f"{first['statement']}|{first['ctx_id'] if first['source'] == 'reference' else 'links'}"
         entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+        phrases = HOW_MANY if cfg.how_many else WH_PHRASES
         if first["source"] == "reference":
             blocks = cut_blocks(first["ctx_text"], cfg.block_words, cfg.block_stride)
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice)
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, phrases=phrases)
         else:  # linked passages: only those mentioning an entity of the statement compete
             blocks = [r["ctx_text"] for r in group]
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=True)
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=True,
+                                   phrases=phrases)
         if not isinstance(result, Triplet):
             self.counts[result] += 1
             return None
+        if result.tries > 1:
+            self.counts["other_entity"] += 1
         if first["source"] == "reference":
             url = first["ctx_id"]
             pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}-{result.block_idx}"
@@ -263,7 +267,8 @@ class QAC(Method):
         """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
         counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
         steps = [k for k in FUNNEL if k != "no_linked_passage" or ctx.config.context == "links"]
-        return {"funnel": {k: int(counts.get(k, 0)) for k in steps}}
+        # other_entity: triplets whose sampled entity leaked or had no span, so another entity answered
+        return {"funnel": {k: int(counts.get(k, 0)) for k in steps}, "other_entity": int(counts.get("other_entity", 0))}
 
     def why_empty(self, ctx: MineContext) -> str:
         c = self.counts
