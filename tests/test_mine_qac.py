@@ -135,6 +135,64 @@ def test_answer_leaks_by_any_token_of_three_characters():
     assert build_triplet(s, entities[:1], [block], 0, "k") == "answer_in_question"
 
 
+def test_the_question_picks_the_block_and_the_statement_only_when_asked():
+    statement = "Patrick Baudry flew on the shuttle Discovery in 1985."
+    entities = [("Patrick Baudry", "PERSON", 0, 14)]
+    # the question's best block (2) lacks the answer: the next in BM25's order that holds it is taken
+    blocks = ["Patrick Baudry, Patrick Baudry: a biography of Patrick Baudry, born in Africa.",
+              "The shuttle Discovery flew in 1985 with Patrick Baudry aboard.",
+              "Shuttle Discovery flew in 1985 on a mission."]
+    got = build_triplet(statement, entities, blocks, 0, "k")
+    assert (got.question_block, got.block_idx, got.statement_block) == (2, 1, 1)
+    assert got.question == "Which person flew on the shuttle Discovery in 1985?" and got.answer_start == 40
+    # the statement's words pick block 0 first, which holds no entity; the question finds the answer in 1
+    blocks = ["Discovery flew in 1985 on the shuttle mission.", "Patrick Baudry was born in Africa."]
+    assert build_triplet(statement, entities, blocks, 0, "k", block_query="statement") == "no_entity_in_block"
+    got = build_triplet(statement, entities, blocks, 0, "k")
+    assert (got.question_block, got.block_idx, got.statement_block, got.answer_start) == (0, 1, 0, 0)
+    with pytest.raises(ValueError, match="block_query"):
+        build_triplet(statement, entities, blocks, 0, "k", block_query="title")
+
+
+def test_blocks_option_is_checked(enwiki_store, tmp_path):
+    def config(**kw):
+        return MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links", **kw)
+
+    assert config(blocks="128:64,256:128,512:256").granularities() == [(128, 64), (256, 128), (512, 256)]
+    assert config().granularities() == [(128, 64)]
+    for bad in ("128-64", "64:128", "128:64,128:64", "0:0"):
+        with pytest.raises(ValueError, match="blocks"):
+            config(blocks=bad)
+    with pytest.raises(ValueError, match="block_query"):
+        config(block_query="title")
+
+
+@pytest.mark.parametrize("block_query, counts", [
+    # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
+    # sizes; the question's first block differs from the statement's for 7 triplets and lacks the answer for 16
+    ("question", {"no_entity": 4, "no_entity_in_block": 4, "answer_in_question": 2, "answer_span_not_found": 2,
+                  "triplets": 74, "other_entity": 6, "block_choice_differs": 7, "question_block_lacks_answer": 16}),
+    # the statement's block first: more citations have no entity in it
+    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "answer_in_question": 3, "answer_span_not_found": 0,
+                   "triplets": 71, "other_entity": 8, "block_choice_differs": 8, "question_block_lacks_answer": 8}),
+])
+def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
+                                                                      counts):
+    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs,
+                             blocks="32:16,64:32", block_query=block_query))
+    report = result.manifest["methods"]["qac"]
+    got = {**report["funnel"], **{k: report[k] for k in ("other_entity", "block_choice_differs",
+                                                         "question_block_lacks_answer")}}
+    assert {k: got[k] for k in counts} == counts and report["blocks"] == ["32:16", "64:32"]
+    assert report["block_query"] == block_query
+    rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
+    assert len(rows) == counts["triplets"] and len({r["pair_id"] for r in rows}) == len(rows)
+    assert {(r["block_words"], r["block_stride"]) for r in rows} == {(32, 16), (64, 32)}
+    for r in rows:
+        assert len(r["positive_text"].split()) <= r["block_words"]
+        assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
+
+
 # Real statements of the enwiki sample (its citations; checked below), the entity spaCy finds in each, the
 # Table 5 phrase drawn, and the question as it must read: determiner before the phrase dropped, the
 # preposition of "when"/"where" dropped, a possessive kept ("whose", "what country's"), "when"/"where"
@@ -300,7 +358,7 @@ def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
         assert r["answer_phrase"].lower() in r["query"].lower() and r["query"].endswith("?")
         assert not leaks(r["answer"], r["query"], 0, 0) and r["answer_phrase"] != "how many"
         assert r["context_source"] == "reference" and r["positive_title"] == r["reference_title"]
-        assert len(r["positive_text"].split()) <= 128
+        assert len(r["positive_text"].split()) <= 128 and (r["block_words"], r["block_stride"]) == (128, 64)
         assert r["negative_kind"] == "random" and r["negative_doc_id"] != r["query_doc_id"]
 
 

@@ -5,24 +5,26 @@ of its context (the cited page cut into ``block_words``-word blocks with stride
 ``block_stride``, or, with ``--context links``, the passages of the linked articles).
 Steps, each a pure function here so they can be tested and benchmarked alone:
 
-1. :func:`choose_block` - BM25 (bm25s) between the statement and the blocks of that one
-   context picks the block (the paper: "usually less than 20 text blocks");
-2. :func:`entities_in_block` - keep the entities whose normalised text occurs in the block;
-3. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
-4. :func:`find_span` - its character offsets in the block (word-bounded, case-insensitive);
-5. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
+1. :func:`entities_in_block` - keep the statement's entities whose normalised text occurs in the
+   context (string matching, as the paper);
+2. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
+3. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
    (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates, with the
    words around it fitted (:func:`fit_phrase`: "the what country" -> "what country", "in when" ->
    "when") and brackets and quotes balanced (:func:`balance`);
-6. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
-   other entities are tried first.
+4. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
+   other entities are tried first;
+5. :class:`BlockRanker` - BM25 (bm25s) between the *question* and the blocks of that one context
+   picks the block (section 3.1; "usually less than 20 text blocks"); ``block_query="statement"``
+   picks it with the statement before the entities instead (see :func:`build_triplet`);
+6. :func:`find_span` - the answer's character offsets in the block (word-bounded, case-insensitive).
 
 Example::
 
     nlp = load_ner("en_core_web_sm")
     blocks = cut_blocks(reference_text, 128, 64)
-    block = blocks[choose_block(statement, blocks)]
-    ents = entities_in_block([(e.text, e.label_, e.start_char, e.end_char) for e in nlp(statement).ents], block)
+    ents = [(e.text, e.label_, e.start_char, e.end_char) for e in nlp(statement).ents]
+    triplet = build_triplet(statement, ents, blocks, seed=0, key="doc|0")  # or the filter that dropped it
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 import bm25s
 
 from pretriever.errors import PretrieverError
+from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
 
 # C-MORE Appendix Table 5: entity type -> candidate question phrases. The PDF text of the table is
@@ -127,17 +130,31 @@ def _tokens(texts: Sequence[str]) -> list[list[str]]:
     return bm25s.tokenize(list(texts), return_ids=False, show_progress=False)
 
 
-def choose_block(statement: str, blocks: Sequence[str]) -> int:
-    """Index of the block that BM25 (bm25s, Lucene defaults) ranks first for the statement; ties: the first."""
-    if len(blocks) == 1:
-        return 0
-    index = bm25s.BM25()
-    index.index(_tokens(blocks), show_progress=False)
-    query = [t for t in _tokens([statement])[0] if t in index.vocab_dict]
-    if not query:
-        return 0
-    scores = index.get_scores(query)
-    return int(scores.argmax())
+class BlockRanker:
+    """BM25 (bm25s, Lucene defaults) over the blocks of one context, built once and asked by several queries
+    (the statement and the question: both rankings are reported)."""
+
+    def __init__(self, blocks: Sequence[str]):
+        self.size = len(blocks)
+        self.index = None
+        if self.size > 1:
+            self.index = bm25s.BM25()
+            self.index.index(_tokens(blocks), show_progress=False)
+
+    def ranking(self, query: str) -> list[int]:
+        """Block indices, the best first; ties (and a query with no word of the blocks) in block order."""
+        if self.index is None:
+            return list(range(self.size))
+        words = [t for t in _tokens([query])[0] if t in self.index.vocab_dict]
+        if not words:
+            return list(range(self.size))
+        scores = self.index.get_scores(words)
+        return sorted(range(self.size), key=lambda i: (-float(scores[i]), i))
+
+
+def choose_block(query: str, blocks: Sequence[str]) -> int:
+    """Index of the block that BM25 (bm25s, Lucene defaults) ranks first for ``query``; ties: the first."""
+    return BlockRanker(blocks).ranking(query)[0]
 
 
 def normalise(text: str) -> str:
@@ -277,42 +294,62 @@ class Triplet:
     block_idx: int
     block: str
     tries: int = 1  # entities tried: more than 1 when the sampled one leaked or had no span in the block
+    question_block: int = 0  # the block BM25 ranks first for the question
+    statement_block: int = 0  # ... and for the statement
 
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
-                  key: str, mentioning: bool = False,
-                  phrases: dict[str, tuple[str, ...]] = WH_PHRASES) -> Triplet | str:
+                  key: str, mentioning: bool = False, phrases: dict[str, tuple[str, ...]] = WH_PHRASES,
+                  block_query: str = "question") -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
-    Filters, in order: ``no_entity`` (spaCy found none of the ``phrases`` types), ``no_entity_in_block``,
-    ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
-    ``answer_span_not_found``. The entity is sampled (seeded) among those in the block; when it fails
-    a filter, the statement's other entities in the block are tried in order before the citation is
-    dropped, and the reason given is the sampled entity's. With ``mentioning`` (linked passages), only
-    the blocks that mention one of the entities compete for BM25's choice.
+    ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
+    are the candidate answers; the question is made, and BM25 with the question picks the block; when
+    that block lacks the answer, the next block in BM25's order that holds it is taken (and
+    ``question_block`` differs from ``block_idx``: the funnel counts it). ``"statement"``: BM25 with
+    the statement picks the block first and only entities in it are answers (its answer words help
+    the choice: ours, kept for comparison).
+
+    Filters, in order: ``no_entity`` (spaCy found none of the ``phrases`` types), ``no_entity_in_block``
+    (none in the context, or in the statement's block), ``answer_in_question`` (the rest of the
+    statement still holds a token of the answer: :func:`leaks`), ``answer_span_not_found`` (no
+    word-bounded occurrence). The entity is sampled (seeded); when it fails a filter, the statement's
+    other entities are tried in order before the citation is dropped, and the reason given is the
+    sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
+    entities compete.
     """
+    if block_query not in BLOCK_QUERIES:
+        raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {block_query!r}")
     entities = [e for e in entities if e[1] in phrases]
     if not entities:
         return "no_entity"
     candidates = [i for i, b in enumerate(blocks) if not mentioning or entities_in_block(entities, b)]
     if not candidates:
         return "no_entity_in_block"
-    idx = candidates[choose_block(statement, [blocks[i] for i in candidates])]
-    kept = entities_in_block(entities, blocks[idx])
+    texts = [blocks[i] for i in candidates]
+    ranker = BlockRanker(texts)
+    by_statement = ranker.ranking(statement)
+    pool = texts if block_query == "question" else [texts[by_statement[0]]]
+    kept = [e for e in entities if any(entities_in_block([e], b) for b in pool)]
     if not kept:
         return "no_entity_in_block"
     first = pick(kept, seed, "qac-answer", key)
     reason = None
     for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
+        drawn = pick(phrases[label], seed, "qac-phrase", key)
+        question = make_question(statement, start, end, drawn, phrases[label])
+        by_question = ranker.ranking(question)
+        order = by_question if block_query == "question" else by_statement[:1]
+        found = next(((j, span) for j in order if (span := find_span(text, texts[j])) is not None), None)
         if leaks(text, statement, start, end):
-            why = "answer_in_question"
-        elif (span := find_span(text, blocks[idx])) is None:
-            why = "answer_span_not_found"
+            reason = reason or "answer_in_question"
+        elif found is None:
+            reason = reason or "answer_span_not_found"
         else:
-            drawn = pick(phrases[label], seed, "qac-phrase", key)
+            j, span = found
             phrase = fit_phrase(statement[:start], drawn, statement[end:], phrases[label])[1]  # as it reads
-            return Triplet(question=make_question(statement, start, end, drawn, phrases[label]),
-                           answer=blocks[idx][span[0]:span[1]], answer_start=span[0], answer_end=span[1],
-                           answer_type=label, phrase=phrase, block_idx=idx, block=blocks[idx], tries=tries + 1)
-        reason = reason or why
+            return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
+                           answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
+                           block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],
+                           statement_block=candidates[by_statement[0]])
     return reason

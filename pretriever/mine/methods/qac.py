@@ -4,11 +4,13 @@ Open-Domain Questions by Consulting Millions of References").
 Input: the store's ``citations`` (the statement each one supports) and a references folder
 (``--references REFS_DIR``: the cited pages' main text). For each citation whose page has
 text (statements with a hole where markup stood, or from a list, are skipped and counted as
-``flagged_statement``): the page is cut into ``block_words``-word blocks with stride ``block_stride``; BM25
-picks the block closest to the statement; spaCy NER (``ner_model``) finds the statement's
-entities; one that also occurs in the block is sampled (seeded) and replaced in the
-statement by an interrogative phrase for its type (Table 5). Query = that question,
-positive = the block, answer = the entity with its offsets in the block.
+``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
+per size, or ``block_words``:``block_stride``); spaCy NER (``ner_model``) finds the statement's
+entities; one that also occurs in the page is sampled (seeded) and replaced in the statement by an
+interrogative phrase for its type (Table 5); BM25 with that question picks the block (section 3.1;
+``--block-query statement``: with the statement, first). Query = that question, positive = the
+block, answer = the entity with its offsets in the block. With several sizes the filter counts
+and triplets are per citation and size.
 
 ``--context links`` (pretriever's own fallback, not the paper's): a citation without
 reference text takes its block from the articles linked in the statement: the passage,
@@ -54,6 +56,9 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
                   ("ctx_text", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
 FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
+# beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
+# first for the statement and for the question differ; the question's first block lacks the answer
+TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer")
 FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text", "no_linked_passage", "no_entity",
           "no_entity_in_block", "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
 
@@ -193,12 +198,12 @@ class QAC(Method):
             pass
         while batch := list(itertools.islice(groups, BATCH)):
             docs = nlp.pipe([g[0]["statement"] for g in batch], batch_size=128)
-            out = [self._candidate(ctx, group, doc) for group, doc in zip(batch, docs)]
-            write_parquet(pa.Table.from_pylist([o for o in out if o is not None], schema=CANDIDATE),
+            out = [row for group, doc in zip(batch, docs) for row in self._candidate(ctx, group, doc)]
+            write_parquet(pa.Table.from_pylist(out, schema=CANDIDATE),
                           parts / f"part-{done:06d}.parquet")
             done += 1
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
-                                            "counts": {k: self.counts[k] for k in (*FILTERS, "other_entity")}})
+                                            "counts": {k: self.counts[k] for k in (*FILTERS, *TRIPLET_COUNTS)}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
             write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
         self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
@@ -209,7 +214,8 @@ class QAC(Method):
         """What the triplets depend on: a resumed run must have the same."""
         return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
-                "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many}
+                "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
+                "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -228,7 +234,8 @@ class QAC(Method):
         parts.mkdir(parents=True)
         return 0
 
-    def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> dict[str, Any] | None:
+    def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> list[dict[str, Any]]:
+        """The triplets of one citation: one per block size (``--blocks``) for a reference, one for links."""
         cfg = ctx.config
         first = group[0]
         key = f"{first['doc_id']}|{first['citation_idx']}"
@@ -238,37 +245,47 @@ class QAC(Method):
         entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
         phrases = HOW_MANY if cfg.how_many else WH_PHRASES
         if first["source"] == "reference":
-            blocks = cut_blocks(first["ctx_text"], cfg.block_words, cfg.block_stride)
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, phrases=phrases)
+            sizes = cfg.granularities()
+            contexts = [(cut_blocks(first["ctx_text"], n, m), n, m, False) for n, m in sizes]
         else:  # linked passages: only those mentioning an entity of the statement compete
-            blocks = [r["ctx_text"] for r in group]
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=True,
-                                   phrases=phrases)
-        if not isinstance(result, Triplet):
-            self.counts[result] += 1
-            return None
-        if result.tries > 1:
-            self.counts["other_entity"] += 1
-        if first["source"] == "reference":
-            url = first["ctx_id"]
-            pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}-{result.block_idx}"
-            doc_id, title = None, first["ctx_title"]
-        else:
-            url, pid, doc_id, title = None, group[result.block_idx]["ctx_id"], group[result.block_idx]["ctx_doc"], None
-        return {"key": key, "query": result.question, "query_doc_id": first["doc_id"],
-                "query_passage_id": first["passage_id"], "query_sentence_idx": first["sentence_idx"],
-                "positive_passage_id": pid, "positive_doc_id": doc_id, "positive_text": result.block,
-                "answer": result.answer, "answer_start": result.answer_start, "answer_end": result.answer_end,
-                "answer_type": result.answer_type, "answer_phrase": result.phrase, "statement": first["statement"],
-                "reference_url": url, "reference_title": title, "context_source": first["source"]}
+            sizes = [None]
+            contexts = [([r["ctx_text"] for r in group], None, None, True)]
+        out = []
+        for blocks, n, m, mentioning in contexts:
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
+                                   phrases=phrases, block_query=cfg.block_query)
+            if not isinstance(result, Triplet):
+                self.counts[result] += 1
+                continue
+            self.counts["other_entity"] += result.tries > 1
+            self.counts["block_choice_differs"] += result.question_block != result.statement_block
+            self.counts["question_block_lacks_answer"] += result.question_block != result.block_idx
+            if first["source"] == "reference":
+                url = first["ctx_id"]
+                size = f"-{n}:{m}" if len(sizes) > 1 else ""
+                pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{size}-{result.block_idx}"
+                doc_id, title = None, first["ctx_title"]
+            else:
+                url, doc_id, title = None, group[result.block_idx]["ctx_doc"], None
+                pid = group[result.block_idx]["ctx_id"]
+            out.append({
+                "key": key if len(sizes) == 1 else f"{key}|{n}:{m}", "query": result.question,
+                "query_doc_id": first["doc_id"], "query_passage_id": first["passage_id"],
+                "query_sentence_idx": first["sentence_idx"], "positive_passage_id": pid, "positive_doc_id": doc_id,
+                "positive_text": result.block, "answer": result.answer, "answer_start": result.answer_start,
+                "answer_end": result.answer_end, "answer_type": result.answer_type,
+                "answer_phrase": result.phrase, "statement": first["statement"], "reference_url": url,
+                "reference_title": title, "context_source": first["source"], "block_words": n, "block_stride": m})
+        return out
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, ctx: MineContext, candidates: int) -> dict[str, Any]:
         """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
         counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
         steps = [k for k in FUNNEL if k != "no_linked_passage" or ctx.config.context == "links"]
-        # other_entity: triplets whose sampled entity leaked or had no span, so another entity answered
-        return {"funnel": {k: int(counts.get(k, 0)) for k in steps}, "other_entity": int(counts.get("other_entity", 0))}
+        return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
+                "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
+                **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS}}
 
     def why_empty(self, ctx: MineContext) -> str:
         c = self.counts
