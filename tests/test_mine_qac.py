@@ -443,12 +443,19 @@ def test_dpr_and_squad_exports_and_training_read_qac(mined, tmp_path):
     assert first["question"] == rows[0]["query"] and first["answers"] == [rows[0]["answer"]]
     assert first["positive_ctxs"][0]["text"] == rows[0]["positive_text"]
     assert first["positive_ctxs"][0]["title"] == rows[0]["reference_title"]
+    assert (first["context_source"], first["block_words"], first["block_stride"]) == ("reference", 128, 64)
+    export_pairs(pairs, "tevatron", tmp_path / "t.jsonl", ["qac"])
+    tevatron = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert {t["context_source"] for t in tevatron} == {"reference"} and len(tevatron) == len(rows)
+    manifest = json.loads((out / "pairs.json").read_text())["methods"]["qac"]
+    assert "cited page (reference)" in manifest["definition"] and "--context links" in manifest["definition"]
     assert export_pairs(pairs, "squad", tmp_path / "squad.json", ["qac"]) == len(rows)
     squad = json.loads((tmp_path / "squad.json").read_text())
     assert squad["version"] == "v1.1"
     for article in squad["data"]:
         for para in article["paragraphs"]:
             for qa in para["qas"]:
+                assert qa["context_source"] == "reference"
                 a = qa["answers"][0]
                 assert para["context"][a["answer_start"]:a["answer_start"] + len(a["text"])] == a["text"]
     scan = scan_pairs(out)
@@ -471,8 +478,10 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
     funnel = result.manifest["methods"]["qac"]["funnel"]
     assert funnel == LINKS_FUNNEL
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
+    export_pairs(PairsDir(tmp_path), "dpr", tmp_path / "dpr.json", ["qac"])
+    assert {d["context_source"] for d in json.loads((tmp_path / "dpr.json").read_text())} == {"link"}
     for r in rows:
-        assert r["context_source"] == "link" and r["reference_url"] is None
+        assert r["context_source"] == "link" and r["reference_url"] is None and r["block_words"] is None
         assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
         assert r["positive_doc_id"] != r["query_doc_id"] and r["positive_title"]
 

@@ -126,6 +126,8 @@ def squad_article(row: dict[str, Any]) -> dict[str, Any]:
     """A qac triplet (a pairs row with ``answer`` and ``answer_start``) as a one-question SQuAD v1.1 article."""
     answer = {"text": row["answer"], "answer_start": row["answer_start"]}
     qa = {"id": row["pair_id"], "question": row["query"], "answers": [answer]}
+    if row.get("context_source"):  # reference (the cited page) or link (a linked article)
+        qa["context_source"] = row["context_source"]
     return {"title": row.get("positive_title") or "", "paragraphs": [{"context": row["positive_text"], "qas": [qa]}]}
 
 

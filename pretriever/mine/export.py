@@ -24,7 +24,9 @@ texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
 ``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
 from pairs that carry an answer span in their positive (qac); one article per pair.
-For qac, DPR's ``answers`` holds the answer entity.
+For qac, DPR's ``answers`` holds the answer entity, and the DPR, Tevatron and SQuAD records carry
+``context_source`` (reference or link) with ``block_words``/``block_stride`` (jsonl has every
+column); the sentence-transformers columns are the texts the trainer reads, so it has none.
 """
 
 from __future__ import annotations
@@ -124,6 +126,14 @@ def _answers(row: dict[str, Any]) -> list[str]:
     return [row["query_title"]] if row["method"] in ANSWER_CONTAINING and row.get("query_title") else []
 
 
+def _qac_source(row: dict[str, Any]) -> dict[str, Any]:
+    """qac: where the context came from (reference: the cited page; link: a linked article), and its block size."""
+    if not row.get("context_source"):
+        return {}
+    return {"context_source": row["context_source"], "block_words": row.get("block_words"),
+            "block_stride": row.get("block_stride")}
+
+
 def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
     negative = (_ctx(row["negative_title"], row["negative_text"], row["negative_passage_id"])
                 if row.get("negative_passage_id") else None)
@@ -135,6 +145,7 @@ def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
         "positive_ctxs": [_ctx(row["positive_title"], row["positive_text"], row["positive_passage_id"])],
         "negative_ctxs": [negative] if negative and row.get("negative_kind") == "random" else [],
         "hard_negative_ctxs": [negative] if negative and row.get("negative_kind") == "overlap" else [],
+        **_qac_source(row),
     }
 
 
@@ -145,7 +156,8 @@ def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
 
     return {"query_id": row["pair_id"], "query": row["query"], "answers": _answers(row),
             "positive_passages": [passage("positive")],
-            "negative_passages": [passage("negative")] if row.get("negative_passage_id") else []}
+            "negative_passages": [passage("negative")] if row.get("negative_passage_id") else [],
+            **_qac_source(row)}
 
 
 def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:

@@ -102,8 +102,10 @@ class QAC(Method):
 
     name = "qac"
     title = "question-answer-context (C-MORE)"
-    summary = ("query = the cited statement with an entity replaced by a wh-phrase; positive = the BM25-best "
-               "block of the cited page holding that entity (the answer)")
+    summary = ("query = the cited statement with an entity replaced by a wh-phrase (Table 5); positive = the block "
+               "of its context holding that entity (the answer) that BM25 ranks first for the question; the "
+               "context (context_source) is the cited page (reference) or, with --context links, the passages of "
+               "the articles the statement links to (link)")
     cap_doc_pairs = False  # one pair per citation: the paper keeps them all
     cap_query_passages = False
     uses_links = False
