@@ -23,11 +23,12 @@ pytest.importorskip("spacy")
 
 from pretriever.data.reading import ReadingFileError, load_reading_file  # noqa: E402
 from pretriever.data.references import ReferencesError, load_references  # noqa: E402
+from pretriever.metrics import normalize_answer  # noqa: E402
 from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever.mine.pipeline import mine  # noqa: E402
 from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, ModelError, balance, build_triplet,  # noqa: E402
-                                 cut_blocks, find_span, leaks, load_ner, make_question)
+                                 cut_blocks, find_span, leaks, load_ner, make_question, shared_words)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.references.fetch import fetch_references  # noqa: E402
@@ -324,11 +325,14 @@ def test_funnel_counts_are_exact(mined, refs):
     result, out, _, rows = mined
     funnel = result.manifest["methods"]["qac"]["funnel"]
     assert load_references(refs).with_text() == 34 and load_references(refs).rows == 36  # 35 pages, the script-only shell has no text
-    # 7,833 citations, one of them in a page that is not a usable document; 10 support a sentence with a hole;
+    # 7,833 citations, one of them on a disambiguation page; 10 support a sentence with a hole;
     # 43 cite one of the 34 pages with text (the Sports Business Daily page by two statements, the Aikido
     # Journal page by five)
-    assert funnel["citations"] == 7832 and funnel["no_statement"] == 0 and funnel["flagged_statement"] == 10
-    assert funnel["no_reference_text"] == 7832 - 10 - 43
+    assert funnel["citations"] == 7833 and funnel["disambiguation_page"] == 1  # "Aa River" cites one page
+    assert funnel["no_statement"] == 0 and funnel["flagged_statement"] == 10
+    assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
+    # every citation is accounted for: each leaves at exactly one step or becomes a triplet
+    assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
     assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 3
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
@@ -344,7 +348,7 @@ def test_funnel_counts_are_exact(mined, refs):
 # entity). The other 37 give triplets, no two the same; 3 of them by another entity than the sampled one,
 # which leaked ("Canon Inc." beside "the Canon EOS", "the Kodak Theatre" beside "the Dolby Theatre",
 # "Joseph Déjacque" beside "Pierre Joseph Proudhon").
-EXPECTED_FUNNEL = {"citations": 7832, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7779,
+EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7779,
                    "no_entity": 2, "no_entity_in_block": 2, "answer_in_question": 1, "answer_span_not_found": 1,
                    "triplets": 37, "duplicate": 0, "candidates": 37}
 
@@ -480,17 +484,26 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     export_pairs(PairsDir(tmp_path), "dpr", tmp_path / "dpr.json", ["qac"])
     assert {d["context_source"] for d in json.loads((tmp_path / "dpr.json").read_text())} == {"link"}
+    assert sum(v for k, v in funnel.items()
+               if k not in ("citations", "no_reference_text", "duplicate", "candidates")) == 7833
     for r in rows:
         assert r["context_source"] == "link" and r["reference_url"] is None and r["block_words"] is None
+        assert normalize_answer(r["answer"]) != normalize_answer(r["positive_title"])  # not the article's own name
+        assert shared_words(r["statement"], r["answer"], r["positive_text"]) >= 2
         assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
         assert r["positive_doc_id"] != r["query_doc_id"] and r["positive_title"]
 
 
-# the 60 citations whose sentence links to an article of the sample; 9 duplicates: sentences that carry
-# several citations (same statement, same linked passages) give the same triplet
-LINKS_FUNNEL = {"citations": 7832, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7822,
-                "no_linked_passage": 7775, "no_entity": 7, "no_entity_in_block": 10, "answer_in_question": 1,
-                "answer_span_not_found": 0, "triplets": 29, "duplicate": 9, "candidates": 20}
+# the 47 citations whose sentence links to an article of the sample; 9 duplicates: sentences that carry
+# several citations (same statement, same linked passages) give the same triplet. Before the two links checks
+# there were 29 triplets (20 candidates); 10 of the 20 answered with the title of the context's own article
+# ("Aristotle" from the article Aristotle): now another entity answers 5 of those, and 5 are dropped. A context
+# must share 2 content words with the statement besides the answer (--min-shared-words): of those 20, the 5
+# that shared 0 or 1 shared none, "afghanistan" (its article, for "Asian"), "mimesis", "30" or "space".
+LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
+                "no_reference_text": 7822, "no_linked_passage": 7775, "no_entity": 7, "no_entity_in_block": 10,
+                "answer_in_question": 1, "answer_span_not_found": 0, "context_unsupported": 1,
+                "answer_is_context_title": 5, "triplets": 23, "duplicate": 9, "candidates": 14}
 
 
 def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_store, refs, tmp_path):
@@ -504,7 +517,7 @@ def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_st
 
     code, text = run("mine", enwiki_store.path, "--method", "qac", "--references", refs, "--out", tmp_path / "p",
                      "--block-words", "256", "--block-stride", "128")
-    assert code == 0 and "qac funnel: citations 7,832" in text and "no reference text 7,779" in text
+    assert code == 0 and "qac funnel: citations 7,833" in text and "no reference text 7,779" in text
     assert json.loads((tmp_path / "p" / "pairs.json").read_text())["options"]["block_words"] == 256
     code, text = run("pairs", "show", tmp_path / "p", "-n", "1")
     assert code == 0 and "answer " in text and "statement: " in text
@@ -524,7 +537,7 @@ def test_no_fetched_text_says_why(enwiki_store, tmp_path):
     pq.write_table(pa.Table.from_pylist([gone], schema=REFERENCES), refs / "references.parquet")
     result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["qac"], references=refs))
     assert result.total == 0 and result.manifest["methods"]["qac"]["funnel"]["no_reference_text"] == 7822
-    assert "no reference text (7,822 of 7,832)" in result.methods["qac"].reason
+    assert "no reference text (7,822 of 7,833)" in result.methods["qac"].reason
     assert "pretriever references fetch" in result.methods["qac"].reason
 
 

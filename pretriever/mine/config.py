@@ -114,6 +114,11 @@ class MineConfig:
               "(~15,000 sentences per CPU-second).", default_help="off: the store's passages")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
+    min_shared_words: int = option(
+        2, "QAC --context links: a linked passage is a context only when it shares at least this many content "
+           "words with the statement besides the answer (stopwords out). 2, chosen on the enwiki sample: the contexts "
+           "sharing fewer (5 of 20) shared at most one word: the article's own name, \"mimesis\", \"30\" or "
+           "\"space\".")
     how_many: bool = option(False, "QAC, ours (not the paper's Table 5, which gives CARDINAL only \"what\"): a "
                                    "CARDINAL answer may also become \"how many\", as in the paper's Figure 1 "
                                    "example.")
@@ -169,7 +174,7 @@ class MineConfig:
         self.block_query = str(self.block_query).lower()
         if self.block_query not in BLOCK_QUERIES:
             raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {self.block_query!r}")
-        for name in ("min_query_words", "min_passage_words", "stats_sample"):
+        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
 

@@ -33,7 +33,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import bm25s
@@ -283,6 +283,19 @@ def leaks(answer: str, statement: str, start: int, end: int) -> bool:
     return bool(tokens(answer) & tokens(statement[:start] + " " + statement[end:]))
 
 
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of ``text`` less bm25s's English stopwords and one-character tokens."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return {w for w in re.findall(r"\w+", normalise(text)) if len(w) > 1} - set(STOPWORDS_EN)
+
+
+def shared_words(statement: str, answer: str, context: str) -> int:
+    """Content words the context shares with the statement, the answer's own words not counted: how far a
+    linked passage supports the statement beyond naming the answer."""
+    return len((content_words(statement) - content_words(answer)) & content_words(context))
+
+
 @dataclass
 class Triplet:
     question: str
@@ -300,7 +313,8 @@ class Triplet:
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
                   key: str, mentioning: bool = False, phrases: dict[str, tuple[str, ...]] = WH_PHRASES,
-                  block_query: str = "question") -> Triplet | str:
+                  block_query: str = "question",
+                  accept: Callable[[int, str], str | None] | None = None) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
     ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
@@ -316,7 +330,9 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     word-bounded occurrence). The entity is sampled (seeded); when it fails a filter, the statement's
     other entities are tried in order before the citation is dropped, and the reason given is the
     sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
-    entities compete.
+    entities compete. ``accept(block index, answer)`` may refuse a block by naming a filter (the links
+    route: :func:`supports`, the answer being the context's title); the next block holding the answer
+    is tried, and a citation left without one is counted under the first name given.
     """
     if block_query not in BLOCK_QUERIES:
         raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {block_query!r}")
@@ -340,11 +356,19 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         question = make_question(statement, start, end, drawn, phrases[label])
         by_question = ranker.ranking(question)
         order = by_question if block_query == "question" else by_statement[:1]
-        found = next(((j, span) for j in order if (span := find_span(text, texts[j])) is not None), None)
+        found, refused = None, None
+        for j in order:
+            if (span := find_span(text, texts[j])) is None:
+                continue
+            why = accept(candidates[j], texts[j][span[0]:span[1]]) if accept is not None else None
+            if why is None:
+                found = (j, span)
+                break
+            refused = refused or why
         if leaks(text, statement, start, end):
             reason = reason or "answer_in_question"
         elif found is None:
-            reason = reason or "answer_span_not_found"
+            reason = reason or refused or "answer_span_not_found"
         else:
             j, span = found
             phrase = fit_phrase(statement[:start], drawn, statement[end:], phrases[label])[1]  # as it reads

@@ -43,10 +43,11 @@ import pyarrow.parquet as pq
 from pretriever.data.references import load_references
 from pretriever.errors import ConfigError
 from pretriever.io import read_json, write_json, write_parquet
+from pretriever.metrics import normalize_answer
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import HOW_MANY, WH_PHRASES, Triplet, build_triplet, cut_blocks, load_ner
+from pretriever.mine.qac import HOW_MANY, WH_PHRASES, Triplet, build_triplet, cut_blocks, load_ner, shared_words
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -55,12 +56,15 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
                   ("ctx_id", pa.string()), ("ctx_doc", pa.string()), ("ctx_title", pa.string()),
                   ("ctx_text", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
-FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
+FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found", "context_unsupported",
+           "answer_is_context_title")
+LINKS_ONLY = ("no_linked_passage", "context_unsupported", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
 TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer")
-FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text", "no_linked_passage", "no_entity",
-          "no_entity_in_block", "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
+FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
+          "no_linked_passage", "no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found",
+          "context_unsupported", "answer_is_context_title", "triplets", "duplicate", "candidates")
 
 
 @register
@@ -128,11 +132,14 @@ class QAC(Method):
     def _rows(self, ctx: MineContext) -> ir.Table:
         """One row per (citation, context): the reference text, or (links) each linked passage."""
         cfg, engine = ctx.config, ctx.engine
+        self.counts["citations"] = engine.count(engine.table("citations"))
         c = self._citations(ctx)
-        self.counts["citations"] = engine.count(c)
+        on_documents = engine.count(c)
+        # the pages --skip-disambiguation leaves out of queries and passages (the only documents ctx.docs lacks)
+        self.counts["disambiguation_page"] = self.counts["citations"] - on_documents
         c = c.filter(c.statement.notnull() & (c.statement.strip().length() > 0))
         with_statement = engine.count(c)
-        self.counts["no_statement"] = self.counts["citations"] - with_statement
+        self.counts["no_statement"] = on_documents - with_statement
         # a statement with a hole where markup stood, or a list item, never becomes a question
         s = ctx.sentences
         flags = s.select(f_doc=s.doc_id, f_idx=s.sentence_idx, f_clean=s.clean)
@@ -172,8 +179,10 @@ class QAC(Method):
         j = without.join(links, (without.doc_id == links.l_doc) & (without.sentence_idx == links.l_sidx))
         j = j.filter(j.l_target != j.doc_id)
         j = j.join(p, j.l_target == p.p_doc)
+        t = ctx.docs.select(t_doc=ctx.docs.doc_id, t_title=ctx.docs.title)
+        j = j.join(t, j.l_target == t.t_doc)
         link_rows = j.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
-                             source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=null,
+                             source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=j.t_title,
                              ctx_text=j.p_text, ctx_pos=j.p_pos).distinct()
         rows = engine.materialize(ref_rows.union(link_rows), "qac-rows")
         with_ctx = engine.count(rows.select("doc_id", "citation_idx").distinct())
@@ -217,7 +226,8 @@ class QAC(Method):
         return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
                 "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
-                "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query}
+                "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query,
+                "min_shared_words": cfg.min_shared_words}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -254,8 +264,9 @@ class QAC(Method):
             contexts = [([r["ctx_text"] for r in group], None, None, True)]
         out = []
         for blocks, n, m, mentioning in contexts:
+            accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
-                                   phrases=phrases, block_query=cfg.block_query)
+                                   phrases=phrases, block_query=cfg.block_query, accept=accept)
             if not isinstance(result, Triplet):
                 self.counts[result] += 1
                 continue
@@ -280,11 +291,25 @@ class QAC(Method):
                 "reference_title": title, "context_source": first["source"], "block_words": n, "block_stride": m})
         return out
 
+    @staticmethod
+    def _links_filter(statement: str, group: list[dict[str, Any]], min_shared: int):
+        """The links route's checks of a passage holding the answer: it must support the statement (shares
+        ``min_shared`` content words besides the answer) and not be the answer's own article (trivial)."""
+        def accept(i: int, answer: str) -> str | None:
+            title = group[i]["ctx_title"] or ""
+            if normalize_answer(answer, lenient=True) == normalize_answer(title, lenient=True):
+                return "answer_is_context_title"
+            if shared_words(statement, answer, group[i]["ctx_text"]) < min_shared:
+                return "context_unsupported"
+            return None
+
+        return accept
+
     # -- reporting ---------------------------------------------------------------------------
     def report(self, ctx: MineContext, candidates: int) -> dict[str, Any]:
         """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
         counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
-        steps = [k for k in FUNNEL if k != "no_linked_passage" or ctx.config.context == "links"]
+        steps = [k for k in FUNNEL if k not in LINKS_ONLY or ctx.config.context == "links"]
         return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
                 "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
                 **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS}}
