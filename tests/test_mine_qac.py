@@ -471,6 +471,24 @@ def test_dpr_and_squad_exports_and_training_read_qac(mined, tmp_path):
         load_reading_file(tmp_path)
 
 
+def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_store, refs, mined, tmp_path):
+    _, _, _, triplets = mined
+    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
+                             include_unanswered=True))
+    report = result.manifest["methods"]["qac"]
+    # the 2 statements without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL)
+    assert report["unanswered"] == 4 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 41}
+    rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
+    unanswered = [r for r in rows if r["answer"] is None]
+    assert len(unanswered) == 4 and len(rows) == len(triplets) + 4
+    for r in unanswered:
+        assert r["query"] == r["statement"] and r["answer_type"] is None and r["context_source"] == "reference"
+    assert "He named the metal inside the material \"lithium\"." in {r["query"] for r in unanswered}
+    # readers read the triplets only
+    assert export_pairs(PairsDir(tmp_path), "squad", tmp_path / "s.json", ["qac"]) == len(triplets)
+    assert len(load_reading_file(tmp_path)) == len(triplets)
+
+
 def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):
     mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["ict"], max_pairs=20))
     with pytest.raises(PairsError, match="no answers"):

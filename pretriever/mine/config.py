@@ -119,6 +119,10 @@ class MineConfig:
            "words with the statement besides the answer (stopwords out). 2, chosen on the enwiki sample: the contexts "
            "sharing fewer (5 of 20) shared at most one word: the article's own name, \"mimesis\", \"30\" or "
            "\"space\".")
+    include_unanswered: bool = option(
+        False, "QAC: a statement with no answer entity (none found, or none in its context) still gives a "
+               "retriever pair: the statement as the query, the block BM25 ranks first for it as the positive (C-MORE "
+               "pre-trains its retriever on these too). Counted as `unanswered`; no answer, so readers skip them.")
     how_many: bool = option(False, "QAC, ours (not the paper's Table 5, which gives CARDINAL only \"what\"): a "
                                    "CARDINAL answer may also become \"how many\", as in the paper's Figure 1 "
                                    "example.")

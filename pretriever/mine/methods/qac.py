@@ -47,7 +47,8 @@ from pretriever.metrics import normalize_answer
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import HOW_MANY, WH_PHRASES, Triplet, build_triplet, cut_blocks, load_ner, shared_words
+from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, Triplet, build_triplet, choose_block, cut_blocks, load_ner,
+                                 shared_words)
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -62,6 +63,9 @@ LINKS_ONLY = ("no_linked_passage", "context_unsupported", "answer_is_context_tit
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
 TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer")
+# --include-unanswered: citations dropped for these reasons still give a retriever pair (statement, its block),
+# counted as "unanswered" beside the funnel (they stay counted at their step)
+UNANSWERED = ("no_entity", "no_entity_in_block")
 FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
           "no_linked_passage", "no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found",
           "context_unsupported", "answer_is_context_title", "triplets", "duplicate", "candidates")
@@ -214,10 +218,11 @@ class QAC(Method):
                           parts / f"part-{done:06d}.parquet")
             done += 1
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
-                                            "counts": {k: self.counts[k] for k in (*FILTERS, *TRIPLET_COUNTS)}})
+                                            "counts": {k: self.counts[k] for k in (*FILTERS, *TRIPLET_COUNTS, "unanswered")}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
             write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
-        self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        self.counts["triplets"] = rows - self.counts["unanswered"]
         return ctx.engine.read(parts, "qac_candidates", is_dir=True)
 
     @staticmethod
@@ -227,7 +232,7 @@ class QAC(Method):
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
                 "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
                 "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query,
-                "min_shared_words": cfg.min_shared_words}
+                "min_shared_words": cfg.min_shared_words, "include_unanswered": cfg.include_unanswered}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -267,27 +272,36 @@ class QAC(Method):
             accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
                                    phrases=phrases, block_query=cfg.block_query, accept=accept)
-            if not isinstance(result, Triplet):
+            if isinstance(result, Triplet):
+                self.counts["other_entity"] += result.tries > 1
+                self.counts["block_choice_differs"] += result.question_block != result.statement_block
+                self.counts["question_block_lacks_answer"] += result.question_block != result.block_idx
+                idx, query, block = result.block_idx, result.question, result.block
+                answer = {"answer": result.answer, "answer_start": result.answer_start,
+                          "answer_end": result.answer_end, "answer_type": result.answer_type,
+                          "answer_phrase": result.phrase}
+            else:
                 self.counts[result] += 1
-                continue
-            self.counts["other_entity"] += result.tries > 1
-            self.counts["block_choice_differs"] += result.question_block != result.statement_block
-            self.counts["question_block_lacks_answer"] += result.question_block != result.block_idx
+                if not (cfg.include_unanswered and result in UNANSWERED):
+                    continue
+                # C-MORE pre-trains the retriever on these too: the statement is the query, BM25's block the positive
+                idx = choose_block(first["statement"], blocks)
+                if mentioning and shared_words(first["statement"], "", blocks[idx]) < cfg.min_shared_words:
+                    continue
+                self.counts["unanswered"] += 1
+                query, block, answer = first["statement"], blocks[idx], {}
             if first["source"] == "reference":
                 url = first["ctx_id"]
                 size = f"-{n}:{m}" if len(sizes) > 1 else ""
-                pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{size}-{result.block_idx}"
+                pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{size}-{idx}"
                 doc_id, title = None, first["ctx_title"]
             else:
-                url, doc_id, title = None, group[result.block_idx]["ctx_doc"], None
-                pid = group[result.block_idx]["ctx_id"]
+                url, doc_id, title, pid = None, group[idx]["ctx_doc"], None, group[idx]["ctx_id"]
             out.append({
-                "key": key if len(sizes) == 1 else f"{key}|{n}:{m}", "query": result.question,
+                "key": key if len(sizes) == 1 else f"{key}|{n}:{m}", "query": query,
                 "query_doc_id": first["doc_id"], "query_passage_id": first["passage_id"],
                 "query_sentence_idx": first["sentence_idx"], "positive_passage_id": pid, "positive_doc_id": doc_id,
-                "positive_text": result.block, "answer": result.answer, "answer_start": result.answer_start,
-                "answer_end": result.answer_end, "answer_type": result.answer_type,
-                "answer_phrase": result.phrase, "statement": first["statement"], "reference_url": url,
+                "positive_text": block, **answer, "statement": first["statement"], "reference_url": url,
                 "reference_title": title, "context_source": first["source"], "block_words": n, "block_stride": m})
         return out
 
@@ -308,11 +322,13 @@ class QAC(Method):
     # -- reporting ---------------------------------------------------------------------------
     def report(self, ctx: MineContext, candidates: int) -> dict[str, Any]:
         """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
-        counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
+        made = self.counts["triplets"] + self.counts["unanswered"]
+        counts = {**self.counts, "duplicate": made - candidates, "candidates": candidates}
         steps = [k for k in FUNNEL if k not in LINKS_ONLY or ctx.config.context == "links"]
         return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
                 "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
-                **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS}}
+                **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS},
+                **({"unanswered": int(counts.get("unanswered", 0))} if ctx.config.include_unanswered else {})}
 
     def why_empty(self, ctx: MineContext) -> str:
         c = self.counts
