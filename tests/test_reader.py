@@ -89,6 +89,58 @@ def test_an_answer_cut_by_truncation_is_dropped_and_counted(tokenizer):
     assert build_samples([no_answer], tokenizer, 32)[1].no_positive == 1
 
 
+def test_each_epoch_samples_one_of_all_positives_and_fresh_negatives_hard_first(tokenizer):
+    positives = [ReadingPassage(f"Paris is the capital, says source {i}.", "France", f"p{i}", positive=True)
+                 for i in range(3)]
+    hard = [ReadingPassage(f"Lyon is a city, says source {i}.", "France", f"h{i}") for i in range(6)]
+    ex = ReadingExample("what is the capital?", ["Paris"], positives + hard)
+    other = ReadingExample("what river?", ["Seine"], [ReadingPassage("The Seine flows.", "Seine", "s", positive=True)])
+    samples, counts = build_samples([ex, other], tokenizer, 64)
+    assert [p.passage_id for p in samples[0].positives] == ["p0", "p1", "p2"]  # all kept, not only the first
+    assert [p.passage_id for p in samples[0].negatives] == [f"h{i}" for i in range(6)]  # all of them
+    pool = [Passage("Seine", "The Seine flows.", "s")]
+    epochs = [instance(samples[0], pool, 4, seed=13, index=0, epoch=e) for e in range(12)]
+    assert {inst.passages[0].passage_id for inst in epochs} == {"p0", "p1", "p2"}
+    assert all(len(inst.passages) == 4 and {p.passage_id for p in inst.passages[1:]} <= {f"h{i}" for i in range(6)}
+               for inst in epochs)  # the question's own negatives come before any random one
+    assert len({tuple(p.passage_id for p in inst.passages[1:]) for inst in epochs}) > 6  # fresh every epoch
+    assert epochs[3].passages == instance(samples[0], pool, 4, seed=13, index=0, epoch=3).passages  # reproducible
+    for inst in epochs:  # the spans are those of the positive drawn
+        start, end = inst.char_spans[0]
+        assert inst.passages[0].text[start:end] == "Paris"
+    # too few of its own: random passages of other questions fill up, never a positive
+    few = instance(samples[1], [Passage("France", positives[0].text, "p0"), pool[0]], 3, seed=0, index=1)
+    assert few.passages[0].passage_id == "s" and all(p.passage_id == "p0" for p in few.passages[1:])
+
+
+def test_the_trainer_tells_the_dataset_each_epoch(tokenizer):
+    from transformers import TrainerControl, TrainerState
+
+    from pretriever.reader.train import InstanceSet, epoch_callback
+
+    positives = [ReadingPassage(f"Paris, source {i}.", "France", f"p{i}", positive=True) for i in range(4)]
+    samples, _ = build_samples([ReadingExample("capital?", ["Paris"], positives)], tokenizer, 64)
+    dataset = InstanceSet(samples, [], 1, seed=0)
+    callback, seen = epoch_callback(dataset), set()
+    for epoch in range(8):
+        callback.on_epoch_begin(None, TrainerState(epoch=float(epoch)), TrainerControl())
+        assert dataset.epoch == epoch
+        seen.add(dataset[0].passages[0].passage_id)
+    assert len(seen) > 1
+
+
+def test_squad_v2_unanswerable_questions_are_skipped_and_counted(tokenizer):
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad2-dev-5articles.json"
+    if not path.exists():
+        pytest.skip(f"real test data not found: {path}")
+    examples = load_reading_file(path)
+    assert len(examples) == 1407 and sum(1 for e in examples if e.answers) == 705  # SQuAD 2.0 dev, 5 articles
+    samples, counts = build_samples(examples[:60], tokenizer, 384)
+    assert counts.unanswerable == sum(1 for e in examples[:60] if not e.answers) > 0
+    assert counts.kept + counts.unanswerable + counts.no_positive + counts.truncated_questions == 60
+    assert all(s.answers for s in samples)
+
+
 def test_squad_offsets_are_checked_and_other_occurrences_found(tokenizer, tmp_path):
     text = DOCS[0][2]
     assert text.index("Eiffel") == 4 and text.index("Gustave Eiffel") == 91
