@@ -129,6 +129,17 @@ def test_the_trainer_tells_the_dataset_each_epoch(tokenizer):
     assert len(seen) > 1
 
 
+def test_presets_set_the_papers_settings_on_options_left_at_their_defaults():
+    cpu = ReaderConfig(data=Path("d.json"), out=Path("r"))
+    assert (cpu.passages, cpu.max_length, cpu.batch_size) == (4, 256, 4)  # CPU-sized
+    dpr = ReaderConfig(data=Path("d.json"), out=Path("r"), preset="dpr")
+    assert (dpr.passages, dpr.max_length, dpr.batch_size, dpr.lr, dpr.epochs) == (24, 350, 16, 2e-5, 2.0)
+    cmore = ReaderConfig(data=Path("d.json"), out=Path("r"), preset="cmore", passages=8)
+    assert (cmore.passages, cmore.max_length, cmore.batch_size, cmore.epochs) == (8, 350, 16, 3.0)  # 8: given
+    with pytest.raises(ValueError, match="preset"):
+        ReaderConfig(data=Path("d.json"), out=Path("r"), preset="orqa")
+
+
 def test_squad_v2_unanswerable_questions_are_skipped_and_counted(tokenizer):
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad2-dev-5articles.json"
     if not path.exists():

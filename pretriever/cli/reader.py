@@ -47,9 +47,15 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
 
 @config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
 def train_command(cfg: ReaderConfig) -> None:
-    """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy
-    plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac
-    triplets).
+    """Train a reader: 1 positive + (passages-1) negatives per question, drawn anew each epoch (a
+    positive among all of the question's, its own negatives reshuffled first); passage-selection
+    cross-entropy plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE
+    pre-trains it on qac triplets). Reads SQuAD v1.1/v2.0 (unanswerable questions skipped and
+    counted), DPR reader JSON or a qac pairs folder.
+
+    The defaults are sized for a CPU (4 passages of 256 tokens, batch 4); --preset dpr or --preset
+    cmore sets the papers' settings (24 passages of 350 tokens, batch 16, lr 2e-5; cmore: 3 epochs)
+    on the options you leave at their defaults.
 
     Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and
     reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.

@@ -3,7 +3,7 @@ and reading (``[answer]``). Defaults and help live here once; the CLI shows them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pretriever.config import option
@@ -11,6 +11,13 @@ from pretriever.index import SYSTEM_MODES
 from pretriever.metrics import LENIENT_HELP
 
 RANKINGS = ("passage", "span")
+# Reader training settings of the papers. DPR (Karpukhin et al., 2020; the figures issue 22 gives): 24
+# passages per question, 350 tokens, batch 16, lr 2e-5. C-MORE (Yue et al., ACL 2022, section 3.1): reader
+# pre-training for 3 epochs, batch 16, lr 2e-5, otherwise DPR's reader (passages, length).
+PRESETS: dict[str, dict[str, object]] = {
+    "dpr": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5},
+    "cmore": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5, "epochs": 3.0},
+}
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 
 
@@ -37,7 +44,11 @@ class ReadOptions:
 
 @dataclass
 class ReaderConfig:
-    """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file)."""
+    """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file).
+
+    The defaults are small enough for a CPU (4 passages of 256 tokens, batch 4); ``preset`` sets the
+    papers' settings (:data:`PRESETS`) on every field left at its default.
+    """
 
     data: Path = option(help="Training data: a qac pairs folder (`pretriever mine --method qac`), SQuAD v1.1 JSON "
                              "(qac `pairs export --format squad`) or DPR reader JSON (`pretriever reader prepare`, "
@@ -69,9 +80,20 @@ class ReaderConfig:
     resume: bool = option(False, "Continue the interrupted run in READER_DIR/checkpoints.")
     overwrite: bool = option(False, "Replace an existing READER_DIR.")
     read: ReadOptions = option(default_factory=ReadOptions, help="How answers are picked at dev time.")
+    preset: str | None = option(None, "The papers' settings on every option left at its default: dpr (24 passages, "
+                                      "length 350, batch 16, lr 2e-5) or cmore (dpr's, 3 epochs: C-MORE's reader "
+                                      "pre-training). These want a GPU.",
+                                default_help="none: CPU-sized (4 passages, length 256, batch 4)")
 
     def __post_init__(self) -> None:
         self.data, self.out = Path(self.data), Path(self.out)
+        if self.preset is not None:
+            if self.preset not in PRESETS:
+                raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+            defaults = {f.name: f.default for f in fields(self)}
+            for name, value in PRESETS[self.preset].items():
+                if getattr(self, name) == defaults[name]:
+                    setattr(self, name, value)
         if self.dev is not None:
             self.dev = Path(self.dev)
         if self.passages < 1:
