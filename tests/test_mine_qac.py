@@ -448,6 +448,7 @@ def test_dpr_and_squad_exports_and_training_read_qac(mined, tmp_path):
     assert first["positive_ctxs"][0]["text"] == rows[0]["positive_text"]
     assert first["positive_ctxs"][0]["title"] == rows[0]["reference_title"]
     assert (first["context_source"], first["block_words"], first["block_stride"]) == ("reference", 128, 64)
+    assert first["source_passage_id"] == rows[0]["query_passage_id"]  # what `reader prepare` leaves out
     export_pairs(pairs, "tevatron", tmp_path / "t.jsonl", ["qac"])
     tevatron = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert {t["context_source"] for t in tevatron} == {"reference"} and len(tevatron) == len(rows)

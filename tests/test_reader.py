@@ -291,6 +291,23 @@ def test_answer_returns_the_trained_span(trained, tiny):
     assert printed.exit_code == 0 and "William Shakespeare" in printed.stdout and "Hamlet" in printed.stdout
 
 
+def test_prepare_leaves_out_a_qac_questions_own_source_unless_kept(tiny, tmp_path):
+    root, _ = tiny
+    qa = tmp_path / "qac-dpr.json"  # as `pairs export --format dpr` writes a qac triplet: its statement's passage
+    question = "Who wrote the tragedy Hamlet, set in Denmark, in the language of Paris?"  # BM25 hits 3 passages
+    qa.write_text(json.dumps([{"question": question, "answers": ["William Shakespeare"], "positive_ctxs": [],
+                               "source_passage_id": "hamlet-0"}]), encoding="utf-8")
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["reader", "prepare", str(root / "bm25"), str(qa), "-k", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    ctxs = json.loads(out.read_text())[0]["ctxs"]
+    assert len(ctxs) == 2 and "hamlet-0" not in [c["id"] for c in ctxs]  # still k passages
+    result = runner.invoke(app, ["reader", "prepare", str(root / "bm25"), str(qa), "-k", "2", "--keep-source",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())[0]["ctxs"][0]["id"] == "hamlet-0"  # the top hit when kept
+
+
 @pytest.mark.slow
 def test_prepare_writes_dpr_reader_json_that_trains_and_evaluates(trained, tiny, tmp_path):
     root, _ = tiny

@@ -25,7 +25,8 @@ texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
 from pairs that carry an answer span in their positive (qac); one article per pair.
 For qac, DPR's ``answers`` holds the answer entity, and the DPR, Tevatron and SQuAD records carry
-``context_source`` (reference or link) with ``block_words``/``block_stride`` (jsonl has every
+``context_source`` (reference or link) with ``block_words``/``block_stride`` and
+``source_passage_id`` (the statement's own passage, which ``reader prepare`` leaves out) (jsonl has every
 column); the sentence-transformers columns are the texts the trainer reads, so it has none.
 """
 
@@ -131,7 +132,7 @@ def _qac_source(row: dict[str, Any]) -> dict[str, Any]:
     if not row.get("context_source"):
         return {}
     return {"context_source": row["context_source"], "block_words": row.get("block_words"),
-            "block_stride": row.get("block_stride")}
+            "block_stride": row.get("block_stride"), "source_passage_id": row.get("query_passage_id")}
 
 
 def dpr_record(row: dict[str, Any]) -> dict[str, Any]:

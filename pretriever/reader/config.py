@@ -154,6 +154,10 @@ class PrepareConfig(QASetSource):
     out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
                             "has_answer).")
     batch_size: int = option(256, "Questions per search call.")
+    keep_source: bool = option(False, "Keep a qac question's own source among its passages: the passage of the "
+                                      "statement it was made from (source_passage_id in `pairs export --format "
+                                      "dpr`), which holds the question's words and its answer. Left out by "
+                                      "default (k passages are still retrieved), and counted.")
 
     def __post_init__(self) -> None:
         self._check_source()
