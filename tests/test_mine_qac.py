@@ -490,6 +490,29 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     assert len(load_reading_file(tmp_path)) == len(triplets)
 
 
+def test_dpr_reader_export_is_what_dprs_preprocess_retriever_data_reads(mined, tmp_path):
+    _, out, _, rows = mined
+
+    def reader_passage(id=None, text=None, title=None, score=None, has_answer=None):  # noqa: A002
+        """DPR's ReaderPassage.__init__ (dpr/data/reader_data.py): `ReaderPassage(**ctx)` for each ctx."""
+        return {"id": id, "text": text, "title": title, "score": score, "has_answer": has_answer}
+
+    assert export_pairs(PairsDir(out), "dpr-reader", tmp_path / "r.json", ["qac"]) == len(rows)
+    data = json.loads((tmp_path / "r.json").read_text())
+    by_id = {r["pair_id"]: r for r in rows}
+    for sample in data:
+        row = by_id[sample["pair_id"]]
+        assert isinstance(sample["question"], str) and sample["answers"] == [row["answer"]]
+        ctxs = [reader_passage(**c) for c in sample["ctxs"]]  # no key DPR does not take
+        assert ctxs[0]["has_answer"] is True and ctxs[0]["text"] == row["positive_text"]
+        assert all(isinstance(c["has_answer"], bool) and isinstance(c["text"], str) for c in ctxs)
+        for c in ctxs[1:]:  # the negative: has_answer by DPR's string matching
+            assert c["has_answer"] == (row["answer"].lower() in c["text"].lower())
+        assert sample["context_source"] == "reference"
+    examples = load_reading_file(tmp_path / "r.json")  # and our reader reads it: the has_answer ctxs are positives
+    assert len(examples) == len(rows) and all(e.passages[0].positive for e in examples)
+
+
 def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):
     mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["ict"], max_pairs=20))
     with pytest.raises(PairsError, match="no answers"):

@@ -24,6 +24,12 @@ texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
 ``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
 from pairs that carry an answer span in their positive (qac); one article per pair.
+``dpr-reader``: DPR's reader input (the retriever-results JSON that DPR's ``preprocess_retriever_data``
+reads): ``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``, from
+the pairs with an answer (qac): the positive block (``has_answer`` true) and the pair's negative,
+``has_answer`` by DPR's string matching; ``score`` is null (no retriever scored them). ``ctxs``
+holds exactly DPR's ``ReaderPassage`` fields, which it builds with ``ReaderPassage(**ctx)``.
+
 For qac, DPR's ``answers`` holds the answer entity, and the DPR, Tevatron and SQuAD records carry
 ``context_source`` (reference or link) with ``block_words``/``block_stride`` and
 ``source_passage_id`` (the statement's own passage, which ``reader prepare`` leaves out) (jsonl has every
@@ -43,12 +49,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.data import AnswerMatcher
 from pretriever.data.reading import squad_article
 from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json, text_pair_hashes
 from pretriever.mine.schema import MANIFEST
 
-FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron")
+FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron", "dpr-reader")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
 
 
@@ -161,6 +168,19 @@ def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
             **_qac_source(row)}
 
 
+def dpr_reader_record(row: dict[str, Any], matcher: AnswerMatcher) -> dict[str, Any]:
+    """One qac pair as DPR reader input (see the module docstring)."""
+    answers = _answers(row)
+    ctxs = [{"id": row["positive_passage_id"], "title": row.get("positive_title") or "", "text": row["positive_text"],
+             "score": None, "has_answer": True}]
+    if row.get("negative_passage_id"):
+        ctxs.append({"id": row["negative_passage_id"], "title": row.get("negative_title") or "",
+                     "text": row["negative_text"] or "", "score": None,
+                     "has_answer": matcher.has_answer(answers, row["negative_text"] or "")})
+    return {"question": row["query"], "answers": answers, "ctxs": ctxs, "pair_id": row["pair_id"],
+            **_qac_source(row)}
+
+
 def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
     """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written."""
     out = Path(out)
@@ -175,6 +195,8 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
         return _export_st(pairs, out, methods)
     if fmt == "squad":
         return _export_squad(pairs, out, methods)
+    if fmt == "dpr-reader":
+        return _export_dpr_reader(pairs, out, methods)
     raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -214,6 +236,23 @@ def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:
         if n == 0:
             raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write as SQuAD; "
                              "mine them with --method qac")
+    return n
+
+
+def _export_dpr_reader(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    """Pairs with an answer -> DPR reader input; pairs without one are skipped, as for SQuAD."""
+    matcher, n = AnswerMatcher("string"), 0
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write("[")
+        for row in pairs.rows(methods):
+            if row.get("answer") is None:
+                continue
+            f.write(("\n" if n == 0 else ",\n") + json.dumps(dpr_reader_record(row, matcher), ensure_ascii=False))
+            n += 1
+        f.write("\n]\n")
+        if n == 0:
+            raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write for a "
+                             "reader; mine them with --method qac")
     return n
 
 
