@@ -131,8 +131,9 @@ def test_answer_leaks_by_any_token_of_three_characters():
     entities = [("Canon Inc.", "ORG", start, start + 10), ("1990", "DATE", 3, 7)]
     block = "Canon Inc. hired Agassi in 1990 for its EOS Rebel camera."
     got = build_triplet(s, entities, [block], 0, "k")
-    assert got.answer == "1990" and got.tries == 2 and got.question == ("In what time, he appeared in a commercial for Canon Inc., promoting the Canon EOS "
-                                                                   "Rebel camera?")
+    assert got.answer == "1990" and got.tries == 2
+    assert got.question == ("In what time, he appeared in a commercial for Canon Inc., promoting the Canon EOS "
+                            "Rebel camera?")
     assert build_triplet(s, entities[:1], [block], 0, "k") == "answer_in_question"
 
 
@@ -560,6 +561,7 @@ def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_st
     code, text = run("mine", enwiki_store.path, "--method", "qac", "--references", refs, "--out", tmp_path / "p",
                      "--block-words", "256", "--block-stride", "128")
     assert code == 0 and "qac funnel: citations 7,833" in text and "no reference text 7,779" in text
+    assert "qac: other entity" in text and "block choice differs" in text
     assert json.loads((tmp_path / "p" / "pairs.json").read_text())["options"]["block_words"] == 256
     code, text = run("pairs", "show", tmp_path / "p", "-n", "1")
     assert code == 0 and "answer " in text and "statement: " in text

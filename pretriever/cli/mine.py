@@ -84,6 +84,10 @@ def print_result(result) -> None:
         if funnel:
             steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
             console.print(f"{name} funnel: " + escape(steps))
+            counts = {k: v for k, v in r.report.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if counts:  # qac: the block choice and the entities tried beside the funnel
+                console.print(f"{name}: " + escape(", ".join(f"{k.replace('_', ' ')} {v:,}"
+                                                             for k, v in counts.items())))
     for name, r in result.methods.items():
         if (r.report or {}).get("note"):
             console.print(escape(f"{name}: {r.report['note']}"))

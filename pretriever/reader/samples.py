@@ -88,7 +88,8 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
         if not ex.answers:
             counts.unanswerable += 1
             continue
-        found = [(p, spans) for p in ex.passages if p.positive and (spans := _positive_spans(p, ex.answers, mode, counts))]
+        found = [(p, spans) for p in ex.passages
+                 if p.positive and (spans := _positive_spans(p, ex.answers, mode, counts))]
         if not found:
             counts.no_positive += 1
             continue

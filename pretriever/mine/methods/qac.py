@@ -217,8 +217,9 @@ class QAC(Method):
             write_parquet(pa.Table.from_pylist(out, schema=CANDIDATE),
                           parts / f"part-{done:06d}.parquet")
             done += 1
+            kept = (*FILTERS, *TRIPLET_COUNTS, "unanswered")
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
-                                            "counts": {k: self.counts[k] for k in (*FILTERS, *TRIPLET_COUNTS, "unanswered")}})
+                                            "counts": {k: self.counts[k] for k in kept}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
             write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
         rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
