@@ -140,6 +140,26 @@ def test_presets_set_the_papers_settings_on_options_left_at_their_defaults():
         ReaderConfig(data=Path("d.json"), out=Path("r"), preset="orqa")
 
 
+@pytest.mark.slow
+def test_a_training_run_draws_its_instances_anew_each_epoch(tmp_path, monkeypatch):
+    import pretriever.reader.train as train_module
+
+    epochs = []
+
+    def spy(sample, pool, passages, seed, index, epoch=0):
+        epochs.append(epoch)
+        return instance(sample, pool, passages, seed, index, epoch)
+
+    monkeypatch.setattr(train_module, "instance", spy)
+    data = [{"title": "France", "paragraphs": [{"context": f"Paris is the capital of France, source {i}.", "qas": [
+        {"id": str(i), "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}
+        for i in range(4)]
+    (tmp_path / "s.json").write_text(json.dumps({"version": "v1.1", "data": data}), encoding="utf-8")
+    train_reader(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=2, epochs=3, batch_size=2,
+                              max_length=48, dev_share=0.0))
+    assert sorted(set(epochs)) == [0, 1, 2] and len(epochs) == 12
+
+
 def test_squad_v2_unanswerable_questions_are_skipped_and_counted(tokenizer):
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad2-dev-5articles.json"
     if not path.exists():
