@@ -107,15 +107,37 @@ def bucket_of(ratio: float | None, edges: Sequence[float] = OVERLAP_EDGES) -> st
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", flags=re.UNICODE)
 _ASCII_PUNCT = frozenset(string.punctuation)
+SQUAD_NORMALISATION = "SQuAD v1.1"
+LENIENT_NORMALISATION = "lenient (SQuAD v1.1 + NFKC + Unicode punctuation)"
+LENIENT_HELP = ("EM/F1 with our lenient normalisation: SQuAD v1.1's plus NFKC folding and every Unicode "
+                "punctuation character (curly quotes, en dash, guillemets, ligatures count as equal); results name "
+                "it. Default: SQuAD v1.1's normalize_answer, as DPR and every published EM.")
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD v1.1's answer normalisation: lower-case, drop punctuation and the articles a/an/the,
-    collapse whitespace (punctuation is removed, not spaced: ``U.S.`` is ``us``). Unicode is NFKC-folded first and every Unicode punctuation character
-    (category P*) counts, as well as ASCII's ``string.punctuation``; so ``“The  Beatles!”`` and
-    ``beatles`` are equal."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(ch for ch in text if ch not in _ASCII_PUNCT and not unicodedata.category(ch).startswith("P"))
+def normalisation_name(lenient: bool) -> str:
+    """The name results carry for the answer normalisation used (so a lenient score is never read as SQuAD's)."""
+    return LENIENT_NORMALISATION if lenient else SQUAD_NORMALISATION
+
+
+def normalize_answer(text: str, lenient: bool = False) -> str:
+    """Answer normalisation for EM/F1.
+
+    Default: exactly SQuAD v1.1's ``normalize_answer`` (the official evaluate-v1.1.py, which DPR's
+    ``qa_validation._normalize_answer`` copies): lower-case, delete the characters of ASCII
+    ``string.punctuation``, replace the words a/an/the by spaces, collapse whitespace. Nothing else:
+    curly quotes, en dashes, guillemets, ligatures and composed vs decomposed accents stay distinct,
+    so ``"1914–1918"`` and ``"1914-1918"`` differ, as they do in every published EM.
+
+    ``lenient`` (ours, ``--lenient-match``): NFKC-fold first and delete every Unicode punctuation
+    character (category P*) as well; results name it :data:`LENIENT_NORMALISATION`.
+
+    Example: ``normalize_answer("  The  Beatles, an English band ") == "beatles english band"``.
+    """
+    if lenient:
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _ASCII_PUNCT
+                   and not (lenient and unicodedata.category(ch).startswith("P")))
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -129,19 +151,19 @@ def _regex_match(prediction: str, pattern: str) -> bool:
     return compiled.match(prediction) is not None
 
 
-def exact_match(prediction: str, golds: Sequence[str], regex: bool = False) -> float:
-    """1.0 when the prediction equals any gold answer after :func:`normalize_answer` (``regex``: when
-    any gold pattern matches it), else 0.0. No gold answers score 0.
+def exact_match(prediction: str, golds: Sequence[str], regex: bool = False, lenient: bool = False) -> float:
+    """1.0 when the prediction equals any gold answer after :func:`normalize_answer` (SQuAD v1.1's unless
+    ``lenient``; ``regex``: when any gold pattern matches it), else 0.0. No gold answers score 0.
 
     Example: ``exact_match("the Eiffel Tower.", ["Eiffel Tower"]) == 1.0``."""
     if regex:
         return float(any(_regex_match(prediction, g) for g in golds))
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in golds))
+    pred = normalize_answer(prediction, lenient)
+    return float(any(pred == normalize_answer(g, lenient) for g in golds))
 
 
-def _token_f1(prediction: str, gold: str) -> float:
-    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+def _token_f1(prediction: str, gold: str, lenient: bool) -> float:
+    pred, ref = normalize_answer(prediction, lenient).split(), normalize_answer(gold, lenient).split()
     if not pred or not ref:
         return float(pred == ref)
     common = sum((Counter(pred) & Counter(ref)).values())
@@ -151,9 +173,10 @@ def _token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def f1_score(prediction: str, golds: Sequence[str], regex: bool = False) -> float:
-    """SQuAD's token F1 of the prediction against its best gold answer (bag of normalised tokens).
+def f1_score(prediction: str, golds: Sequence[str], regex: bool = False, lenient: bool = False) -> float:
+    """SQuAD's token F1 of the prediction against its best gold answer (bag of tokens normalised by
+    :func:`normalize_answer`, SQuAD v1.1's unless ``lenient``).
     Regex answers have no tokens to overlap: F1 is their exact match."""
     if regex:
         return exact_match(prediction, golds, regex=True)
-    return max((_token_f1(prediction, g) for g in golds), default=0.0)
+    return max((_token_f1(prediction, g, lenient) for g in golds), default=0.0)

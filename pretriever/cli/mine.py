@@ -84,6 +84,10 @@ def print_result(result) -> None:
         if funnel:
             steps = " -> ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in funnel.items())
             console.print(f"{name} funnel: " + escape(steps))
+            counts = {k: v for k, v in r.report.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if counts:  # qac: the block choice and the entities tried beside the funnel
+                console.print(f"{name}: " + escape(", ".join(f"{k.replace('_', ' ')} {v:,}"
+                                                             for k, v in counts.items())))
     for name, r in result.methods.items():
         if (r.report or {}).get("note"):
             console.print(escape(f"{name}: {r.report['note']}"))
@@ -158,7 +162,8 @@ def export(
     format: str = typer.Option(..., "--format", "-f", help="dpr (DPR training JSON), sentence-transformers "
                                "(anchor/positive/negative: Parquet when --out ends in .parquet, else a "
                                "datasets.save_to_disk folder), jsonl (every column), squad (SQuAD v1.1 with "
-                               "answer_start, for readers; qac pairs) or tevatron (Tevatron's training JSONL)."),
+                               "answer_start, for readers; qac pairs), dpr-reader (DPR's reader input: ctxs with "
+                               "has_answer; qac pairs) or tevatron (Tevatron's training JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", help="File (or, for a datasets folder, folder) to write."),
     method: Optional[str] = typer.Option(None, "--method", "-m", help="Comma-separated methods to export "
                                          "(default: all mined)."),
@@ -181,6 +186,9 @@ def export(
 
       pretriever pairs export qac-links/ --format squad --out qac-squad.json
           (question-answer-context triplets for a reader)
+
+      pretriever pairs export qac-links/ --format dpr-reader --out qac-reader.json
+          (DPR's reader input, for DPR's train_extractive_reader.py or `pretriever reader train`)
 
       pretriever pairs export pairs/ --format tevatron --out hlp-tevatron.jsonl
           (train with Tevatron: --dataset_name json --dataset_path hlp-tevatron.jsonl)

@@ -47,9 +47,15 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
 
 @config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
 def train_command(cfg: ReaderConfig) -> None:
-    """Train a reader: 1 positive + (passages-1) negatives per question; passage-selection cross-entropy
-    plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE pre-trains it on qac
-    triplets).
+    """Train a reader: 1 positive + (passages-1) negatives per question, drawn anew each epoch (a
+    positive among all of the question's, its own negatives reshuffled first); passage-selection
+    cross-entropy plus the span loss marginalised over every occurrence of the answer (DPR; C-MORE
+    pre-trains it on qac triplets). Reads SQuAD v1.1/v2.0 (unanswerable questions skipped and
+    counted), DPR reader JSON or a qac pairs folder.
+
+    The defaults are sized for a CPU (4 passages of 256 tokens, batch 4); --preset dpr or --preset
+    cmore sets the papers' settings (24 passages of 350 tokens, batch 16, lr 2e-5; cmore: 3 epochs)
+    on the options you leave at their defaults.
 
     Writes READER_DIR: a transformers question-answering folder, selection_head.safetensors and
     reader.json (data counts, loss and dev EM curves). The best checkpoint by dev EM is kept.
@@ -122,8 +128,9 @@ def prepare_command(cfg: PrepareConfig) -> None:
 @config_command(ReaderEvaluateConfig, "reader_evaluate", arguments=("index", "questions"), **_SOURCE)
 def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
     """End-to-end open-domain QA: exact match and F1 of the reader's answers over the top k (SQuAD
-    normalisation; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file
-    gives gold passages (DPR JSON positive_ctxs), reader-only EM on them.
+    v1.1's normalize_answer, or --lenient-match: NFKC and Unicode punctuation too, named so in the
+    results; regex answers for CuratedTREC), beside retrieval top-k accuracy and, when the file gives
+    gold passages (DPR JSON positive_ctxs), reader-only EM on them.
 
     Examples:
 
@@ -135,7 +142,7 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
         mode = cfg.match or guess_match_mode(cfg.questions)
         with open_for_reading(cfg) as system:
             task = progress.add_task("reading", total=len(examples), rate="")
-            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode,
+            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode, lenient=cfg.lenient_match,
                                      progress=lambda done, total: progress.update(task, completed=done))
         if cfg.out is not None:
             write_json(cfg.out, {"system": system.name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,

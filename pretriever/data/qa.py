@@ -150,6 +150,7 @@ class QAExample:
     answers: list[str]
     qid: str = ""  # the 0-based line/item number as a string unless the file gives an id
     gold: list[dict] = field(default_factory=list)  # gold passages (DPR JSON positive_ctxs): title, text, passage_id
+    source_passage_id: str | None = None  # qac: the passage holding the statement the question was made from
 
 
 def _answer_list(value, where: str) -> list[str]:
@@ -195,7 +196,9 @@ def _example(obj, where: str, index: int) -> QAExample:
     if not isinstance(gold, list) or not all(isinstance(g, dict) for g in gold):
         raise QAFileError(f"{where}: \"positive_ctxs\" must be a list of objects")
     qid = obj.get("id", obj.get("qid", index))
-    return QAExample(question=obj["question"], answers=_answer_list(answers, where), qid=str(qid), gold=gold)
+    source = obj.get("source_passage_id")
+    return QAExample(question=obj["question"], answers=_answer_list(answers, where), qid=str(qid), gold=gold,
+                     source_passage_id=str(source) if source is not None else None)
 
 
 def _read_jsonl(path: Path) -> list[QAExample]:

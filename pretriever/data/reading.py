@@ -5,7 +5,8 @@ Recognised by content (:func:`load_reading_file`):
 * SQuAD v1.1 (``{"data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
   "answers": [{"text", "answer_start"}]}]}]}]}``; qac triplets come as this through
   ``pretriever pairs export --format squad``): each question's paragraph is its positive, with
-  the given answer offsets;
+  the given answer offsets; SQuAD v2.0 too: an unanswerable question (``is_impossible``, no
+  answers) is kept with no answers, and the reader skips and counts it;
 * DPR reader JSON, a list of ``{"question", "answers", "ctxs": [{"id", "title", "text", "score",
   "has_answer"}]}`` (DPR's retriever output, which ``pretriever reader prepare`` writes): the
   contexts marked ``has_answer`` are positives, the others negatives;
@@ -73,6 +74,13 @@ def _squad(data: list, path: Path) -> list[ReadingExample]:
                 qwhere = f"{pwhere}.qas[{q}]"
                 question = _str(qa, "question", qwhere)
                 answers = qa.get("answers")
+                if qa.get("is_impossible") is True or (isinstance(answers, list) and not answers
+                                                        and "plausible_answers" in qa):
+                    # SQuAD v2.0's unanswerable question: kept without answers; the reader skips and counts it
+                    passage = ReadingPassage(text=context, title=title, passage_id=f"{a}-{p}", positive=True)
+                    out.append(ReadingExample(question=question, answers=[], passages=[passage],
+                                              qid=str(qa.get("id", len(out)))))
+                    continue
                 if not isinstance(answers, list) or not answers:
                     raise ReadingFileError(f"{qwhere}: no \"answers\" list")
                 starts = []
@@ -126,6 +134,8 @@ def squad_article(row: dict[str, Any]) -> dict[str, Any]:
     """A qac triplet (a pairs row with ``answer`` and ``answer_start``) as a one-question SQuAD v1.1 article."""
     answer = {"text": row["answer"], "answer_start": row["answer_start"]}
     qa = {"id": row["pair_id"], "question": row["query"], "answers": [answer]}
+    if row.get("context_source"):  # reference (the cited page) or link (a linked article)
+        qa["context_source"] = row["context_source"]
     return {"title": row.get("positive_title") or "", "paragraphs": [{"context": row["positive_text"], "qas": [qa]}]}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pretriever.config import option
 from pretriever.index.hybrid import HybridOptions
+from pretriever.metrics import LENIENT_HELP
 
 MATCH_CHOICES = ("auto", "string", "regex")
 DEFAULT_QA_KS = (1, 5, 20, 100)  # DPR's top-k accuracy table
@@ -73,6 +74,7 @@ class EvaluateConfig:
                                        "regex answers in regex mode) beside top-k accuracy, and reader-only EM on "
                                        "the gold passages when the file gives them (DPR JSON).")
     reader_k: int = option(20, "Passages the reader reads per question.")
+    lenient_match: bool = option(False, LENIENT_HELP)
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)

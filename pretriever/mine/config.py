@@ -19,6 +19,7 @@ from pretriever.data import generated_queries_path
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
 QAC_CONTEXTS = ("references", "links")
+BLOCK_QUERIES = ("question", "statement")
 DEFAULT_METHODS = ("dl", "cm")
 
 
@@ -91,6 +92,15 @@ class MineConfig:
                       "one of its entities (pretriever's offline fallback, not in the paper).")
     block_words: int = option(128, "QAC: words per block of a reference text (paper: 128, 256 or 512).")
     block_stride: int = option(64, "QAC: words between block starts (paper: 64, 128 or 256).")
+    blocks: list[str] | None = option(None, "QAC: several block sizes in one run, n:m comma-separated (the paper: "
+                                            "128:64,256:128,512:256); a citation gives a triplet for each, and "
+                                            "each records its n and m (block_words, block_stride).",
+                                      default_help="--block-words:--block-stride")
+    block_query: str = option("question", "QAC: what BM25 picks the block with. question (C-MORE section 3.1): the "
+                                          "question made from the statement; statement (ours, for comparison): "
+                                          "the statement, before an answer is chosen, so its answer words help. "
+                                          "pairs.json counts how often the two choices differ and how often the "
+                                          "question's block lacks the answer.")
     resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
                                  "keeps the batches of triplets it finished (the relational methods rerun; "
                                  "they are quick).")
@@ -104,6 +114,18 @@ class MineConfig:
               "(~15,000 sentences per CPU-second).", default_help="off: the store's passages")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
                                               "answer entities.")
+    min_shared_words: int = option(
+        2, "QAC --context links: a linked passage is a context only when it shares at least this many content "
+           "words with the statement besides the answer (stopwords out). 2, chosen on the enwiki sample: the contexts "
+           "sharing fewer (5 of 20) shared at most one word: the article's own name, \"mimesis\", \"30\" or "
+           "\"space\".")
+    include_unanswered: bool = option(
+        False, "QAC: a statement with no answer entity (none found, or none in its context) still gives a "
+               "retriever pair: the statement as the query, the block BM25 ranks first for it as the positive (C-MORE "
+               "pre-trains its retriever on these too). Counted as `unanswered`; no answer, so readers skip them.")
+    how_many: bool = option(False, "QAC, ours (not the paper's Table 5, which gives CARDINAL only \"what\"): a "
+                                   "CARDINAL answer may also become \"how many\", as in the paper's Figure 1 "
+                                   "example.")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
@@ -149,9 +171,33 @@ class MineConfig:
         if self.block_words < 1 or not 1 <= self.block_stride <= self.block_words:
             raise ValueError(f"block_words must be at least 1 and block_stride between 1 and block_words, got "
                              f"{self.block_words} and {self.block_stride}")
-        for name in ("min_query_words", "min_passage_words", "stats_sample"):
+        if self.blocks is not None:
+            items = self.blocks.split(",") if isinstance(self.blocks, str) else self.blocks
+            self.blocks = [str(b).strip() for b in items if str(b).strip()]
+            self.granularities()  # checked now, not at mining time
+        self.block_query = str(self.block_query).lower()
+        if self.block_query not in BLOCK_QUERIES:
+            raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {self.block_query!r}")
+        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+
+    def granularities(self) -> list[tuple[int, int]]:
+        """QAC's (n, m) block sizes: --blocks, else (--block-words, --block-stride)."""
+        if not self.blocks:
+            return [(self.block_words, self.block_stride)]
+        sizes = []
+        for item in self.blocks:
+            n, sep, m = item.partition(":")
+            if not (sep and n.strip().isdigit() and m.strip().isdigit()):
+                raise ValueError(f"blocks takes n:m pairs such as 128:64,256:128; got {item!r}")
+            n_, m_ = int(n), int(m)
+            if n_ < 1 or not 1 <= m_ <= n_:
+                raise ValueError(f"blocks: n must be at least 1 and m between 1 and n, got {item!r}")
+            sizes.append((n_, m_))
+        if len(set(sizes)) != len(sizes):
+            raise ValueError(f"blocks: each n:m once, got {','.join(self.blocks)}")
+        return sizes
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

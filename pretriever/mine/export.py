@@ -24,7 +24,16 @@ texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
 ``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
 from pairs that carry an answer span in their positive (qac); one article per pair.
-For qac, DPR's ``answers`` holds the answer entity.
+``dpr-reader``: DPR's reader input (the retriever-results JSON that DPR's ``preprocess_retriever_data``
+reads): ``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``, from
+the pairs with an answer (qac): the positive block (``has_answer`` true) and the pair's negative,
+``has_answer`` by DPR's string matching; ``score`` is null (no retriever scored them). ``ctxs``
+holds exactly DPR's ``ReaderPassage`` fields, which it builds with ``ReaderPassage(**ctx)``.
+
+For qac, DPR's ``answers`` holds the answer entity, and the DPR, Tevatron and SQuAD records carry
+``context_source`` (reference or link) with ``block_words``/``block_stride`` and
+``source_passage_id`` (the statement's own passage, which ``reader prepare`` leaves out) (jsonl has every
+column); the sentence-transformers columns are the texts the trainer reads, so it has none.
 """
 
 from __future__ import annotations
@@ -40,12 +49,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.data import AnswerMatcher
 from pretriever.data.reading import squad_article
 from pretriever.errors import PretrieverError
 from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json, text_pair_hashes
 from pretriever.mine.schema import MANIFEST
 
-FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron")
+FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron", "dpr-reader")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
 
 
@@ -124,6 +134,14 @@ def _answers(row: dict[str, Any]) -> list[str]:
     return [row["query_title"]] if row["method"] in ANSWER_CONTAINING and row.get("query_title") else []
 
 
+def _qac_source(row: dict[str, Any]) -> dict[str, Any]:
+    """qac: where the context came from (reference: the cited page; link: a linked article), and its block size."""
+    if not row.get("context_source"):
+        return {}
+    return {"context_source": row["context_source"], "block_words": row.get("block_words"),
+            "block_stride": row.get("block_stride"), "source_passage_id": row.get("query_passage_id")}
+
+
 def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
     negative = (_ctx(row["negative_title"], row["negative_text"], row["negative_passage_id"])
                 if row.get("negative_passage_id") else None)
@@ -135,6 +153,7 @@ def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
         "positive_ctxs": [_ctx(row["positive_title"], row["positive_text"], row["positive_passage_id"])],
         "negative_ctxs": [negative] if negative and row.get("negative_kind") == "random" else [],
         "hard_negative_ctxs": [negative] if negative and row.get("negative_kind") == "overlap" else [],
+        **_qac_source(row),
     }
 
 
@@ -145,7 +164,21 @@ def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
 
     return {"query_id": row["pair_id"], "query": row["query"], "answers": _answers(row),
             "positive_passages": [passage("positive")],
-            "negative_passages": [passage("negative")] if row.get("negative_passage_id") else []}
+            "negative_passages": [passage("negative")] if row.get("negative_passage_id") else [],
+            **_qac_source(row)}
+
+
+def dpr_reader_record(row: dict[str, Any], matcher: AnswerMatcher) -> dict[str, Any]:
+    """One qac pair as DPR reader input (see the module docstring)."""
+    answers = _answers(row)
+    ctxs = [{"id": row["positive_passage_id"], "title": row.get("positive_title") or "", "text": row["positive_text"],
+             "score": None, "has_answer": True}]
+    if row.get("negative_passage_id"):
+        ctxs.append({"id": row["negative_passage_id"], "title": row.get("negative_title") or "",
+                     "text": row["negative_text"] or "", "score": None,
+                     "has_answer": matcher.has_answer(answers, row["negative_text"] or "")})
+    return {"question": row["query"], "answers": answers, "ctxs": ctxs, "pair_id": row["pair_id"],
+            **_qac_source(row)}
 
 
 def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
@@ -162,6 +195,8 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
         return _export_st(pairs, out, methods)
     if fmt == "squad":
         return _export_squad(pairs, out, methods)
+    if fmt == "dpr-reader":
+        return _export_dpr_reader(pairs, out, methods)
     raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -201,6 +236,23 @@ def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:
         if n == 0:
             raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write as SQuAD; "
                              "mine them with --method qac")
+    return n
+
+
+def _export_dpr_reader(pairs: PairsDir, out: Path, methods: list[str]) -> int:
+    """Pairs with an answer -> DPR reader input; pairs without one are skipped, as for SQuAD."""
+    matcher, n = AnswerMatcher("string"), 0
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write("[")
+        for row in pairs.rows(methods):
+            if row.get("answer") is None:
+                continue
+            f.write(("\n" if n == 0 else ",\n") + json.dumps(dpr_reader_record(row, matcher), ensure_ascii=False))
+            n += 1
+        f.write("\n]\n")
+        if n == 0:
+            raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write for a "
+                             "reader; mine them with --method qac")
     return n
 
 

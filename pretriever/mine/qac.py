@@ -1,24 +1,30 @@
-"""C-MORE's triplet construction (Huang et al., 2022, sections 2.2 and 3.1): statement + context -> Q, A, C.
+"""C-MORE's triplet construction (Yue et al., ACL 2022, sections 2.2 and 3.1): statement + context -> Q, A, C.
 
 Inputs: the statement (the sentence a citation supports), its spaCy entities, and the blocks
 of its context (the cited page cut into ``block_words``-word blocks with stride
 ``block_stride``, or, with ``--context links``, the passages of the linked articles).
 Steps, each a pure function here so they can be tested and benchmarked alone:
 
-1. :func:`choose_block` - BM25 (bm25s) between the statement and the blocks of that one
-   context picks the block (the paper: "usually less than 20 text blocks");
-2. :func:`entities_in_block` - keep the entities whose normalised text occurs in the block;
-3. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
-4. :func:`find_span` - its character offsets in the block (word-bounded, case-insensitive);
-5. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
-   (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates.
+1. :func:`entities_in_block` - keep the statement's entities whose normalised text occurs in the
+   context (string matching, as the paper);
+2. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
+3. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
+   (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates, with the
+   words around it fitted (:func:`fit_phrase`: "the what country" -> "what country", "in when" ->
+   "when") and brackets and quotes balanced (:func:`balance`);
+4. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
+   other entities are tried first;
+5. :class:`BlockRanker` - BM25 (bm25s) between the *question* and the blocks of that one context
+   picks the block (section 3.1; "usually less than 20 text blocks"); ``block_query="statement"``
+   picks it with the statement before the entities instead (see :func:`build_triplet`);
+6. :func:`find_span` - the answer's character offsets in the block (word-bounded, case-insensitive).
 
 Example::
 
     nlp = load_ner("en_core_web_sm")
     blocks = cut_blocks(reference_text, 128, 64)
-    block = blocks[choose_block(statement, blocks)]
-    ents = entities_in_block([(e.text, e.label_, e.start_char, e.end_char) for e in nlp(statement).ents], block)
+    ents = [(e.text, e.label_, e.start_char, e.end_char) for e in nlp(statement).ents]
+    triplet = build_triplet(statement, ents, blocks, seed=0, key="doc|0")  # or the filter that dropped it
 """
 
 from __future__ import annotations
@@ -27,19 +33,21 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import bm25s
 
 from pretriever.errors import PretrieverError
+from pretriever.mine.config import BLOCK_QUERIES
+from pretriever.metrics import normalize_answer
 
 # C-MORE Appendix Table 5: entity type -> candidate question phrases. The PDF text of the table is
 # scrambled (continuation lines appear as rows "EVENI", "LUC", "UKU"); they belong to EVENT, LOC and
-# ORG. CARDINAL's row reads only "what", but the paper's own running example (section 1 and Figure 1)
-# replaces the CARDINAL "14" by "how many", so both are candidates.
+# ORG. CARDINAL's row reads only "what", as here; the paper's running example (section 1, Figure 1)
+# replaces the CARDINAL "14" by "how many", which is ours behind ``--how-many`` (:data:`HOW_MANY`).
 WH_PHRASES: dict[str, tuple[str, ...]] = {
-    "CARDINAL": ("how many", "what"),
+    "CARDINAL": ("what",),
     "DATE": ("when", "what time", "what date"),
     "EVENT": ("what event", "what", "which event"),
     "FAC": ("where", "what buildings"),
@@ -58,6 +66,9 @@ WH_PHRASES: dict[str, tuple[str, ...]] = {
     "TIME": ("when", "what time"),
     "WORK_OF_ART": ("what", "what title"),
 }
+
+# ours, not Table 5 (``--how-many``): CARDINAL may also become "how many", as in the paper's Figure 1
+HOW_MANY: dict[str, tuple[str, ...]] = {**WH_PHRASES, "CARDINAL": ("how many", "what")}
 
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
@@ -119,17 +130,31 @@ def _tokens(texts: Sequence[str]) -> list[list[str]]:
     return bm25s.tokenize(list(texts), return_ids=False, show_progress=False)
 
 
-def choose_block(statement: str, blocks: Sequence[str]) -> int:
-    """Index of the block that BM25 (bm25s, Lucene defaults) ranks first for the statement; ties: the first."""
-    if len(blocks) == 1:
-        return 0
-    index = bm25s.BM25()
-    index.index(_tokens(blocks), show_progress=False)
-    query = [t for t in _tokens([statement])[0] if t in index.vocab_dict]
-    if not query:
-        return 0
-    scores = index.get_scores(query)
-    return int(scores.argmax())
+class BlockRanker:
+    """BM25 (bm25s, Lucene defaults) over the blocks of one context, built once and asked by several queries
+    (the statement and the question: both rankings are reported)."""
+
+    def __init__(self, blocks: Sequence[str]):
+        self.size = len(blocks)
+        self.index = None
+        if self.size > 1:
+            self.index = bm25s.BM25()
+            self.index.index(_tokens(blocks), show_progress=False)
+
+    def ranking(self, query: str) -> list[int]:
+        """Block indices, the best first; ties (and a query with no word of the blocks) in block order."""
+        if self.index is None:
+            return list(range(self.size))
+        words = [t for t in _tokens([query])[0] if t in self.index.vocab_dict]
+        if not words:
+            return list(range(self.size))
+        scores = self.index.get_scores(words)
+        return sorted(range(self.size), key=lambda i: (-float(scores[i]), i))
+
+
+def choose_block(query: str, blocks: Sequence[str]) -> int:
+    """Index of the block that BM25 (bm25s, Lucene defaults) ranks first for ``query``; ties: the first."""
+    return BlockRanker(blocks).ranking(query)[0]
 
 
 def normalise(text: str) -> str:
@@ -168,12 +193,107 @@ def find_span(answer: str, block: str) -> tuple[int, int] | None:
     return (match.start(), match.end()) if match else None
 
 
-def make_question(statement: str, start: int, end: int, phrase: str) -> str:
-    """The statement with ``statement[start:end]`` replaced by ``phrase`` and ending in a question mark."""
-    head = statement[:start]
+_DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|those)\s+$")
+_PREPOSITION = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:in|on|at|during)\s+$")
+_POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
+ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
+_OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+
+def balance(text: str) -> str:
+    """``text`` without the brackets and quotes that have no partner.
+
+    Brackets and curly double quotes pair by nesting (a closer that does not match the innermost
+    opener is dropped, openers left at the end are dropped); straight double quotes pair in order, so
+    an odd one out, the last, is dropped. Apostrophes are left alone (they are not quotes).
+    """
+    drop: set[int] = set()
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in _OPENERS:
+            stack.append(i)
+        elif ch in _CLOSERS:
+            if stack and text[stack[-1]] == _CLOSERS[ch]:
+                stack.pop()
+            else:
+                drop.add(i)
+    drop.update(stack)
+    straight = [i for i, ch in enumerate(text) if ch == '"']
+    if len(straight) % 2:
+        drop.add(straight[-1])
+    if not drop:
+        return text
+    return _SPACE.sub(" ", "".join(ch for i, ch in enumerate(text) if i not in drop)).strip()
+
+
+def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str:
+    """The first "what/which + noun" among the type's phrases ("what country" for GPE), else ``phrase``."""
+    return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), phrase)
+
+
+def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = ()) -> tuple[str, str, str]:
+    """(head, phrase, tail) with the words around the wh-phrase made to read right.
+
+    * a determiner before it goes: "the what country" -> "what country";
+    * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
+      where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
+      years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
+    * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
+      noun phrase ("Alabama's" -> "what country's").
+    """
+    if _POSSESSIVE.match(tail):
+        if phrase == "who":
+            phrase, tail = "whose", tail[2:]
+        elif phrase in ADVERBS:
+            phrase = _noun_phrase(alternatives, phrase)
+    bare = _DETERMINER.sub("", head)
+    modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
+    head = bare
+    if phrase in ADVERBS:
+        dropped = _PREPOSITION.sub("", head)
+        clause_edge = not head.strip() or head.rstrip().endswith(",")
+        if not modifier and (dropped != head or (clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail))):
+            head = dropped
+        else:
+            phrase = _noun_phrase(alternatives, phrase)
+    return head, phrase, tail
+
+
+def make_question(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str] = ()) -> str:
+    """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
+    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark."""
+    head, phrase, tail = fit_phrase(statement[:start], phrase, statement[end:], alternatives)
     if not head.strip():
-        phrase = phrase[:1].upper() + phrase[1:]
-    return _END.sub("", (head + phrase + statement[end:]).rstrip()) + "?"
+        head, phrase = "", phrase[:1].upper() + phrase[1:]
+    return _END.sub("", balance(head + phrase + tail)) + "?"
+
+
+_FUNCTION_WORDS = frozenset({"and", "for", "from", "with", "its", "his", "her", "their"})
+
+
+def leaks(answer: str, statement: str, start: int, end: int) -> bool:
+    """Whether the statement, less the answer's own span, still holds a token of the answer of 3 or more
+    characters: the question would give the answer away. Tokens are those of :func:`normalize_answer`
+    (lenient: NFKC, punctuation and the articles a/an/the gone, so "U.S." is "us"); a few function words
+    such as "and" do not count."""
+    def tokens(text: str) -> set[str]:
+        return {t for t in normalize_answer(text, lenient=True).split() if len(t) >= 3} - _FUNCTION_WORDS
+
+    return bool(tokens(answer) & tokens(statement[:start] + " " + statement[end:]))
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of ``text`` less bm25s's English stopwords and one-character tokens."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return {w for w in re.findall(r"\w+", normalise(text)) if len(w) > 1} - set(STOPWORDS_EN)
+
+
+def shared_words(statement: str, answer: str, context: str) -> int:
+    """Content words the context shares with the statement, the answer's own words not counted: how far a
+    linked passage supports the statement beyond naming the answer."""
+    return len((content_words(statement) - content_words(answer)) & content_words(context))
 
 
 @dataclass
@@ -186,35 +306,74 @@ class Triplet:
     phrase: str
     block_idx: int
     block: str
+    tries: int = 1  # entities tried: more than 1 when the sampled one leaked or had no span in the block
+    question_block: int = 0  # the block BM25 ranks first for the question
+    statement_block: int = 0  # ... and for the statement
 
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
-                  key: str, mentioning: bool = False) -> Triplet | str:
+                  key: str, mentioning: bool = False, phrases: dict[str, tuple[str, ...]] = WH_PHRASES,
+                  block_query: str = "question",
+                  accept: Callable[[int, str], str | None] | None = None) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
-    Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``,
-    ``answer_in_question`` (the chosen entity's text occurs again in the statement, so the
-    question would still hold the answer), ``answer_span_not_found``. With ``mentioning`` (linked
-    passages), only the blocks that mention one of the entities compete for BM25's choice.
+    ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
+    are the candidate answers; the question is made, and BM25 with the question picks the block; when
+    that block lacks the answer, the next block in BM25's order that holds it is taken (and
+    ``question_block`` differs from ``block_idx``: the funnel counts it). ``"statement"``: BM25 with
+    the statement picks the block first and only entities in it are answers (its answer words help
+    the choice: ours, kept for comparison).
+
+    Filters, in order: ``no_entity`` (spaCy found none of the ``phrases`` types), ``no_entity_in_block``
+    (none in the context, or in the statement's block), ``answer_in_question`` (the rest of the
+    statement still holds a token of the answer: :func:`leaks`), ``answer_span_not_found`` (no
+    word-bounded occurrence). The entity is sampled (seeded); when it fails a filter, the statement's
+    other entities are tried in order before the citation is dropped, and the reason given is the
+    sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
+    entities compete. ``accept(block index, answer)`` may refuse a block by naming a filter (the links
+    route: :func:`supports`, the answer being the context's title); the next block holding the answer
+    is tried, and a citation left without one is counted under the first name given.
     """
-    entities = [e for e in entities if e[1] in WH_PHRASES]
+    if block_query not in BLOCK_QUERIES:
+        raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {block_query!r}")
+    entities = [e for e in entities if e[1] in phrases]
     if not entities:
         return "no_entity"
     candidates = [i for i, b in enumerate(blocks) if not mentioning or entities_in_block(entities, b)]
     if not candidates:
         return "no_entity_in_block"
-    idx = candidates[choose_block(statement, [blocks[i] for i in candidates])]
-    kept = entities_in_block(entities, blocks[idx])
+    texts = [blocks[i] for i in candidates]
+    ranker = BlockRanker(texts)
+    by_statement = ranker.ranking(statement)
+    pool = texts if block_query == "question" else [texts[by_statement[0]]]
+    kept = [e for e in entities if any(entities_in_block([e], b) for b in pool)]
     if not kept:
         return "no_entity_in_block"
-    text, label, start, end = pick(kept, seed, "qac-answer", key)
-    rest = normalise(statement[:start] + " " + statement[end:])
-    if re.search(r"(?<!\w)" + re.escape(normalise(text)) + r"(?!\w)", rest):
-        return "answer_in_question"
-    span = find_span(text, blocks[idx])
-    if span is None:
-        return "answer_span_not_found"
-    phrase = pick(WH_PHRASES[label], seed, "qac-phrase", key)
-    return Triplet(question=make_question(statement, start, end, phrase), answer=blocks[idx][span[0]:span[1]],
-                   answer_start=span[0], answer_end=span[1], answer_type=label, phrase=phrase, block_idx=idx,
-                   block=blocks[idx])
+    first = pick(kept, seed, "qac-answer", key)
+    reason = None
+    for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
+        drawn = pick(phrases[label], seed, "qac-phrase", key)
+        question = make_question(statement, start, end, drawn, phrases[label])
+        by_question = ranker.ranking(question)
+        order = by_question if block_query == "question" else by_statement[:1]
+        found, refused = None, None
+        for j in order:
+            if (span := find_span(text, texts[j])) is None:
+                continue
+            why = accept(candidates[j], texts[j][span[0]:span[1]]) if accept is not None else None
+            if why is None:
+                found = (j, span)
+                break
+            refused = refused or why
+        if leaks(text, statement, start, end):
+            reason = reason or "answer_in_question"
+        elif found is None:
+            reason = reason or refused or "answer_span_not_found"
+        else:
+            j, span = found
+            phrase = fit_phrase(statement[:start], drawn, statement[end:], phrases[label])[1]  # as it reads
+            return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
+                           answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
+                           block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],
+                           statement_block=candidates[by_statement[0]])
+    return reason

@@ -50,6 +50,8 @@ CANDIDATE = pa.schema([
     ("reference_url", STR),          # QAC: the cited page the positive block comes from (NULL: a linked article)
     ("reference_title", STR),        # QAC: that page's title
     ("context_source", STR),         # QAC: reference | link (--context links fallback)
+    ("block_words", I32),            # QAC: n, words per block of the reference text (NULL: a linked passage)
+    ("block_stride", I32),           # QAC: m, words between block starts
 ])
 
 PAIRS = pa.schema([
@@ -87,6 +89,8 @@ PAIRS = pa.schema([
     ("reference_url", STR),
     ("reference_title", STR),
     ("context_source", STR),
+    ("block_words", I32),
+    ("block_stride", I32),
     ("negative_passage_id", STR),
     ("negative_doc_id", STR),
     ("negative_title", STR),

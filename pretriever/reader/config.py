@@ -3,13 +3,21 @@ and reading (``[answer]``). Defaults and help live here once; the CLI shows them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pretriever.config import option
 from pretriever.index import SYSTEM_MODES
+from pretriever.metrics import LENIENT_HELP
 
 RANKINGS = ("passage", "span")
+# Reader training settings of the papers. DPR (Karpukhin et al., 2020; the figures issue 22 gives): 24
+# passages per question, 350 tokens, batch 16, lr 2e-5. C-MORE (Yue et al., ACL 2022, section 3.1): reader
+# pre-training for 3 epochs, batch 16, lr 2e-5, otherwise DPR's reader (passages, length).
+PRESETS: dict[str, dict[str, object]] = {
+    "dpr": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5},
+    "cmore": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5, "epochs": 3.0},
+}
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 
 
@@ -36,7 +44,11 @@ class ReadOptions:
 
 @dataclass
 class ReaderConfig:
-    """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file)."""
+    """Training a reader (``pretriever reader train``; the ``[reader]`` table of a TOML file).
+
+    The defaults are small enough for a CPU (4 passages of 256 tokens, batch 4); ``preset`` sets the
+    papers' settings (:data:`PRESETS`) on every field left at its default.
+    """
 
     data: Path = option(help="Training data: a qac pairs folder (`pretriever mine --method qac`), SQuAD v1.1 JSON "
                              "(qac `pairs export --format squad`) or DPR reader JSON (`pretriever reader prepare`, "
@@ -63,13 +75,25 @@ class ReaderConfig:
     dev_limit: int = option(500, "Dev questions read at each evaluation.")
     save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")
     seed: int = option(13, "Seed of the negatives, the dev split and the training order.")
+    lenient_match: bool = option(False, LENIENT_HELP + " Here: the dev EM that picks the best checkpoint.")
     limit: int | None = option(None, "Only the first N training questions.")
     resume: bool = option(False, "Continue the interrupted run in READER_DIR/checkpoints.")
     overwrite: bool = option(False, "Replace an existing READER_DIR.")
     read: ReadOptions = option(default_factory=ReadOptions, help="How answers are picked at dev time.")
+    preset: str | None = option(None, "The papers' settings on every option left at its default: dpr (24 passages, "
+                                      "length 350, batch 16, lr 2e-5) or cmore (dpr's, 3 epochs: C-MORE's reader "
+                                      "pre-training). These want a GPU.",
+                                default_help="none: CPU-sized (4 passages, length 256, batch 4)")
 
     def __post_init__(self) -> None:
         self.data, self.out = Path(self.data), Path(self.out)
+        if self.preset is not None:
+            if self.preset not in PRESETS:
+                raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+            defaults = {f.name: f.default for f in fields(self)}
+            for name, value in PRESETS[self.preset].items():
+                if getattr(self, name) == defaults[name]:
+                    setattr(self, name, value)
         if self.dev is not None:
             self.dev = Path(self.dev)
         if self.passages < 1:
@@ -130,6 +154,10 @@ class PrepareConfig(QASetSource):
     out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
                             "has_answer).")
     batch_size: int = option(256, "Questions per search call.")
+    keep_source: bool = option(False, "Keep a qac question's own source among its passages: the passage of the "
+                                      "statement it was made from (source_passage_id in `pairs export --format "
+                                      "dpr`), which holds the question's words and its answer. Left out by "
+                                      "default (k passages are still retrieved), and counted.")
 
     def __post_init__(self) -> None:
         self._check_source()
@@ -144,6 +172,7 @@ class ReaderEvaluateConfig(QASetSource):
     read: ReadOptions = option(default_factory=ReadOptions,
                                help="How the reader picks answers ([reader_evaluate.read] in TOML).")
     out: Path | None = option(None, "Write results.json (metrics and per-question predictions) here.")
+    lenient_match: bool = option(False, LENIENT_HELP)
 
     def __post_init__(self) -> None:
         self._check_source()

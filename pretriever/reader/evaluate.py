@@ -5,7 +5,8 @@
   of ``pretriever reader train`` and the "reader EM on gold blocks" of the issue.
 * :func:`evaluate_reader`: retrieve the top k for each question (any :class:`Searcher`), report
   retrieval top-k accuracy (DPR's answer matching) beside end-to-end EM/F1 of the reader's answer
-  (SQuAD normalisation; regex answers for CuratedTREC), and reader-only EM on the gold passages
+  (SQuAD v1.1's normalisation, or ``lenient``: NFKC and Unicode punctuation too, named so in the
+  metrics; regex answers for CuratedTREC), and reader-only EM on the gold passages
   when the QA file gives them (DPR JSON ``positive_ctxs``). C-MORE Table 3 reports this EM.
 
 Example::
@@ -29,7 +30,7 @@ from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.pipeline import open_systems
 from pretriever.io import read_json, write_json
-from pretriever.metrics import exact_match, f1_score
+from pretriever.metrics import exact_match, f1_score, normalisation_name
 from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.predict import Passage, Reader
@@ -38,22 +39,24 @@ from pretriever.retrieval import Searcher
 
 
 def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], passages: int, seed: int,
-                  regex: bool = False) -> dict[str, float]:
-    """Mean EM and F1 of the reader over ``samples``, each read as its positive plus ``passages - 1`` negatives."""
+                  regex: bool = False, lenient: bool = False) -> dict[str, Any]:
+    """Mean EM and F1 of the reader over ``samples``, each read as its positive plus ``passages - 1`` negatives
+    (SQuAD v1.1 normalisation unless ``lenient``; the result names it)."""
+    name = normalisation_name(lenient)
     if not samples:
-        return {"EM": 0.0, "F1": 0.0, "questions": 0}
+        return {"EM": 0.0, "F1": 0.0, "questions": 0, "normalisation": name}
     em = f1 = 0.0
     for i, sample in enumerate(samples):
         inst = instance(sample, pool, passages, seed, i)
         answer = reader.read(sample.question, inst.passages)
-        em += exact_match(answer.text, sample.answers, regex)
-        f1 += f1_score(answer.text, sample.answers, regex)
-    return {"EM": em / len(samples), "F1": f1 / len(samples), "questions": len(samples)}
+        em += exact_match(answer.text, sample.answers, regex, lenient)
+        f1 += f1_score(answer.text, sample.answers, regex, lenient)
+    return {"EM": em / len(samples), "F1": f1 / len(samples), "questions": len(samples), "normalisation": name}
 
 
 @dataclass
 class ReaderEvaluation:
-    metrics: dict[str, float]
+    metrics: dict[str, Any]  # EM, F1, top-k accuracy, counts, and "normalisation" (its name)
     per_question: list[dict] = field(default_factory=list)
 
 
@@ -65,10 +68,11 @@ def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
 
 
 def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader, k: int,
-                    match: str = "string", batch_size: int = 64,
+                    match: str = "string", batch_size: int = 64, lenient: bool = False,
                     progress: Callable[[int, int], None] = lambda done, total: None) -> ReaderEvaluation:
     """End-to-end EM/F1 of ``reader`` over the top ``k`` of ``system``, with retrieval top-k accuracy and,
-    for questions with gold passages, reader-only EM on them (see the module docstring)."""
+    for questions with gold passages, reader-only EM on them (see the module docstring). Answers are
+    normalised as SQuAD v1.1 does unless ``lenient`` (NFKC and Unicode punctuation too); the metrics name it."""
     if not examples:
         raise ReaderError("no questions to evaluate")
     regex = match == "regex"
@@ -84,7 +88,8 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
             if passages:
                 answer = reader.read(ex.question, passages)
                 row.update(prediction=answer.text, passage_id=answer.passage.passage_id)
-                em_q, f1_q = exact_match(answer.text, ex.answers, regex), f1_score(answer.text, ex.answers, regex)
+                em_q = exact_match(answer.text, ex.answers, regex, lenient)
+                f1_q = f1_score(answer.text, ex.answers, regex, lenient)
             else:
                 row.update(prediction=None, passage_id=None)
                 em_q = f1_q = 0.0
@@ -95,14 +100,15 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
                     if isinstance(g.get("text"), str)]
             if gold:
                 gold_answer = reader.read(ex.question, gold)
-                row["gold_EM"] = exact_match(gold_answer.text, ex.answers, regex)
+                row["gold_EM"] = exact_match(gold_answer.text, ex.answers, regex, lenient)
                 gold_em, gold_n = gold_em + row["gold_EM"], gold_n + 1
             rows.append(row)
         progress(min(lo + batch_size, len(examples)), len(examples))
     n = len(examples)
-    metrics = {"EM": em / n, "F1": f1 / n, f"top-{k} accuracy": found / n, "questions": n}
+    metrics: dict[str, Any] = {"EM": em / n, "F1": f1 / n, f"top-{k} accuracy": found / n, "questions": n}
     if gold_n:
         metrics.update({"gold EM": gold_em / gold_n, "gold questions": gold_n})
+    metrics["normalisation"] = normalisation_name(lenient)
     return ReaderEvaluation(metrics, rows)
 
 
@@ -121,10 +127,12 @@ def read_behind_systems(cfg: EvaluateConfig, results_json: Path,
     try:
         for system in systems.retrievers:
             step(f"reading the top {cfg.reader_k} of {system.name} with {cfg.reader}")
-            scores[system.name] = evaluate_reader(system, examples, reader, cfg.reader_k, match).metrics
+            scores[system.name] = evaluate_reader(system, examples, reader, cfg.reader_k, match,
+                                                  lenient=cfg.lenient_match).metrics
     finally:
         systems.close()
-    read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match, "systems": scores}
+    read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match,
+            "normalisation": normalisation_name(cfg.lenient_match), "systems": scores}
     data = read_json(results_json, ReaderError)
     data["reader"] = read
     write_json(results_json, data)

@@ -1,4 +1,4 @@
-"""DPR's extractive reader (Karpukhin et al., 2020, section 3; C-MORE, Yue et al., 2021, section 3.1).
+"""DPR's extractive reader (Karpukhin et al., 2020, section 3; C-MORE, Yue et al., ACL 2022, section 3.1).
 
 Any Hugging Face encoder reads ``question [SEP] title [SEP] passage``; a linear layer gives each token
 a start and an end logit (the standard question-answering head, ``qa_outputs``) and another one gives

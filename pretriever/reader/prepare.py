@@ -6,7 +6,8 @@
 * :func:`prepare_reader_data` (``pretriever reader prepare``): the top k of every question of a
   QA set, each marked ``has_answer`` by DPR's answer matching, written as DPR reader JSON
   (``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``),
-  the file DPR's ``train_extractive_reader.py`` reads and ``pretriever reader train`` too.
+  the file DPR's ``train_extractive_reader.py`` reads and ``pretriever reader train`` too. A qac
+  question's own source passage (``source_passage_id``) is left out unless ``keep_source``.
 * :func:`answer_questions` (``pretriever answer``): retrieve, then read.
 
 Example::
@@ -61,11 +62,16 @@ def prepare_reader_data(cfg: PrepareConfig, say: Callable[[str], None] = lambda 
         examples = examples[:cfg.limit]
     mode = cfg.match or guess_match_mode(cfg.questions)
     matcher = AnswerMatcher(mode)
-    items, with_positive, no_hits = [], 0, 0
+    items, with_positive, no_hits, left_out = [], 0, 0, 0
+    drop_source = not cfg.keep_source and any(e.source_passage_id for e in examples)
     with open_for_reading(cfg, say) as system:
         for lo in range(0, len(examples), cfg.batch_size):
             chunk = examples[lo:lo + cfg.batch_size]
-            for ex, hits in zip(chunk, system.search([e.question for e in chunk], cfg.k)):
+            for ex, hits in zip(chunk, system.search([e.question for e in chunk], cfg.k + drop_source)):
+                if drop_source:  # the statement's own passage gives the answer away (see PrepareConfig)
+                    kept = [h for h in hits if h.passage_id != ex.source_passage_id]
+                    left_out += len(kept) < len(hits)
+                    hits = kept[:cfg.k]
                 scores = {h.passage_id: h.score for h in hits}
                 ctxs = [{"id": p.passage_id, "title": p.title or "", "text": p.text,
                          "score": float(scores[p.passage_id]), "has_answer": matcher.has_answer(ex.answers, p.text)}
@@ -76,4 +82,5 @@ def prepare_reader_data(cfg: PrepareConfig, say: Callable[[str], None] = lambda 
             progress(min(lo + cfg.batch_size, len(examples)), len(examples))
     write_json(cfg.out, items)
     return {"questions": len(items), "with_positive": with_positive, "without_positive": len(items) - with_positive,
-            "no_passage_retrieved": no_hits, "k": cfg.k, "retriever": system.name, "match": mode}
+            "no_passage_retrieved": no_hits, "k": cfg.k, "retriever": system.name, "match": mode,
+            "source_left_out": left_out}

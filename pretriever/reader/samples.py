@@ -1,12 +1,16 @@
-"""Training instances of the reader: a question, its positive passage with every answer occurrence,
-and negatives (DPR's reader training, Karpukhin et al., 2020, section 3).
+"""Training instances of the reader: a question, one positive passage with every answer occurrence,
+and negatives (DPR's reader training, Karpukhin et al., 2020, section 3; DPR's ``reader_data`` and
+``_create_question_passages_tensors``).
 
-* the positive is the first passage marked positive in which an answer occurs (SQuAD's given
-  offsets plus every other occurrence of an answer: all are marginalised in the loss);
-* negatives are the question's own negatives (retrieved passages without the answer) first, then
-  passages of other questions drawn with a seed, up to ``passages - 1``;
-* an answer occurrence cut off by truncation is dropped and counted; a question left with no
-  occurrence is skipped and counted.
+* every passage marked positive in which an answer occurs is a positive (SQuAD's given offsets plus
+  every other occurrence of an answer: all are marginalised in the loss);
+* each epoch, each question gets one positive sampled from all of them, and fresh negatives: its
+  own negatives (retrieved passages without the answer, all of a DPR reader file's) reshuffled, then
+  passages of other questions, up to ``passages - 1``; the draw hangs on (seed, epoch, question), so
+  a rerun gives the same instances;
+* an answer occurrence cut off by truncation is dropped and counted; a positive left with none is
+  dropped, and a question left with no positive is skipped and counted; a question with no answer
+  (SQuAD v2.0's unanswerable) is skipped and counted.
 
 Example::
 
@@ -28,16 +32,25 @@ from pretriever.reader.spans import CharSpan, answer_char_spans, encode, token_s
 class Sample:
     question: str
     answers: list[str]
-    positive: Passage
-    char_spans: list[CharSpan]
+    positives: list[Passage]
+    spans: list[list[CharSpan]]  # the answer occurrences of each positive
     negatives: list[Passage]
-    group: str  # the positive's document (title): the dev split holds out whole documents
+    group: str  # the first positive's document (title): the dev split holds out whole documents
+
+    @property
+    def positive(self) -> Passage:
+        return self.positives[0]
+
+    @property
+    def char_spans(self) -> list[CharSpan]:
+        return self.spans[0]
 
 
 @dataclass
 class SampleCounts:
     questions: int = 0
     kept: int = 0
+    unanswerable: int = 0  # no answer (SQuAD v2.0's is_impossible)
     no_positive: int = 0  # no passage marked positive holds an answer
     truncated_spans: int = 0  # answer occurrences cut off by truncation (dropped)
     truncated_questions: int = 0  # questions whose every occurrence was cut off (skipped)
@@ -70,33 +83,38 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
                   mode: str = "string") -> tuple[list[Sample], SampleCounts]:
     """Training samples with answer occurrences that survive truncation (see the module docstring)."""
     counts = SampleCounts(questions=len(examples))
-    candidates: list[Sample] = []
+    candidates: list[tuple[ReadingExample, list[ReadingPassage], list[list[CharSpan]]]] = []
     for ex in examples:
-        positive, spans = None, []
-        for passage in ex.passages:
-            if passage.positive:
-                spans = _positive_spans(passage, ex.answers, mode, counts)
-                if spans:
-                    positive = passage
-                    break
-        if positive is None:
+        if not ex.answers:
+            counts.unanswerable += 1
+            continue
+        found = [(p, spans) for p in ex.passages
+                 if p.positive and (spans := _positive_spans(p, ex.answers, mode, counts))]
+        if not found:
             counts.no_positive += 1
             continue
-        negatives = [Passage(p.title, p.text, p.passage_id) for p in ex.passages if not p.positive]
-        candidates.append(Sample(ex.question, ex.answers, Passage(positive.title, positive.text, positive.passage_id),
-                                 spans, negatives, positive.title or positive.passage_id))
-    samples = []
-    for lo in range(0, len(candidates), 64):
-        chunk = candidates[lo:lo + 64]
-        enc = encode(tokenizer, [s.question for s in chunk], [s.positive.title for s in chunk],
-                     [s.positive.text for s in chunk], max_length, return_tensors=None)
-        for sample, offsets in zip(chunk, enc.offsets):
-            kept, dropped = token_spans(offsets, sample.char_spans)
+        candidates.append((ex, [p for p, _ in found], [spans for _, spans in found]))
+    flat = [(c, i) for c, (_, positives, _) in enumerate(candidates) for i in range(len(positives))]
+    kept: dict[int, list[int]] = {}
+    for lo in range(0, len(flat), 64):
+        chunk = flat[lo:lo + 64]
+        enc = encode(tokenizer, [candidates[c][0].question for c, _ in chunk],
+                     [candidates[c][1][i].title for c, i in chunk], [candidates[c][1][i].text for c, i in chunk],
+                     max_length, return_tensors=None)
+        for (c, i), offsets in zip(chunk, enc.offsets):
+            survived, dropped = token_spans(offsets, candidates[c][2][i])
             counts.truncated_spans += dropped
-            if kept:
-                samples.append(sample)
-            else:
-                counts.truncated_questions += 1
+            if survived:
+                kept.setdefault(c, []).append(i)
+    samples = []
+    for c, (ex, positives, spans) in enumerate(candidates):
+        if c not in kept:
+            counts.truncated_questions += 1
+            continue
+        chosen = [Passage(positives[i].title, positives[i].text, positives[i].passage_id) for i in kept[c]]
+        negatives = [Passage(p.title, p.text, p.passage_id) for p in ex.passages if not p.positive]
+        samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i in kept[c]], negatives,
+                              chosen[0].title or chosen[0].passage_id))
     counts.kept = len(samples)
     return samples, counts
 
@@ -112,16 +130,20 @@ def split_by_document(samples: list[Sample], share: float, seed: int) -> tuple[l
     return train, dev
 
 
-def instance(sample: Sample, pool: list[Passage], passages: int, seed: int, index: int) -> Instance:
-    """The sample's positive and ``passages - 1`` negatives: its own first, then pool passages drawn with
-    ``(seed, index)`` that are not the positive."""
-    negatives = sample.negatives[:passages - 1]
+def instance(sample: Sample, pool: list[Passage], passages: int, seed: int, index: int, epoch: int = 0) -> Instance:
+    """The instance of ``sample`` in ``epoch``: one of its positives and ``passages - 1`` negatives, its own
+    (reshuffled) first, then pool passages that are not a positive, all drawn with ``(seed, epoch, index)``."""
+    rng = random.Random(f"{seed}:{epoch}:{index}")
+    k = rng.randrange(len(sample.positives))
+    own = list(sample.negatives)
+    rng.shuffle(own)
+    negatives = own[:passages - 1]
     if len(negatives) < passages - 1 and pool:
-        rng = random.Random(f"{seed}:{index}")
+        positives = {p.text for p in sample.positives}
         tries = 0
         while len(negatives) < passages - 1 and tries < 4 * passages:
             tries += 1
             candidate = pool[rng.randrange(len(pool))]
-            if candidate.text != sample.positive.text:
+            if candidate.text not in positives:
                 negatives.append(candidate)
-    return Instance(sample.question, [sample.positive] + negatives, sample.char_spans)
+    return Instance(sample.question, [sample.positives[k]] + negatives, sample.spans[k])

@@ -1,6 +1,8 @@
 """``pretriever reader train``: train DPR's extractive reader with the transformers Trainer.
 
-Batches hold ``batch_size`` questions x ``passages`` passages (1 positive, the rest negatives);
+Batches hold ``batch_size`` questions x ``passages`` passages (1 positive, the rest negatives), drawn
+anew every epoch: a positive sampled from all of the question's, its own negatives reshuffled first
+(:func:`~pretriever.reader.samples.instance`);
 the loss is :func:`~pretriever.reader.model.reader_loss`. Precision follows the device (bf16 or
 fp16 on a GPU, fp32 on CPU) unless set; gradient accumulation, warm-up and decay are the
 Trainer's. Every ``eval_steps`` the dev split (given, or documents held out of the training
@@ -72,23 +74,37 @@ def collate(instances: list[Instance], tokenizer, max_length: int) -> dict[str, 
 
 
 class InstanceSet:
-    """A map-style dataset of training instances (negatives drawn with the seed and the index)."""
+    """A map-style dataset of training instances: the positive and the negatives of each are drawn anew every
+    epoch (with the seed, the epoch and the index: :func:`~pretriever.reader.samples.instance`)."""
 
     def __init__(self, samples: list[Sample], pool: list[Passage], passages: int, seed: int):
         self.samples, self.pool, self.passages, self.seed = samples, pool, passages, seed
+        self.epoch = 0  # set by EpochCallback as each epoch begins
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def __getitem__(self, index: int) -> Instance:
-        return instance(self.samples[index], self.pool, self.passages, self.seed, index)
+        return instance(self.samples[index], self.pool, self.passages, self.seed, index, self.epoch)
+
+
+def epoch_callback(dataset: InstanceSet):
+    """A TrainerCallback telling ``dataset`` which epoch begins (resumed runs included), so that every
+    epoch samples fresh positives and negatives (the data loader works in this process: no workers)."""
+    from transformers import TrainerCallback
+
+    class EpochCallback(TrainerCallback):
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            dataset.epoch = int(state.epoch or 0)
+
+    return EpochCallback()
 
 
 def negative_pool(samples: list[Sample]) -> list[Passage]:
     """Every distinct passage of the samples (positives and negatives), to draw random negatives from."""
     seen: dict[str, Passage] = {}
     for s in samples:
-        for p in [s.positive, *s.negatives]:
+        for p in [*s.positives, *s.negatives]:
             seen.setdefault(p.text, p)
     return list(seen.values())
 
@@ -138,9 +154,9 @@ def _load_split(cfg: ReaderConfig, tokenizer, say: Callable[[str], None]):
     if not train:
         raise ReaderError(f"{cfg.data}: no training question left ({counts.no_positive} without an answer in a "
                           f"positive passage, {counts.truncated_questions} with every answer cut by truncation)")
-    say(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.no_positive:,} without an answer "
-        f"in a positive passage and {counts.truncated_questions:,} whose answers truncation cut off "
-        f"({counts.truncated_spans:,} answer occurrences dropped)")
+    say(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.unanswerable:,} unanswerable, "
+        f"{counts.no_positive:,} without an answer in a positive passage and {counts.truncated_questions:,} whose "
+        f"answers truncation cut off ({counts.truncated_spans:,} answer occurrences dropped)")
     return train, dev, counts, dev_counts, mode
 
 
@@ -203,15 +219,18 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
     dev = dev[:cfg.dev_limit]
     regex = mode == "regex"
 
-    def dev_eval(model) -> dict[str, float]:
-        return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex)
+    def dev_eval(model) -> dict[str, Any]:
+        return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex,
+                             cfg.lenient_match)
 
     precision = _precision(cfg)
     args = _training_args(cfg, precision, evaluate=bool(dev))
-    trainer = _trainer_class()(model=module, args=args, train_dataset=InstanceSet(train, pool, cfg.passages, cfg.seed),
+    dataset = InstanceSet(train, pool, cfg.passages, cfg.seed)
+    callbacks = [epoch_callback(dataset)] + ([progress_callback()] if progress else [])
+    trainer = _trainer_class()(model=module, args=args, train_dataset=dataset,
                                eval_dataset=dev or None,  # read by dev_eval, not by the Trainer
                                data_collator=lambda batch: collate(batch, tokenizer, cfg.max_length),
-                               callbacks=[progress_callback()] if progress else [], dev_eval=dev_eval)
+                               callbacks=callbacks, dev_eval=dev_eval)
     for callback in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(callback)
     before = dev_eval(trainer.model) if dev and not resume_from else None  # the starting model, for comparison

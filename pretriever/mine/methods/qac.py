@@ -1,14 +1,16 @@
-"""Question-answer-context triplets from citations (C-MORE; Huang et al., 2022, "Pretraining to Answer
+"""Question-answer-context triplets from citations (C-MORE; Yue et al., ACL 2022, "Pretraining to Answer
 Open-Domain Questions by Consulting Millions of References").
 
 Input: the store's ``citations`` (the statement each one supports) and a references folder
 (``--references REFS_DIR``: the cited pages' main text). For each citation whose page has
 text (statements with a hole where markup stood, or from a list, are skipped and counted as
-``flagged_statement``): the page is cut into ``block_words``-word blocks with stride ``block_stride``; BM25
-picks the block closest to the statement; spaCy NER (``ner_model``) finds the statement's
-entities; one that also occurs in the block is sampled (seeded) and replaced in the
-statement by an interrogative phrase for its type (Table 5). Query = that question,
-positive = the block, answer = the entity with its offsets in the block.
+``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
+per size, or ``block_words``:``block_stride``); spaCy NER (``ner_model``) finds the statement's
+entities; one that also occurs in the page is sampled (seeded) and replaced in the statement by an
+interrogative phrase for its type (Table 5); BM25 with that question picks the block (section 3.1;
+``--block-query statement``: with the statement, first). Query = that question, positive = the
+block, answer = the entity with its offsets in the block. With several sizes the filter counts
+and triplets are per citation and size.
 
 ``--context links`` (pretriever's own fallback, not the paper's): a citation without
 reference text takes its block from the articles linked in the statement: the passage,
@@ -41,10 +43,12 @@ import pyarrow.parquet as pq
 from pretriever.data.references import load_references
 from pretriever.errors import ConfigError
 from pretriever.io import read_json, write_json, write_parquet
+from pretriever.metrics import normalize_answer
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner
+from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, Triplet, build_triplet, choose_block, cut_blocks, load_ner,
+                                 shared_words)
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -53,9 +57,18 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
                   ("ctx_id", pa.string()), ("ctx_doc", pa.string()), ("ctx_title", pa.string()),
                   ("ctx_text", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
-FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found")
-FUNNEL = ("citations", "no_statement", "flagged_statement", "no_reference_text", "no_linked_passage", "no_entity",
-          "no_entity_in_block", "answer_in_question", "answer_span_not_found", "triplets", "duplicate", "candidates")
+FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found", "context_unsupported",
+           "answer_is_context_title")
+LINKS_ONLY = ("no_linked_passage", "context_unsupported", "answer_is_context_title")
+# beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
+# first for the statement and for the question differ; the question's first block lacks the answer
+TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer")
+# --include-unanswered: citations dropped for these reasons still give a retriever pair (statement, its block),
+# counted as "unanswered" beside the funnel (they stay counted at their step)
+UNANSWERED = ("no_entity", "no_entity_in_block")
+FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
+          "no_linked_passage", "no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found",
+          "context_unsupported", "answer_is_context_title", "triplets", "duplicate", "candidates")
 
 
 @register
@@ -97,8 +110,10 @@ class QAC(Method):
 
     name = "qac"
     title = "question-answer-context (C-MORE)"
-    summary = ("query = the cited statement with an entity replaced by a wh-phrase; positive = the BM25-best "
-               "block of the cited page holding that entity (the answer)")
+    summary = ("query = the cited statement with an entity replaced by a wh-phrase (Table 5); positive = the block "
+               "of its context holding that entity (the answer) that BM25 ranks first for the question; the "
+               "context (context_source) is the cited page (reference) or, with --context links, the passages of "
+               "the articles the statement links to (link)")
     cap_doc_pairs = False  # one pair per citation: the paper keeps them all
     cap_query_passages = False
     uses_links = False
@@ -121,11 +136,14 @@ class QAC(Method):
     def _rows(self, ctx: MineContext) -> ir.Table:
         """One row per (citation, context): the reference text, or (links) each linked passage."""
         cfg, engine = ctx.config, ctx.engine
+        self.counts["citations"] = engine.count(engine.table("citations"))
         c = self._citations(ctx)
-        self.counts["citations"] = engine.count(c)
+        on_documents = engine.count(c)
+        # the pages --skip-disambiguation leaves out of queries and passages (the only documents ctx.docs lacks)
+        self.counts["disambiguation_page"] = self.counts["citations"] - on_documents
         c = c.filter(c.statement.notnull() & (c.statement.strip().length() > 0))
         with_statement = engine.count(c)
-        self.counts["no_statement"] = self.counts["citations"] - with_statement
+        self.counts["no_statement"] = on_documents - with_statement
         # a statement with a hole where markup stood, or a list item, never becomes a question
         s = ctx.sentences
         flags = s.select(f_doc=s.doc_id, f_idx=s.sentence_idx, f_clean=s.clean)
@@ -165,8 +183,10 @@ class QAC(Method):
         j = without.join(links, (without.doc_id == links.l_doc) & (without.sentence_idx == links.l_sidx))
         j = j.filter(j.l_target != j.doc_id)
         j = j.join(p, j.l_target == p.p_doc)
+        t = ctx.docs.select(t_doc=ctx.docs.doc_id, t_title=ctx.docs.title)
+        j = j.join(t, j.l_target == t.t_doc)
         link_rows = j.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
-                             source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=null,
+                             source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=j.t_title,
                              ctx_text=j.p_text, ctx_pos=j.p_pos).distinct()
         rows = engine.materialize(ref_rows.union(link_rows), "qac-rows")
         with_ctx = engine.count(rows.select("doc_id", "citation_idx").distinct())
@@ -193,15 +213,17 @@ class QAC(Method):
             pass
         while batch := list(itertools.islice(groups, BATCH)):
             docs = nlp.pipe([g[0]["statement"] for g in batch], batch_size=128)
-            out = [self._candidate(ctx, group, doc) for group, doc in zip(batch, docs)]
-            write_parquet(pa.Table.from_pylist([o for o in out if o is not None], schema=CANDIDATE),
+            out = [row for group, doc in zip(batch, docs) for row in self._candidate(ctx, group, doc)]
+            write_parquet(pa.Table.from_pylist(out, schema=CANDIDATE),
                           parts / f"part-{done:06d}.parquet")
             done += 1
+            kept = (*FILTERS, *TRIPLET_COUNTS, "unanswered")
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
-                                                   "counts": {k: self.counts[k] for k in FILTERS}})
+                                            "counts": {k: self.counts[k] for k in kept}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
             write_parquet(CANDIDATE.empty_table(), parts / "part-000000.parquet")
-        self.counts["triplets"] = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        rows = sum(pq.ParquetFile(p).metadata.num_rows for p in parts.glob("part-*.parquet"))
+        self.counts["triplets"] = rows - self.counts["unanswered"]
         return ctx.engine.read(parts, "qac_candidates", is_dir=True)
 
     @staticmethod
@@ -209,7 +231,9 @@ class QAC(Method):
         """What the triplets depend on: a resumed run must have the same."""
         return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
-                "skip_disambiguation": cfg.skip_disambiguation}
+                "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
+                "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query,
+                "min_shared_words": cfg.min_shared_words, "include_unanswered": cfg.include_unanswered}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -228,7 +252,8 @@ class QAC(Method):
         parts.mkdir(parents=True)
         return 0
 
-    def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> dict[str, Any] | None:
+    def _candidate(self, ctx: MineContext, group: list[dict[str, Any]], doc) -> list[dict[str, Any]]:
+        """The triplets of one citation: one per block size (``--blocks``) for a reference, one for links."""
         cfg = ctx.config
         first = group[0]
         key = f"{first['doc_id']}|{first['citation_idx']}"
@@ -236,34 +261,75 @@ class QAC(Method):
         # page twice gives the same triplet, which the shared dedup then counts as a duplicate
         choice = f"{first['statement']}|{first['ctx_id'] if first['source'] == 'reference' else 'links'}"
         entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+        phrases = HOW_MANY if cfg.how_many else WH_PHRASES
         if first["source"] == "reference":
-            blocks = cut_blocks(first["ctx_text"], cfg.block_words, cfg.block_stride)
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice)
+            sizes = cfg.granularities()
+            contexts = [(cut_blocks(first["ctx_text"], n, m), n, m, False) for n, m in sizes]
         else:  # linked passages: only those mentioning an entity of the statement compete
-            blocks = [r["ctx_text"] for r in group]
-            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=True)
-        if not isinstance(result, Triplet):
-            self.counts[result] += 1
+            sizes = [None]
+            contexts = [([r["ctx_text"] for r in group], None, None, True)]
+        out = []
+        for blocks, n, m, mentioning in contexts:
+            accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words)
+            result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
+                                   phrases=phrases, block_query=cfg.block_query, accept=accept)
+            if isinstance(result, Triplet):
+                self.counts["other_entity"] += result.tries > 1
+                self.counts["block_choice_differs"] += result.question_block != result.statement_block
+                self.counts["question_block_lacks_answer"] += result.question_block != result.block_idx
+                idx, query, block = result.block_idx, result.question, result.block
+                answer = {"answer": result.answer, "answer_start": result.answer_start,
+                          "answer_end": result.answer_end, "answer_type": result.answer_type,
+                          "answer_phrase": result.phrase}
+            else:
+                self.counts[result] += 1
+                if not (cfg.include_unanswered and result in UNANSWERED):
+                    continue
+                # C-MORE pre-trains the retriever on these too: the statement is the query, BM25's block the positive
+                idx = choose_block(first["statement"], blocks)
+                if mentioning and shared_words(first["statement"], "", blocks[idx]) < cfg.min_shared_words:
+                    continue
+                self.counts["unanswered"] += 1
+                query, block, answer = first["statement"], blocks[idx], {}
+            if first["source"] == "reference":
+                url = first["ctx_id"]
+                size = f"-{n}:{m}" if len(sizes) > 1 else ""
+                pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{size}-{idx}"
+                doc_id, title = None, first["ctx_title"]
+            else:
+                url, doc_id, title, pid = None, group[idx]["ctx_doc"], None, group[idx]["ctx_id"]
+            out.append({
+                "key": key if len(sizes) == 1 else f"{key}|{n}:{m}", "query": query,
+                "query_doc_id": first["doc_id"], "query_passage_id": first["passage_id"],
+                "query_sentence_idx": first["sentence_idx"], "positive_passage_id": pid, "positive_doc_id": doc_id,
+                "positive_text": block, **answer, "statement": first["statement"], "reference_url": url,
+                "reference_title": title, "context_source": first["source"], "block_words": n, "block_stride": m})
+        return out
+
+    @staticmethod
+    def _links_filter(statement: str, group: list[dict[str, Any]], min_shared: int):
+        """The links route's checks of a passage holding the answer: it must support the statement (shares
+        ``min_shared`` content words besides the answer) and not be the answer's own article (trivial)."""
+        def accept(i: int, answer: str) -> str | None:
+            title = group[i]["ctx_title"] or ""
+            if normalize_answer(answer, lenient=True) == normalize_answer(title, lenient=True):
+                return "answer_is_context_title"
+            if shared_words(statement, answer, group[i]["ctx_text"]) < min_shared:
+                return "context_unsupported"
             return None
-        if first["source"] == "reference":
-            url = first["ctx_id"]
-            pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}-{result.block_idx}"
-            doc_id, title = None, first["ctx_title"]
-        else:
-            url, pid, doc_id, title = None, group[result.block_idx]["ctx_id"], group[result.block_idx]["ctx_doc"], None
-        return {"key": key, "query": result.question, "query_doc_id": first["doc_id"],
-                "query_passage_id": first["passage_id"], "query_sentence_idx": first["sentence_idx"],
-                "positive_passage_id": pid, "positive_doc_id": doc_id, "positive_text": result.block,
-                "answer": result.answer, "answer_start": result.answer_start, "answer_end": result.answer_end,
-                "answer_type": result.answer_type, "answer_phrase": result.phrase, "statement": first["statement"],
-                "reference_url": url, "reference_title": title, "context_source": first["source"]}
+
+        return accept
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, ctx: MineContext, candidates: int) -> dict[str, Any]:
         """The funnel: citations, then what each filter removed, then the triplets and candidates left."""
-        counts = {**self.counts, "duplicate": self.counts["triplets"] - candidates, "candidates": candidates}
-        steps = [k for k in FUNNEL if k != "no_linked_passage" or ctx.config.context == "links"]
-        return {"funnel": {k: int(counts.get(k, 0)) for k in steps}}
+        made = self.counts["triplets"] + self.counts["unanswered"]
+        counts = {**self.counts, "duplicate": made - candidates, "candidates": candidates}
+        steps = [k for k in FUNNEL if k not in LINKS_ONLY or ctx.config.context == "links"]
+        return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
+                "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
+                **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS},
+                **({"unanswered": int(counts.get("unanswered", 0))} if ctx.config.include_unanswered else {})}
 
     def why_empty(self, ctx: MineContext) -> str:
         c = self.counts
