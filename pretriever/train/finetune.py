@@ -48,7 +48,8 @@ from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
 from pretriever.train.config import FinetuneConfig, TrainConfig
 from pretriever.train.errors import TrainError
-from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, last_checkpoint, train
+from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, train
+from pretriever.training import last_checkpoint
 
 STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
 PLAN = "finetune.json"
