@@ -15,8 +15,6 @@ from rich.table import Table
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.progress import console
-from pretriever.cli.corpus import run_build as run_store_build
-from pretriever.cli.index import run_build as run_index_build
 from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
 from pretriever.train.heldout import smoothed
 
@@ -110,7 +108,7 @@ def finetune_command(cfg: FinetuneConfig) -> None:
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with stage():
-        result = finetune(cfg, run_train=run_train, run_index=run_index_build, run_store=run_store_build, step=_say)
+        result = finetune(cfg, run_train=run_train, step=_say, progress=True)
     table = Table(title=f"pretriever finetune -> {cfg.out}")
     for column in ("stage", "output", "this run", "seconds"):
         table.add_column(column, overflow="fold")
