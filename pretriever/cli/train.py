@@ -22,7 +22,7 @@ from pretriever.train.heldout import smoothed
 SHORT = {"model": "-m", "limit": "-n", "batch_size": "-b"}
 FLAGS = {"use_negatives": Flag("--negatives/--no-negatives"), "normalize": Flag("--normalize/--no-normalize"),
          "shared_encoder": Flag("--shared-encoder/--separate-encoders"),
-         "learning_rate": Flag(("--lr", "--learning-rate")), "warmup_ratio": Flag("--warmup"),
+         "learning_rate": Flag("--lr", deprecated=("--learning-rate",)), "warmup_ratio": Flag("--warmup"),
          "no_duplicates": Flag("--no-duplicates/--allow-duplicates")}
 
 
