@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,7 @@ from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig,
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
-from pretriever.progress import console, count_progress
+from pretriever.progress import StageProgress, console, count_progress
 
 index_app = typer.Typer(
     help=(
@@ -33,26 +32,6 @@ index_app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-
-class _StageProgress:
-    """One rich progress line per stage (encode, merge, index, bm25) with a rate in items/s."""
-
-    LABELS = {"encode": ("encoding", "passages"), "merge": ("merging chunks", "chunks"),
-              "index": ("adding to FAISS", "vectors"), "bm25": ("BM25 tokenizing", "passages")}
-
-    def __init__(self, progress):
-        self.progress = progress
-        self.tasks: dict[str, tuple[int, float]] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        label, unit = self.LABELS.get(stage, (stage, "items"))
-        if stage not in self.tasks:
-            self.tasks[stage] = (self.progress.add_task(label, total=total or None, rate=""), time.perf_counter())
-        task, started = self.tasks[stage]
-        elapsed = time.perf_counter() - started
-        rate = f"{done / elapsed:,.1f} {unit}/s" if elapsed > 0 and done else ""
-        self.progress.update(task, completed=done, total=total or None, rate=rate)
-
 
 _FAISS_FLAGS = {"type": Flag("--index-type"), "build_bm25": Flag("--bm25")}
 
@@ -86,7 +65,7 @@ def build(cfg: IndexConfig) -> None:
 def run_build(cfg: IndexConfig):
     """Build under progress bars; print what was done and what to run next."""
     with count_progress() as progress, stage(progress):
-        result = build_index(cfg, on_progress=_StageProgress(progress))
+        result = build_index(cfg, on_progress=StageProgress(progress))
     done_now = f"{result.chunks_encoded} chunk(s), {result.passages_encoded:,} passages in " \
                f"{result.encode_seconds:.1f} s ({result.rate:,.1f} passages/s)"
     if result.stopped:
@@ -137,7 +116,7 @@ def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
     """
     with count_progress() as progress, stage(progress):
         meta = merge_index(cfg.out, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work,
-                           on_progress=_StageProgress(progress))
+                           on_progress=StageProgress(progress))
     if cfg.build_bm25:
         _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
     print_meta(meta, cfg.out)

@@ -17,7 +17,8 @@ from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.io import read_json
 from pretriever.mine.config import MineConfig
-from pretriever.mine.export import FORMATS, PairsDir, PairsError, export_pairs
+from pretriever.data.pairs import PairsDir, PairsError
+from pretriever.mine.export import FORMATS, export_pairs
 from pretriever.mine.pipeline import mine
 from pretriever.mine.show import render_pair, stats_table
 from pretriever.progress import console

@@ -13,7 +13,8 @@ parameters, adds ``--config FILE.toml``, and calls the command with the built co
 Values the user did not give stay out, so TOML settings and the defaults apply
 (:func:`pretriever.config.build_config`). A bool that defaults to off is a plain ``--flag``; one
 that defaults to on is ``--flag/--no-flag``. Fields of a nested config (``IndexConfig.faiss``)
-become options of their own when listed in ``nested``.
+become options of their own when listed in ``nested``. An option renamed so that every stage spells it
+alike (``--lr``, ``--grad-accum``) keeps its old spelling for a while: ``Flag(deprecated=...)``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import typer
 
 from pretriever.cli.common import stage
 from pretriever.config import build_config, help_for
+from pretriever.progress import console
 
 SCALARS = (str, int, float, Path)
 
@@ -43,6 +45,7 @@ class Flag:
     parse: Callable[[Any], Any] | None = None  # the given value -> the config value ("1,5" -> [1, 5])
     cli_type: Any = None  # the type typer parses (default: from the field)
     extra_help: str = ""  # appended to the field's help (an example, say)
+    deprecated: tuple[str, ...] = ()  # old spellings: still accepted, hidden from --help, with a note when used
 
 
 def _base(hint: Any) -> tuple[Any, bool]:
@@ -68,7 +71,7 @@ def _cli_type(hint: Any) -> Any:
 
 def _names(field: dataclasses.Field, hint: Any, flag: Flag, short: dict[str, str]) -> tuple[str, ...]:
     if flag.names:
-        return (flag.names,) if isinstance(flag.names, str) else tuple(flag.names)
+        return _names_of(flag)
     name = "--" + field.name.replace("_", "-")
     if _base(hint)[0] is bool and field.default is True:
         name = f"{name}/--no-{field.name.replace('_', '-')}"
@@ -91,6 +94,30 @@ def _parameter(cls: type, field: dataclasses.Field, hint: Any, flag: Flag, short
                              annotation=annotation)
 
 
+OLD = "_old_"  # prefix of the hidden parameter that takes a field's deprecated spellings
+
+
+def _old_spelling(field: dataclasses.Field, hint: Any, flag: Flag) -> inspect.Parameter:
+    info = typer.Option(None, *flag.deprecated, hidden=True, show_default=False)
+    return inspect.Parameter(OLD + field.name, inspect.Parameter.KEYWORD_ONLY, default=info,
+                             annotation=Optional[flag.cli_type or _cli_type(hint)])
+
+
+def _take_old_spellings(given: dict[str, Any], renamed: dict[str, tuple[tuple[str, ...], str]]) -> None:
+    """Move each deprecated spelling's value to its field (the new spelling wins when both are given)."""
+    for name, (old, new) in renamed.items():
+        value = given.pop(OLD + name)
+        if value is None:
+            continue
+        console.print(f"[yellow]{' / '.join(old)} is deprecated and will go: use {new}[/yellow]")
+        if given.get(name) is None:
+            given[name] = value
+
+
+def _names_of(flag: Flag) -> tuple[str, ...]:
+    return (flag.names,) if isinstance(flag.names, str) else tuple(flag.names or ())
+
+
 def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), flags: dict[str, Flag] | None = None,
                    short: dict[str, str] | None = None, skip: Sequence[str] = (), only: Sequence[str] = (),
                    nested: Sequence[str] = (), extra: Sequence[inspect.Parameter] = (),
@@ -108,7 +135,7 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
     hints = typing.get_type_hints(cls)
     keep = set(only) | set(arguments) | set(nested) if only else None
     fields = [f for f in dataclasses.fields(cls) if f.name not in skip and (keep is None or f.name in keep)]
-    params, parse, inner = [], {}, {}
+    params, parse, inner, renamed = [], {}, {}, {}
     top = {f.name for f in fields if f.name not in nested}
     for name in arguments:
         field = next(f for f in fields if f.name == name)
@@ -126,8 +153,12 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
                 inner[f.name] = field.name
                 parse[f.name] = flags.get(f.name, Flag()).parse
             continue
-        params.append(_parameter(cls, field, hints[field.name], flags.get(field.name, Flag()), short, False))
-        parse[field.name] = flags.get(field.name, Flag()).parse
+        flag = flags.get(field.name, Flag())
+        params.append(_parameter(cls, field, hints[field.name], flag, short, False))
+        parse[field.name] = flag.parse
+        if flag.deprecated:
+            params.append(_old_spelling(field, hints[field.name], flag))
+            renamed[field.name] = (flag.deprecated, _names(field, hints[field.name], flag, short)[0])
     params.append(inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[Path],
                                     default=typer.Option(None, "--config", show_default=False,
                                                          help=f"TOML file whose \\[{section}] table sets any of "
@@ -140,6 +171,7 @@ def config_command(cls: type, section: str, *, arguments: Sequence[str] = (), fl
         def command(**given: Any) -> None:
             config = given.pop("config")
             passed = {name: given.pop(name) for name in list(given) if name in extra_names}
+            _take_old_spellings(given, renamed)
             values: dict[str, Any] = {}
             for name, value in given.items():
                 if value is None or value == []:

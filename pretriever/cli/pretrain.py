@@ -14,7 +14,8 @@ from pretriever.progress import console, count_progress
 
 
 @config_command(PretrainConfig, "pretrain", arguments=("pairs",), short={"model": "-m", "batch_size": "-b"},
-                flags={"learning_rate": Flag(("--learning-rate", "--lr"))})
+                flags={"learning_rate": Flag("--lr", deprecated=("--learning-rate",)),
+                       "gradient_accumulation": Flag("--grad-accum", deprecated=("--gradient-accumulation",))})
 def pretrain_command(cfg: PretrainConfig) -> None:
     """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method
     qc).

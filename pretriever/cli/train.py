@@ -15,8 +15,6 @@ from rich.table import Table
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.progress import console
-from pretriever.cli.corpus import run_build as run_store_build
-from pretriever.cli.index import run_build as run_index_build
 from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
 from pretriever.train.heldout import smoothed
 
@@ -24,7 +22,7 @@ from pretriever.train.heldout import smoothed
 SHORT = {"model": "-m", "limit": "-n", "batch_size": "-b"}
 FLAGS = {"use_negatives": Flag("--negatives/--no-negatives"), "normalize": Flag("--normalize/--no-normalize"),
          "shared_encoder": Flag("--shared-encoder/--separate-encoders"),
-         "learning_rate": Flag(("--lr", "--learning-rate")), "warmup_ratio": Flag("--warmup"),
+         "learning_rate": Flag("--lr", deprecated=("--learning-rate",)), "warmup_ratio": Flag("--warmup"),
          "no_duplicates": Flag("--no-duplicates/--allow-duplicates")}
 
 
@@ -110,7 +108,7 @@ def finetune_command(cfg: FinetuneConfig) -> None:
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with stage():
-        result = finetune(cfg, run_train=run_train, run_index=run_index_build, run_store=run_store_build, step=_say)
+        result = finetune(cfg, run_train=run_train, step=_say, progress=True)
     table = Table(title=f"pretriever finetune -> {cfg.out}")
     for column in ("stage", "output", "this run", "seconds"):
         table.add_column(column, overflow="fold")

@@ -9,6 +9,8 @@
 * :mod:`~pretriever.data.qa` - open-domain QA files (NQ-open, DPR TSV/JSON, WebQ, CuratedTREC)
   and DPR's answer matching;
 * :mod:`~pretriever.data.multihop` - multi-hop questions and gold sets;
+* :mod:`~pretriever.data.pairs` - pairs folders: the checked Parquet files of any folder
+  (:func:`open_pair_files`), a mined folder by its manifest (:class:`PairsDir`);
 * :mod:`~pretriever.data.generated` - where generated queries are (``pretriever generate``);
 * :mod:`~pretriever.data.references` - a references folder (the cited pages' texts) for C-MORE
   (:func:`load_references`).

@@ -50,78 +50,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pretriever.data import AnswerMatcher
+from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.data.reading import squad_article
-from pretriever.errors import PretrieverError
-from pretriever.io import PARQUET_OPTIONS, atomic_path, read_json, text_pair_hashes
-from pretriever.mine.schema import MANIFEST
+from pretriever.io import PARQUET_OPTIONS, atomic_path
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron", "dpr-reader")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
-
-
-class PairsError(PretrieverError):
-    """The folder is not a usable pairs folder, or the request does not fit it."""
-
-
-class PairsDir:
-    def __init__(self, path: Path | str):
-        self.path = Path(path)
-        manifest = self.path / MANIFEST
-        if not manifest.exists():
-            raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
-                             "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
-        self.manifest: dict[str, Any] = read_json(manifest, PairsError)
-        self.duplicates_dropped = 0  # by the last batches() over several methods
-
-    @property
-    def methods(self) -> list[str]:
-        """Methods with a pairs file, in the order they were mined."""
-        return [m for m, info in self.manifest.get("methods", {}).items() if info.get("file")]
-
-    def select(self, methods: str | list[str] | None) -> list[str]:
-        if methods is None:
-            return self.methods
-        wanted = [m.strip().lower() for m in (methods.split(",") if isinstance(methods, str) else methods) if m.strip()]
-        mined = self.manifest.get("methods", {})
-        for m in wanted:
-            if m not in mined:
-                raise PairsError(f"method {m!r} was not mined into {self.path} (it has: {', '.join(mined) or 'none'})")
-            if not mined[m].get("file"):
-                why = mined[m].get("why_no_pairs", "no pairs")
-                raise PairsError(f"method {m!r} gave no pairs in {self.path}: {why}")
-        return wanted
-
-    def file(self, method: str) -> Path:
-        return self.path / self.manifest["methods"][method]["file"]
-
-    def batches(self, methods: list[str], columns: list[str] | None = None,
-                batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
-        """The pairs of ``methods`` in order; with several methods a (query, positive) that an earlier method
-        gave is left out and counted in ``duplicates_dropped``."""
-        self.duplicates_dropped = 0
-        seen: set[int] = set()
-        read = None if columns is None else list(dict.fromkeys([*columns, "query", "positive_text"]))
-        for method in methods:
-            for batch in pq.ParquetFile(self.file(method)).iter_batches(batch_size=batch_size, columns=read):
-                if len(methods) > 1:
-                    batch = self._unseen(batch, seen)
-                yield batch if columns is None else batch.select(columns)
-
-    def _unseen(self, batch: pa.RecordBatch, seen: set[int]) -> pa.RecordBatch:
-        hashes = text_pair_hashes(batch.column("query"), batch.column("positive_text")).tolist()
-        keep = [h not in seen for h in hashes]
-        seen.update(hashes)
-        self.duplicates_dropped += keep.count(False)
-        return batch.filter(pa.array(keep))
-
-    def rows(self, methods: list[str], limit: int | None = None) -> Iterator[dict[str, Any]]:
-        n = 0
-        for batch in self.batches(methods):
-            for row in batch.to_pylist():
-                if limit is not None and n >= limit:
-                    return
-                n += 1
-                yield row
 
 
 def _ctx(title: str | None, text: str | None, passage_id: str | None) -> dict[str, Any]:

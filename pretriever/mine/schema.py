@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-# the files of a pairs folder besides METHOD.parquet
-MANIFEST = "pairs.json"
+from pretriever.data.pairs import MANIFEST  # noqa: F401  (the data layer reads the folders mine writes)
+
+# the files of a pairs folder besides METHOD.parquet and MANIFEST
 STATS = "stats.json"
 PLOT = "overlap.png"
 CHECKPOINTS = ".checkpoints"  # what methods keep across an interruption (qac: finished batches), for --resume

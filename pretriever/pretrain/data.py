@@ -21,10 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.data.pairs import open_pair_files
 from pretriever.io import text_pair_hashes
 from pretriever.pretrain.errors import PretrainError
-from pretriever.train.errors import TrainError
-from pretriever.train.pairs import describe_file, find_pair_files
 
 
 @dataclass
@@ -51,11 +50,7 @@ def _rng(seed: int, *parts: object) -> np.random.Generator:
 def load_pairs(path, methods: list[str] | None = None) -> PretrainPairs:
     """The (x, y) texts of a pairs folder, only ``methods`` when given; empty texts are left out, and so is a
     (query, positive) that an earlier method already gave (counted per method in ``duplicate_across``)."""
-    try:
-        paths, unlisted = find_pair_files(path)
-        files = [describe_file(f) for f in paths]
-    except TrainError as err:
-        raise PretrainError(str(err)) from err
+    files, unlisted = open_pair_files(path)
     x: list[str] = []
     y: list[str] = []
     method_names: list[str] = []

@@ -31,6 +31,7 @@ from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
+from pretriever.training import checkpoints
 
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
@@ -112,7 +113,8 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
 
 
 def _checkpoints(out: Path) -> list[Path]:
-    return sorted((out / CHECKPOINTS).glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+    """The run's checkpoints (``step-N.pt``, each written atomically), oldest first."""
+    return checkpoints(out / CHECKPOINTS, prefix="step-", suffix=".pt", complete=None)
 
 
 def _prepare_out(cfg: PretrainConfig) -> Path | None:

@@ -35,7 +35,7 @@ from pretriever.reader.model import READER_JSON, load_reader_model, save_reader_
 from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
-from pretriever.train.run import last_checkpoint, loss_curve, progress_callback
+from pretriever.training import cuda_available, last_checkpoint, loss_curve, progress_callback, quiet
 
 CHECKPOINTS = "checkpoints"
 
@@ -109,18 +109,12 @@ def negative_pool(samples: list[Sample]) -> list[Passage]:
     return list(seen.values())
 
 
-def _cuda() -> bool:
-    import torch  # lazily: torch is slow to import
-
-    return torch.cuda.is_available()
-
-
 def _precision(cfg: ReaderConfig) -> str:
     import torch  # lazily: torch is slow to import
 
     if cfg.precision != "auto":
         return cfg.precision
-    if not _cuda():
+    if not cuda_available():
         return "fp32"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
@@ -176,7 +170,7 @@ def _training_args(cfg: ReaderConfig, precision: str, evaluate: bool):
         save_total_limit=cfg.save_total_limit, load_best_model_at_end=evaluate, metric_for_best_model="em",
         greater_is_better=True, seed=cfg.seed, report_to="none", disable_tqdm=True, remove_unused_columns=False,
         fp16=precision == "fp16", bf16=precision == "bf16", dataloader_num_workers=0,
-        dataloader_pin_memory=_cuda())
+        dataloader_pin_memory=cuda_available())
 
 
 def _jsonable(value: Any) -> Any:
@@ -209,7 +203,6 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
                  say: Callable[[str], None] = lambda message: None) -> ReaderTrainResult:
     """Train as ``cfg`` says and write READER_DIR (see the module docstring)."""
     from transformers import set_seed
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     resume_from = _prepare_out(cfg)
     set_seed(cfg.seed)  # the new span and selection heads are drawn here, before the Trainer seeds its own steps
@@ -231,8 +224,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
                                eval_dataset=dev or None,  # read by dev_eval, not by the Trainer
                                data_collator=lambda batch: collate(batch, tokenizer, cfg.max_length),
                                callbacks=callbacks, dev_eval=dev_eval)
-    for callback in (PrinterCallback, ProgressCallback):
-        trainer.remove_callback(callback)
+    quiet(trainer)
     before = dev_eval(trainer.model) if dev and not resume_from else None  # the starting model, for comparison
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)

@@ -2,7 +2,7 @@
 
 The top layer, beside the CLI: it opens indexes with :func:`pretriever.index.open_system`
 (which reads the index's passages from its store), the pairs' store through :mod:`pretriever.data`, pairs through
-:class:`pretriever.mine.export.PairsDir` and answers with :class:`pretriever.reader.predict.Reader`;
+:class:`pretriever.data.pairs.PairsDir` and answers with :class:`pretriever.reader.predict.Reader`;
 no stage imports it.
 
 * :mod:`~pretriever.serve.config` - :class:`ServeConfig` (the ``[serve]`` TOML table);

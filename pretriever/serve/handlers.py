@@ -14,8 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from pretriever.data.pairs import PairsError
 from pretriever.errors import PretrieverError
-from pretriever.mine.export import PairsError
 from pretriever.serve.judged import UnknownSetError
 from pretriever.serve.pairs import PageError
 

@@ -1,6 +1,6 @@
 """Pages of mined pairs for the API and the page: filters, the evidence spans, the method's reason.
 
-A pairs folder (:class:`pretriever.mine.export.PairsDir`) holds one Parquet file per method;
+A pairs folder (:class:`pretriever.data.pairs.PairsDir`) holds one Parquet file per method;
 :class:`PairsView` pages through one with DuckDB (filters pushed into the scan, so a file of
 millions of pairs is never read whole) and turns each row into what a person reads: the query
 and the positive with their anchor spans (character offsets into each text, as the pairs files
@@ -17,8 +17,8 @@ from typing import Any
 
 import duckdb
 
+from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.io import read_json
-from pretriever.mine.export import PairsDir, PairsError
 from pretriever.mine.methods import METHODS
 from pretriever.mine.schema import STATS
 

@@ -33,6 +33,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,11 @@ from pretriever.index import IndexConfig, build_index, read_index_meta, recorded
 from pretriever.index.dense import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
+from pretriever.progress import StageProgress, count_progress
 from pretriever.train.config import FinetuneConfig, TrainConfig
 from pretriever.train.errors import TrainError
-from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, last_checkpoint, train
+from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, train
+from pretriever.training import last_checkpoint
 
 STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
 PLAN = "finetune.json"
@@ -102,7 +105,7 @@ def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: Callable[[
     return StageRun(name, scfg.out, True, round(time.perf_counter() - started, 3), note)
 
 
-def _store_stage(cfg: FinetuneConfig, run_store: Callable[[CorpusConfig], Any]) -> StageRun:
+def _store_stage(cfg: FinetuneConfig) -> StageRun:
     """The corpus store the index encodes: --corpus, else one built from the BEIR folder."""
     if cfg.corpus is not None:
         return StageRun("corpus store", cfg.corpus, False, 0.0, "given (--corpus)")
@@ -112,13 +115,12 @@ def _store_stage(cfg: FinetuneConfig, run_store: Callable[[CorpusConfig], Any]) 
         return StageRun("corpus store", out, False, 0.0, "built earlier")
     interrupted = (out / STORE_WORK / STORE_CHECKPOINT).exists()
     started = time.perf_counter()
-    run_store(CorpusConfig(input=cfg.beir, out=out, resume=interrupted, overwrite=not interrupted))
+    build_corpus(CorpusConfig(input=cfg.beir, out=out, resume=interrupted, overwrite=not interrupted))
     return StageRun("corpus store", out, True, round(time.perf_counter() - started, 3),
                     "resumed" if interrupted else f"built from {cfg.beir}")
 
 
-def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool,
-                 run_index: Callable[[IndexConfig], Any]) -> StageRun:
+def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, progress: bool) -> StageRun:
     """The corpus encoded with retriever 1 (kept when complete and retriever 1 did not change)."""
     out = cfg.out / INDEX
     name = "index of retriever 1"
@@ -132,8 +134,10 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool,
         return StageRun(name, out, False, 0.0, "built earlier")
     resume = (out / INDEX_WORK).exists() and not redo
     started = time.perf_counter()
-    run_index(IndexConfig(corpus=store, out=out, model=str(model), batch_size=cfg.index_batch_size,
-                          prepend_title=cfg.prepend_title, resume=resume, overwrite=not resume))
+    index_cfg = IndexConfig(corpus=store, out=out, model=str(model), batch_size=cfg.index_batch_size,
+                            prepend_title=cfg.prepend_title, resume=resume, overwrite=not resume)
+    with count_progress() if progress else nullcontext() as bar:
+        build_index(index_cfg, on_progress=StageProgress(bar) if bar is not None else None)
     return StageRun(name, out, True, round(time.perf_counter() - started, 3),
                     "resumed" if resume else "encoded with retriever 1")
 
@@ -152,13 +156,11 @@ def _prepare(cfg: FinetuneConfig) -> None:
 
 
 def finetune(cfg: FinetuneConfig, *, run_train: Callable[[TrainConfig], Any] = train,
-             run_index: Callable[[IndexConfig], Any] = build_index,
-             run_store: Callable[[CorpusConfig], Any] = build_corpus,
-             step: Step = lambda _: None) -> FinetuneResult:
+             step: Step = lambda _: None, progress: bool = False) -> FinetuneResult:
     """Run retriever 1 and, with ``cfg.two_stage``, the index and retriever 2; skip what is done.
 
-    ``run_train``, ``run_index`` and ``run_store`` are the stages (the command line passes its own,
-    which show progress and print their tables); ``step`` hears which stage starts.
+    ``run_train`` trains a stage (the command line passes its own, which shows progress and prints
+    the summary); ``step`` hears which stage starts; ``progress`` shows the index build's progress bars.
     """
     _prepare(cfg)
     result = FinetuneResult(cfg)
@@ -166,10 +168,10 @@ def finetune(cfg: FinetuneConfig, *, run_train: Callable[[TrainConfig], Any] = t
     step(f"retriever 1: BM25 negatives -> {stage1.out}")
     result.stages.append(_train_stage("retriever 1", stage1, False, run_train))
     if cfg.two_stage:
-        store = _store_stage(cfg, run_store)
+        store = _store_stage(cfg)
         result.stages.append(store)
         step(f"index of retriever 1 -> {cfg.out / INDEX}")
-        index = _index_stage(cfg, store.path, stage1.out, result.stages[0].ran, run_index)
+        index = _index_stage(cfg, store.path, stage1.out, result.stages[0].ran, progress)
         result.stages.append(index)
         stage2 = stage_config(cfg, cfg.out / STAGE2, negatives_from=index.path)
         step(f"retriever 2: negatives mined with retriever 1 -> {stage2.out}")

@@ -1,11 +1,7 @@
 """Mined pairs -> the training set: find the pair files, check them, sample (--limit, --mix), write.
 
-A pairs folder is what ``pretriever mine`` writes (``pairs.json`` naming one Parquet file
-per method, columns ``method``, ``query``, ``positive_text``, ``negative_text``, ...), or
-any folder of Parquet files with at least ``query`` and ``positive_text`` (``method`` and
-``negative_text`` optional; without ``method`` a file's rows belong to the method named
-by the file), or the ``pretriever pairs export --format sentence-transformers`` Parquet
-(``anchor``, ``positive``, ``negative``). A folder without ``pairs.json`` is read whole, and the
+The pairs folder is read through :mod:`pretriever.data.pairs` (a mined folder, any folder of Parquet
+pair files, or a sentence-transformers export). A folder without ``pairs.json`` is read whole, and the
 run says (and records in train.json) every file it read.
 
 Sampling reads the texts once at most: the ``method`` column and the null counts of the row
@@ -18,7 +14,6 @@ trainer memory-maps. So a 20-million-pair run holds 8 bytes per pair, not the pa
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,26 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pretriever.data.pairs import PairFile, PairsError, open_pair_files
 from pretriever.io import text_pair_hashes
 from pretriever.train.errors import TrainError
 
-QUERY_COLUMNS = ("query", "anchor")
-POSITIVE_COLUMNS = ("positive_text", "positive")
-NEGATIVE_COLUMNS = ("negative_text", "negative")
-MANIFEST = "pairs.json"
 TRAIN_SCHEMA = {True: pa.schema([("anchor", pa.string()), ("positive", pa.string()), ("negative", pa.string())]),
                 False: pa.schema([("anchor", pa.string()), ("positive", pa.string())])}
-
-
-@dataclass
-class PairFile:
-    path: Path
-    rows: int
-    query: str
-    positive: str
-    negative: str | None
-    method_column: str | None  # None: every row belongs to ``default_method``
-    default_method: str
 
 
 @dataclass
@@ -68,61 +49,6 @@ class PairsScan:
     @property
     def available(self) -> dict[str, int]:
         return {m: len(self.eligible[m]) for m in self.methods}
-
-
-def _pick(names: list[str], options: tuple[str, ...]) -> str | None:
-    return next((c for c in options if c in names), None)
-
-
-def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
-    """The Parquet files of a pairs folder: those its manifest names, else every *.parquet under it; and, in
-    that second case, a note naming the files read (so a stray file is seen, not trained on in silence)."""
-    path = Path(path)
-    if not path.exists():
-        raise TrainError(f"{path} does not exist; give a pairs folder from `pretriever mine CORPUS --out PAIRS_DIR`")
-    if path.is_file():
-        if path.suffix != ".parquet":
-            raise TrainError(f"{path} is not a Parquet file or a folder of them")
-        return [path], None
-    manifest = path / MANIFEST
-    if manifest.exists():
-        try:
-            methods = json.loads(manifest.read_text(encoding="utf-8")).get("methods", {})
-        except json.JSONDecodeError as err:
-            raise TrainError(f"{manifest}: not valid JSON ({err})") from err
-        files = [path / info["file"] for info in methods.values() if isinstance(info, dict) and info.get("file")]
-        missing = [str(f) for f in files if not f.exists()]
-        if missing:
-            raise TrainError(f"{manifest} names pair files that are missing: {', '.join(missing)}")
-        if files:
-            return files, None
-    files = sorted(p for p in path.rglob("*.parquet")
-                   if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
-    if not files:
-        raise TrainError(f"{path} holds no Parquet pair files; mine some with "
-                         "`pretriever mine CORPUS_DIR --out PAIRS_DIR`")
-    names = ", ".join(str(f.relative_to(path)) for f in files)
-    return files, (f"{path} has no {MANIFEST} naming its pair files: read every Parquet file under it "
-                   f"({len(files)}): {names}")
-
-
-def describe_file(path: Path) -> PairFile:
-    try:
-        meta = pq.ParquetFile(path)
-    except (OSError, pa.ArrowInvalid) as err:
-        raise TrainError(f"{path}: cannot read it as Parquet ({err})") from err
-    names = meta.schema_arrow.names
-    query, positive = _pick(names, QUERY_COLUMNS), _pick(names, POSITIVE_COLUMNS)
-    if query is None or positive is None:
-        need = [" or ".join(opts) for col, opts in ((query, QUERY_COLUMNS), (positive, POSITIVE_COLUMNS)) if col is None]
-        raise TrainError(f"{path} lacks the column(s) {', '.join(need)} (it has: {', '.join(names) or 'none'}). "
-                         "A pairs file needs query and positive_text (optionally method and negative_text), "
-                         "as written by `pretriever mine`, or anchor/positive[/negative] as written by "
-                         "`pretriever pairs export --format sentence-transformers`")
-    negative = _pick(names, NEGATIVE_COLUMNS) if query == "query" else ("negative" if "negative" in names else None)
-    return PairFile(path=path, rows=meta.metadata.num_rows, query=query, positive=positive, negative=negative,
-                    method_column="method" if "method" in names else None,
-                    default_method=path.stem.split(".")[0].lower())
 
 
 def _valid(path: Path, column: str, rows: int) -> np.ndarray:
@@ -158,8 +84,10 @@ def _methods_of(f: PairFile) -> tuple[np.ndarray, list[str]]:
 
 def scan_pairs(path: Path, use_negatives: bool = True, only: list[str] | None = None) -> PairsScan:
     """Files, methods and the eligible rows of each; ``only`` keeps just these methods (--mix)."""
-    paths, unlisted = find_pair_files(path)
-    files = [describe_file(p) for p in paths]
+    try:
+        files, unlisted = open_pair_files(path)
+    except PairsError as err:  # train's own error, as before the reading moved to the data layer
+        raise TrainError(str(err)) from err
     methods: list[str] = []
     per_file: list[tuple[np.ndarray, list[str]]] = []
     for f in files:

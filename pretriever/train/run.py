@@ -34,7 +34,6 @@ from pretriever import __version__
 from pretriever.data import CorpusStore
 from pretriever.index import open_system
 from pretriever.io import atomic_path, write_json
-from pretriever.progress import console
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
@@ -42,6 +41,7 @@ from pretriever.train.heldout import retrieval_check, split_heldout
 from pretriever.train.index_negatives import mine_index_negatives
 from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
+from pretriever.training import cuda_available, last_checkpoint, loss_curve, progress_callback, quiet
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -87,12 +87,6 @@ def _rank() -> int:
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0)
 
 
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def _world() -> int:
     return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
 
@@ -107,18 +101,6 @@ def _barrier() -> Callable[[], None]:
 
 
 # ---------------------------------------------------------------- output folder and checkpoints
-
-def last_checkpoint(folder: Path) -> Path | None:
-    """The newest complete checkpoint (one with trainer_state.json) in ``folder``."""
-    if not folder.is_dir():
-        return None
-    found = []
-    for p in folder.iterdir():
-        if p.is_dir() and p.name.startswith("checkpoint-") and p.name[11:].isdigit() \
-                and (p / "trainer_state.json").exists():
-            found.append((int(p.name[11:]), p))
-    return max(found)[1] if found else None
-
 
 def changed_settings(before: dict[str, Any], cfg: TrainConfig) -> str:
     """The run settings (:meth:`TrainConfig.run_settings`) that differ from ``before``, as "key: old -> new"."""
@@ -274,7 +256,7 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
         fp16=cfg.precision == "fp16",
         bf16=cfg.precision == "bf16",
         dataloader_num_workers=cfg.dataloader_workers,
-        dataloader_pin_memory=_cuda(),
+        dataloader_pin_memory=cuda_available(),
         ddp_find_unused_parameters=False,
         **warmup,
     )
@@ -285,16 +267,7 @@ def make_trainer(model, loss, args, dataset, callbacks: Sequence = ()):
 
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
                                          callbacks=list(callbacks))
-    return _quiet(trainer)
-
-
-def _quiet(trainer):
-    """No printed log dicts or tqdm bars: progress is ours (rich), the logs go to train.json."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    for cb in (PrinterCallback, ProgressCallback):
-        trainer.remove_callback(cb)
-    return trainer
+    return quiet(trainer)
 
 
 def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
@@ -308,62 +281,11 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
         args = training_args(cfg, dataset.column_names, logging_steps=1, output_dir=Path(tmp))
         args.batch_sampler = BatchSamplers.BATCH_SAMPLER  # fixed batches in file order
         trainer = SentenceTransformerTrainer(model=model, args=args, eval_dataset=dataset, loss=build_loss(model, cfg))
-        _quiet(trainer)
+        quiet(trainer)
         return float(trainer.evaluate()["eval_loss"])
 
 
-def progress_callback():
-    """A rich progress bar over optimizer steps with the running loss and pairs/s."""
-    from transformers import TrainerCallback
-
-    class RichProgress(TrainerCallback):
-        def __init__(self):
-            self.progress = None
-            self.loss = float("nan")
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            if not state.is_world_process_zero:
-                return
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-
-            self.pairs_per_step = args.per_device_train_batch_size * max(1, args.world_size)
-            self.start_step, self.t0 = state.global_step, time.perf_counter()
-            self.progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn("steps  loss {task.fields[loss]}  {task.fields[rate]}"),
-                                     TimeElapsedColumn(), TimeRemainingColumn(), console=console)
-            self.progress.start()
-            self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step,
-                                               loss="-", rate="")
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if self.progress is None:
-                return
-            seconds = time.perf_counter() - self.t0
-            rate = (state.global_step - self.start_step) * self.pairs_per_step / seconds if seconds > 0 else 0
-            self.progress.update(self.task, completed=state.global_step, rate=f"{rate:,.1f} pairs/s")
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if self.progress is not None and logs and "loss" in logs:
-                self.progress.update(self.task, loss=f"{float(logs['loss']):.4f}")
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self.close()
-
-        def close(self):
-            if self.progress is not None:
-                self.progress.stop()
-                self.progress = None
-
-    return RichProgress()
-
-
 # ---------------------------------------------------------------- the run
-
-def loss_curve(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"step": int(e["step"]), "epoch": round(float(e.get("epoch", 0.0)), 4), "loss": float(e["loss"]),
-             "learning_rate": float(e.get("learning_rate", 0.0))} for e in log_history if "loss" in e]
-
 
 def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib

@@ -8,6 +8,7 @@ writing) is done once for all strategies by ``pretriever.mine.pipeline``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import ibis.expr.types as ir
@@ -15,6 +16,7 @@ import ibis.expr.types as ir
 from pretriever.errors import ConfigError
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
+from pretriever.mine.engine import Part
 
 
 class Method:
@@ -125,3 +127,28 @@ def links_reason(ctx: MineContext, what: str) -> str | None:
                 f"(target_doc_id is NULL for all of them), and {what} needs links between documents; "
                 "the store holds only a sample of the wiki?")
     return None
+
+
+def link_pair_candidates(ctx: MineContext, linked: ir.Table, name: str, anchor: str,
+                         *steps: Callable[[ir.Table, Part], ir.Table], **extra: Any) -> ir.Table:
+    """Candidates of a strategy that pairs a query sentence of q (linking on) with a positive p (linking back).
+
+    ``linked`` holds one link triple per pair: ``q_doc``, ``q_pid``, ``q_sidx``, ``q_link`` (q's link) and
+    ``p_doc``, ``p_pid`` and ``{anchor}_link`` (p's link back to Q). The anchors and texts are joined here,
+    in this order: q's anchor, p's anchor, ``steps`` (further columns, e.g. a third link's anchor), q's
+    sentence, p's text. ``extra`` maps further candidate columns to columns of the joined table. Dual-link
+    and co-mention share this: they differ only in how ``linked`` is found.
+    """
+    j = ctx.joined(
+        linked, f"{name}-with",
+        lambda t, part: ctx.with_anchor(t, "q_doc", "q_link", "q", within="sentence", part=part),
+        lambda t, part: ctx.with_anchor(t, "p_doc", f"{anchor}_link", anchor, within="passage", part=part),
+        *steps,
+        lambda t, part: ctx.with_sentence_text(t, "q_doc", "q_sidx", "q_text", part=part),
+        lambda t, part: ctx.with_passage_text(t, "p_pid", "p_text", part=part))
+    return ctx.candidate(
+        j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
+        query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
+        query_anchor_end=j.q_aend, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
+        positive_text=j.p_text, positive_anchor=j[f"{anchor}_anchor"], positive_anchor_start=j[f"{anchor}_astart"],
+        positive_anchor_end=j[f"{anchor}_aend"], **{column: j[source] for column, source in extra.items()})

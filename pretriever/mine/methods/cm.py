@@ -19,7 +19,7 @@ import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
 from pretriever.mine.engine import SEP, Part, first_per_group, hkey
-from pretriever.mine.methods.base import Method, links_reason, register
+from pretriever.mine.methods.base import Method, link_pair_candidates, links_reason, register
 
 
 @register
@@ -64,20 +64,12 @@ class CoMention(Method):
                "positive = p")
 
     def candidates(self, ctx: MineContext) -> ir.Table:
-        j = ctx.joined(
-            ctx.in_parts(lambda part: self.linked(ctx, part), "cm-links"), "cm-with",
-            lambda t, part: ctx.with_anchor(t, "q_doc", "q_link", "q", within="sentence", part=part),
-            lambda t, part: ctx.with_anchor(t, "p_doc", "pq_link", "pq", within="passage", part=part),
+        linked = ctx.in_parts(lambda part: self.linked(ctx, part), "cm-links")
+        return link_pair_candidates(
+            ctx, linked, "cm", "pq",
             lambda t, part: ctx.with_anchor(t, "p_doc", "pe_link", "pe", within="passage", entity="e", part=part),
-            lambda t, part: ctx.with_sentence_text(t, "q_doc", "q_sidx", "q_text", part=part),
-            lambda t, part: ctx.with_passage_text(t, "p_pid", "p_text", part=part))
-        return ctx.candidate(
-            j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
-            query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
-            query_anchor_end=j.q_aend, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
-            positive_text=j.p_text, positive_anchor=j.pq_anchor, positive_anchor_start=j.pq_astart,
-            positive_anchor_end=j.pq_aend, entity=j.e, entity_doc_id=j.e_doc, entity_indegree=j.e_deg,
-            entity_anchor=j.pe_anchor, entity_anchor_start=j.pe_astart, entity_anchor_end=j.pe_aend)
+            entity="e", entity_doc_id="e_doc", entity_indegree="e_deg", entity_anchor="pe_anchor",
+            entity_anchor_start="pe_astart", entity_anchor_end="pe_aend")
 
     @staticmethod
     def linked(ctx: MineContext, part: Part) -> ir.Table:

@@ -15,7 +15,7 @@ import ibis.expr.types as ir
 
 from pretriever.mine.context import MineContext
 from pretriever.mine.engine import Part, first_per_group, hkey
-from pretriever.mine.methods.base import Method, links_reason, register
+from pretriever.mine.methods.base import Method, link_pair_candidates, links_reason, register
 
 
 @register
@@ -57,18 +57,8 @@ class DualLink(Method):
     summary = "t_P in M(q) and t_Q in M(p); query = the sentence of q linking to P; positive = p"
 
     def candidates(self, ctx: MineContext) -> ir.Table:
-        j = ctx.joined(
-            ctx.in_parts(lambda part: self.linked(ctx, part), "dl-links"), "dl-with",
-            lambda t, part: ctx.with_anchor(t, "q_doc", "q_link", "q", within="sentence", part=part),
-            lambda t, part: ctx.with_anchor(t, "p_doc", "p_link", "p", within="passage", part=part),
-            lambda t, part: ctx.with_sentence_text(t, "q_doc", "q_sidx", "q_text", part=part),
-            lambda t, part: ctx.with_passage_text(t, "p_pid", "p_text", part=part))
-        return ctx.candidate(
-            j, key=j.q_pid + "|" + j.p_pid, query=j.q_text, query_doc_id=j.q_doc, query_passage_id=j.q_pid,
-            query_sentence_idx=j.q_sidx, query_anchor=j.q_anchor, query_anchor_start=j.q_astart,
-            query_anchor_end=j.q_aend, positive_passage_id=j.p_pid, positive_doc_id=j.p_doc,
-            positive_text=j.p_text, positive_anchor=j.p_anchor, positive_anchor_start=j.p_astart,
-            positive_anchor_end=j.p_aend)
+        linked = ctx.in_parts(lambda part: self.linked(ctx, part), "dl-links")
+        return link_pair_candidates(ctx, linked, "dl", "p")
 
     @staticmethod
     def linked(ctx: MineContext, part: Part) -> ir.Table:

@@ -1,0 +1,172 @@
+"""Pairs folders: what ``pretriever mine`` writes, or any folder of Parquet pair files.
+
+A pairs folder is what ``pretriever mine`` writes (``pairs.json`` naming one Parquet file
+per method, columns ``method``, ``query``, ``positive_text``, ``negative_text``, ...), or
+any folder of Parquet files with at least ``query`` and ``positive_text`` (``method`` and
+``negative_text`` optional; without ``method`` a file's rows belong to the method named
+by the file), or the ``pretriever pairs export --format sentence-transformers`` Parquet
+(``anchor``, ``positive``, ``negative``).
+
+* :func:`open_pair_files` - the files of any such folder, checked (train and pretrain read these);
+* :class:`PairsDir` - a mined folder by its manifest, method by method (export, serve).
+
+Every problem is a :class:`PairsError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pretriever.errors import PretrieverError
+from pretriever.io import read_json, text_pair_hashes
+
+QUERY_COLUMNS = ("query", "anchor")
+POSITIVE_COLUMNS = ("positive_text", "positive")
+NEGATIVE_COLUMNS = ("negative_text", "negative")
+MANIFEST = "pairs.json"  # what `pretriever mine` writes beside its pair files
+
+
+class PairsError(PretrieverError):
+    """The folder is not a usable pairs folder, or the request does not fit it."""
+
+
+class PairsDir:
+    """A folder that ``pretriever mine`` wrote, read through its manifest (``pairs.json``)."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        manifest = self.path / MANIFEST
+        if not manifest.exists():
+            raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
+                             "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
+        self.manifest: dict[str, Any] = read_json(manifest, PairsError)
+        self.duplicates_dropped = 0  # by the last batches() over several methods
+
+    @property
+    def methods(self) -> list[str]:
+        """Methods with a pairs file, in the order they were mined."""
+        return [m for m, info in self.manifest.get("methods", {}).items() if info.get("file")]
+
+    def select(self, methods: str | list[str] | None) -> list[str]:
+        if methods is None:
+            return self.methods
+        wanted = [m.strip().lower() for m in (methods.split(",") if isinstance(methods, str) else methods) if m.strip()]
+        mined = self.manifest.get("methods", {})
+        for m in wanted:
+            if m not in mined:
+                raise PairsError(f"method {m!r} was not mined into {self.path} (it has: {', '.join(mined) or 'none'})")
+            if not mined[m].get("file"):
+                why = mined[m].get("why_no_pairs", "no pairs")
+                raise PairsError(f"method {m!r} gave no pairs in {self.path}: {why}")
+        return wanted
+
+    def file(self, method: str) -> Path:
+        return self.path / self.manifest["methods"][method]["file"]
+
+    def batches(self, methods: list[str], columns: list[str] | None = None,
+                batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
+        """The pairs of ``methods`` in order; with several methods a (query, positive) that an earlier method
+        gave is left out and counted in ``duplicates_dropped``."""
+        self.duplicates_dropped = 0
+        seen: set[int] = set()
+        read = None if columns is None else list(dict.fromkeys([*columns, "query", "positive_text"]))
+        for method in methods:
+            for batch in pq.ParquetFile(self.file(method)).iter_batches(batch_size=batch_size, columns=read):
+                if len(methods) > 1:
+                    batch = self._unseen(batch, seen)
+                yield batch if columns is None else batch.select(columns)
+
+    def _unseen(self, batch: pa.RecordBatch, seen: set[int]) -> pa.RecordBatch:
+        hashes = text_pair_hashes(batch.column("query"), batch.column("positive_text")).tolist()
+        keep = [h not in seen for h in hashes]
+        seen.update(hashes)
+        self.duplicates_dropped += keep.count(False)
+        return batch.filter(pa.array(keep))
+
+    def rows(self, methods: list[str], limit: int | None = None) -> Iterator[dict[str, Any]]:
+        n = 0
+        for batch in self.batches(methods):
+            for row in batch.to_pylist():
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                yield row
+
+
+@dataclass
+class PairFile:
+    path: Path
+    rows: int
+    query: str
+    positive: str
+    negative: str | None
+    method_column: str | None  # None: every row belongs to ``default_method``
+    default_method: str
+
+
+def _pick(names: list[str], options: tuple[str, ...]) -> str | None:
+    return next((c for c in options if c in names), None)
+
+
+def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
+    """The Parquet files of a pairs folder: those its manifest names, else every *.parquet under it; and, in
+    that second case, a note naming the files read (so a stray file is seen, not trained on in silence)."""
+    path = Path(path)
+    if not path.exists():
+        raise PairsError(f"{path} does not exist; give a pairs folder from `pretriever mine CORPUS --out PAIRS_DIR`")
+    if path.is_file():
+        if path.suffix != ".parquet":
+            raise PairsError(f"{path} is not a Parquet file or a folder of them")
+        return [path], None
+    manifest = path / MANIFEST
+    if manifest.exists():
+        try:
+            methods = json.loads(manifest.read_text(encoding="utf-8")).get("methods", {})
+        except json.JSONDecodeError as err:
+            raise PairsError(f"{manifest}: not valid JSON ({err})") from err
+        files = [path / info["file"] for info in methods.values() if isinstance(info, dict) and info.get("file")]
+        missing = [str(f) for f in files if not f.exists()]
+        if missing:
+            raise PairsError(f"{manifest} names pair files that are missing: {', '.join(missing)}")
+        if files:
+            return files, None
+    files = sorted(p for p in path.rglob("*.parquet")
+                   if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts))
+    if not files:
+        raise PairsError(f"{path} holds no Parquet pair files; mine some with "
+                         "`pretriever mine CORPUS_DIR --out PAIRS_DIR`")
+    names = ", ".join(str(f.relative_to(path)) for f in files)
+    return files, (f"{path} has no {MANIFEST} naming its pair files: read every Parquet file under it "
+                   f"({len(files)}): {names}")
+
+
+def describe_file(path: Path) -> PairFile:
+    try:
+        meta = pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as err:
+        raise PairsError(f"{path}: cannot read it as Parquet ({err})") from err
+    names = meta.schema_arrow.names
+    query, positive = _pick(names, QUERY_COLUMNS), _pick(names, POSITIVE_COLUMNS)
+    if query is None or positive is None:
+        need = [" or ".join(opts) for col, opts in ((query, QUERY_COLUMNS), (positive, POSITIVE_COLUMNS)) if col is None]
+        raise PairsError(f"{path} lacks the column(s) {', '.join(need)} (it has: {', '.join(names) or 'none'}). "
+                         "A pairs file needs query and positive_text (optionally method and negative_text), "
+                         "as written by `pretriever mine`, or anchor/positive[/negative] as written by "
+                         "`pretriever pairs export --format sentence-transformers`")
+    negative = _pick(names, NEGATIVE_COLUMNS) if query == "query" else ("negative" if "negative" in names else None)
+    return PairFile(path=path, rows=meta.metadata.num_rows, query=query, positive=positive, negative=negative,
+                    method_column="method" if "method" in names else None,
+                    default_method=path.stem.split(".")[0].lower())
+
+
+def open_pair_files(path: Path) -> tuple[list[PairFile], str | None]:
+    """The checked pair files of ``path`` (see :func:`find_pair_files`) and the note on files read unlisted."""
+    paths, unlisted = find_pair_files(path)
+    return [describe_file(p) for p in paths], unlisted
