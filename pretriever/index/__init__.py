@@ -18,7 +18,7 @@ from pretriever.index.errors import (EncodeStateError, IndexStageError, MergeErr
 from pretriever.index.faiss_index import FaissParams, build_faiss_index
 from pretriever.index.hybrid import HybridOptions, HybridRetriever, choose_alpha, fuse
 from pretriever.index.open import (SYSTEM_MODES, bm25_beside, bm25_system, index_meta, open_retriever, open_system,
-                                   recorded_store, register_retriever, retriever_kind, store_lookup)
+                                   recorded_store, register_retriever, retriever_kind, store_lookup, tuned_of)
 from pretriever.index.system import System, VectorSystem
 from pretriever.index.tuned import TUNED_KEY, TunedSetting, record_tuned, tuned_setting
 
@@ -29,5 +29,5 @@ __all__ = [
     "SYSTEM_MODES", "System", "VectorSystem", "bm25_beside", "bm25_system", "build_index", "encoder_info",
     "index_meta", "merge_index", "open_retriever", "open_system", "parse_shard", "read_index_meta", "recorded_store",
     "register_retriever", "retriever_kind", "save_dense_index", "store_lookup", "TUNED_KEY", "TunedSetting",
-    "record_tuned", "tuned_setting",
+    "record_tuned", "tuned_of", "tuned_setting",
 ]

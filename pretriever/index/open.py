@@ -146,13 +146,9 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
         raise ValueError(f"mode must be one of {', '.join(SYSTEM_MODES)}, got {mode!r}")
     path = Path(path)
     if mode == "tuned":
-        setting = None if _is_bm25(path) else tuned_setting(index_meta(path))
-        if setting is None:
-            return open_system(path, "index", device=device, model=model, corpus=corpus,
-                               require_store=require_store, say=say)
-        system = open_system(path, setting.mode, fusion=setting.fusion, device=device, model=model, corpus=corpus,
-                             require_store=require_store, say=say)
-        return system.renamed(f"tuned: {setting.label}")
+        system = open_system(path, "index", device=device, model=model, corpus=corpus, require_store=require_store,
+                             say=say)
+        return tuned_of(system, path, say) or system
     lexical_folder = _is_bm25(path)
     if mode == "hybrid" and lexical_folder:
         raise NotAnIndexError(f"{path} is a BM25 index: hybrid retrieval fuses a dense (or refined) index with BM25")
@@ -164,6 +160,19 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
     if mode == "hybrid":
         return system.fused(bm25_system(lookup, [path / BM25_DIR], say=say)[0], fusion)
     return system
+
+
+def tuned_of(system: System, path: Path | str, say: Say = lambda message: None) -> System | None:
+    """The setting ``pretriever tune`` recorded for the index ``system`` opened from ``path``, built on it (BM25
+    from beside it or its store) and named "tuned: LABEL"; None when the index records none."""
+    setting = None if _is_bm25(Path(path)) else tuned_setting(system.meta)
+    if setting is None:
+        return None
+    if setting.mode == "index":
+        return system.renamed(f"tuned: {setting.label}")
+    bm25 = bm25_system(system.lookup, [Path(path) / BM25_DIR], say=say)[0]
+    chosen = bm25 if setting.mode == "bm25" else system.fused(bm25, setting.fusion)
+    return chosen.renamed(f"tuned: {setting.label}")
 
 
 def bm25_system(lookup: PassageLookup | None, candidates: list[Path], save_to: Path | None = None,

@@ -7,7 +7,7 @@ draw for every candidate, and recomputes every score; a candidate's interval is 
 percentiles. The best candidate is chosen only when it is *clearly* better than dense retrieval:
 
 * its interval lies wholly above dense's (no overlap), and
-* every generator, taken alone, scores it above dense.
+* no generator, taken alone, scores it below dense (a tie, such as both perfect, is no evidence against).
 
 Otherwise dense stays the choice, and the reason says which test failed. Ties go to dense, then to the earlier
 candidate of the list.
@@ -94,16 +94,16 @@ def choose(per_query: Mapping[str, Mapping[str, Sequence[float]]], rounds: int =
     if best == DENSE:
         return Choice(DENSE, best, False, "dense retrieval scores best on the pseudo-queries", scores, agreement)
     won, dense = scores[best], scores[DENSE]
-    behind = [g for g in generators if won.per_generator[g] <= dense.per_generator[g]]
+    behind = [g for g in generators if won.per_generator[g] < dense.per_generator[g]]
     if won.low <= dense.high:
         reason = (f"{best} scores best ({won.mean:.3f}, 95% interval {won.low:.3f}-{won.high:.3f}) but its interval "
                   f"overlaps dense's ({dense.mean:.3f}, {dense.low:.3f}-{dense.high:.3f}): not clearly better, "
                   "so dense is kept")
     elif behind:
         reason = (f"{best} scores best ({won.mean:.3f} against dense {dense.mean:.3f}) but the generators disagree: "
-                  f"on {', '.join(behind)} it does not beat dense, so dense is kept")
+                  f"on {', '.join(behind)} it scores below dense, so dense is kept")
     else:
         return Choice(best, best, False, f"{best} is clearly better than dense: {won.mean:.3f} "
                       f"({won.low:.3f}-{won.high:.3f}) against {dense.mean:.3f} ({dense.low:.3f}-{dense.high:.3f}), "
-                      "and every generator agrees", scores, agreement)
+                      "and no generator puts it below dense", scores, agreement)
     return Choice(DENSE, best, True, reason, scores, agreement)
