@@ -240,3 +240,19 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
         assert system.name == row
     with open_for_reading(AnswerConfig(index=index, reader=tmp_path, questions=["x"], tuned=False)) as system:
         assert system.name == "all-MiniLM-L6-v2"
+
+
+def test_the_masked_overlay_searches_as_an_index_rebuilt_with_the_masked_vectors(lexical):
+    """Brute force over the stored vectors with the masked rows replaced gives the same lists, also when the masked
+    passages crowd a query's list (25 of 30 masked, k = 3: rows searched again, deeper)."""
+    with open_system(lexical["index"]) as system:
+        ids = list(system.retriever.passage_ids)
+        masked = {pid: f"an unrelated text number {i} about gardens" for i, pid in enumerate(ids[:25])}
+        dense = MaskedDense(system, masked)
+        matrix = np.asarray(system.retriever.embeddings, np.float32).copy()
+        for pid in masked:
+            matrix[ids.index(pid)] = dense.vectors_of([pid])[0]
+        queries = system.encode_queries(["code samples", "gardens", "laboratory team results"])
+        for k in (3, 10):
+            expected = [[ids[i] for i in np.argsort(-(matrix @ q), kind="stable")[:k]] for q in queries]
+            assert [[h.passage_id for h in row] for row in dense.search_vectors(queries, k)] == expected

@@ -2,8 +2,8 @@
 unchanged, and every search remembered so each candidate pays only for what is new to it.
 
 * :class:`MaskedDense` searches a dense (or refined) index whose masked passages have new vectors: the index is
-  searched ``len(masked)`` deeper, the masked passages' stored rows are dropped from its lists, and their new
-  vectors are scored exactly and merged in. Only the masked passages are encoded again. Query vectors and
+  searched deeper (k more; ``len(masked)`` more for a query whose list the masked passages crowd), the masked
+  passages' stored rows are dropped from its lists, and their new vectors are scored exactly and merged in. Only the masked passages are encoded again. Query vectors and
   searches are cached by text, so the twenty-two candidates encode each query once.
 * :func:`masked_bm25` indexes the store again with the masked passages' texts in place (same BM25 options); the
   other passages' texts are unchanged (their scores move only by what masking does to the collection's
@@ -62,14 +62,22 @@ class MaskedDense:
         return np.stack([self._queries[q] for q in queries]) if queries else np.zeros((0, 1), np.float32)
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
-        found = self.dense.search_vectors(vectors, k + len(self.ids))
+        vectors = np.asarray(vectors, np.float32)
         if not self.ids:
-            return [row[:k] for row in found]
-        scores = np.asarray(vectors, np.float32) @ self.vectors.T
+            return self.dense.search_vectors(vectors, k)
+        # deep enough to keep k unmasked hits in most rows; a row that loses too many is searched again
+        # len(masked) deeper, which always is
+        found = self.dense.search_vectors(vectors, k + min(len(self.ids), k))
+        short = [i for i, row in enumerate(found) if sum(h.passage_id not in self.row for h in row) < k
+                 and len(row) == k + min(len(self.ids), k)]
+        if short:
+            for i, row in zip(short, self.dense.search_vectors(vectors[short], k + len(self.ids))):
+                found[i] = row
+        scores = vectors @ self.vectors.T
         out = []
         for row, own in zip(found, scores):
-            kept = [h for h in row if h.passage_id not in self.row]
-            best = np.argsort(-own, kind="stable")[:k]
+            kept = [h for h in row if h.passage_id not in self.row][:k]
+            best = np.argpartition(-own, min(k, len(own)) - 1)[:k] if len(own) > k else np.arange(len(own))
             merged = kept + [Hit(self.ids[i], float(own[i])) for i in best]
             out.append(sorted(merged, key=lambda h: (-h.score, h.passage_id))[:k])
         return out
