@@ -51,7 +51,8 @@ def main() -> None:
     print("|---|---:|---:|" + "---:|" * len(gens) + "---:|")
     for c in result.candidates:
         s = result.choice.scores[c.label]
-        mark = " **(chosen)**" if c.label == result.choice.label else " (best pseudo)" if c.label == result.choice.best else ""
+        chosen, best = c.label == result.choice.label, c.label == result.choice.best
+        mark = " **(chosen)**" if chosen else " (best pseudo)" if best else ""
         mark += " (best real)" if c.label == v["best"] else ""
         print(f"| {c.label}{mark} | {s.mean:.4f} | {s.low:.3f}-{s.high:.3f} | "
               + " | ".join(f"{s.per_generator[g]:.4f}" for g in gens) + f" | {v['nDCG@10'][c.label]:.4f} |")
@@ -66,8 +67,10 @@ def main() -> None:
     print(f"- real nDCG@10 lost by the choice: {v['lost']:.4f} (by the best pseudo candidate: "
           f"{v['best_on_pseudo_lost']:.4f})")
     print(f"- time: {result.seconds['pseudo_total']:.0f} s for the choice, {result.seconds['validation']:.0f} s "
-          f"validation, {wall:.0f} s in all" + (f"; the index's encode took {encode_s:.0f} s (ratio choice/encode "
-                                                f"{result.seconds['pseudo_total'] / encode_s:.2f})" if encode_s else ""))
+          f"validation, {wall:.0f} s in all")
+    if encode_s:
+        print(f"- the index's own encode took {encode_s:.0f} s: ratio choice / encode "
+              f"{result.seconds['pseudo_total'] / encode_s:.2f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**result.to_json(cfg), "wall_seconds": wall, "encode_seconds": encode_s},

@@ -53,7 +53,8 @@ def tune_command(cfg: TuneConfig) -> None:
                      escape(result.choice.agreement["winners"].get(name, "")),
                      f"{info['mask_seconds'] + info['score_seconds']:.1f}")
     if result.validation is not None and result.validation.get("overlap") is not None:
-        gens.add_row("real queries", str(result.validation["queries"]), "", f"{result.validation['overlap']:.2f}", "", "")
+        v = result.validation
+        gens.add_row("real queries", str(v["queries"]), "", f"{v['overlap']:.2f}", "", "")
     console.print(gens)
     taus = ", ".join(f"{k}: {v:.2f}" for k, v in result.choice.agreement["tau"].items() if v is not None)
     if taus:

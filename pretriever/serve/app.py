@@ -88,7 +88,8 @@ def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
                 for q, hits in zip(queries, results)]
 
     @router.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
-    async def search_get(request: Request, q: Q, k: K = 10, mode: Mode = default_mode) -> SearchOut:  # type: ignore[assignment]
+    async def search_get(request: Request, q: Q, k: K = 10,
+                         mode: Mode = default_mode) -> SearchOut:  # type: ignore[assignment]
         """The top k passages for the query: id, title, text, score, rank, and the time taken."""
         return (await search_out(engine(request), [q], k, mode))[0]
 

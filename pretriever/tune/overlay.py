@@ -3,8 +3,9 @@ unchanged, and every search remembered so each candidate pays only for what is n
 
 * :class:`MaskedDense` searches a dense (or refined) index whose masked passages have new vectors: the index is
   searched deeper (k more; ``len(masked)`` more for a query whose list the masked passages crowd), the masked
-  passages' stored rows are dropped from its lists, and their new vectors are scored exactly and merged in. Only the masked passages are encoded again. Query vectors and
-  searches are cached by text, so the twenty-two candidates encode each query once.
+  passages' stored rows are dropped from its lists, and their new vectors are scored exactly and merged in.
+  Only the masked passages are encoded again. Query vectors and searches are cached by text, so the
+  twenty-two candidates encode each query once.
 * :func:`masked_bm25` indexes the store again with the masked passages' texts in place (same BM25 options); the
   other passages' texts are unchanged (their scores move only by what masking does to the collection's
   statistics). :class:`Remembered` caches a retriever's searches.

@@ -46,7 +46,8 @@ class TuneResult:
         return {
             "choice": {"label": self.choice.label, "setting": self.setting.to_json(), "best": self.choice.best,
                        "kept_dense": self.choice.kept_dense, "reason": self.choice.reason},
-            "candidates": [{"label": c.label, "setting": c.setting.to_json(), "pseudo_nDCG@10": round(scores[c.label].mean, 4),
+            "candidates": [{"label": c.label, "setting": c.setting.to_json(),
+                            "pseudo_nDCG@10": round(scores[c.label].mean, 4),
                             "interval": [round(scores[c.label].low, 4), round(scores[c.label].high, 4)],
                             "per_generator": {g: round(v, 4) for g, v in scores[c.label].per_generator.items()},
                             **({"real_nDCG@10": round(real[c.label], 4)} if c.label in real else {})}
@@ -67,7 +68,8 @@ def score_candidates(cands: list[Candidate], dense: Retriever, lexical: Retrieve
     return {c.label: [result.per_query[c.label][q]["nDCG@10"] for q in result.query_ids] for c in cands}
 
 
-def real_overlap(queries: dict[str, str], qrels: dict[str, dict[str, int]], lookup, prepend_title: bool) -> float | None:
+def real_overlap(queries: dict[str, str], qrels: dict[str, dict[str, int]], lookup,
+                 prepend_title: bool) -> float | None:
     """Mean share of a real query's words found in its best-overlapping judged document."""
     docs = {d for judged in qrels.values() for d, grade in judged.items() if grade > 0}
     texts = lookup.passage_texts(docs, prepend_title)
