@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -27,7 +29,7 @@ from pretriever.reader.config import AnswerConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.serve import ServeConfig, create_app
 from pretriever.tune import TuneConfig, choose, run_tune
-from pretriever.tune.generators import GENERATORS
+from pretriever.tune.generators import GENERATORS, TuneError
 from pretriever.tune.overlay import MaskedDense, encoder_model, masked_bm25, masked_texts
 
 PARAPHRASES = [  # one topic per document; no content word shared between a topic's sentences
@@ -256,3 +258,20 @@ def test_the_masked_overlay_searches_as_an_index_rebuilt_with_the_masked_vectors
         for k in (3, 10):
             expected = [[ids[i] for i in np.argsort(-(matrix @ q), kind="stable")[:k]] for q in queries]
             assert [[h.passage_id for h in row] for row in dense.search_vectors(queries, k)] == expected
+
+
+def test_linked_pairs_give_one_query_per_document_whose_own_document_is_left_out(tmp_path):
+    """The linked generator reads dl/cm pairs: one per query document, short queries and self-links skipped; the
+    query's id is its document's, so evaluation (which drops a query's own id, as BEIR does) leaves that document,
+    which holds the sentence verbatim, out."""
+    rows = {"query": ["Canines are loyal companions of many households.", "too short", "Spaghetti boils in salted water.",
+                      "Another sentence of the dogs page about hounds.", "Self links are no evidence at all here."],
+            "query_doc_id": ["t0", "t2", "t1", "t0", "t3"],
+            "positive_doc_id": ["t14", "t1", "t15", "t9", "t3"],
+            "positive_text": ["Kittens chase yarn.", "x", "Baristas brew espresso.", "Whales migrate.", "y"]}
+    pq.write_table(pa.table(rows), tmp_path / "dl.parquet")
+    pseudo = GENERATORS["linked"](tmp_path).make(None, n=10, seed=0)  # type: ignore[arg-type]
+    assert set(pseudo.queries) == {"t0", "t1"} and pseudo.skipped == 3
+    assert pseudo.qrels["t1"] == {"t15": 1} and pseudo.masked == {}
+    with pytest.raises(TuneError, match="--pairs"):
+        GENERATORS["linked"]().make(None, n=10, seed=0)  # type: ignore[arg-type]
