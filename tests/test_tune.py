@@ -264,7 +264,8 @@ def test_linked_pairs_give_one_query_per_document_whose_own_document_is_left_out
     """The linked generator reads dl/cm pairs: one per query document, short queries and self-links skipped; the
     query's id is its document's, so evaluation (which drops a query's own id, as BEIR does) leaves that document,
     which holds the sentence verbatim, out."""
-    rows = {"query": ["Canines are loyal companions of many households.", "too short", "Spaghetti boils in salted water.",
+    rows = {"query": ["Canines are loyal companions of many households.", "too short",
+                      "Spaghetti boils in salted water.",
                       "Another sentence of the dogs page about hounds.", "Self links are no evidence at all here."],
             "query_doc_id": ["t0", "t2", "t1", "t0", "t3"],
             "positive_doc_id": ["t14", "t1", "t15", "t9", "t3"],
