@@ -20,7 +20,7 @@ class TuneConfig:
                                                   "title is the query, the passage without it the positive), linked "
                                                   "(HLP dual-link and co-mention pairs; needs pairs).",
                                             default_help="masked-ict,titles (and linked with pairs)")
-    pairs: Path | None = option(None, "A pairs folder of `pretriever mine --methods dl,cm` over the same store, for "
+    pairs: Path | None = option(None, "A pairs folder of `pretriever mine --method dl,cm` over the same store, for "
                                       "the linked generator.")
     n: int = option(1000, "Pseudo-queries per generator (each masked passage is encoded again).")
     seed: int = option(0, "Seed of the sample, the masked sentences and the bootstrap.")

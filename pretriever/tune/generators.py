@@ -7,7 +7,7 @@ free: the positive never contains the text the query was cut from.
   the query; p *without that sentence* is the positive.
 * ``titles``: the document title is the query; the passage is scored without its title.
 * ``linked`` (HLP, Zhou et al. 2022): dual-link and co-mention pairs of a pairs folder (`pretriever mine
-  --methods dl,cm`); the query is a sentence of one document, the positive another document.
+  --method dl,cm`); the query is a sentence of one document, the positive another document.
 
 Each pseudo-query's id is unique; a masked passage is re-encoded and re-indexed (see
 :mod:`pretriever.tune.overlay`) from the ``masked`` texts a generator returns. Constants (shortest query, number
@@ -165,7 +165,7 @@ class Titles(Generator):
 class Linked(Generator):
     """HLP's dual-link and co-mention pairs: a sentence of document Q is the query, document P the positive.
 
-    Requirements: a pairs folder from ``pretriever mine --methods dl,cm`` over the same store (``pairs``). One
+    Requirements: a pairs folder from ``pretriever mine --method dl,cm`` over the same store (``pairs``). One
     pair per query document; the query's id is its document's id, so that document (which holds the sentence
     verbatim) is left out of its ranking, as BEIR leaves out a query's own document. Nothing is masked: the
     positive is another document.
@@ -181,11 +181,11 @@ class Linked(Generator):
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
         if self.pairs is None:
             raise TuneError("the linked generator needs a pairs folder: give --pairs PAIRS_DIR "
-                            "(`pretriever mine STORE --methods dl,cm --out PAIRS_DIR`)")
+                            "(`pretriever mine STORE --method dl,cm --out PAIRS_DIR`)")
         files = [self.pairs / f"{m}.parquet" for m in self.methods if (self.pairs / f"{m}.parquet").exists()]
         if not files:
             raise TuneError(f"{self.pairs}: no dl.parquet or cm.parquet; mine them with "
-                            f"`pretriever mine STORE --methods dl,cm --out {self.pairs}`")
+                            f"`pretriever mine STORE --method dl,cm --out {self.pairs}`")
         rows = []
         for file in files:
             table = pq.read_table(file, columns=["query", "query_doc_id", "positive_doc_id", "positive_text"])
