@@ -215,6 +215,8 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
     written = json.loads((index / "tune.json").read_text(encoding="utf-8"))
     assert written["choice"]["label"] == setting.label and len(written["candidates"]) == 22
     row = f"tuned: {setting.label}"
+    shown = runner.invoke(app, ["index", "info", str(index)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and f"{setting.label} (`pretriever tune`" in shown.output
 
     def systems(**options) -> dict:
         cfg = EvaluateConfig(index=[index], queries=root / "queries.jsonl", qrels=root / "qrels.tsv",

@@ -200,6 +200,8 @@ def print_meta(meta: dict, path: Path) -> None:
             ("normalize", str(enc["normalize"])), ("corpus", recorded_store(meta) or "?")]
     if (Path(path) / "bm25" / "bm25.json").exists():
         rows.append(("bm25", str(Path(path) / "bm25")))
+    if meta.get("tuned"):
+        rows.append(("tuned", f"{meta['tuned']['label']} (`pretriever tune`, {meta['tuned'].get('created', '?')})"))
     for row in rows:
         table.add_row(*row)
     console.print(table)
