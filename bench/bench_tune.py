@@ -43,7 +43,7 @@ def main() -> None:
     rate = (meta.get("encode") or {}).get("passages_per_second")
     encode_s = meta["count"] / rate if rate else None
     v = result.validation
-    gens = [g for g in result.generators if not g.startswith("_")]
+    gens = list(result.generators)
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, {os.cpu_count()} cores, "
           f"load {load_before[0]:.1f} before / {os.getloadavg()[0]:.1f} after; n={args.n} seed={args.seed}; "
           f"validation {args.qrels} ({v['queries']} queries)\n")

@@ -46,8 +46,6 @@ def tune_command(cfg: TuneConfig) -> None:
     for column in ("generator", "queries", "masked", "lexical overlap", "best candidate", "seconds"):
         gens.add_column(column, justify="left" if column in ("generator", "best candidate") else "right")
     for name, info in result.generators.items():
-        if name.startswith("_"):
-            continue
         overlap = f"{info['overlap']:.2f}" if info["overlap"] is not None else "-"
         gens.add_row(name, str(info["queries"]), str(info["masked"]), overlap,
                      escape(result.choice.agreement["winners"].get(name, "")),
@@ -78,7 +76,7 @@ def tune_command(cfg: TuneConfig) -> None:
 def result_table(result: TuneResult) -> Table:
     """Every candidate: pseudo nDCG@10 with its interval and per generator, and real nDCG@10 when validated."""
     scores, choice = result.choice.scores, result.choice
-    generators = [g for g in result.generators if not g.startswith("_")]
+    generators = list(result.generators)
     real = (result.validation or {}).get("nDCG@10", {})
     table = Table(title="candidates (nDCG@10 on pseudo-queries)")
     table.add_column("candidate")

@@ -38,6 +38,7 @@ class TuneResult:
     generators: dict[str, dict[str, Any]]
     validation: dict[str, Any] | None
     seconds: dict[str, float]
+    bm25_source: str = ""
     written: list[Path] = field(default_factory=list)
 
     def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
@@ -52,7 +53,8 @@ class TuneResult:
                             "per_generator": {g: round(v, 4) for g, v in scores[c.label].per_generator.items()},
                             **({"real_nDCG@10": round(real[c.label], 4)} if c.label in real else {})}
                            for c in self.candidates],
-            "generators": self.generators, "agreement": self.choice.agreement, "validation": self.validation,
+            "generators": self.generators, "bm25": self.bm25_source, "agreement": self.choice.agreement,
+            "validation": self.validation,
             "seconds": self.seconds, "config": cfg.to_json()}
 
     @property
@@ -125,8 +127,7 @@ def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
             say(f"validating on {cfg.qrels}")
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
-    result = TuneResult(choice, cands, generators, validation, seconds)
-    result.generators["_bm25"] = {"source": source}
+    result = TuneResult(choice, cands, generators, validation, seconds, source)
     if not cfg.dry_run:
         write_json(cfg.index / TUNE_JSON, result.to_json(cfg))
         record_tuned(cfg.index, result.setting, TUNE_JSON)
@@ -137,8 +138,8 @@ def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
 def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, prepend: bool,
               choice: Choice) -> dict[str, Any]:
     """Every candidate on the real judgments: nDCG@10, Kendall tau against the pseudo scores, nDCG@10 lost."""
-    queries = queries_in_qrels(load_queries(cfg.queries), (qrels := load_qrels(cfg.qrels)), cfg.queries, cfg.qrels)
-    qrels = {q: judged for q, judged in qrels.items() if q in queries}
+    qrels = load_qrels(cfg.qrels)
+    queries = queries_in_qrels(load_queries(cfg.queries), qrels, cfg.queries, cfg.qrels)
     per_query = score_candidates(cands, MaskedDense(system, {}), Remembered(bm25, "bm25"), queries, qrels, lookup)
     real = {c: sum(v) / len(v) for c, v in per_query.items()}
     pseudo = {c: s.mean for c, s in choice.scores.items()}
