@@ -278,3 +278,14 @@ def test_linked_pairs_give_one_query_per_document_whose_own_document_is_left_out
     assert pseudo.qrels["t1"] == {"t15": 1} and pseudo.masked == {}
     with pytest.raises(TuneError, match="--pairs"):
         GENERATORS["linked"]().make(None, n=10, seed=0)  # type: ignore[arg-type]
+
+
+def test_a_tuned_record_is_checked_when_read():
+    assert tuned_setting({}) is None
+    hybrid = {"label": "hybrid convex 0.3", "mode": "hybrid", "fusion": {"fusion": "convex", "alpha": 0.3}}
+    setting = tuned_setting({"tuned": hybrid})
+    assert setting.fusion.alpha == 0.3 and setting.to_json()["fusion"]["fusion"] == "convex"
+    for broken in ({"label": "x", "mode": "sparse"}, {"label": "x", "mode": "hybrid"},
+                   {"label": "x", "mode": "hybrid", "fusion": {"alpha": 2.0}}, {"mode": "index"}):
+        with pytest.raises(ValueError, match="pretriever tune"):
+            tuned_setting({"tuned": broken})
