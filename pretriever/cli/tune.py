@@ -23,21 +23,39 @@ def _names(value: str) -> list[str]:
 @config_command(TuneConfig, "tune", arguments=("index",),
                 flags={"queries_from": Flag("--queries-from", parse=_names, cli_type=str), "n": Flag(("-n", "--n"))})
 def tune_command(cfg: TuneConfig) -> None:
-    """Choose how to search INDEX_DIR: dense, BM25, or their fusion (RRF k = 60, convex alpha 0.1 ... 0.9, each with and without dense PRF k = 3), from pseudo-queries made from the corpus alone; no labels needed.
+    """Choose how to search INDEX_DIR: dense, BM25, or their fusion (RRF k = 60, convex alpha 0.1 ... 0.9,
+    each with and without dense PRF k = 3), from pseudo-queries made from the corpus alone; no labels
+    needed.
 
-    Pseudo-queries (--queries-from): masked-ict (a sentence of a passage is the query; the passage WITHOUT that sentence is the positive: it is encoded again and indexed again in BM25, so the query's words are not copied from its positive), titles (the title is the query; the passage is scored without it) and linked (HLP dual-link and co-mention pairs, --pairs from `pretriever mine --method dl,cm`). Each generator's lexical overlap (share of query words in the positive) is reported, beside the real queries' with --qrels (SciFact: masked-ict 0.54, titles 0.82, the test claims 0.60).
+    Pseudo-queries (--queries-from): masked-ict (a sentence of a passage is the query; the passage
+    WITHOUT that sentence is the positive: it is encoded again and indexed again in BM25, so the query's
+    words are not copied from its positive), titles (the title is the query; the passage is scored
+    without it) and linked (HLP dual-link and co-mention pairs, --pairs from `pretriever mine --method
+    dl,cm`). Each generator's lexical overlap (share of query words in the positive) is reported, beside
+    the real queries' with --qrels (SciFact: masked-ict 0.54, titles 0.82, the test claims 0.60).
 
-    The choice: the candidate with the best nDCG@10, averaged over generators. Dense stays the choice unless the winner is clearly better: its 95% bootstrap interval must lie above dense's, and no generator may put it below dense; the output says which test failed. The choice, the table and the intervals go to INDEX_DIR/tune.json; the chosen setting goes into INDEX_DIR/index.json ("tuned"), and from then on `search`, `evaluate` (a row "tuned: ..."), `serve` and `answer` use it unless given --no-tuned. --dry-run writes nothing.
+    The choice: the candidate with the best nDCG@10, averaged over generators. Dense stays the choice
+    unless the winner is clearly better: its 95% bootstrap interval must lie above dense's, and no
+    generator may put it below dense; the output says which test failed. The choice, the table and the
+    intervals go to INDEX_DIR/tune.json; the chosen setting goes into INDEX_DIR/index.json ("tuned"),
+    and from then on `search`, `evaluate` (a row "tuned: ..."), `serve` and `answer` use it unless given
+    --no-tuned. --dry-run writes nothing.
 
-    Validation (--qrels with --queries): every candidate is also scored on real judgments, AFTER the choice, which never reads them; reported: real nDCG@10, Kendall tau between the pseudo and real rankings of the candidates, and the real nDCG@10 lost by the choice against the best candidate.
+    Validation (--qrels with --queries): every candidate is also scored on real judgments, AFTER the
+    choice, which never reads them; reported: real nDCG@10, Kendall tau between the pseudo and real
+    rankings of the candidates, and the real nDCG@10 lost by the choice against the best candidate.
 
-    Cost: n passages encoded again and BM25 indexed again per generator, and n queries searched per candidate. On SciFact (5,183 abstracts, all-MiniLM-L6-v2, n = 1000, 2 cores) 188 s, against 171 s for the index's own encode; it chose hybrid convex 0.4, 0.007 nDCG@10 below the best of the 22 candidates on the test claims (bench/README.md).
+    Cost: n passages encoded again and BM25 indexed again per generator, and n queries searched per
+    candidate. On SciFact (5,183 abstracts, all-MiniLM-L6-v2, n = 1000, 2 cores) 188 s, against 171 s
+    for the index's own encode; it chose hybrid convex 0.4, 0.007 nDCG@10 below the best of the 22
+    candidates on the test claims (bench/README.md).
 
     Examples:
 
       pretriever tune scifact-index/ -n 40 --dry-run
 
-      pretriever tune scifact-index/ -n 40 --queries-from masked-ict,titles --qrels scifact/qrels/test.tsv --queries scifact/queries.jsonl
+      pretriever tune scifact-index/ -n 40 --queries-from masked-ict,titles --qrels
+          scifact/qrels/test.tsv --queries scifact/queries.jsonl
     """
     with stage():
         result = run_tune(cfg, say=lambda message: console.print(f"[dim]{escape(message)}[/dim]"))
@@ -74,7 +92,8 @@ def tune_command(cfg: TuneConfig) -> None:
 
 
 def result_table(result: TuneResult) -> Table:
-    """Every candidate: pseudo nDCG@10 with its interval and per generator, and real nDCG@10 when validated."""
+    """Every candidate: pseudo nDCG@10 with its interval and per generator, and real nDCG@10 when
+    validated."""
     scores, choice = result.choice.scores, result.choice
     generators = list(result.generators)
     real = (result.validation or {}).get("nDCG@10", {})
