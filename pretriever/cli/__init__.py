@@ -22,12 +22,13 @@ from pretriever.cli.refine import refine_app
 from pretriever.cli.references import references_app
 from pretriever.cli.serve import serve_command
 from pretriever.cli.train import finetune_command, train_command
+from pretriever.cli.tune import tune_command
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
 
 # `pretriever --help` lists the commands in the order a user runs them
 PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",
-                  "search", "finetune", "refine", "evaluate", "reader", "answer", "serve")
+                  "search", "tune", "finetune", "refine", "evaluate", "reader", "answer", "serve")
 
 
 class PipelineOrder(TyperGroup):
@@ -44,7 +45,7 @@ app = typer.Typer(
         "context, generated queries) into training signal for dense retrievers.\n\n"
         "The commands below are listed in the order you run them: corpus -> mine (references first for "
         "C-MORE's qac triplets, generate first for query-as-context) -> pretrain and/or train -> index -> "
-        "search, refine, evaluate -> reader and answer -> serve. Each stage reads and writes plain Parquet/JSON "
+        "search, tune, refine, evaluate -> reader and answer -> serve. Each stage reads and writes plain Parquet/JSON "
         "files (and BEIR, DPR, SQuAD, Tevatron), so each can be run, inspected and resumed alone; "
         "`pretriever COMMAND --help` gives each one's options and examples that run as written.\n\n"
         "Start here:  pretriever quickstart   (the whole pipeline on a small real Wikipedia dump, offline)\n\n"
@@ -66,6 +67,7 @@ app.command("train")(train_command)
 app.command("finetune")(finetune_command)
 app.add_typer(index_app, name="index")
 app.command("search")(search_command)
+app.command("tune")(tune_command)
 app.command("evaluate")(evaluate_command)
 app.add_typer(refine_app, name="refine")
 app.add_typer(reader_app, name="reader")

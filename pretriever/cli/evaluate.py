@@ -54,6 +54,9 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
     pseudo-relevance feedback: each query vector moves towards the mean of the fused top K passages
     (Rocchio, --prf-weight), the dense side is searched again and fused again.
 
+    An index tuned by `pretriever tune` adds a row "tuned: LABEL" (e.g. "tuned: hybrid convex 0.4"): the
+    index searched the way the tune chose, beside the index alone; --no-tuned leaves it out.
+
     A Q-P overlap analysis (HLP section 6.2) buckets questions by the share of their words found in the
     gold or answer-bearing passage and reports each system's accuracy per bucket.
 

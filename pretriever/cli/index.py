@@ -16,7 +16,7 @@ from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore
 from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, build_index,
-                              merge_index, open_system, read_index_meta, recorded_store)
+                              merge_index, open_system, read_index_meta, recorded_store, tuned_of)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
@@ -200,6 +200,8 @@ def print_meta(meta: dict, path: Path) -> None:
             ("normalize", str(enc["normalize"])), ("corpus", recorded_store(meta) or "?")]
     if (Path(path) / "bm25" / "bm25.json").exists():
         rows.append(("bm25", str(Path(path) / "bm25")))
+    if meta.get("tuned"):
+        rows.append(("tuned", f"{meta['tuned']['label']} (`pretriever tune`, {meta['tuned'].get('created', '?')})"))
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -211,11 +213,12 @@ def search_command(cfg: SearchConfig) -> None:
     """Search an index and print the ranked passages with their titles and scores.
 
     The folder is opened by the kind it records, as `pretriever evaluate` opens it: a refined index
-    (`pretriever refine run`) searches with its refined query side. With --hybrid, the index's ranking
-    fused with BM25's (reciprocal rank fusion, or --fusion convex) is shown too. With --bm25, BM25's
-    ranking is printed beside; it uses INDEX_DIR/bm25 (see `pretriever index build --bm25` or `pretriever
-    index bm25 STORE --out INDEX_DIR/bm25`) and otherwise builds one in memory from the corpus store named
-    in index.json (seconds for SciFact, long for Wikipedia: save one).
+    (`pretriever refine run`) searches with its refined query side. An index tuned by `pretriever tune` is
+    searched as the tune chose (the column says "tuned: ..."); --no-tuned searches the index alone. With
+    --hybrid, the index's ranking fused with BM25's (reciprocal rank fusion, or --fusion convex) is shown
+    too. With --bm25, BM25's ranking is printed beside; it uses INDEX_DIR/bm25 (see `pretriever index build
+    --bm25` or `pretriever index bm25 STORE --out INDEX_DIR/bm25`) and otherwise builds one in memory from
+    the corpus store named in index.json (seconds for SciFact, long for Wikipedia: save one).
 
     Examples:
 
@@ -229,7 +232,9 @@ def search_command(cfg: SearchConfig) -> None:
     """
     queries, k = cfg.queries, cfg.k
     with stage(), open_system(cfg.index_dir, device=cfg.device) as system:
-        systems = [system]
+        tuned = tuned_of(system, cfg.index_dir, say=lambda message: console.print(f"[dim]{message}[/dim]")) \
+            if cfg.tuned else None
+        systems = [tuned or system]
         if (cfg.bm25 or cfg.hybrid) and not isinstance(system.retriever, BM25Index):
             lexical, _ = bm25_system(system.lookup, [cfg.index_dir / BM25_DIR],
                                      say=lambda message: console.print(f"[dim]{message}[/dim]"))

@@ -30,6 +30,8 @@ class EvaluateConfig:
     hybrid: bool = option(False, "Also evaluate each index fused with BM25 (label-free; see fusion).")
     fusion: HybridOptions = option(default_factory=HybridOptions,
                                    help="How hybrid fuses the rankings ([evaluate.fusion] in TOML).")
+    tuned: bool = option(True, "Also evaluate each index the way `pretriever tune` chose for it (index.json's "
+                               "\"tuned\"), as a row \"tuned: LABEL\"; --no-tuned leaves it out.")
     alpha_from: Path | None = option(None, "Judgments of validation queries (e.g. qrels/train.tsv, with the same "
                                            "queries file) on which the convex weight alpha is chosen; never the "
                                            "test split.")

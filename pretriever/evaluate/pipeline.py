@@ -16,7 +16,7 @@ from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, Progress, evaluate_retrievers
 from pretriever.evaluate.report import write_results
 from pretriever.index import (HybridOptions, HybridRetriever, System, bm25_system, choose_alpha, open_system,
-                              retriever_kind)
+                              retriever_kind, tuned_of)
 from pretriever.index.dense import BM25_DIR
 
 Step = Callable[[str], None]
@@ -73,6 +73,9 @@ def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
                      "model": system.meta.get("encoder", {}).get("model"),
                      "index_type": system.meta.get("index", {}).get("type")}
         indexes.append((add(system, described, refined), refined))
+        tuned = tuned_of(system, index_dir, say) if cfg.tuned else None
+        if tuned is not None:
+            add(tuned, {**described, "type": "tuned", "tuned": system.meta.get("tuned")}, refined)
     if cfg.bm25 or cfg.hybrid:
         lookup = indexes[0][0].lookup if indexes else PassageLookup(cfg.corpus)
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]

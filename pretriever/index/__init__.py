@@ -6,7 +6,7 @@
   :class:`HybridRetriever` fuses two retrievers.
 - :func:`open_system` opens any index folder (by the kind it records) as a :class:`System`, a
   :class:`pretriever.retrieval.Searcher` that also returns its passages; ``mode`` picks the index,
-  its BM25 or both fused.
+  its BM25, both fused, or the setting ``pretriever tune`` chose (``tuned``).
 """
 
 from pretriever.index.bm25 import BM25Index, BM25Options
@@ -18,8 +18,9 @@ from pretriever.index.errors import (EncodeStateError, IndexStageError, MergeErr
 from pretriever.index.faiss_index import FaissParams, build_faiss_index
 from pretriever.index.hybrid import HybridOptions, HybridRetriever, choose_alpha, fuse
 from pretriever.index.open import (SYSTEM_MODES, bm25_beside, bm25_system, index_meta, open_retriever, open_system,
-                                   recorded_store, register_retriever, retriever_kind, store_lookup)
+                                   recorded_store, register_retriever, retriever_kind, store_lookup, tuned_of)
 from pretriever.index.system import System, VectorSystem
+from pretriever.index.tuned import TUNED_KEY, TunedSetting, record_tuned, tuned_setting
 
 __all__ = [
     "BM25Index", "BM25Options", "BuildResult", "HybridOptions", "HybridRetriever", "choose_alpha", "fuse",
@@ -27,5 +28,6 @@ __all__ = [
     "IndexStageError", "MergeError", "SearchConfig", "NotAnIndexError", "Shard", "ShardSpecError", "build_faiss_index",
     "SYSTEM_MODES", "System", "VectorSystem", "bm25_beside", "bm25_system", "build_index", "encoder_info",
     "index_meta", "merge_index", "open_retriever", "open_system", "parse_shard", "read_index_meta", "recorded_store",
-    "register_retriever", "retriever_kind", "save_dense_index", "store_lookup",
+    "register_retriever", "retriever_kind", "save_dense_index", "store_lookup", "TUNED_KEY", "TunedSetting",
+    "record_tuned", "tuned_of", "tuned_setting",
 ]

@@ -85,6 +85,8 @@ class SearchConfig:
     fusion: HybridOptions = option(default_factory=HybridOptions,
                                    help="How hybrid fuses the rankings ([search.fusion] in TOML).")
     device: str | None = option(None, "Device for encoding the queries.", default_help="automatic")
+    tuned: bool = option(True, "Search the index the way `pretriever tune` chose (index.json's \"tuned\"); "
+                               "--no-tuned: the index alone.")
     words: int = option(30, "Words of each passage to show (0: titles only).")
 
     def __post_init__(self) -> None:

@@ -36,11 +36,12 @@ from pretriever.index.dense import BM25_DIR, INDEX_JSON, DenseIndex, read_index_
 from pretriever.index.errors import NotAnIndexError
 from pretriever.index.hybrid import HybridOptions
 from pretriever.index.system import System
+from pretriever.index.tuned import tuned_setting
 from pretriever.io import read_json
 from pretriever.retrieval import Retriever
 
 ENTRY_POINT_GROUP = "pretriever.retrievers"
-SYSTEM_MODES = ("index", "bm25", "hybrid")
+SYSTEM_MODES = ("index", "bm25", "hybrid", "tuned")
 Say = Callable[[str], None]
 Opener = Callable[..., Retriever]
 _OPENERS: dict[str, Opener] = {}
@@ -134,7 +135,9 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
 
     ``mode``: ``index`` (the folder as its kind says: dense, refined or BM25), ``bm25`` (the folder when
     it is BM25, else the BM25 beside it, ``INDEX_DIR/bm25``, or one built from its store) or ``hybrid``
-    (the index fused with that BM25 as ``fusion`` says; RRF by default). ``corpus``: the store, when it
+    (the index fused with that BM25 as ``fusion`` says; RRF by default) or ``tuned`` (the setting
+    ``pretriever tune`` recorded in index.json, named "tuned: LABEL"; the index as it is when none is recorded,
+    and ``fusion`` is then ignored). ``corpus``: the store, when it
     is not where the index says (moved); ``require_store``: refuse an index whose store is not there
     (else its passages have no text). ``model`` shares an encoder already loaded; ``say`` reports where
     BM25 came from. Close the system (or use it in a ``with`` block) to release the store.
@@ -142,6 +145,10 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
     if mode not in SYSTEM_MODES:
         raise ValueError(f"mode must be one of {', '.join(SYSTEM_MODES)}, got {mode!r}")
     path = Path(path)
+    if mode == "tuned":
+        system = open_system(path, "index", device=device, model=model, corpus=corpus, require_store=require_store,
+                             say=say)
+        return tuned_of(system, path, say) or system
     lexical_folder = _is_bm25(path)
     if mode == "hybrid" and lexical_folder:
         raise NotAnIndexError(f"{path} is a BM25 index: hybrid retrieval fuses a dense (or refined) index with BM25")
@@ -153,6 +160,19 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
     if mode == "hybrid":
         return system.fused(bm25_system(lookup, [path / BM25_DIR], say=say)[0], fusion)
     return system
+
+
+def tuned_of(system: System, path: Path | str, say: Say = lambda message: None) -> System | None:
+    """The setting ``pretriever tune`` recorded for the index ``system`` opened from ``path``, built on it (BM25
+    from beside it or its store) and named "tuned: LABEL"; None when the index records none."""
+    setting = None if _is_bm25(Path(path)) else tuned_setting(system.meta)
+    if setting is None:
+        return None
+    if setting.mode == "index":
+        return system.renamed(f"tuned: {setting.label}")
+    bm25 = bm25_system(system.lookup, [Path(path) / BM25_DIR], say=say)[0]
+    chosen = bm25 if setting.mode == "bm25" else system.fused(bm25, setting.fusion)
+    return chosen.renamed(f"tuned: {setting.label}")
 
 
 def bm25_system(lookup: PassageLookup | None, candidates: list[Path], save_to: Path | None = None,

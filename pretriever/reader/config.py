@@ -116,6 +116,8 @@ class RetrievalSource:
     k: int = option(20, "Passages retrieved per question (DPR reads 100 at test time, trains on the top 100).")
     retrieval: str = option("index", "index (the folder as it is), bm25 (the BM25 beside it) or hybrid "
                                      "(the index fused with its BM25, RRF).")
+    tuned: bool = option(True, "Unless BM25 or hybrid retrieval is asked for: retrieve the way `pretriever tune` "
+                               "chose for the index (index.json's \"tuned\"); --no-tuned: the index alone.")
     device: str | None = option(None, "Where queries are encoded (and, when reading, the reader runs).",
                                 default_help="automatic")
     corpus: Path | None = option(None, "The corpus store the passage texts come from, when it is not where the "

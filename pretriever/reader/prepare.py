@@ -34,7 +34,8 @@ from pretriever.retrieval import Searcher
 def open_for_reading(source: RetrievalSource, say: Callable[[str], None] = lambda message: None) -> System:
     """The system ``source`` names (its index, as ``source.retrieval`` says), reading passage texts from the
     index's store (or ``source.corpus``)."""
-    system = open_system(source.index, source.retrieval, device=source.device, corpus=source.corpus,
+    mode = "tuned" if source.tuned and source.retrieval == "index" else source.retrieval
+    system = open_system(source.index, mode, device=source.device, corpus=source.corpus,
                          require_store=True, say=say)
     if len(system) == 0:
         system.close()

@@ -52,9 +52,9 @@ class Answering:
                                                           for k in ("rank", "n_best", "max_answer_length")}}
 
 
-def answer_router(cfg: ServeConfig) -> APIRouter:
+def answer_router(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
     """The ``POST /answer`` route (mounted by :func:`pretriever.serve.app.create_app` when a reader is given)."""
-    body_model = request_models(cfg).answer
+    body_model = request_models(cfg, default_mode).answer
     router = APIRouter()  # no `from __future__ import annotations` here: FastAPI must see body_model itself
 
     @router.post("/answer", response_model=AnswerOut, responses=ERRORS, tags=["answer"])

@@ -69,8 +69,8 @@ def _hits(hits: list[Hit], passages: dict) -> list[HitOut]:
             for rank, h in enumerate(hits, 1)]
 
 
-def _api(cfg: ServeConfig) -> APIRouter:
-    models = request_models(cfg)
+def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
+    models = request_models(cfg, default_mode)
     router = APIRouter()
     Q = Annotated[str, Query(min_length=1, max_length=cfg.max_query_chars, description="the query text"),
                   AfterValidator(has_text)]
@@ -88,7 +88,8 @@ def _api(cfg: ServeConfig) -> APIRouter:
                 for q, hits in zip(queries, results)]
 
     @router.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
-    async def search_get(request: Request, q: Q, k: K = 10, mode: Mode = "dense") -> SearchOut:
+    async def search_get(request: Request, q: Q, k: K = 10,
+                         mode: Mode = default_mode) -> SearchOut:  # type: ignore[assignment]
         """The top k passages for the query: id, title, text, score, rank, and the time taken."""
         return (await search_out(engine(request), [q], k, mode))[0]
 
@@ -232,8 +233,8 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # the outermost: on the Host check's and the body cap's answers too
     install_error_handlers(app)
     guard = [Depends(_key_check(cfg))] if cfg.api_key or not is_loopback(cfg.host) else []
-    app.include_router(_api(cfg), dependencies=guard)
-    reading = answer_router(cfg) if app.state.reader is not None else no_reader_router()
+    app.include_router(_api(cfg, app.state.engine.default_mode), dependencies=guard)
+    reading = answer_router(cfg, app.state.engine.default_mode) if app.state.reader is not None else no_reader_router()
     app.include_router(reading, dependencies=guard)
 
     @app.get("/health", tags=["service"])

@@ -110,7 +110,11 @@ class ServeConfig:
                                          "most this many MB (about twice that in memory), so a request's passages "
                                          "are a dict lookup; else each request queries the store. 0: never.")
     hybrid: HybridOptions = option(default_factory=HybridOptions, help="How mode=hybrid fuses dense and BM25 "
-                                   "(the [serve.hybrid] table; RRF k=60 by default).")
+                                   "(the [serve.hybrid] table; RRF k=60 by default; the tuned fusion instead when "
+                                   "the index's tuned setting is a hybrid one).")
+    tuned: bool = option(True, "Serve the setting `pretriever tune` chose (index.json's \"tuned\"): it becomes the "
+                               "mode of requests that name none, and a tuned fusion is what mode=hybrid does. "
+                               "--no-tuned: dense by default, --fusion as given.")
     threads: int = option(4, "Worker threads for BM25 searches, store queries and pairs (the encoder has its "
                              "own thread).")
     header_timeout: float = option(10.0, "Seconds a client has to send a request's line and headers (from "

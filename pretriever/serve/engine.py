@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pretriever.data import PassageLookup
-from pretriever.index import System, bm25_system, open_system, retriever_kind
+from pretriever.index import System, TunedSetting, bm25_system, open_system, retriever_kind, tuned_setting
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.hybrid import fuse
 from pretriever.retrieval import Hit, Passage, VectorSearch
@@ -179,6 +179,7 @@ class Engine:
     executor: ThreadPoolExecutor = field(default_factory=ThreadPoolExecutor)
     encoder: ThreadPoolExecutor | None = None
     batcher: MicroBatcher | None = None
+    tuned: TunedSetting | None = None  # what `pretriever tune` chose (index.json), unless --no-tuned
 
     @classmethod
     def open(cls, config: ServeConfig) -> Engine:
@@ -198,8 +199,12 @@ class Engine:
         encoder = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="pretriever-encode",
                                      initializer=set_encode_threads, initargs=(config.encode_threads,))
         encoder.submit(system.encode_queries, ["warm up"]).result()  # load the model now, not on the first request
+        tuned = tuned_setting(system.meta) if config.tuned else None
+        if tuned is not None and tuned.mode != "index" and bm25 is None:
+            raise ServeError(f"{config.index}: its tuned setting ({tuned.label}) needs BM25, and neither "
+                             f"{config.index / BM25_DIR} nor the corpus store is there; serve with --no-tuned")
         return cls(config, system, bm25, kind, source, executor, encoder,
-                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000))
+                   MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000), tuned)
 
     @property
     def system(self) -> System:
@@ -216,6 +221,16 @@ class Engine:
         have = {"dense": self.dense is not None, "bm25": self.bm25 is not None}
         have["hybrid"] = have["dense"] and have["bm25"]
         return [m for m in MODES if have[m]]
+
+    @property
+    def default_mode(self) -> str:
+        """The mode of a request that names none: the tuned setting's, else dense."""
+        return {"index": "dense", "bm25": "bm25", "hybrid": "hybrid"}[self.tuned.mode] if self.tuned else "dense"
+
+    @property
+    def fusion(self):
+        """How mode=hybrid fuses: the tuned fusion when the tuned setting is a hybrid one, else --fusion's."""
+        return self.tuned.fusion if self.tuned is not None and self.tuned.fusion is not None else self.config.hybrid
 
     def check_mode(self, mode: str) -> None:
         if mode not in self.modes:
@@ -240,7 +255,7 @@ class Engine:
             return await self._dense(queries, k)
         if mode == "bm25":
             return await self._bm25(queries, k)
-        options = self.config.hybrid
+        options = self.fusion
         depth = options.depth_for(k)
         dense, sparse = await asyncio.gather(self._dense(queries, depth), self._bm25(queries, depth))
         return [fuse(d, s, options, k) for d, s in zip(dense, sparse)]
@@ -262,6 +277,7 @@ class Engine:
         encoder = meta.get("encoder", {}) if self.dense is not None else {}
         return {
             "index": str(self.config.index), "kind": self.kind, "modes": self.modes,
+            "default_mode": self.default_mode, "tuned": self.tuned.to_json() if self.tuned else None,
             "model": encoder.get("model_label") or encoder.get("model"),
             "index_type": (meta.get("index") or {}).get("type") if self.dense is not None else "bm25",
             "dim": meta.get("dim"), "passages": len(self.system),

@@ -189,8 +189,9 @@ class RequestModels:
     answer: type[BaseModel]
 
 
-def request_models(cfg: ServeConfig) -> RequestModels:
-    """The request bodies with this server's limits (query length, k, batch size)."""
+def request_models(cfg: ServeConfig, default_mode: str = "dense") -> RequestModels:
+    """The request bodies with this server's limits (query length, k, batch size) and its default mode (the tuned
+    setting's, when the index has one)."""
     Query = Annotated[str, StringConstraints(min_length=1, max_length=cfg.max_query_chars), AfterValidator(has_text)]
     K = Annotated[int, Field(ge=1, le=cfg.max_k, description="hits to return")]
     strict = ConfigDict(extra="forbid", strict=True)  # JSON types as given: no "3" or true for 3
@@ -199,7 +200,7 @@ def request_models(cfg: ServeConfig) -> RequestModels:
         model_config = strict
         q: Query
         k: K = 10
-        mode: Mode = "dense"
+        mode: Mode = default_mode  # type: ignore[assignment]
 
     class BatchIn(BaseModel):
         model_config = strict
@@ -207,7 +208,7 @@ def request_models(cfg: ServeConfig) -> RequestModels:
                                    description=f"at most {cfg.max_batch} queries, each at most "
                                                f"{cfg.max_query_chars} characters")
         k: K = 10
-        mode: Mode = "dense"
+        mode: Mode = default_mode  # type: ignore[assignment]
 
     class CompareIn(BaseModel):
         model_config = strict
@@ -230,7 +231,7 @@ def request_models(cfg: ServeConfig) -> RequestModels:
         model_config = strict
         q: Query
         k: int = Field(min(20, cfg.max_read_k), ge=1, le=cfg.max_read_k, description="passages retrieved and read")
-        mode: Mode = "dense"
+        mode: Mode = default_mode  # type: ignore[assignment]
         rank: Rank = Field(reading.rank, description="passage: the best span of the passage with the highest "
                            "selection score (C-MORE); span: the best span score over all passages")
         n_best: int = Field(reading.n_best, ge=1, le=MAX_N_BEST, description="answers listed")

@@ -1,0 +1,75 @@
+"""The retrieval setting ``pretriever tune`` chose for an index, as its ``index.json`` records it.
+
+``pretriever tune INDEX_DIR`` scores dense, BM25 and their fusions on pseudo-queries made from the corpus
+and writes the winner under ``tuned`` in ``INDEX_DIR/index.json``::
+
+    "tuned": {"label": "hybrid convex 0.3", "mode": "hybrid",
+              "fusion": {"fusion": "convex", "alpha": 0.3, "rrf_k": 60, "prf_k": 0, ...},
+              "from": "tune.json", "created": "..."}
+
+``search``, ``evaluate``, ``serve`` and ``answer`` open an index with :func:`pretriever.index.open_system`'s
+``tuned`` mode (the recorded setting, or the index as it is when none is recorded) unless told ``--no-tuned``.
+This module only reads and writes the record; choosing is ``pretriever.tune``'s work.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pretriever.index.dense import INDEX_JSON, read_index_meta
+from pretriever.index.hybrid import HybridOptions
+from pretriever.io import write_json
+
+TUNED_KEY = "tuned"
+TUNED_MODES = ("index", "bm25", "hybrid")
+
+
+@dataclass(frozen=True)
+class TunedSetting:
+    """How to search an index: ``mode`` as :func:`open_system` takes it and, for ``hybrid``, the fusion.
+
+    ``label`` names it in tables ("dense", "bm25", "hybrid convex 0.3", "hybrid rrf k=60 + prf 3").
+    """
+
+    label: str
+    mode: str
+    fusion: HybridOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in TUNED_MODES:
+            raise ValueError(f"a tuned mode is one of {', '.join(TUNED_MODES)}, got {self.mode!r}")
+        if (self.mode == "hybrid") != (self.fusion is not None):
+            raise ValueError("a hybrid setting needs its fusion options, and only a hybrid one has them")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "mode": self.mode,
+                "fusion": asdict(self.fusion) if self.fusion is not None else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TunedSetting:
+        fusion = data.get("fusion")
+        return cls(str(data["label"]), str(data["mode"]), HybridOptions(**fusion) if fusion else None)
+
+
+def tuned_setting(meta: dict[str, Any]) -> TunedSetting | None:
+    """The setting an index's metadata records (None when the index was never tuned)."""
+    data = meta.get(TUNED_KEY)
+    if not data:
+        return None
+    try:
+        return TunedSetting.from_json(data)
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"the {TUNED_KEY!r} entry of {INDEX_JSON} is not a setting `pretriever tune` wrote "
+                         f"({err}); run `pretriever tune` again") from err
+
+
+def record_tuned(index_dir: Path | str, setting: TunedSetting, source: str = "tune.json") -> dict[str, Any]:
+    """Write ``setting`` into ``index_dir/index.json`` (atomically; every other key is kept); returns the record."""
+    path = Path(index_dir)
+    meta = read_index_meta(path)
+    meta[TUNED_KEY] = {**setting.to_json(), "from": source, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    write_json(path / INDEX_JSON, meta)
+    return meta[TUNED_KEY]

@@ -1,0 +1,60 @@
+"""Settings of ``pretriever tune`` (also the ``[tune]`` table of a TOML config)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pretriever.config import option
+
+DEFAULT_GENERATORS = ("masked-ict", "titles")
+
+
+@dataclass
+class TuneConfig:
+    index: Path = option(help="INDEX_DIR: a dense (or refined) index folder; its bm25/ is used when present, else "
+                              "BM25 is built in memory from the store it names.")
+    queries_from: list[str] | None = option(None, "Pseudo-query generators, comma-separated: masked-ict (a sentence "
+                                                  "is the query, its passage without it the positive), titles (the "
+                                                  "title is the query, the passage without it the positive), linked "
+                                                  "(HLP dual-link and co-mention pairs; needs pairs).",
+                                            default_help="masked-ict,titles (and linked with pairs)")
+    pairs: Path | None = option(None, "A pairs folder of `pretriever mine --method dl,cm` over the same store, for "
+                                      "the linked generator.")
+    n: int = option(1000, "Pseudo-queries per generator (each masked passage is encoded again).")
+    seed: int = option(0, "Seed of the sample, the masked sentences and the bootstrap.")
+    prf: bool = option(True, "Also try each fusion with label-free dense PRF (k = 3).")
+    bootstrap: int = option(1000, "Bootstrap resamples of the pseudo-queries for the intervals.")
+    dry_run: bool = option(False, "Print the table and the choice; write neither tune.json nor index.json.")
+    qrels: Path | None = option(None, "Validation only, never read by the choice: judgments (BEIR or TREC qrels) on "
+                                      "which every candidate is also scored (Kendall tau against the pseudo ranking, "
+                                      "real nDCG@10 lost by the choice).")
+    queries: Path | None = option(None, "Validation only: the BEIR queries.jsonl the --qrels judge.")
+    corpus: Path | None = option(None, "The corpus store, when it is not where index.json says (moved).",
+                                 default_help="the store the index names")
+    device: str | None = option(None, "Where queries and masked passages are encoded.", default_help="automatic")
+    batch_size: int = option(64, "Passages per forward pass when masked passages are encoded again.")
+
+    def __post_init__(self) -> None:
+        self.index = Path(self.index)
+        for name in ("pairs", "qrels", "queries", "corpus"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, Path(value))
+        if isinstance(self.queries_from, str):
+            self.queries_from = [m.strip() for m in self.queries_from.split(",") if m.strip()]
+        if self.queries_from is None:
+            self.queries_from = [*DEFAULT_GENERATORS, *(["linked"] if self.pairs is not None else [])]
+        if not self.queries_from or len(set(self.queries_from)) != len(self.queries_from):
+            raise ValueError(f"queries_from must name generators once each, got {self.queries_from}")
+        if (self.qrels is None) != (self.queries is None):
+            raise ValueError("validation needs both qrels and the queries they judge (or neither)")
+        for name in ("n", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.bootstrap < 0:
+            raise ValueError(f"bootstrap must be 0 or more, got {self.bootstrap}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

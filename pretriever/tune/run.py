@@ -1,0 +1,154 @@
+"""``pretriever tune`` without the command line: :func:`run_tune` scores every candidate on each generator's
+pseudo-queries (over the index with those queries' positives masked), chooses, validates on real judgments when
+given (after the choice, which never sees them), and writes ``INDEX_DIR/tune.json`` and the ``tuned`` entry of
+``index.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pretriever.data import load_qrels, load_queries, queries_in_qrels
+from pretriever.data.qa import word_tokens
+from pretriever.evaluate.core import evaluate_retrievers
+from pretriever.index import bm25_beside, open_system, record_tuned, retriever_kind
+from pretriever.index.dense import BM25_DIR
+from pretriever.io import write_json
+from pretriever.metrics import overlap_ratio
+from pretriever.retrieval import Retriever, VectorSearch
+from pretriever.tune.candidates import Candidate, candidates
+from pretriever.tune.choose import Choice, choose, ranking, tau
+from pretriever.tune.config import TuneConfig
+from pretriever.tune.generators import PseudoQueries, TuneError, make_generator
+from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
+
+TUNE_JSON = "tune.json"
+DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
+Say = Callable[[str], None]
+
+
+@dataclass
+class TuneResult:
+    choice: Choice
+    candidates: list[Candidate]
+    generators: dict[str, dict[str, Any]]
+    validation: dict[str, Any] | None
+    seconds: dict[str, float]
+    bm25_source: str = ""
+    written: list[Path] = field(default_factory=list)
+
+    def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
+        scores = self.choice.scores
+        real = (self.validation or {}).get("nDCG@10", {})
+        return {
+            "choice": {"label": self.choice.label, "setting": self.setting.to_json(), "best": self.choice.best,
+                       "kept_dense": self.choice.kept_dense, "reason": self.choice.reason},
+            "candidates": [{"label": c.label, "setting": c.setting.to_json(),
+                            "pseudo_nDCG@10": round(scores[c.label].mean, 4),
+                            "interval": [round(scores[c.label].low, 4), round(scores[c.label].high, 4)],
+                            "per_generator": {g: round(v, 4) for g, v in scores[c.label].per_generator.items()},
+                            **({"real_nDCG@10": round(real[c.label], 4)} if c.label in real else {})}
+                           for c in self.candidates],
+            "generators": self.generators, "bm25": self.bm25_source, "agreement": self.choice.agreement,
+            "validation": self.validation,
+            "seconds": self.seconds, "config": cfg.to_json()}
+
+    @property
+    def setting(self):
+        return next(c.setting for c in self.candidates if c.label == self.choice.label)
+
+
+def score_candidates(cands: list[Candidate], dense: Retriever, lexical: Retriever, queries: dict[str, str],
+                     qrels: dict[str, dict[str, int]], lookup) -> dict[str, list[float]]:
+    """Per-query nDCG@10 of every candidate (queries in ``qrels`` order), MaxP over the store's documents."""
+    result = evaluate_retrievers([c.build(dense, lexical) for c in cands], queries, qrels, store=lookup,
+                                 depth=DEPTH, overlap=False)
+    return {c.label: [result.per_query[c.label][q]["nDCG@10"] for q in result.query_ids] for c in cands}
+
+
+def real_overlap(queries: dict[str, str], qrels: dict[str, dict[str, int]], lookup,
+                 prepend_title: bool) -> float | None:
+    """Mean share of a real query's words found in its best-overlapping judged document."""
+    docs = {d for judged in qrels.values() for d, grade in judged.items() if grade > 0}
+    texts = lookup.passage_texts(docs, prepend_title)
+    ratios = []
+    for qid, judged in qrels.items():
+        words = word_tokens(queries[qid])
+        found = [overlap_ratio(words, set(word_tokens(texts[d]))) for d, g in judged.items() if g > 0 and d in texts]
+        found = [r for r in found if r is not None]
+        if found:
+            ratios.append(max(found))
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
+    """Tune ``cfg.index`` (see the module docstring); returns the result and, unless ``dry_run``, writes it."""
+    started = time.perf_counter()
+    if retriever_kind(cfg.index) == "bm25":
+        raise TuneError(f"{cfg.index} is a BM25 index: tune chooses between a dense index, its BM25 and their "
+                        "fusions; give the dense index folder")
+    seconds: dict[str, float] = {}
+    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True, say=say) as system:
+        if not isinstance(system, VectorSearch):
+            raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
+        lookup = system.lookup
+        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], say=say)
+        prepend = bool(system.meta.get("encoder", {}).get("prepend_title", True))
+        per_query: dict[str, dict[str, list[float]]] = {}
+        generators: dict[str, dict[str, Any]] = {}
+        cands: list[Candidate] = []
+        for name in cfg.queries_from:
+            t0 = time.perf_counter()
+            pseudo: PseudoQueries = make_generator(name, cfg.pairs).make(lookup, cfg.n, cfg.seed)
+            if not pseudo.queries:
+                raise TuneError(f"the {name} generator made no pseudo-query from {lookup.path} "
+                                f"({pseudo.skipped} passages skipped); leave it out with --queries-from")
+            say(f"{name}: {len(pseudo.queries):,} pseudo-queries, encoding {len(pseudo.masked):,} masked passages")
+            dense = MaskedDense(system, masked_texts(pseudo.masked, prepend), cfg.batch_size)
+            lexical = Remembered(masked_bm25(lookup, pseudo.masked, bm25.options) if pseudo.masked else bm25, "bm25")
+            t1 = time.perf_counter()
+            cands = candidates(dense, cfg.prf)
+            say(f"{name}: scoring {len(cands)} candidates")
+            per_query[name] = score_candidates(cands, dense, lexical, pseudo.queries, pseudo.qrels, lookup)
+            generators[name] = {"queries": len(pseudo.queries), "masked": len(pseudo.masked),
+                                "skipped": pseudo.skipped, "overlap": _round(pseudo.mean_overlap),
+                                "mask_seconds": round(t1 - t0, 2), "score_seconds": round(time.perf_counter() - t1, 2),
+                                "examples": [{"query": pseudo.queries[q], "positive": next(iter(pseudo.qrels[q]))}
+                                             for q in list(pseudo.queries)[:3]]}
+        seconds["choice_inputs"] = round(time.perf_counter() - started, 2)
+        choice = choose(per_query, cfg.bootstrap, cfg.seed)
+        seconds["pseudo_total"] = round(time.perf_counter() - started, 2)
+        validation = None
+        if cfg.qrels is not None:  # after the choice: nothing above reads it
+            say(f"validating on {cfg.qrels}")
+            validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
+            seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
+    result = TuneResult(choice, cands, generators, validation, seconds, source)
+    if not cfg.dry_run:
+        write_json(cfg.index / TUNE_JSON, result.to_json(cfg))
+        record_tuned(cfg.index, result.setting, TUNE_JSON)
+        result.written = [cfg.index / TUNE_JSON, cfg.index / "index.json"]
+    return result
+
+
+def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, prepend: bool,
+              choice: Choice) -> dict[str, Any]:
+    """Every candidate on the real judgments: nDCG@10, Kendall tau against the pseudo scores, nDCG@10 lost."""
+    qrels = load_qrels(cfg.qrels)
+    queries = queries_in_qrels(load_queries(cfg.queries), qrels, cfg.queries, cfg.qrels)
+    per_query = score_candidates(cands, MaskedDense(system, {}), Remembered(bm25, "bm25"), queries, qrels, lookup)
+    real = {c: sum(v) / len(v) for c, v in per_query.items()}
+    pseudo = {c: s.mean for c, s in choice.scores.items()}
+    best = ranking(real)[0]
+    return {"qrels": str(cfg.qrels), "queries": len(qrels), "nDCG@10": real, "best": best,
+            "kendall_tau": tau(pseudo, real), "lost": real[best] - real[choice.label],
+            "best_on_pseudo_lost": real[best] - real[choice.best],
+            "overlap": _round(real_overlap(queries, qrels, lookup, prepend))}
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None

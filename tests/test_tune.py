@@ -1,0 +1,291 @@
+"""pretriever tune: on a tiny corpus where BM25 must win (queries share rare code words with their positives) and
+one where dense must win (paraphrases, no shared word), the choice goes the right way; the masked-ICT positive
+lacks its sentence in both the vectors and BM25; the choice never reads --qrels; a low-confidence winner keeps
+dense; search, evaluate, serve and answer pick the tuned setting up and --no-tuned turns it off. Real
+all-MiniLM-L6-v2 on hand-made corpora of 16 and 30 documents."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from conftest import build
+from pretriever.cli import app
+from pretriever.evaluate import EvaluateConfig
+from pretriever.evaluate.pipeline import run_evaluation
+from pretriever.index import BM25Index, IndexConfig, build_index, open_system, tuned_setting
+from pretriever.index.encode import encode_texts
+from pretriever.index.open import index_meta
+from pretriever.reader.config import AnswerConfig
+from pretriever.reader.prepare import open_for_reading
+from pretriever.serve import ServeConfig, create_app
+from pretriever.tune import TuneConfig, choose, run_tune
+from pretriever.tune.generators import GENERATORS, TuneError
+from pretriever.tune.overlay import MaskedDense, encoder_model, masked_bm25, masked_texts
+
+PARAPHRASES = [  # one topic per document; no content word shared between a topic's sentences
+    ("Dogs", "Canines are loyal household companions. Puppies need walking every single morning. "
+             "Hounds often bark loudly at strangers."),
+    ("Pasta", "Spaghetti should boil in salted water. Italian noodles taste best al dente. "
+              "Macaroni dishes usually include melted cheese."),
+    ("Astronomy", "Telescopes reveal distant glowing galaxies. Astronomers study planets orbiting faraway stars. "
+                  "The night sky holds countless shining suns."),
+    ("Football", "The striker scored a late goal. Soccer fans cheered inside the stadium. "
+                 "A referee showed the defender a yellow card."),
+    ("Weather", "Heavy rain flooded the valley roads. Storm clouds gathered before the downpour. "
+                "Meteorologists predicted wet conditions all week."),
+    ("Music", "She practised piano scales every evening. The orchestra performed a beautiful symphony. "
+              "Musicians tuned their violins before the concert."),
+    ("Computers", "The laptop crashed after a software update. Programmers fixed the bug in the code. "
+                  "My desktop machine needs more memory to run."),
+    ("Gardening", "Tomatoes ripen slowly in the greenhouse. Gardeners water their vegetable beds at dawn. "
+                  "Fresh lettuce grows well in spring soil."),
+    ("Ocean", "Whales migrate across the vast sea. Dolphins leap playfully beside fishing boats. "
+              "Sharks hunt seals near the coast."),
+    ("Medicine", "The doctor prescribed antibiotics for the infection. Patients recover faster with proper rest. "
+                 "Nurses monitor hospital wards through the night."),
+    ("Trains", "The express locomotive departed the station early. Railway passengers waited on the platform. "
+               "Commuters ride subway carriages to work."),
+    ("Baking", "Bakers knead dough before sunrise each day. Warm loaves smell wonderful from the oven. "
+               "Croissants require layers of cold butter."),
+    ("Mountains", "Climbers reached the snowy summit at noon. Hikers trekked up steep alpine trails. "
+                  "The peak towers above the glacier below."),
+    ("Elections", "Voters cast ballots in the national election. The candidate gave a speech about campaign "
+                  "promises. Parliament tallied results after polls closed."),
+    ("Cats", "Kittens chase little balls of yarn. A feline purrs when it feels content. "
+             "Tabby pets nap on sunny windowsills."),
+    ("Coffee", "Baristas brew espresso in busy cafes. A morning latte keeps me awake. "
+               "Roasted beans release a rich aroma."),
+]
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiou") for _ in range(4))
+
+
+def _codes() -> list[tuple[str, str, str]]:
+    """30 documents that share every word but a code word (twice in each sentence's document) and one word unique to
+    each sentence: only the code word ties a sentence to the rest of its document."""
+    rng = random.Random(7)
+    docs = []
+    for i in range(30):
+        code = _word(rng)
+        u = [_word(rng) for _ in range(3)]
+        text = (f"The {code} specimen {u[0]} was measured in the laboratory. Results for the {code} batch {u[1]} "
+                f"were recorded by the team. Further analysis of {code} material {u[2]} followed later that year.")
+        docs.append((f"d{i}", f"Report on {code} samples", text))
+    return docs
+
+
+def _store_and_index(root: Path, docs: list[tuple[str, str, str]]) -> Path:
+    src = root / "docs.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in docs), encoding="utf-8")
+    store = build(src, root / "store", min_title_chars=0, workers=1)
+    build_index(IndexConfig(corpus=store.path, out=root / "index"))
+    BM25Index.build(store).save(root / "index" / "bm25")
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def lexical(tmp_path_factory) -> dict:
+    """The code-word corpus, its index, real queries with judgments (validation only), and its tune (dry run)."""
+    root = tmp_path_factory.mktemp("tune-lexical")
+    docs = _codes()
+    index = _store_and_index(root, docs)
+    queries = [{"_id": f"q{i}", "text": f"which samples of {t.split()[2]} were analysed"} for i, (_, t, _) in
+               enumerate(docs[:10])]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(10)),
+                                    encoding="utf-8")
+    before = (index / "index.json").read_bytes()
+    result = run_tune(TuneConfig(index=index, n=30, dry_run=True))
+    return {"root": root, "index": index, "docs": docs, "result": result, "index_json": before}
+
+
+def test_bm25_must_win_where_queries_share_rare_words_with_their_positives(lexical):
+    result = lexical["result"]
+    scores = result.choice.scores
+    assert scores["bm25"].mean > scores["dense"].mean + 0.1
+    assert result.generators["masked-ict"]["overlap"] < 0.7  # the masked sentence shares only the code word
+    assert not result.choice.kept_dense, result.choice.reason
+    assert result.choice.label != "dense" and result.setting.mode in ("bm25", "hybrid")
+    assert scores[result.choice.label].low > scores["dense"].high
+    for name in ("masked-ict", "titles"):
+        assert result.generators[name]["queries"] == 30
+
+
+def test_a_dry_run_writes_nothing(lexical):
+    assert (lexical["index"] / "index.json").read_bytes() == lexical["index_json"]
+    assert not (lexical["index"] / "tune.json").exists()
+    assert not lexical["result"].written
+
+
+def test_dense_must_win_on_paraphrases(tmp_path):
+    index = _store_and_index(tmp_path, [(f"t{i}", title, text) for i, (title, text) in enumerate(PARAPHRASES)])
+    result = run_tune(TuneConfig(index=index, n=16, queries_from=["masked-ict"], dry_run=True))
+    scores = result.choice.scores
+    assert result.generators["masked-ict"]["queries"] == 16
+    assert result.generators["masked-ict"]["overlap"] < 0.3  # paraphrases: few query words in the positive
+    assert scores["dense"].mean > scores["bm25"].mean + 0.3
+    assert result.choice.label == "dense"
+
+
+def test_the_masked_ict_positive_lacks_its_sentence_in_the_vectors_and_in_bm25(lexical):
+    index = lexical["index"]
+    with open_system(index) as system:
+        lookup = system.lookup
+        pseudo = GENERATORS["masked-ict"]().make(lookup, n=5, seed=0)
+        qid, query = next(iter(pseudo.queries.items()))
+        pid = qid.split(":", 1)[1]
+        original = lookup.passages([pid])[pid].text
+        assert query in original and query not in pseudo.masked[pid].body
+        [unique] = [w for w in query.split() if original.count(w) == 1 and w.islower() and len(w) == 8
+                    and sum(w in t for _, _, t in lexical["docs"]) == 1]  # the word only this sentence holds
+        texts = masked_texts(pseudo.masked, prepend_title=True)
+        dense = MaskedDense(system, texts)
+        expected = encode_texts(encoder_model(system), [texts[pid]], 8, False)[0]
+        assert np.allclose(dense.vectors_of([pid])[0], expected, atol=1e-5)
+        assert not np.allclose(system.vectors_of([pid])[0], expected, atol=1e-3)
+        assert dense.search_vectors(expected[None, :], 1)[0][0].passage_id == pid  # searched with its new vector
+        bm25 = BM25Index.load(index / "bm25")
+        assert [h.passage_id for h in bm25.search([unique], 3)[0]] == [pid]
+        masked = masked_bm25(lookup, pseudo.masked, bm25.options)
+        assert masked.search([unique], 3)[0] == []
+        assert len(masked) == len(bm25)
+
+
+def test_the_choice_does_not_read_the_qrels(lexical):
+    root = lexical["root"]
+    validated = run_tune(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=root / "qrels.tsv",
+                                    queries=root / "queries.jsonl"))
+    plain = lexical["result"]
+    assert validated.choice.label == plain.choice.label and validated.choice.reason == plain.choice.reason
+    assert ({c: (s.mean, s.low, s.high) for c, s in validated.choice.scores.items()}
+            == {c: (s.mean, s.low, s.high) for c, s in plain.choice.scores.items()})
+    assert plain.validation is None
+    v = validated.validation
+    assert v["queries"] == 10 and set(v["nDCG@10"]) == set(plain.choice.scores)
+    assert v["nDCG@10"]["bm25"] == pytest.approx(1.0)
+    assert v["lost"] == pytest.approx(v["nDCG@10"][v["best"]] - v["nDCG@10"][validated.choice.label])
+    if len({round(x, 9) for x in v["nDCG@10"].values()}) > 1:  # tau is undefined when every candidate ties
+        assert -1.0 <= v["kendall_tau"] <= 1.0
+    else:
+        assert v["kendall_tau"] is None
+
+
+def _per_query(dense: list[float], other: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {"dense": dense, **other}
+
+
+def test_a_low_confidence_winner_keeps_dense():
+    rng = np.random.default_rng(0)
+    noisy = rng.uniform(0, 1, 20).tolist()
+    close = [min(1.0, v + 0.03) for v in noisy]  # better on average, well inside the noise
+    choice = choose({"masked-ict": _per_query(noisy, {"bm25": close})}, rounds=500)
+    assert choice.best == "bm25" and choice.label == "dense" and choice.kept_dense
+    assert "overlaps" in choice.reason
+    # clearly better on one generator, worse on the other: the generators disagree
+    high, low = [0.2] * 50, [0.9] * 50
+    disagree = choose({"masked-ict": _per_query(high, {"bm25": [0.95] * 50}),
+                       "titles": _per_query(low, {"bm25": [0.85] * 50})}, rounds=200)
+    assert disagree.label == "dense" and disagree.kept_dense and "disagree" in disagree.reason
+    clear = choose({"masked-ict": _per_query(high, {"bm25": [0.95] * 50}),
+                    "titles": _per_query([0.5] * 50, {"bm25": [0.9] * 50})}, rounds=200)
+    assert clear.label == "bm25" and not clear.kept_dense
+
+
+def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(lexical["index"], index)
+    root = lexical["root"]
+    runner = CliRunner()
+    done = runner.invoke(app, ["tune", str(index), "-n", "30"], env={"COLUMNS": "160"})
+    assert done.exit_code == 0, done.output
+    setting = tuned_setting(index_meta(index))
+    assert setting is not None and setting.label != "dense" and "choice: " + setting.label in done.output
+    written = json.loads((index / "tune.json").read_text(encoding="utf-8"))
+    assert written["choice"]["label"] == setting.label and len(written["candidates"]) == 22
+    row = f"tuned: {setting.label}"
+    shown = runner.invoke(app, ["index", "info", str(index)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and f"{setting.label} (`pretriever tune`" in shown.output
+
+    def systems(**options) -> dict:
+        cfg = EvaluateConfig(index=[index], queries=root / "queries.jsonl", qrels=root / "qrels.tsv",
+                             out=tmp_path / "eval", plots=False, overlap=False, **options)
+        return run_evaluation(cfg)[0].systems
+
+    assert row in systems() and "all-MiniLM-L6-v2" in systems()
+    assert not any(name.startswith("tuned") for name in systems(tuned=False))
+
+    with TestClient(create_app(ServeConfig(index=index)), base_url="http://127.0.0.1") as client:
+        info = client.get("/info").json()
+        assert info["tuned"]["label"] == setting.label
+        mode = {"bm25": "bm25", "hybrid": "hybrid"}[setting.mode]
+        assert info["default_mode"] == mode and client.get("/search", params={"q": "samples"}).json()["mode"] == mode
+    with TestClient(create_app(ServeConfig(index=index, tuned=False)), base_url="http://127.0.0.1") as client:
+        assert client.get("/info").json()["default_mode"] == "dense"
+        assert client.get("/search", params={"q": "samples"}).json()["mode"] == "dense"
+
+    found = runner.invoke(app, ["search", str(index), "samples", "-k", "2"], env={"COLUMNS": "200"})
+    assert found.exit_code == 0 and row in found.output
+    plain = runner.invoke(app, ["search", str(index), "samples", "-k", "2", "--no-tuned"], env={"COLUMNS": "200"})
+    assert plain.exit_code == 0 and "tuned" not in plain.output
+
+    with open_for_reading(AnswerConfig(index=index, reader=tmp_path, questions=["x"])) as system:
+        assert system.name == row
+    with open_for_reading(AnswerConfig(index=index, reader=tmp_path, questions=["x"], tuned=False)) as system:
+        assert system.name == "all-MiniLM-L6-v2"
+
+
+def test_the_masked_overlay_searches_as_an_index_rebuilt_with_the_masked_vectors(lexical):
+    """Brute force over the stored vectors with the masked rows replaced gives the same lists, also when the masked
+    passages crowd a query's list (25 of 30 masked, k = 3: rows searched again, deeper)."""
+    with open_system(lexical["index"]) as system:
+        ids = list(system.retriever.passage_ids)
+        masked = {pid: f"an unrelated text number {i} about gardens" for i, pid in enumerate(ids[:25])}
+        dense = MaskedDense(system, masked)
+        matrix = np.asarray(system.retriever.embeddings, np.float32).copy()
+        for pid in masked:
+            matrix[ids.index(pid)] = dense.vectors_of([pid])[0]
+        queries = system.encode_queries(["code samples", "gardens", "laboratory team results"])
+        for k in (3, 10):
+            expected = [[ids[i] for i in np.argsort(-(matrix @ q), kind="stable")[:k]] for q in queries]
+            assert [[h.passage_id for h in row] for row in dense.search_vectors(queries, k)] == expected
+
+
+def test_linked_pairs_give_one_query_per_document_whose_own_document_is_left_out(tmp_path):
+    """The linked generator reads dl/cm pairs: one per query document, short queries and self-links skipped; the
+    query's id is its document's, so evaluation (which drops a query's own id, as BEIR does) leaves that document,
+    which holds the sentence verbatim, out."""
+    rows = {"query": ["Canines are loyal companions of many households.", "too short",
+                      "Spaghetti boils in salted water.",
+                      "Another sentence of the dogs page about hounds.", "Self links are no evidence at all here."],
+            "query_doc_id": ["t0", "t2", "t1", "t0", "t3"],
+            "positive_doc_id": ["t14", "t1", "t15", "t9", "t3"],
+            "positive_text": ["Kittens chase yarn.", "x", "Baristas brew espresso.", "Whales migrate.", "y"]}
+    pq.write_table(pa.table(rows), tmp_path / "dl.parquet")
+    pseudo = GENERATORS["linked"](tmp_path).make(None, n=10, seed=0)  # type: ignore[arg-type]
+    assert set(pseudo.queries) == {"t0", "t1"} and pseudo.skipped == 3
+    assert pseudo.qrels["t1"] == {"t15": 1} and pseudo.masked == {}
+    with pytest.raises(TuneError, match="--pairs"):
+        GENERATORS["linked"]().make(None, n=10, seed=0)  # type: ignore[arg-type]
+
+
+def test_a_tuned_record_is_checked_when_read():
+    assert tuned_setting({}) is None
+    hybrid = {"label": "hybrid convex 0.3", "mode": "hybrid", "fusion": {"fusion": "convex", "alpha": 0.3}}
+    setting = tuned_setting({"tuned": hybrid})
+    assert setting.fusion.alpha == 0.3 and setting.to_json()["fusion"]["fusion"] == "convex"
+    for broken in ({"label": "x", "mode": "sparse"}, {"label": "x", "mode": "hybrid"},
+                   {"label": "x", "mode": "hybrid", "fusion": {"alpha": 2.0}}, {"mode": "index"}):
+        with pytest.raises(ValueError, match="pretriever tune"):
+            tuned_setting({"tuned": broken})
