@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from reader_fixtures import DOCS, QUESTIONS, tiny, trained  # noqa: F401 - fixtures
+from reader_fixtures import DOCS, QUESTIONS
 from pretriever.cli import app
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
 from pretriever.index import encoder_info, save_dense_index

@@ -21,8 +21,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running, served, slashed  # noqa: F401 - fixtures
+from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running
 from pretriever.cli import app as cli_app
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import running, served, slashed  # noqa: F401 - fixtures
+from serve_fixtures import running
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
 from pretriever.serve import ServeConfig
