@@ -1,5 +1,5 @@
 """The architecture holds: layers point down, no import cycles (those inside functions included), no
-function-level import of the package without its reason, the command line lists its commands in pipeline order."""
+function-level import of the package without its reason, the command line lists its commands in pipeline order, no test module imports a fixture."""
 
 from __future__ import annotations
 
@@ -137,6 +137,32 @@ def test_no_import_cycles_between_modules():
         if v not in index:
             visit(v)
     assert not cycles, f"import cycles: {cycles}"
+
+
+def _fixtures_of(path: Path) -> set[str]:
+    """The names of the functions a module decorates with ``pytest.fixture`` (called or not)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if ast.unparse(target) in ("pytest.fixture", "fixture"):
+                    names.add(node.name)
+    return names
+
+
+def test_no_test_module_imports_a_fixture():
+    """A fixture imported into a test module is a new definition there: a session-scoped one would be built
+    again for every module that imports it. Shared fixtures reach the tests through conftest.py's
+    ``pytest_plugins``."""
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and node.module and (tests / f"{node.module}.py").exists():
+                imported = {alias.name for alias in node.names} & _fixtures_of(tests / f"{node.module}.py")
+                found += [f"{path.name}:{node.lineno} {name}" for name in sorted(imported)]
+    assert not found, "fixtures imported instead of shared through pytest_plugins: " + ", ".join(found)
 
 
 def test_help_lists_the_commands_in_pipeline_order():
