@@ -1,5 +1,6 @@
 """The architecture holds: layers point down, no import cycles (those inside functions included), no
-function-level import of the package without its reason, the command line lists its commands in pipeline order, no test module imports a fixture."""
+function-level import of the package without its reason, the command line lists its commands in pipeline
+order, and no test module imports a fixture."""
 
 from __future__ import annotations
 
