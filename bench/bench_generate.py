@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,25 +35,15 @@ from rich.table import Table  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 DUMP = REPO.parent / "shared" / "data" / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 OUT_DIR = REPO / "bench" / "out"
-sys.path.insert(0, str(REPO / "tests"))
 
 
 def t5_base_random(path: Path) -> Path:
     """A t5-base-shaped T5 with random weights and the MiniLM tokenizer (built once)."""
     if (path / "config.json").exists():
         return path
-    from transformers import T5Config, T5ForConditionalGeneration
+    from pretriever.testing import random_t5
 
-    from pretrain_fixtures import minilm_tokenizer
-
-    tok = minilm_tokenizer()
-    config = T5Config(vocab_size=tok.vocab_size, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
-                      num_decoder_layers=12, num_heads=12, pad_token_id=tok.pad_token_id,
-                      eos_token_id=tok.sep_token_id, decoder_start_token_id=tok.pad_token_id)
-    torch.manual_seed(0)
-    T5ForConditionalGeneration(config).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return random_t5(path, d_model=768, d_kv=64, d_ff=3072, layers=12, heads=12)
 
 
 def run_ours(store: Path, model: Path, n: int, args, out: Path) -> tuple[float, int]:

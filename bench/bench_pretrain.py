@@ -136,8 +136,10 @@ def main() -> None:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from tests.conftest import build
-    from tests.pretrain_fixtures import scifact_mini, tiny_t5
+    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus.config import CorpusConfig
+    from pretriever.data.store import CorpusStore
+    from pretriever.testing import beir_subset, random_t5
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -145,8 +147,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-pretrain-") as tmp:
         tmp = Path(tmp)
-        t5 = tiny_t5(tmp / "t5")
-        store = build(scifact_mini(tmp / "beir", SCIFACT, n_docs=max(sizes)), tmp / "store", workers=1)
+        t5 = random_t5(tmp / "t5")
+        build_corpus(CorpusConfig(input=beir_subset(tmp / "beir", SCIFACT, n_docs=max(sizes)), out=tmp / "store",
+                                  workers=1))
+        store = CorpusStore(tmp / "store")
         for n in sizes:
             pairs = make_pairs(tmp / f"pairs-{n}", n)
             for objective in ("cocondenser", "cotmae"):  # the peer runs right before each, so load hits both alike

@@ -1,4 +1,8 @@
-"""Shared fixtures: real data from ../shared/data (skipped cleanly when absent) and built stores."""
+"""Shared fixtures: real data from ../shared/data (skipped cleanly when absent) and built stores.
+
+Fixtures more than one module uses live here or in the plugins below, never imported into a test module: an
+imported fixture is a new definition there, so a session-scoped one would be built again for each importer.
+Plain helpers are in helpers.py."""
 
 from __future__ import annotations
 
@@ -12,11 +16,14 @@ from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
 
+pytest_plugins = ["mine_fixtures", "reader_fixtures", "refine_fixtures", "serve_fixtures"]
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 BGWIKI = SHARED_DATA / "wiki" / "bgwiki-latest-pages-articles-shortened.xml.bz2"
 TABLE_WIKI = SHARED_DATA / "wiki" / "enwiki-table-markup.xml.bz2"
 SCIFACT = SHARED_DATA / "beir" / "scifact"
+QA = SHARED_DATA / "qa"  # NQ-open, CuratedTREC and other question files
 COWIKI = Path(__file__).resolve().parent / "data" / "cowiki.xml"  # hand-written: co-mentions of articles
 
 
@@ -37,6 +44,13 @@ def build(input: Path, out: Path, **options) -> CorpusStore:
 def enwiki_store(tmp_path_factory) -> CorpusStore:
     """The real shortened enwiki dump, built once with the default options and 2 workers."""
     return build(shared(ENWIKI), tmp_path_factory.mktemp("enwiki") / "store", workers=2)
+
+
+@pytest.fixture(scope="session")
+def scifact_store(tmp_path_factory) -> Path:
+    """The whole SciFact corpus (5,183 abstracts, BEIR folder) built once with the default options and 2
+    workers; its folder."""
+    return build(shared(SCIFACT), tmp_path_factory.mktemp("scifact") / "store", workers=2).path
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import regex
 
+from conftest import QA
 from pretriever.data.qa import (AnswerMatcher, QAFileError, guess_match_mode, has_answer, load_qa_file,
                                          tokenize)
 
-QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa"
 
 
 def qa(name: str) -> Path:

@@ -1,5 +1,6 @@
-"""The architecture holds: layers point down, no import cycles, no hidden function-level imports,
-the command line lists its commands in pipeline order."""
+"""The architecture holds: layers point down, no import cycles (those inside functions included), no
+function-level import of the package without its reason, the command line lists its commands in pipeline
+order, and no test module imports a fixture."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _modules() -> dict[str, Path]:
 
 
 def _target(name: str, node: ast.ImportFrom | ast.Import, modules: dict[str, Path]) -> list[str]:
-    """The pretriever modules an import statement names (``from a.b import c`` is a.b.c when c is a module)."""
+    """The pretriever modules an import statement names (``from a.b import c`` is a.b.c when c is a module,
+    and the module a.b's ``__init__`` took c from when it re-exports it)."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names if a.name.startswith("pretriever")]
     if node.level:  # relative imports are not used in this package; resolve them anyway
@@ -39,7 +41,23 @@ def _target(name: str, node: ast.ImportFrom | ast.Import, modules: dict[str, Pat
         module = node.module or ""
     if not module.startswith("pretriever"):
         return []
-    return [f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in node.names]
+    exported = _reexports(module, modules)
+    return [f"{module}.{a.name}" if f"{module}.{a.name}" in modules else exported.get(a.name, module)
+            for a in node.names]
+
+
+def _reexports(package: str, modules: dict[str, Path]) -> dict[str, str]:
+    """Names a package's ``__init__`` imports from its own submodules, and the submodule each comes from: an
+    import of such a name through the package depends on that submodule, not on the package."""
+    path = modules.get(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    out = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith(package + "."):
+            for alias in node.names:
+                out[alias.asname or alias.name] = node.module
+    return out
 
 
 def test_the_layer_contract_holds():
@@ -54,31 +72,40 @@ def test_the_layer_contract_holds():
     assert "0 broken" in done.stdout
 
 
-def test_no_function_level_imports_of_the_package_outside_the_cli():
-    """A function-level import hides a dependency (and often a cycle); outside the CLI only a commented
-    one (a heavy optional dependency, a worker process) is allowed."""
+def _function_level_imports(path: Path) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements inside a module's functions (methods and nested functions too)."""
+    found: dict[int, ast.Import | ast.ImportFrom] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    found[id(inner)] = inner
+    return list(found.values())
+
+
+def test_no_function_level_import_of_the_package_without_its_reason():
+    """A function-level import hides a dependency (and often a cycle); only one whose line says why (a heavy
+    optional dependency, a worker process) is allowed, the CLI's included."""
     modules = _modules()
     found = []
     for name, path in modules.items():
-        if name.startswith("pretriever.cli"):
-            continue
         lines = path.read_text(encoding="utf-8").splitlines()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for inner in ast.walk(node):
-                    if isinstance(inner, (ast.Import, ast.ImportFrom)) and _target(name, inner, modules):
-                        if "#" not in lines[inner.lineno - 1]:
-                            found.append(f"{path.relative_to(ROOT)}:{inner.lineno}")
+        for inner in _function_level_imports(path):
+            if _target(name, inner, modules) and "#" not in lines[inner.lineno - 1]:
+                found.append(f"{path.relative_to(ROOT)}:{inner.lineno}")
     assert not found, "function-level imports of pretriever modules without a comment saying why: " + ", ".join(found)
 
 
 def test_no_import_cycles_between_modules():
+    """No cycle among the package's imports, those inside functions included (a command that imports the
+    package that registers it is a cycle import-linter does not see)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                graph[name].update(t for t in _target(name, node, modules) if t in graph and t != name)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        body = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        for node in body + _function_level_imports(path):
+            graph[name].update(t for t in _target(name, node, modules) if t in graph and t != name)
     # Tarjan's strongly connected components
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -110,10 +137,33 @@ def test_no_import_cycles_between_modules():
     for v in graph:
         if v not in index:
             visit(v)
-    # a package importing its own submodules in __init__ while a submodule imports a sibling through the
-    # package is the one accepted shape; anything else is a cycle
-    real = [c for c in cycles if not all(m == c[0] or m.startswith(c[0] + ".") for m in c)]
-    assert not real, f"import cycles: {real}"
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def _fixtures_of(path: Path) -> set[str]:
+    """The names of the functions a module decorates with ``pytest.fixture`` (called or not)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if ast.unparse(target) in ("pytest.fixture", "fixture"):
+                    names.add(node.name)
+    return names
+
+
+def test_no_test_module_imports_a_fixture():
+    """A fixture imported into a test module is a new definition there: a session-scoped one would be built
+    again for every module that imports it. Shared fixtures reach the tests through conftest.py's
+    ``pytest_plugins``."""
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in sorted(tests.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and node.module and (tests / f"{node.module}.py").exists():
+                imported = {alias.name for alias in node.names} & _fixtures_of(tests / f"{node.module}.py")
+                found += [f"{path.name}:{node.lineno} {name}" for name in sorted(imported)]
+    assert not found, "fixtures imported instead of shared through pytest_plugins: " + ", ".join(found)
 
 
 def test_help_lists_the_commands_in_pipeline_order():

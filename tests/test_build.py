@@ -15,13 +15,9 @@ from pretriever.corpus.model import InputError
 from pretriever.data.store import CorpusStore, StoreError
 
 from conftest import SCIFACT, build, shared
+from helpers import table_bytes
 
 runner = CliRunner()
-
-
-def table_bytes(store_dir: Path) -> dict[str, bytes]:
-    """Every Parquet file of a store, by relative path (the manifest holds timings, so it is left out)."""
-    return {str(p.relative_to(store_dir)): p.read_bytes() for p in sorted(store_dir.rglob("*.parquet"))}
 
 
 def write_jsonl(path: Path, n: int) -> Path:

@@ -16,8 +16,7 @@ from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.finalize import redirect_chains
 from pretriever.corpus.formats.mediawiki import multistream_ranges
 from pretriever.corpus.model import InputError
-from test_build import table_bytes
-from test_corpus_wiki import make_multistream
+from helpers import make_multistream, table_bytes
 
 runner = CliRunner()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shlex
 import traceback
@@ -24,14 +25,11 @@ import typer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from conftest import ENWIKI as DUMP, QA, SCIFACT
 from pretriever.cli import PIPELINE_ORDER, app
 from pretrain_fixtures import tiny_t5
 from references_server import LoopbackServer, fake_dns, send
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-DUMP = SHARED / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-SCIFACT = SHARED / "beir" / "scifact"
-QA = SHARED / "qa"
 _EXAMPLE = re.compile(r"^(?:Examples?:)?\s*((?:[A-Z_][A-Z0-9_]*=\S+\s+)*pretriever\s.*?)(?:\s{3,}\(.*\))?\s*$")
 
 
@@ -85,6 +83,22 @@ def _scifact_subset(folder: Path, n_docs: int = 200) -> None:
                                                        encoding="utf-8")
 
 
+def _ends_queries_early(model: Path) -> Path:
+    """Let half of the vocabulary end a query (the saved generation config's ``eos_token_id``), so the random
+    stand-in writes a few words per query as doc2query does; left as it is, it almost never draws its one end
+    token and writes every query out to the 64 tokens of ``--max-output-length``, five times the work."""
+    from transformers import AutoTokenizer, GenerationConfig  # heavy: only when the workspace is built
+
+    rng = random.Random(0)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    special = set(tokenizer.all_special_ids)
+    config = GenerationConfig.from_pretrained(model)
+    config.eos_token_id = [tokenizer.sep_token_id] + [i for i in range(tokenizer.vocab_size)
+                                                      if i not in special and rng.random() < 0.5]
+    config.save_pretrained(model)
+    return model
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
     for needed in (DUMP, SCIFACT, QA):
@@ -96,7 +110,8 @@ def workspace(tmp_path_factory) -> Path:
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
     page = "<html><head><title>Anarchism</title></head><body><p>Anarchism is a political philosophy.</p></body></html>"
-    tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1")  # found locally before any hub lookup
+    _ends_queries_early(tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1"))  # found locally before any
+    # hub lookup
     queries = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
                {"id": "25", "queries": ["what is autism"]}]
     (root / "doc2query-queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")

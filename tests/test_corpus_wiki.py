@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bz2
 import re
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +12,7 @@ from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
 
 from conftest import BGWIKI, COWIKI, ENWIKI, TABLE_WIKI, build, shared
+from helpers import make_multistream, table_bytes
 
 
 def test_articles_redirects_and_the_short_title_filter(enwiki_store, enwiki_con):
@@ -173,8 +173,6 @@ def test_other_samples_parse_without_errors(tmp_path, dump):
 
 
 def test_build_is_byte_identical_when_repeated(tmp_path, enwiki_store):
-    from test_build import table_bytes
-
     again = build(ENWIKI, tmp_path / "again", workers=1)
     assert table_bytes(again.path) == table_bytes(enwiki_store.path)
 
@@ -196,7 +194,6 @@ def test_truncated_bz2_names_the_offset_and_resume_finishes(tmp_path, enwiki_sto
     dump.write_bytes(data)  # the complete download arrives
     resumed = build(dump, tmp_path / "s", workers=2, chunk_pages=20, resume=True)
     fresh = build(dump, tmp_path / "fresh", workers=2, chunk_pages=20)
-    from test_build import table_bytes
     assert table_bytes(resumed.path) == table_bytes(fresh.path)
     assert resumed.counts == enwiki_store.counts
 
@@ -235,8 +232,6 @@ def pack(xml: bytes) -> bytes:
 
 def test_page_tags_sharing_lines_with_other_tags_give_the_same_tables(tmp_path, enwiki_xml, enwiki_store):
     """XML is not line-based: <page> right after </siteinfo> or </page>, a page's tags on one line."""
-    from test_build import table_bytes
-
     packed = pack(enwiki_xml)
     assert b"</siteinfo><page><title>" in packed and b"</revision></page><page><title>" in packed
     assert packed.count(b"\n") < enwiki_xml.count(b"\n") - 3 * packed.count(b"<page>")
@@ -268,27 +263,6 @@ def test_multistream_dump_with_index_gives_the_same_tables(tmp_path, enwiki_xml,
                        ("citations", "doc_id, citation_idx"), ("redirects", "title")]:
         query = f"SELECT * FROM {table} ORDER BY {key}"
         assert con.execute(query).fetchall() == enwiki_con.execute(query).fetchall(), table
-
-
-def make_multistream(xml: bytes, folder: Path, pages_per_stream: int) -> tuple[Path, Path]:
-    """Write ``xml`` as Wikipedia does: a header stream, then bz2 streams of N pages, plus the index."""
-    pages = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))
-    header, footer = xml[: pages[0].start()], xml[pages[-1].end():]
-    blob, index_lines = bytearray(bz2.compress(header)), []
-    for first in range(0, len(pages), pages_per_stream):
-        group = pages[first:first + pages_per_stream]
-        offset = len(blob)
-        for page in group:
-            page_id = re.search(rb"<id>(\d+)</id>", page.group()).group(1).decode()
-            title = re.search(rb"<title>(.*?)</title>", page.group()).group(1).decode()
-            index_lines.append(f"{offset}:{page_id}:{title}")
-        body = b"".join(p.group() for p in group) + (footer if first + pages_per_stream >= len(pages) else b"")
-        blob += bz2.compress(body)
-    dump = folder / "sample-multistream.xml.bz2"
-    dump.write_bytes(bytes(blob))
-    index = folder / "sample-multistream-index.txt.bz2"
-    index.write_bytes(bz2.compress(("\n".join(index_lines) + "\n").encode()))
-    return dump, index
 
 
 # ceil(words / 100) summed over the 104 documents (clean text as described in docs/architecture.md)

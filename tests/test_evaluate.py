@@ -7,9 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from helpers import cli_app
+from pretriever.cli.evaluate import evaluate_command
 from pretriever.corpus.build import build_corpus
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
@@ -17,6 +18,7 @@ from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrie
 from pretriever.metrics import bucket_of, overlap_ratio, trec_order
 from pretriever.retrieval import Hit
 
+APP = cli_app(evaluate=evaluate_command)
 runner = CliRunner()
 
 
@@ -222,26 +224,13 @@ def test_config_checks(tmp_path):
 # --- the command ---------------------------------------------------------------------------------
 
 
-def cli_app() -> typer.Typer:
-    from pretriever.cli.evaluate import evaluate_command
-
-    app = typer.Typer()
-    app.command("evaluate")(evaluate_command)
-
-    @app.command("noop")
-    def _noop() -> None:  # a second command, so "evaluate" stays a sub-command as in the real app
-        pass
-
-    return app
-
-
 def test_cli_qrels_with_bm25_writes_results_and_plots(chunked_store, tmp_path):
     (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "Eiffel Tower Paris"}\n'
                                             '{"_id": "q2", "text": "X-rays Würzburg"}\n'
                                             '{"_id": "q9", "text": "not judged"}\n', encoding="utf-8")
     (tmp_path / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tA\t1\nq2\tB\t1\n")
     out = tmp_path / "eval"
-    result = runner.invoke(cli_app(), ["evaluate", "--bm25", "--corpus", str(chunked_store),
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store),
                                        "--queries", str(tmp_path / "queries.jsonl"), "--qrels",
                                        str(tmp_path / "test.tsv"), "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -260,7 +249,7 @@ def test_cli_answers_side_by_side_table(chunked_store, tmp_path):
     qa.write_text('{"question": "where does the eiffel tower stand", "answer": ["Paris"]}\n'
                   '{"question": "who discovered x-rays", "answer": ["Röntgen"]}\n', encoding="utf-8")
     out = tmp_path / "eval"
-    result = runner.invoke(cli_app(), ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(qa),
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(qa),
                                        "--k", "1,5", "--out", str(out), "--save-runs"])
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
@@ -273,19 +262,19 @@ def test_cli_answers_side_by_side_table(chunked_store, tmp_path):
 def test_cli_rejects_bad_input_with_file_and_line(chunked_store, tmp_path):
     bad = tmp_path / "qas.tsv"
     bad.write_text("q\t['ok']\nq2\t{'not': 'a list'}\n")
-    result = runner.invoke(cli_app(), ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(bad),
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(bad),
                                        "--out", str(tmp_path / "e")])
     assert result.exit_code == 2
     assert "line 2" in result.output and "qas.tsv" in result.output
     assert not (tmp_path / "e" / "results.json").exists()
-    result = runner.invoke(cli_app(), ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(bad)])
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store), "--answers", str(bad)])
     assert result.exit_code == 2 and "out is required (give --out" in " ".join(result.output.split())
-    result = runner.invoke(cli_app(), ["evaluate", "--bm25", "--answers", str(bad), "--out", str(tmp_path / "e")])
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--answers", str(bad), "--out", str(tmp_path / "e")])
     assert result.exit_code == 2 and "corpus" in result.output
 
 
 def test_cli_help_reads_like_a_manual():
-    result = runner.invoke(cli_app(), ["evaluate", "--help"], env={"COLUMNS": "200"})
+    result = runner.invoke(APP, ["evaluate", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     for words in ("--index", "--bm25", "--qrels", "--answers", "--multihop", "MaxP", "Examples", "Exit status"):
         assert words in result.output
@@ -299,7 +288,7 @@ def test_cli_multihop_by_title_from_toml_config(chunked_store, tmp_path):
     toml.write_text(f'[evaluate]\nbm25 = true\ncorpus = "{chunked_store}"\nmultihop = "{mh}"\nks = [2, 5]\n'
                     f'plots = false\n', encoding="utf-8")
     out = tmp_path / "eval"
-    result = runner.invoke(cli_app(), ["evaluate", "--config", str(toml), "--out", str(out)])
+    result = runner.invoke(APP, ["evaluate", "--config", str(toml), "--out", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads((out / "results.json").read_text())
     # question 0: Alpha and Beta passages both match a query word; question 1: Gamma shares none

@@ -12,27 +12,16 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from pretriever.corpus.build import build_corpus
-from pretriever.corpus.config import CorpusConfig
+from conftest import SCIFACT
+from helpers import cli_app
 from pretriever.data import load_qrels, load_queries, queries_in_qrels
 from pretriever.evaluate import evaluate_retrievers
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TOLERANCE = 0.01
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def scifact_store(tmp_path_factory) -> Path:
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
-    out = tmp_path_factory.mktemp("scifact") / "store"
-    build_corpus(CorpusConfig(input=SCIFACT, out=out, workers=2))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +71,7 @@ def test_minilm_exact_index_matches_the_reference(dense_index_dir, scifact_test)
 def test_cli_prints_both_systems_side_by_side(dense_index_dir, scifact_store, tmp_path):
     from pretriever.cli.evaluate import evaluate_command
 
-    app = typer.Typer()
-    app.command("evaluate")(evaluate_command)
-    app.command("noop")(lambda: None)
+    app = cli_app(evaluate=evaluate_command)
     out = tmp_path / "eval"
     result = CliRunner().invoke(app, ["evaluate", "--index", str(dense_index_dir), "--bm25", "--queries",
                                       str(SCIFACT / "queries.jsonl"), "--qrels", str(SCIFACT / "qrels" / "test.tsv"),
@@ -106,9 +93,7 @@ def test_cli_hybrid_reproduces_the_fusion_figures(dense_index_dir, tmp_path):
     convex alpha 0.5 0.731 nDCG@10, against BM25 0.686 and dense 0.649 (tolerance 0.005)."""
     from pretriever.cli.evaluate import evaluate_command
 
-    app = typer.Typer()
-    app.command("evaluate")(evaluate_command)
-    app.command("noop")(lambda: None)
+    app = cli_app(evaluate=evaluate_command)
     figures = {}
     for fusion in ("rrf", "convex"):
         out = tmp_path / fusion

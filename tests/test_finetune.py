@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from pretriever.cli.train import finetune_command
@@ -23,22 +22,17 @@ from pretriever.train.index_negatives import mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
 from pretriever.train.model import route
 from pretriever.train.pairs import write_records
+from conftest import SCIFACT, shared
+from helpers import cli_app, flat
 from train_callbacks import Interrupt, Steps
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TINY = dict(max_query_length=32, max_passage_length=64)
-
-
-def scifact() -> Path:
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
-    return SCIFACT
 
 
 @pytest.fixture(scope="module")
 def scifact40():
     """40 train claims drawn with seed 0 (46 judged pairs), the whole SciFact corpus and BM25 over it."""
-    data, passages = load_beir(scifact(), "train", 40, 0, True)
+    data, passages = load_beir(shared(SCIFACT), "train", 40, 0, True)
     bm25 = BM25Index.build_from_texts(*passages.all())
     return data, passages, bm25
 
@@ -181,7 +175,7 @@ def test_settings_that_cannot_mine_are_refused(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_beir(tmp_path_factory) -> Path:
     """SciFact in BEIR layout, cut to the first 6 train claims, their 6 judged abstracts and 24 others."""
-    source = scifact()
+    source = shared(SCIFACT)
     rows = (source / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()[1:]
     qids = list(dict.fromkeys(r.split("\t")[0] for r in rows))[:6]
     kept = [r for r in rows if r.split("\t")[0] in qids]
@@ -201,28 +195,13 @@ def tiny_beir(tmp_path_factory) -> Path:
     return folder
 
 
-def cli_app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("finetune")(finetune_command)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 @pytest.mark.slow
 def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, tmp_path):
     out = tmp_path / "ft"
     args = ["finetune", "--beir", str(tiny_beir), "--two-stage", "--negatives-per-query", "2", "--negative-depth",
             "10", "--batch-size", "4", "--max-steps", "1", "--max-query-length", "32", "--max-passage-length", "64",
             "--index-batch-size", "16", "--out", str(out)]
-    result = CliRunner().invoke(cli_app(), args, env={"COLUMNS": "250"})
+    result = CliRunner().invoke(cli_app(finetune=finetune_command), args, env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     squeezed = re.sub(r"[\s│┃]", "", result.output)  # the table folds long paths over lines
     for stage in ("stage1", "store", "stage1-index", "stage2"):
@@ -249,18 +228,17 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
     assert meta["encoder"]["model"] == str((out / "stage1").resolve())  # indexed with retriever 1
 
     trained = (out / "stage2" / "train.json").stat().st_mtime_ns
-    again = CliRunner().invoke(cli_app(), args, env={"COLUMNS": "250"})
+    again = CliRunner().invoke(cli_app(finetune=finetune_command), args, env={"COLUMNS": "250"})
     assert again.exit_code == 0, again.output
     assert [(s["name"], s["ran"]) for s in json.loads((out / "finetune.json").read_text())["stages"]] == [
         ("retriever 1", False), ("corpus store", False), ("index of retriever 1", False), ("retriever 2", False)]
     assert "finished earlier" in flat(again.output) and "built earlier" in flat(again.output)
     assert (out / "stage2" / "train.json").stat().st_mtime_ns == trained
 
-    changed = CliRunner().invoke(cli_app(), [*args[:-2], "--negatives-per-query", "3", "--out", str(out)],
+    changed = CliRunner().invoke(cli_app(finetune=finetune_command), [*args[:-2], "--negatives-per-query", "3", "--out", str(out)],
                                  env={"COLUMNS": "250"})
     assert changed.exit_code == 2 and "negatives_per_query: 2 -> 3" in flat(changed.output)
     assert "stage2" in flat(changed.output)
-
 
 
 @pytest.mark.slow

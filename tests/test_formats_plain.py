@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ENWIKI, SCIFACT
 from pretriever.corpus.formats import detect_format
 from pretriever.corpus.formats.base import read_head
 from pretriever.corpus.formats.plain import BeirFormat, DprTsvFormat, JsonlFormat
 from pretriever.corpus.formats.wikiextractor import WikiExtractorFormat
 from pretriever.corpus.model import GivenPassage, InputError, PageError, ParsedPage
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCIFACT = SHARED / "beir" / "scifact" / "corpus.jsonl"
-ENWIKI = SHARED / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+SCIFACT_CORPUS = SCIFACT / "corpus.jsonl"
 MINE = (BeirFormat, JsonlFormat, DprTsvFormat, WikiExtractorFormat)
 
 
@@ -42,11 +41,11 @@ def jsonl(*objects) -> str:
 # --- BEIR ---------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not SCIFACT.exists(), reason="shared/data/beir/scifact not present")
+@pytest.mark.skipif(not SCIFACT_CORPUS.exists(), reason="shared/data/beir/scifact not present")
 def test_beir_scifact_real():
-    cls = detect_format(SCIFACT)
+    cls = detect_format(SCIFACT_CORPUS)
     assert cls is BeirFormat
-    results = parse_all(cls(SCIFACT))
+    results = parse_all(cls(SCIFACT_CORPUS))
     assert len(results) == 5183
     assert all(isinstance(r, ParsedPage) for r in results)
     assert len({r.doc_id for r in results}) == 5183
@@ -61,11 +60,11 @@ def test_beir_scifact_real():
     assert BeirFormat.default_words == 0
 
 
-@pytest.mark.skipif(not SCIFACT.exists(), reason="shared/data/beir/scifact not present")
+@pytest.mark.skipif(not SCIFACT_CORPUS.exists(), reason="shared/data/beir/scifact not present")
 def test_beir_scifact_dataset_folder():
-    assert detect_format(SCIFACT.parent) is BeirFormat
-    fmt = BeirFormat(SCIFACT.parent)
-    assert fmt.path == SCIFACT
+    assert detect_format(SCIFACT_CORPUS.parent) is BeirFormat
+    fmt = BeirFormat(SCIFACT_CORPUS.parent)
+    assert fmt.path == SCIFACT_CORPUS
     assert sum(1 for _ in fmt.iter_items()) == 5183
 
 

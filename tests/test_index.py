@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 import pretriever.index.encode as encode_mod
 from pretriever import __version__
+from conftest import SCIFACT, shared
+from helpers import cli_app
 from pretriever.cli.index import index_app, search_command
 from pretriever.config import ConfigError, build_config
 from pretriever.corpus.build import build_corpus
@@ -26,8 +27,7 @@ from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexCo
                               ShardSpecError, build_index, merge_index, parse_shard, read_index_meta)
 from pretriever.data.passages import PassageSource
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCIFACT = SHARED_DATA / "beir" / "scifact"
+APP = cli_app(index=index_app, search=search_command)
 N_DOCS = 72
 EVERY = 20  # 4 chunks: 20, 20, 20, 12
 SETTINGS = dict(max_length=128, checkpoint_every=EVERY, batch_size=16)
@@ -44,16 +44,10 @@ TINY_DOCS = [
 ]
 
 
-def scifact() -> Path:
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
-    return SCIFACT
-
-
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory) -> Path:
     """A corpus store of the first 72 SciFact documents (kept whole, titles in documents.title)."""
-    src = scifact()
+    src = shared(SCIFACT)
     folder = tmp_path_factory.mktemp("scifact72")
     lines = (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -167,7 +161,7 @@ def test_index_order_is_store_order_with_titles(small_store):
 def test_float16_merge_through_cli(reference, tmp_path):
     copy = tmp_path / "f16"
     shutil.copytree(reference / "_work", copy / "_work")
-    result = CliRunner().invoke(cli_app(), ["index", "merge", str(copy), "--dtype", "float16"])
+    result = CliRunner().invoke(APP, ["index", "merge", str(copy), "--dtype", "float16"])
     assert result.exit_code == 0, result.output
     stored = embeddings(copy)
     assert stored.dtype == np.float16
@@ -248,32 +242,25 @@ def test_config_from_toml_and_cli(tmp_path):
 
 # -- CLI ---------------------------------------------------------------------------------------
 
-def cli_app() -> typer.Typer:
-    app = typer.Typer()
-    app.add_typer(index_app, name="index")
-    app.command("search")(search_command)
-    return app
-
-
 def test_cli_build_search_and_bm25(tiny_store, tmp_path):
     runner = CliRunner()
     out = tmp_path / "tiny-index"
-    result = runner.invoke(cli_app(), ["index", "build", str(tiny_store), "--out", str(out), "--bm25",
+    result = runner.invoke(APP, ["index", "build", str(tiny_store), "--out", str(out), "--bm25",
                                        "--checkpoint-every", "3", "--index-type", "hnsw"])
     assert result.exit_code == 0, result.output
     assert (out / "bm25" / "bm25.json").exists()
     meta = read_index_meta(out)
     assert meta["count"] == len(TINY_DOCS) and meta["encode"]["chunks"] == 3 and meta["index"]["type"] == "hnsw"
-    result = runner.invoke(cli_app(), ["search", str(out), "hot water pressed through ground coffee", "-k", "2",
+    result = runner.invoke(APP, ["search", str(out), "hot water pressed through ground coffee", "-k", "2",
                                        "--bm25"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "Espresso" in result.output and "bm25 score" in result.output and "all-MiniLM-L6-v2 score" in result.output
-    result = runner.invoke(cli_app(), ["search", str(out / "bm25"), "folding paper", "-k", "1"],
+    result = runner.invoke(APP, ["search", str(out / "bm25"), "folding paper", "-k", "1"],
                            env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "Origami" in result.output
-    again = runner.invoke(cli_app(), ["index", "build", str(tiny_store), "--out", str(out)])
+    again = runner.invoke(APP, ["index", "build", str(tiny_store), "--out", str(out)])
     assert again.exit_code == 2 and "already holds an index" in again.output
-    result = runner.invoke(cli_app(), ["index", "info", str(out)])
+    result = runner.invoke(APP, ["index", "info", str(out)])
     assert result.exit_code == 0 and "all-MiniLM-L6-v2" in result.output
 
 
@@ -291,16 +278,16 @@ def test_shard_spec_parses():
 
 def test_cli_errors(tiny_store, tmp_path):
     runner = CliRunner()
-    result = runner.invoke(cli_app(), ["index", "build", str(tiny_store), "--out", str(tmp_path / "x"),
+    result = runner.invoke(APP, ["index", "build", str(tiny_store), "--out", str(tmp_path / "x"),
                                        "--shard", "4/4"])
     assert result.exit_code == 2 and "counted from 0" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = runner.invoke(cli_app(), ["index", "merge", str(empty)])
+    result = runner.invoke(APP, ["index", "merge", str(empty)])
     assert result.exit_code == 2 and "no encode to merge" in result.output
-    result = runner.invoke(cli_app(), ["search", str(tiny_store), "volcano"])
+    result = runner.invoke(APP, ["search", str(tiny_store), "volcano"])
     assert result.exit_code == 2 and "corpus store" in result.output
-    result = runner.invoke(cli_app(), ["search", str(tmp_path / "missing"), "volcano"])
+    result = runner.invoke(APP, ["search", str(tmp_path / "missing"), "volcano"])
     assert result.exit_code == 2 and "not a folder" in result.output
 
 
@@ -326,7 +313,7 @@ def test_pyserini_export_is_the_faiss_index_and_its_docids(reference, tmp_path):
     import faiss
 
     out = tmp_path / "pyserini"
-    result = CliRunner().invoke(cli_app(), ["index", "export", str(reference), "--format", "pyserini", "--out", str(out)])
+    result = CliRunner().invoke(APP, ["index", "export", str(reference), "--format", "pyserini", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == ["docid", "index", "pretriever-index.json"]
     index = faiss.read_index(str(out / "index"))  # what Pyserini's FaissSearcher.load_index does
@@ -344,10 +331,10 @@ def test_pyserini_export_is_the_faiss_index_and_its_docids(reference, tmp_path):
 
 def test_pyserini_export_refuses_what_pyserini_cannot_search(reference, tiny_store, tmp_path):
     bm25_dir = tmp_path / "bm25"
-    assert CliRunner().invoke(cli_app(), ["index", "bm25", str(tiny_store), "--out", str(bm25_dir)]).exit_code == 0
-    result = CliRunner().invoke(cli_app(), ["index", "export", str(bm25_dir), "--format", "pyserini", "--out",
+    assert CliRunner().invoke(APP, ["index", "bm25", str(tiny_store), "--out", str(bm25_dir)]).exit_code == 0
+    result = CliRunner().invoke(APP, ["index", "export", str(bm25_dir), "--format", "pyserini", "--out",
                                             str(tmp_path / "x")])
     assert result.exit_code != 0 and "only plain dense indexes export to Pyserini" in " ".join(result.output.split())
-    result = CliRunner().invoke(cli_app(), ["index", "export", str(reference), "--format", "lucene", "--out",
+    result = CliRunner().invoke(APP, ["index", "export", str(reference), "--format", "lucene", "--out",
                                             str(tmp_path / "y")])
     assert result.exit_code != 0 and "unknown format 'lucene'" in result.output

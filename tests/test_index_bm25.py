@@ -5,32 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from conftest import SCIFACT, shared
+from helpers import cli_app
 from pretriever.cli.index import index_app
-from pretriever.corpus.build import build_corpus
-from pretriever.corpus.config import CorpusConfig
 from pretriever.index import BM25Index, BM25Options, NotAnIndexError
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCIFACT = SHARED_DATA / "beir" / "scifact"
-
-
-def scifact() -> Path:
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
-    return SCIFACT
-
-
-@pytest.fixture(scope="module")
-def scifact_store(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("scifact") / "store"
-    assert build_corpus(CorpusConfig(input=scifact(), out=out, workers=1)).manifest is not None
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +22,7 @@ def bm25(scifact_store) -> BM25Index:
 
 @pytest.fixture(scope="module")
 def corpus_docs() -> list[dict]:
-    return [json.loads(line) for line in (scifact() / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in (shared(SCIFACT) / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
 def ndcg_at_10(run: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> float:
@@ -63,7 +45,7 @@ def test_finds_a_document_by_a_distinctive_phrase(bm25, corpus_docs):
 
 
 def test_scifact_test_ndcg_matches_the_beir_figure(bm25):
-    root = scifact()
+    root = shared(SCIFACT)
     qrels: dict[str, dict[str, int]] = {}
     with open(root / "qrels" / "test.tsv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh, delimiter="\t"):
@@ -119,8 +101,7 @@ def test_title_option_changes_what_is_indexed(scifact_store, bm25, corpus_docs):
 
 
 def test_cli_bm25_command(scifact_store, tmp_path):
-    app = typer.Typer()
-    app.add_typer(index_app, name="index")
+    app = cli_app(index=index_app)
     out = tmp_path / "bm25"
     result = CliRunner().invoke(app, ["index", "bm25", str(scifact_store), "--out", str(out), "--k1", "1.2",
                                       "--stemmer", "porter"])

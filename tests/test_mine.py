@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ENWIKI, build, shared
-from mine_fixtures import (ALL, co_mentions, co_store, crossing_passage_size, load_store, mined_all,  # noqa: F401
-                           mined_co, pairs_of, percentile_threshold, py_store, read, run)
+from mine_fixtures import (ALL, co_mentions, crossing_passage_size, load_store, pairs_of, percentile_threshold, read,
+                           run)
 from pretriever.mine.pipeline import allocate
 from pretriever.mine.schema import PAIRS
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from reader_fixtures import DOCS, QUESTIONS, tiny, trained  # noqa: F401 - fixtures
+from conftest import QA, shared
+from reader_fixtures import DOCS, QUESTIONS
 from pretriever.cli import app
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
 from pretriever.index import encoder_info, save_dense_index
@@ -161,10 +162,7 @@ def test_a_training_run_draws_its_instances_anew_each_epoch(tmp_path, monkeypatc
 
 
 def test_squad_v2_unanswerable_questions_are_skipped_and_counted(tokenizer):
-    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad2-dev-5articles.json"
-    if not path.exists():
-        pytest.skip(f"real test data not found: {path}")
-    examples = load_reading_file(path)
+    examples = load_reading_file(shared(QA / "squad2-dev-5articles.json"))
     assert len(examples) == 1407 and sum(1 for e in examples if e.answers) == 705  # SQuAD 2.0 dev, 5 articles
     samples, counts = build_samples(examples[:60], tokenizer, 384)
     assert counts.unanswerable == sum(1 for e in examples[:60] if not e.answers) > 0

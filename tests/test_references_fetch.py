@@ -6,14 +6,13 @@ import gzip
 import time
 from urllib.parse import urlsplit
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from pretriever.references.citations import cited_urls
 from pretriever.references.config import FetchConfig
 from pretriever.references.fetch import fetch_cited
-from pretriever.references.table import CITATIONS_SCHEMA
+from helpers import citations
 from references_server import LoopbackServer, article, fake_dns, send
 
 FACTS = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris and is 330 metres tall."
@@ -22,12 +21,6 @@ PAGE = article("Eiffel Tower facts", FACTS).encode()
 
 def page(handler) -> None:
     send(handler, 200, PAGE, "text/html; charset=utf-8")
-
-
-def citations(urls: list[str], archives: list[str | None] | None = None) -> pa.Table:
-    archives = archives or [None] * len(urls)
-    return pa.Table.from_pylist([{"doc_id": str(i // 3), "citation_idx": i % 3, "url": u, "archive_url": a}
-                                 for i, (u, a) in enumerate(zip(urls, archives))], schema=CITATIONS_SCHEMA)
 
 
 def fetch(tmp_path, urls, archives=None, **options) -> tuple[dict[str, dict], dict]:

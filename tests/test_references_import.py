@@ -9,22 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from pretriever.cli import app
+from helpers import warc_bytes
 from references_server import article
-
-
-def warc_bytes(records: list[tuple[str, int, str, bytes]]) -> bytes:
-    """A gzipped WARC file (one gzip member per record) of HTTP responses (url, status, type, body)."""
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=True)
-    for url, status, kind, body in records:
-        headers = StatusAndHeaders(f"{status} OK", [("Content-Type", kind)], protocol="HTTP/1.1")
-        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
-                                                      http_headers=headers))
-    return buffer.getvalue()
 
 
 def pages(n: int) -> list[tuple[str, int, str, bytes]]:

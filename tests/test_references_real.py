@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from pretriever.cli import app
 from pretriever.references.citations import cited_urls, load_citation_urls
+from helpers import warc_bytes
 from references_server import LoopbackServer, article, fake_dns, send
-from test_references_import import warc_bytes
 
 # checked by hand on the store built from the shortened dump: 7,833 <ref>s (8,262 before list lines and
 # bibliography sections left the text), 4,063 with a url, 8 of them not http(s) (template calls such as

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 from pretriever.references.citations import cited_urls
 from pretriever.references.config import FetchConfig
 from pretriever.references.fetch import fetch_cited
+from helpers import citations
 from references_server import LoopbackServer, article, send
-from test_references_fetch import citations
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """

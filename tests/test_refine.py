@@ -9,12 +9,13 @@ import math
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from helpers import cli_app
 from pretriever.evaluate import evaluate_retrievers
-from pretriever.index import DenseIndex, FaissParams, build_faiss_index, encoder_info, save_dense_index
-from pretriever.refine import (PatchedSearcher, RefineConfig, RefinedIndex, RefineError, aopt, build_labels,
+from refine_fixtures import toy_config
+from pretriever.index import DenseIndex, FaissParams, build_faiss_index
+from pretriever.refine import (PatchedSearcher, RefinedIndex, RefineError, aopt, build_labels,
                                linear_update, run_refine)
 from pretriever.refine.labels import FeedbackSet, QrelsJudge, TopkJudge
 from pretriever.refine.ops import aopt_loss
@@ -223,66 +224,10 @@ def test_labels_qrels_topk_and_both_views():
 
 # --- the refined index folder ---------------------------------------------------------------------
 
-class FakeModel:
-    """Stands in for the sentence-transformers model: fixed vectors per text."""
-
-    def __init__(self, vectors: dict[str, np.ndarray]):
-        self.vectors = vectors
-        self.max_seq_length = 256
-
-    def encode(self, texts, **kwargs):
-        return np.stack([self.vectors[t] for t in texts]).astype(np.float32)
-
-    # sentence-transformers routes queries and passages through these (one encoder here)
-    encode_query = encode_document = encode
-
-
-@pytest.fixture()
-def toy(tmp_path):
-    """60 passages in 8 dims, 40 training and 20 test queries near their relevant passages."""
-    rng = np.random.default_rng(7)
-    dim, n = 8, 60
-    passages = rng.standard_normal((n, dim)).astype(np.float32)
-    passages /= np.linalg.norm(passages, axis=1, keepdims=True)
-    ids = [f"d{i}" for i in range(n)]
-    index_dir = tmp_path / "index"
-    save_dense_index(index_dir, ids, passages, encoder_info(None, 256, False, True))
-    queries, texts, qrels = {}, {}, {}
-    for i in range(60):
-        rel = rng.choice(n, 2, replace=False)
-        vec = passages[rel].mean(0) + 0.9 * rng.standard_normal(dim).astype(np.float32)
-        qid = f"q{i}"
-        texts[qid] = f"query {i}"
-        queries[f"query {i}"] = vec / np.linalg.norm(vec)
-        qrels[qid] = {ids[r]: 1 for r in rel}
-    data = tmp_path / "data"
-    (data / "qrels").mkdir(parents=True)
-    with open(data / "queries.jsonl", "w") as f:
-        for qid, text in texts.items():
-            f.write(json.dumps({"_id": qid, "text": text}) + "\n")
-    for split, qids in (("train", [f"q{i}" for i in range(40)]), ("test", [f"q{i}" for i in range(40, 60)])):
-        with open(data / "qrels" / f"{split}.tsv", "w") as f:
-            f.write("query-id\tcorpus-id\tscore\n")
-            for q in qids:
-                for d, g in qrels[q].items():
-                    f.write(f"{q}\t{d}\t{g}\n")
-    return {"index": index_dir, "data": data, "model": FakeModel(queries), "texts": texts, "qrels": qrels,
-            "train_vectors": np.stack([queries[texts[f"q{i}"]] for i in range(40)]),
-            "test": {f"q{i}": texts[f"q{i}"] for i in range(40, 60)},
-            "test_qrels": {f"q{i}": qrels[f"q{i}"] for i in range(40, 60)}}
-
-
-def _cfg(toy, out, **kw):
-    base = dict(index=toy["index"], out=out, queries=toy["data"] / "queries.jsonl",
-                qrels=toy["data"] / "qrels" / "train.tsv", feedback="qrels", k=10, k_pos=2, max_epochs=20)
-    base.update(kw)
-    return RefineConfig(**base)
-
-
 @pytest.mark.parametrize("method", ["linear", "aopt-passage", "aopt-query", "hybrid"])
 def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     out = tmp_path / f"refined-{method}"
-    meta = run_refine(_cfg(toy, out, method=method, rounds=2), query_vectors=toy["train_vectors"])
+    meta = run_refine(toy_config(toy, out, method=method, rounds=2), query_vectors=toy["train_vectors"])
     ref = meta["refine"]
     assert ref["method"] == method and ref["protocol"]["name"] == "honest"
     label = method + ("[prf k'=2]" if method in ("aopt-query", "hybrid") else "")  # honest query side: label-free PRF
@@ -314,7 +259,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
 
 
 def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_path):
-    cfg = _cfg(toy, tmp_path / "r", method="aopt-passage", rounds=1, max_epochs=100)
+    cfg = toy_config(toy, tmp_path / "r", method="aopt-passage", rounds=1, max_epochs=100)
     meta = run_refine(cfg, query_vectors=toy["train_vectors"])
     opt = meta["refine"]["rounds"][0]["optimise"]
     assert opt["trained"] > 0 and opt["loss_end"] < opt["loss_start"]
@@ -330,8 +275,8 @@ def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_pat
 def test_protocol_test_labels_need_oracle_and_holdout_drops_queries(toy, tmp_path):
     test_qrels = toy["data"] / "qrels" / "test.tsv"
     with pytest.raises(RefineError, match="--oracle"):
-        run_refine(_cfg(toy, tmp_path / "leak", qrels=test_qrels), query_vectors=np.zeros((20, 8)))
-    meta = run_refine(_cfg(toy, tmp_path / "oracle", qrels=test_qrels, oracle=True, method="linear"),
+        run_refine(toy_config(toy, tmp_path / "leak", qrels=test_qrels), query_vectors=np.zeros((20, 8)))
+    meta = run_refine(toy_config(toy, tmp_path / "oracle", qrels=test_qrels, oracle=True, method="linear"),
                       query_vectors=np.stack([toy["model"].vectors[t] for t in toy["test"].values()]))
     assert meta["refine"]["protocol"]["name"] == "oracle" and "ORACLE" in meta["refine"]["protocol"]["warning"]
     assert meta["name"].endswith("+oracle")
@@ -339,14 +284,14 @@ def test_protocol_test_labels_need_oracle_and_holdout_drops_queries(toy, tmp_pat
     holdout = toy["data"] / "overlap.tsv"
     holdout.write_text("query-id\tcorpus-id\tscore\nq0\td1\t1\nq1\td2\t1\n")
     vectors = toy["train_vectors"][2:]
-    meta = run_refine(_cfg(toy, tmp_path / "held", holdout=holdout, method="linear"), query_vectors=vectors)
+    meta = run_refine(toy_config(toy, tmp_path / "held", holdout=holdout, method="linear"), query_vectors=vectors)
     assert meta["refine"]["protocol"]["dropped_from_feedback"] == 2 and meta["refine"]["queries"]["count"] == 38
 
 
 def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
     from pretriever.refine.grid import run_grid
 
-    cfg = _cfg(toy, tmp_path / "grid", method="linear", validation=0.25)
+    cfg = toy_config(toy, tmp_path / "grid", method="linear", validation=0.25)
     result = run_grid(cfg, query_vectors=toy["train_vectors"])
     assert result["protocol"] == "honest" and result["split"] == {
         "fit": 30, "validation": 10, "seed": 0, "scored_on": "a held-out validation split of the feedback queries"}
@@ -372,13 +317,7 @@ def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     from pretriever.cli.refine import refine_app
 
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
-    app = typer.Typer()
-    app.add_typer(refine_app, name="refine")
-
-    @app.callback()
-    def _main() -> None:
-        """test app"""
-
+    app = cli_app(refine=refine_app)
     common = ["--queries", str(toy["data"] / "queries.jsonl"), "--qrels", str(toy["data"] / "qrels" / "train.tsv")]
     out = tmp_path / "cli-refined"
     result = runner.invoke(app, ["refine", str(toy["index"]), *common, "--method", "aopt-passage", "-k", "10",
@@ -414,13 +353,7 @@ def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retr
     from pretriever.cli.refine import refine_app
 
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
-    app = typer.Typer()
-    app.add_typer(refine_app, name="refine")
-
-    @app.callback()
-    def _main() -> None:
-        """test app"""
-
+    app = cli_app(refine=refine_app)
     queries = ["--queries", str(toy["data"] / "queries.jsonl")]
     for command in ("run", "grid"):  # no --out: the config names the key, not a TypeError turned into a guess
         result = runner.invoke(app, ["refine", command, str(toy["index"]), *queries], env={"COLUMNS": "200"})
@@ -463,7 +396,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     from pretriever.index import open_retriever, retriever_kind
 
     out = tmp_path / "refined-query"
-    run_refine(_cfg(toy, out, method="aopt-query", lr=1.0), query_vectors=toy["train_vectors"])
+    run_refine(toy_config(toy, out, method="aopt-query", lr=1.0), query_vectors=toy["train_vectors"])
     assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     refined = open_retriever(out)
@@ -476,13 +409,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     assert moved, "refinement moved no query's top 5"
     query = moved[0]
 
-    app = typer.Typer()
-    app.command("search")(search_command)
-
-    @app.callback()
-    def _main() -> None:
-        """test app"""
-
+    app = cli_app(search=search_command)
     result = runner.invoke(app, ["search", str(out), query, "-k", "5"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
@@ -512,12 +439,12 @@ def test_an_overflowing_vector_is_never_written():
 
 
 def test_presets_default_does_no_harm_and_paper_is_the_papers(toy, tmp_path):
-    default = _cfg(toy, tmp_path / "a")
+    default = toy_config(toy, tmp_path / "a")
     assert (default.preset, default.lr, default.normalize) == ("default", 0.01, True)
-    paper = _cfg(toy, tmp_path / "b", preset="paper")
+    paper = toy_config(toy, tmp_path / "b", preset="paper")
     assert (paper.lr, paper.normalize) == (0.1, False)
-    given = _cfg(toy, tmp_path / "c", preset="paper", lr=0.05, normalize=True)  # given values win
+    given = toy_config(toy, tmp_path / "c", preset="paper", lr=0.05, normalize=True)  # given values win
     assert (given.lr, given.normalize) == (0.05, True)
-    assert _cfg(toy, tmp_path / "d", method="linear").normalize is False  # eq. 9 as the paper writes it
+    assert toy_config(toy, tmp_path / "d", method="linear").normalize is False  # eq. 9 as the paper writes it
     with pytest.raises(ValueError, match="preset must be one of default, paper"):
-        _cfg(toy, tmp_path / "e", preset="fast")
+        toy_config(toy, tmp_path / "e", preset="fast")

@@ -4,11 +4,11 @@ queries by id and by text, whatever the files are called."""
 from __future__ import annotations
 
 import pytest
-from test_refine import _cfg, toy  # noqa: F401  (the toy index fixture)
 
 from pretriever.evaluate import EvaluationError
 from pretriever.evaluate.pipeline import Systems, check_protocols
 from pretriever.refine import RefinedIndex, run_refine
+from refine_fixtures import toy_config
 
 
 def _systems(index) -> Systems:
@@ -23,7 +23,7 @@ def _qrels_data(toy, qids):
 
 
 def test_evaluating_on_the_feedback_queries_is_refused_unless_oracle(toy, tmp_path):
-    run_refine(_cfg(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
+    run_refine(toy_config(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
     honest = RefinedIndex.load(tmp_path / "honest", model=toy["model"])
     train = [f"q{i}" for i in range(40)]
     with pytest.raises(EvaluationError, match="40 of the 40 evaluation questions were feedback queries"):
@@ -36,14 +36,14 @@ def test_evaluating_on_the_feedback_queries_is_refused_unless_oracle(toy, tmp_pa
     assert check_protocols(systems, _qrels_data(toy, [f"q{i}" for i in range(40, 60)])) == []  # held out: fine
     assert systems.described[honest.name]["refine_protocol"]["evaluation_queries_in_feedback"] == 0
 
-    run_refine(_cfg(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
+    run_refine(toy_config(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
     oracle = RefinedIndex.load(tmp_path / "oracle", model=toy["model"])
     notes = check_protocols(_systems(oracle), _qrels_data(toy, train))
     assert "ORACLE" in notes[0] and oracle.name.endswith("+oracle")
 
 
 def test_topk_feedback_on_the_evaluation_queries_is_reported_as_transductive(toy, tmp_path):
-    cfg = _cfg(toy, tmp_path / "prf", method="aopt-passage", feedback="topk", qrels=None)
+    cfg = toy_config(toy, tmp_path / "prf", method="aopt-passage", feedback="topk", qrels=None)
     vectors = [toy["model"].vectors[toy["texts"][f"q{i}"]] for i in range(60)]
     run_refine(cfg, query_vectors=vectors)
     prf = RefinedIndex.load(tmp_path / "prf", model=toy["model"])
@@ -52,8 +52,8 @@ def test_topk_feedback_on_the_evaluation_queries_is_reported_as_transductive(toy
 
 
 def test_stored_refined_query_vectors_serve_only_the_oracle_protocol(toy, tmp_path):
-    run_refine(_cfg(toy, tmp_path / "honest", method="aopt-query"), query_vectors=toy["train_vectors"])
-    run_refine(_cfg(toy, tmp_path / "oracle", method="aopt-query", oracle=True), query_vectors=toy["train_vectors"])
+    run_refine(toy_config(toy, tmp_path / "honest", method="aopt-query"), query_vectors=toy["train_vectors"])
+    run_refine(toy_config(toy, tmp_path / "oracle", method="aopt-query", oracle=True), query_vectors=toy["train_vectors"])
     feedback_query = [toy["texts"]["q0"]]
     honest = RefinedIndex.load(tmp_path / "honest", model=toy["model"])
     honest.encode_queries(feedback_query)

@@ -5,24 +5,21 @@ training claims and scored on test claims through DenseIndex.load / RefinedIndex
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from conftest import SCIFACT, shared
+from helpers import cli_app
 from pretriever.data import load_qrels, load_queries
 from pretriever.evaluate import evaluate_retrievers
-
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def slice_index(tmp_path_factory):
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
+    shared(SCIFACT)
     from pretriever.corpus.build import build_corpus
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, build_index
@@ -62,13 +59,7 @@ def test_cli_refine_then_evaluate_on_held_out_claims(slice_index, method):
     from pretriever.refine import RefinedIndex
 
     root, data, test_queries, test_qrels = slice_index
-    app = typer.Typer()
-    app.add_typer(refine_app, name="refine")
-
-    @app.callback()
-    def _main() -> None:
-        """test app"""
-
+    app = cli_app(refine=refine_app)
     out = root / f"refined-{method}"
     result = CliRunner().invoke(app, ["refine", str(root / "index"), "--queries", str(data / "queries.jsonl"),
                                       "--feedback", "qrels", "--qrels", str(data / "qrels" / "train.tsv"),
@@ -101,13 +92,7 @@ def test_fuse_bm25_labels_what_evaluate_hybrid_ranks_and_differs_from_dense(slic
     from pretriever.index import DenseIndex, HybridRetriever, bm25_beside
 
     root, data, _, _ = slice_index
-    app = typer.Typer()
-    app.add_typer(refine_app, name="refine")
-
-    @app.callback()
-    def _main() -> None:
-        """test app"""
-
+    app = cli_app(refine=refine_app)
     out = root / "refined-fused"
     result = CliRunner().invoke(app, ["refine", str(root / "index"), "--queries", str(data / "queries.jsonl"),
                                       "--qrels", str(data / "qrels" / "train.tsv"), "--feedback", "topk",

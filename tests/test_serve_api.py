@@ -21,8 +21,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running, served, slashed  # noqa: F401 - fixtures
+from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running
 from pretriever.cli import app as cli_app
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
@@ -48,13 +47,13 @@ def local(app, **options) -> TestClient:
 
 
 @pytest.fixture(scope="module")
-def client(served):  # noqa: F811
+def client(served):
     with local(create_app(served.config(), engine=served.engine)) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def evidence(served):  # noqa: F811
+def evidence(served):
     """The same index with the enwiki pairs of cc, qac and qc."""
     with local(create_app(served.config(pairs=served.evidence_pairs), engine=served.engine)) as c:
         yield c
@@ -90,7 +89,7 @@ def test_batch_returns_each_query_in_order(client):
     assert results[0]["hits"][0]["id"] == "970012" and results[1]["hits"][0]["id"] == "1215116"
 
 
-def test_concurrent_queries_are_encoded_in_shared_batches(served):  # noqa: F811
+def test_concurrent_queries_are_encoded_in_shared_batches(served):
     app = create_app(served.config(), engine=served.engine)
     before = served.engine.batcher.batches, served.engine.batcher.texts
     asked = [(f"vitamin {i}", 2 + i % 3) for i in range(16)]  # three k's in one batch
@@ -111,7 +110,7 @@ def test_concurrent_queries_are_encoded_in_shared_batches(served):  # noqa: F811
         assert [h["score"] for h in hits] == pytest.approx([h.score for h in alone], abs=1e-4)  # batch or not
 
 
-def test_a_lone_request_is_not_held_for_the_batch_wait(served):  # noqa: F811
+def test_a_lone_request_is_not_held_for_the_batch_wait(served):
     """With a 200 ms batch wait, a request that comes alone (one query, or one /search/batch of several) is
     encoded at once; requests that come together still share a batch."""
     cfg = served.config(batch_wait_ms=200.0)
@@ -137,7 +136,7 @@ def test_a_lone_request_is_not_held_for_the_batch_wait(served):  # noqa: F811
     assert (waiting.batches, waiting.texts) == (7, 10)
 
 
-def test_the_batcher_leaves_no_task_behind(served, caplog):  # noqa: F811
+def test_the_batcher_leaves_no_task_behind(served, caplog):
     """The batcher's worker ends with the requests it served, so a loop that stops without cancelling its tasks
     (a server thread left at exit) leaves none pending: no "Task was destroyed but it is pending"."""
     loops = [asyncio.new_event_loop() for _ in range(2)]
@@ -181,7 +180,7 @@ def test_queries_lists_judged_queries_with_texts(client):
     assert client.get("/queries", params={"set": "test", "page": 999}).status_code == 404
 
 
-def test_pairs_page_has_spans_reason_and_negative(client, served):  # noqa: F811
+def test_pairs_page_has_spans_reason_and_negative(client, served):
     rows = pq.read_table(served.pairs / "cm.parquet").to_pylist()
     body = client.get("/pairs", params={"method": "cm", "page": 1, "page_size": 3}).json()
     assert body["total"] == len(rows) and body["pages"] == -(-len(rows) // 3)
@@ -196,7 +195,7 @@ def test_pairs_page_has_spans_reason_and_negative(client, served):  # noqa: F811
         assert pair["query"]["title"] == row["query_title"] and pair["positive"]["title"] == row["positive_title"]
 
 
-def test_pairs_filters_by_query_words_and_title(client, served):  # noqa: F811
+def test_pairs_filters_by_query_words_and_title(client, served):
     rows = pq.read_table(served.pairs / "ict.parquet").to_pylist()
     word = rows[0]["query"].split()[-1].lower().strip(".,")
     expect = [r for r in rows if word in r["query"].lower()]
@@ -208,7 +207,7 @@ def test_pairs_filters_by_query_words_and_title(client, served):  # noqa: F811
     assert client.get("/pairs", params={"method": "ict", "title": title}).json()["total"] == len(expect)
 
 
-def test_qac_pairs_carry_the_answer_span_and_the_question_word(evidence, served):  # noqa: F811
+def test_qac_pairs_carry_the_answer_span_and_the_question_word(evidence, served):
     rows = pq.read_table(served.evidence_pairs / "qac.parquet").to_pylist()
     body = evidence.get("/pairs", params={"method": "qac", "page_size": 100}).json()
     assert body["total"] == len(rows) > 0
@@ -265,7 +264,7 @@ def test_pairs_unknown_method_and_page_out_of_range(client):
     assert client.get("/pairs", params={"method": "dl", "page": 0}).status_code == 422
 
 
-def test_pairs_stats_are_the_stats_file(client, served):  # noqa: F811
+def test_pairs_stats_are_the_stats_file(client, served):
     body = client.get("/pairs/stats").json()
     stats = json.loads((served.pairs / "stats.json").read_text())
     assert body["methods"] == stats["methods"] and body["mined"] == METHODS
@@ -288,7 +287,7 @@ def test_passages_health_info_and_page(client):
     assert client.get("/docs").status_code == 200
 
 
-def test_limits_give_clear_4xx(served):  # noqa: F811
+def test_limits_give_clear_4xx(served):
     with local(create_app(served.config(max_batch=4, max_body_bytes=2000), engine=served.engine)) as c:
         r = c.get("/search", params={"q": "x" * 1001})
         assert r.status_code == 422 and r.json()["error"] == "q: String should have at most 1000 characters"
@@ -304,7 +303,7 @@ def test_limits_give_clear_4xx(served):  # noqa: F811
         assert r.status_code == 422 and "path: Extra inputs are not permitted" in r.json()["error"]
 
 
-def test_api_key_required_off_loopback(served):  # noqa: F811
+def test_api_key_required_off_loopback(served):
     with pytest.raises(ServeError, match="--api-key"):
         served.config(host="0.0.0.0")
     with local(create_app(served.config(host="0.0.0.0", api_key="s3cret"), engine=served.engine)) as c:
@@ -316,13 +315,13 @@ def test_api_key_required_off_loopback(served):  # noqa: F811
         assert c.get("/health").status_code == 200  # liveness probes need no key
 
 
-def test_api_key_from_environment(served, monkeypatch):  # noqa: F811
+def test_api_key_from_environment(served, monkeypatch):
     monkeypatch.setenv("PRETRIEVER_API_KEY", "from-env")
     cfg = served.config(host="10.1.2.3")
     assert cfg.api_key == "from-env"
 
 
-def test_cli_refuses_off_loopback_without_key(served, monkeypatch):  # noqa: F811
+def test_cli_refuses_off_loopback_without_key(served, monkeypatch):
     monkeypatch.delenv("PRETRIEVER_API_KEY", raising=False)
     result = CliRunner().invoke(cli_app, ["serve", str(served.index), "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "--api-key" in result.output
@@ -331,7 +330,7 @@ def test_cli_refuses_off_loopback_without_key(served, monkeypatch):  # noqa: F81
 
 
 @pytest.mark.slow
-def test_generated_requests_never_get_a_5xx(served):  # noqa: F811
+def test_generated_requests_never_get_a_5xx(served):
     """Schemathesis draws requests from the app's own OpenAPI schema (valid and invalid)."""
     schemathesis = pytest.importorskip("schemathesis")
     from hypothesis import HealthCheck, given, settings, strategies as st
@@ -358,7 +357,7 @@ def test_generated_requests_never_get_a_5xx(served):  # noqa: F811
 # ---------------------------------------------------------------- /answer, with the reader the reader tests train
 
 @pytest.fixture(scope="module")
-def answering(tiny, trained, tmp_path_factory):  # noqa: F811
+def answering(tiny, trained, tmp_path_factory):
     """The six reader-test documents as a dense + BM25 index, served with the trained reader."""
     root, _ = tiny
     index = tmp_path_factory.mktemp("answer") / "tiny-index"
@@ -414,7 +413,7 @@ def test_answer_limits_and_errors(answering):
 # ---------------------------------------------------------------- judged sets a refined index records
 
 @pytest.mark.slow
-def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path):  # noqa: F811
+def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path):
     beir = served.queries.parent
     refined = tmp_path / "refined"
     run_refine(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
@@ -435,7 +434,7 @@ def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path)
         assert c.get("/info").json()["sets"]["sources"]["holdout"] == f"--qrels {served.qrels}"
 
 
-def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):  # noqa: F811
+def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):
     meta = {"refine": {"feedback": {"kind": "qrels", "queries": str(served.queries), "qrels": "gone/train.tsv"},
                        "protocol": {"name": "honest", "holdout": str(served.queries)}}}
     sets = JudgedSets.load(ServeConfig(index=tmp_path / "refined"), meta)
@@ -446,7 +445,7 @@ def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):  # 
 
 # ---------------------------------------------------------------- hardening (issue 24)
 
-def test_a_key_no_client_could_send_is_refused_at_start(served, monkeypatch):  # noqa: F811
+def test_a_key_no_client_could_send_is_refused_at_start(served, monkeypatch):
     with pytest.raises(ServeError, match=r"U\+00E9 at character 3: HTTP headers carry visible ASCII only") as caught:
         served.config(api_key="clé-secrète")
     assert "clé" not in str(caught.value)  # the message does not print the key
@@ -457,7 +456,7 @@ def test_a_key_no_client_could_send_is_refused_at_start(served, monkeypatch):  #
     assert result.exit_code == 2 and "visible ASCII" in result.output
 
 
-def test_passage_ids_may_hold_a_slash(slashed):  # noqa: F811
+def test_passage_ids_may_hold_a_slash(slashed):
     with local(create_app(ServeConfig(index=slashed))) as c:
         ids = [h["id"] for h in c.get("/search", params={"q": "slashes digital object", "mode": "bm25"}).json()["hits"]]
         assert ids[0].startswith("10.1000/xyz/123")
@@ -469,7 +468,7 @@ def test_passage_ids_may_hold_a_slash(slashed):  # noqa: F811
         assert r.status_code == 404 and r.json()["error"] == "passage 'physics/nothing-0' is not in the index store"
 
 
-def test_every_error_is_one_json_format(client, served):  # noqa: F811
+def test_every_error_is_one_json_format(client, served):
     def error(r, status: int) -> str:
         assert r.status_code == status and set(r.json()) <= {"error", "detail"}, r.text
         return r.json()["error"]
@@ -492,7 +491,7 @@ def test_every_error_is_one_json_format(client, served):  # noqa: F811
     assert message == "internal error: the server log has the details"
 
 
-def _chunked_post(served, size: int):  # noqa: F811
+def _chunked_post(served, size: int):
     """POST /search with a body of ``size`` bytes sent in chunks (Transfer-Encoding: chunked)."""
     body = json.dumps({"q": "cancer " + "x" * max(0, size - 30), "k": 1}).encode()
     with local(create_app(served.config(max_body_bytes=2000, max_query_chars=5000), engine=served.engine)) as c:
@@ -500,7 +499,7 @@ def _chunked_post(served, size: int):  # noqa: F811
                       headers={"content-type": "application/json"})
 
 
-def test_the_host_header_is_checked_on_loopback(served):  # noqa: F811
+def test_the_host_header_is_checked_on_loopback(served):
     with local(create_app(served.config(allowed_host=["Search.LAN"]), engine=served.engine)) as c:
         for host in ("127.0.0.1:8000", "localhost", "LOCALHOST:80", "[::1]:8000", "search.lan:8000"):
             assert c.get("/health", headers={"host": host}).status_code == 200, host
@@ -519,7 +518,7 @@ def test_the_page_and_every_response_carry_security_headers(client):
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
 
 
-def test_slow_clients_are_cut_off(served):  # noqa: F811
+def test_slow_clients_are_cut_off(served):
     """A real uvicorn on 127.0.0.1 with deadlines of 0.5 s: a socket that sends nothing, headers a byte at a
     time, or half a body, is closed (the socket's own timeout, 10 s, would fail the test first)."""
     cfg = served.config(header_timeout=0.5, body_timeout=0.5)
@@ -561,7 +560,7 @@ def test_types_are_strict_and_blank_queries_refused(client):
         assert r.status_code == 422 and "empty once whitespace and control characters" in r.json()["error"], r.text
 
 
-def test_errors_name_no_server_path(client, served):  # noqa: F811
+def test_errors_name_no_server_path(client, served):
     roots = {str(served.pairs.parent), str(served.index.parent), "/tmp"}
     for r in (client.get("/pairs", params={"method": "wlp"}), client.get("/passages/nope"),
               client.get("/passages/nope", params={"source": "pairs"}), client.get("/pairs", params={"method": "qac"})):
@@ -573,7 +572,7 @@ def test_errors_name_no_server_path(client, served):  # noqa: F811
     assert without_paths("/passages/a is fine; /tmp/x/y.parquet is not") == "/passages/a is fine; y.parquet is not"
 
 
-def test_the_cli_runs_uvicorn_with_the_deadlines_and_hosts_given(slashed, monkeypatch):  # noqa: F811
+def test_the_cli_runs_uvicorn_with_the_deadlines_and_hosts_given(slashed, monkeypatch):
     ran = {}
 
     def run(app, **options):  # instead of serving: what `pretriever serve` hands uvicorn

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reader_fixtures import tiny, trained  # noqa: F401 - fixtures
-from serve_fixtures import running, served, slashed  # noqa: F401 - fixtures
+from serve_fixtures import running
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
 from pretriever.serve import ServeConfig
@@ -41,7 +40,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def base_url(served):  # noqa: F811
+def base_url(served):
     with running(served.config(), served.engine) as url:
         yield url
 
@@ -150,7 +149,7 @@ def _judged_compare(page) -> None:
     shot(page, "serve-judged-1280.png")
 
 
-def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, served):  # noqa: F811
+def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, served):
     with running(served.config(pairs=served.evidence_pairs), served.engine) as url, \
             tab(browser, url + "/#pairs", 1280) as page:
         page.wait_for_selector("#pair-list .pair")
@@ -166,7 +165,7 @@ def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, served): 
         shot(page, "serve-pairs-qac-1280.png")
 
 
-def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path):  # noqa: F811
+def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path):
     root, _ = tiny
     index = tmp_path / "tiny-index"
     build_index(IndexConfig(corpus=root / "store", out=index))
@@ -207,7 +206,7 @@ def test_the_pairs_tab_clicked_again_stays_at_the_filters(browser, base_url, wid
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-def test_pagers_are_disabled_with_nothing_to_page(browser, served, width):  # noqa: F811
+def test_pagers_are_disabled_with_nothing_to_page(browser, served, width):
     cfg = served.config(pairs=None, qrels={}, queries=None)
     with running(cfg, served.engine) as url, tab(browser, url + "/#judged", width) as page:
         page.wait_for_function("() => document.querySelector('#judged-status').textContent.includes('No judgments')")
@@ -218,7 +217,7 @@ def test_pagers_are_disabled_with_nothing_to_page(browser, served, width):  # no
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-def test_the_passage_dialog_opens_an_id_with_a_slash(browser, slashed, width):  # noqa: F811
+def test_the_passage_dialog_opens_an_id_with_a_slash(browser, slashed, width):
     with running(ServeConfig(index=slashed)) as url, \
             tab(browser, url + "/#search=digital%20object%20identifier", width) as page:
         page.wait_for_selector("#results .hit")

@@ -13,9 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-import typer
 from typer.testing import CliRunner
 
+from conftest import SCIFACT, shared
+from helpers import cli_app
 from pretriever.cli.train import train_command
 from pretriever.train import TrainConfig, train
 from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
@@ -25,27 +26,14 @@ from train_callbacks import Interrupt, Steps
 
 pytestmark = pytest.mark.slow
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCIFACT = SHARED_DATA / "beir" / "scifact"
+APP = cli_app(train=train_command)
 TINY = dict(max_query_length=32, max_passage_length=96)
-
-
-def cli_app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("train")(train_command)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
 
 
 @pytest.fixture(scope="module")
 def scifact_pairs(tmp_path_factory) -> Path:
     """40 real (claim, cited abstract, other abstract) pairs in the layout `pretriever mine` writes (dl + cm)."""
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
+    shared(SCIFACT)
     queries, qrels, corpus = load_queries(SCIFACT), relevant(load_qrels(qrels_path(SCIFACT, "train"))), load_corpus(SCIFACT)
     qids = [q for q in qrels if qrels[q][0] in corpus][:40]
     docs = list(corpus)
@@ -141,7 +129,6 @@ def test_retrieval_check_counts_ranks_by_hand():
     assert smoothed([{"loss": v} for v in (4, 3, 2, 1, 0.5)]) == (4.0, 0.5)
 
 
-
 def test_interrupted_training_resumes_to_identical_weights(scifact_pairs, tmp_path):
     base = dict(pairs=scifact_pairs, max_steps=4, save_steps=2, batch_size=4, limit=16, seed=3, **TINY)
     straight = train(TrainConfig(out=tmp_path / "a", **base)).model
@@ -170,7 +157,7 @@ def test_cli_separate_encoders_cls_dot_gradcache(scifact_pairs, tmp_path):
     from sentence_transformers.sentence_transformer.modules import Router
 
     out = tmp_path / "dpr-style"
-    result = CliRunner().invoke(cli_app(), [
+    result = CliRunner().invoke(APP, [
         "train", str(scifact_pairs), "--out", str(out), "--separate-encoders", "--pooling", "cls",
         "--similarity", "dot", "--scale", "1", "--mini-batch-size", "4", "--batch-size", "8", "--max-steps", "2",
         "--limit", "16", "--mix", "dl:0.5,cm:0.5", "--max-query-length", "32", "--max-passage-length", "96",
@@ -194,10 +181,9 @@ def test_cli_separate_encoders_cls_dot_gradcache(scifact_pairs, tmp_path):
 
 
 def test_cli_fine_tunes_on_beir_train_with_bm25_negatives(tmp_path):
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
+    shared(SCIFACT)
     out = tmp_path / "scifact-16"
-    result = CliRunner().invoke(cli_app(), [
+    result = CliRunner().invoke(APP, [
         "train", "--beir", str(SCIFACT), "--split", "train", "--limit", "16", "--out", str(out),
         "--max-steps", "1", "--batch-size", "8", "--max-query-length", "32", "--max-passage-length", "64"],
         terminal_width=200)

@@ -10,9 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from conftest import SCIFACT, shared
+from helpers import cli_app, flat
 from pretriever.cli.train import train_command
 from pretriever.config import help_for
 from pretriever.train.config import TrainConfig, parse_mix
@@ -21,37 +22,12 @@ from pretriever.data import DatasetError, load_qrels, load_queries, qrels_path, 
 from pretriever.index.bm25 import BM25Index
 from pretriever.train.labelled import (Example, Passages, fill_random_negatives, load_beir, load_dpr,
                                        mine_bm25_negatives)
+from pretriever.train.pairs import plan_mix, scan_pairs, select_rows, write_selected
+from pretriever.train.run import TrainingData, trained_pairs, training_report, training_summary
 
 
 def read_relevant(folder, split):
     return relevant(load_qrels(qrels_path(folder, split)))
-from pretriever.train.pairs import plan_mix, scan_pairs, select_rows, write_selected
-from pretriever.train.run import TrainingData, trained_pairs, training_report, training_summary
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCIFACT = SHARED_DATA / "beir" / "scifact"
-
-
-def scifact() -> Path:
-    if not SCIFACT.exists():
-        pytest.skip(f"real test data not found: {SCIFACT}")
-    return SCIFACT
-
-
-def cli_app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("train")(train_command)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
-
-
-def flat(text: str) -> str:
-    """CLI output with the console's line wrapping undone."""
-    return " ".join(text.split())
 
 
 def write_pairs(folder: Path, counts: dict[str, int], negatives: bool = True, missing_negative: int = 0) -> Path:
@@ -241,7 +217,7 @@ def test_defaults_and_help_live_in_the_config():
 
 def test_cli_reports_bad_data_and_options(tmp_path):
     runner = CliRunner()
-    app = cli_app()
+    app = cli_app(train=train_command)
     bad = tmp_path / "bad"
     bad.mkdir()
     pq.write_table(pa.table({"method": ["dl"], "query": ["q"]}), bad / "dl.parquet")
@@ -272,7 +248,7 @@ def test_cli_reports_bad_data_and_options(tmp_path):
 
 
 def test_cli_help_reads_like_a_manual():
-    result = CliRunner().invoke(cli_app(), ["train", "--help"], terminal_width=200)
+    result = CliRunner().invoke(cli_app(train=train_command), ["train", "--help"], terminal_width=200)
     assert result.exit_code == 0
     for text in ("2e-5", "400", "--mini-batch-size", "--resume", "Examples", "accelerate launch", "--separate-encoders"):
         assert text in result.output
@@ -281,7 +257,7 @@ def test_cli_help_reads_like_a_manual():
 # ---------------------------------------------------------------- BEIR and DPR
 
 def test_beir_qrels_reader_on_scifact_train():
-    folder = scifact()
+    folder = shared(SCIFACT)
     queries = load_queries(folder)
     qrels = read_relevant(folder, "train")
     assert len(qrels) == 809
@@ -292,7 +268,7 @@ def test_beir_qrels_reader_on_scifact_train():
 
 
 def test_beir_few_shot_is_seeded_and_bm25_negatives_are_not_positives():
-    folder = scifact()
+    folder = shared(SCIFACT)
     a, passages = load_beir(folder, "train", 16, seed=0, prepend_title=True)
     b, _ = load_beir(folder, "train", 16, seed=0, prepend_title=True)
     c, _ = load_beir(folder, "train", 16, seed=1, prepend_title=True)
@@ -371,7 +347,7 @@ def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
     from pretriever.data.store import CorpusStore
     from pretriever.train.labelled import bm25_retriever
 
-    folder = scifact()
+    folder = shared(SCIFACT)
     assert build_corpus(CorpusConfig(input=folder, out=tmp_path / "store", workers=2)).manifest is not None
     store = CorpusStore(tmp_path / "store")
     from_store, passages = load_beir(folder, "train", 16, seed=0, prepend_title=True, store=store)

@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BGWIKI, ENWIKI, TABLE_WIKI as TABLES
 from pretriever.corpus.model import CleanDocument, Section
 from pretriever.corpus.titles import Namespaces
 from pretriever.corpus.wikitext import clean_wikitext
 
 NS = Namespaces()
-WIKI_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wiki"
-ENWIKI = WIKI_DATA / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-BGWIKI = WIKI_DATA / "bgwiki-latest-pages-articles-shortened.xml.bz2"
-TABLES = WIKI_DATA / "enwiki-table-markup.xml.bz2"
 
 
 def clean(wikitext: str, namespaces: Namespaces = NS) -> CleanDocument:

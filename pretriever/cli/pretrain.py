@@ -34,7 +34,7 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
     # other command, `pretriever corpus build` included, would otherwise pay at start-up.
-    from pretriever.pretrain.run import pretrain
+    from pretriever.pretrain.run import pretrain  # torch + transformers at start-up: see above
 
     with count_progress() as bar, stage(bar):
         task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")

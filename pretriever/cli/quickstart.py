@@ -10,6 +10,7 @@ import shlex
 import time
 from pathlib import Path
 
+import click
 import typer
 
 from pretriever.cli.common import fail
@@ -35,23 +36,22 @@ def demo_dump_path() -> Path:
     return path
 
 
-def _run(step: str, args: list[str]) -> None:
-    """Run one pretriever command in this process, after printing it."""
-    from pretriever.cli import app
-
+def _run(root: click.Command, step: str, args: list[str]) -> None:
+    """Run one pretriever command in this process, after printing it, through ``root``: the command line
+    that is running (``ctx.find_root().command``), so this module needs no import of the package that
+    registers it. A step that fails ends the demo with its exit code."""
     console.rule(f"[bold]{step}")
     console.print(f"[dim]$ pretriever {shlex.join(args)}[/dim]")
     try:
-        app(args, prog_name="pretriever", standalone_mode=False)
-    except typer.Exit as done:
-        if done.exit_code:
-            raise
+        code = root.main(args, prog_name="pretriever", standalone_mode=False)
     except SystemExit as done:
-        if done.code:
-            raise
+        code = done.code
+    if isinstance(code, int) and code:  # not standalone, click returns a failed step's code instead of exiting
+        raise typer.Exit(code)
 
 
 def quickstart(
+    ctx: typer.Context,
     out: Path = typer.Option(Path("pretriever-quickstart"), "--out", "-o", help="Folder for everything the demo writes."),
     workers: int = typer.Option(2, "--workers", "-w", help="Worker processes for parsing."),
     pairs: int = typer.Option(192, "--pairs", help="Pairs to mine and train on (about 4 pairs/s on 2 CPU cores)."),
@@ -68,20 +68,21 @@ def quickstart(
     except FileNotFoundError as err:
         fail(err)
     started = time.perf_counter()
+    root = ctx.find_root().command
     corpus, pair_dir, model, index = (str(out / name) for name in ("corpus", "pairs", "model", "index"))
-    _run("1/5 corpus: parse the demo dump into a linked passage store",
+    _run(root, "1/5 corpus: parse the demo dump into a linked passage store",
          ["corpus", "build", str(dump), "--out", corpus, "--workers", str(workers), "--overwrite"])
     # Co-mention needs an entity E that is an article of the store linked from both sides: on this
     # 105-article sample no such pair exists, and `mine` says why (a full wiki has plenty).
-    _run("2/5 mine: dual-link, co-mention and ICT pairs",
+    _run(root, "2/5 mine: dual-link, co-mention and ICT pairs",
          ["mine", corpus, "--method", "dl,cm,ict", "--max-pairs", str(pairs), "--cm-indegree-percentile", "99",
           "--out", pair_dir, "--overwrite"])
-    _run("3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
+    _run(root, "3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
          ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16", "--heldout-pairs", "32",
           "--max-query-length", "64", "--max-passage-length", "128", "--overwrite"])
-    _run("4/5 index: encode every passage with the trained model; BM25 beside it",
+    _run(root, "4/5 index: encode every passage with the trained model; BM25 beside it",
          ["index", "build", corpus, "--model", model, "--out", index, "--max-length", "128", "--bm25", "--overwrite"])
-    _run("5/5 search: the trained dense model and BM25 side by side",
+    _run(root, "5/5 search: the trained dense model and BM25 side by side",
          ["search", index, *DEMO_QUERIES, "-k", "5", "--bm25", "--words", "12"])
     console.rule("[bold]done")
     console.print(f"Finished in {time.perf_counter() - started:.0f} s. Everything is under {out}/:\n"

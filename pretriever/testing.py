@@ -1,0 +1,68 @@
+"""Stand-ins that tests and benchmarks build offline: randomly initialised T5 models over the packaged MiniLM's
+tokenizer (no seq2seq weights are offline) and a small BEIR folder cut from a real one.
+
+Nothing in the pipeline imports this module; it sits beside the layers, as ``numpy.testing`` does.
+
+Example::
+
+    from pretriever.testing import beir_subset, random_t5
+
+    t5 = random_t5(tmp / "t5")  # 2 layers, d_model 32: seconds to build and to generate with
+    beir = beir_subset(tmp / "beir", Path("../shared/data/beir/scifact"), n_docs=30, n_queries=6)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pretriever.models import resolve_model
+
+
+def minilm_tokenizer():
+    """The packaged all-MiniLM-L6-v2's WordPiece tokenizer (30,522 tokens)."""
+    from transformers import AutoTokenizer  # heavy: only when a stand-in is built
+
+    return AutoTokenizer.from_pretrained(resolve_model(None))
+
+
+def random_t5(path: Path, seed: int = 0, d_model: int = 32, d_kv: int = 8, d_ff: int = 64, layers: int = 2,
+              heads: int = 4) -> Path:
+    """A T5 with random weights over the MiniLM vocabulary, saved with its tokenizer at ``path``: by default
+    2 layers with d_model 32 (a test's doc2query stand-in); ``d_model=768, d_kv=64, d_ff=3072, layers=12,
+    heads=12`` is t5-base's shape (what a benchmark times)."""
+    import torch  # heavy: only when a stand-in is built
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    tok = minilm_tokenizer()
+    config = T5Config(vocab_size=tok.vocab_size, d_model=d_model, d_kv=d_kv, d_ff=d_ff, num_layers=layers,
+                      num_decoder_layers=layers, num_heads=heads, pad_token_id=tok.pad_token_id,
+                      eos_token_id=tok.sep_token_id, decoder_start_token_id=tok.pad_token_id)
+    torch.manual_seed(seed)
+    T5ForConditionalGeneration(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6) -> Path:
+    """A BEIR folder: the documents judged for the first ``n_queries`` test queries of ``source``, then others
+    up to ``n_docs`` in corpus order, with those queries and their judgements (split test)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "qrels").mkdir(exist_ok=True)
+    qrels = [line.split("\t") for line in (source / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    wanted = list(dict.fromkeys(q[0] for q in qrels))[:n_queries]
+    judged = [q for q in qrels if q[0] in wanted]
+    needed = {q[1] for q in judged}
+    docs = []
+    with (source / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if doc["_id"] in needed or len(docs) < n_docs - len(needed):
+                docs.append(doc)
+    queries = [json.loads(line) for line in (source / "queries.jsonl").read_text().splitlines()]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in wanted),
+                                          encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        "\t".join(q) + "\n" for q in judged), encoding="utf-8")
+    return folder

@@ -1,0 +1,83 @@
+"""Plain helpers more than one test module uses (fixtures live in conftest.py and the *_fixtures plugins it
+names; the shared data paths in conftest.py)."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import typer
+
+from pretriever.references.table import CITATIONS_SCHEMA
+
+
+def cli_app(**commands) -> typer.Typer:
+    """A command line of just ``commands`` (name=command function, or name=Typer for a group), each a
+    sub-command as in the real ``pretriever`` app: `cli_app(train=train_command)` runs `train ...`."""
+    app = typer.Typer()
+    for name, command in commands.items():
+        if isinstance(command, typer.Typer):
+            app.add_typer(command, name=name)
+        else:
+            app.command(name)(command)
+
+    @app.callback()
+    def _root() -> None:
+        """test app"""
+
+    return app
+
+
+def flat(text: str) -> str:
+    """CLI output with the console's line wrapping undone."""
+    return " ".join(text.split())
+
+
+def table_bytes(store_dir: Path) -> dict[str, bytes]:
+    """Every Parquet file of a store, by relative path (the manifest holds timings, so it is left out)."""
+    return {str(p.relative_to(store_dir)): p.read_bytes() for p in sorted(store_dir.rglob("*.parquet"))}
+
+
+def make_multistream(xml: bytes, folder: Path, pages_per_stream: int) -> tuple[Path, Path]:
+    """Write ``xml`` as Wikipedia does: a header stream, then bz2 streams of N pages, plus the index."""
+    pages = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))
+    header, footer = xml[: pages[0].start()], xml[pages[-1].end():]
+    blob, index_lines = bytearray(bz2.compress(header)), []
+    for first in range(0, len(pages), pages_per_stream):
+        group = pages[first:first + pages_per_stream]
+        offset = len(blob)
+        for page in group:
+            page_id = re.search(rb"<id>(\d+)</id>", page.group()).group(1).decode()
+            title = re.search(rb"<title>(.*?)</title>", page.group()).group(1).decode()
+            index_lines.append(f"{offset}:{page_id}:{title}")
+        body = b"".join(p.group() for p in group) + (footer if first + pages_per_stream >= len(pages) else b"")
+        blob += bz2.compress(body)
+    dump = folder / "sample-multistream.xml.bz2"
+    dump.write_bytes(bytes(blob))
+    index = folder / "sample-multistream-index.txt.bz2"
+    index.write_bytes(bz2.compress(("\n".join(index_lines) + "\n").encode()))
+    return dump, index
+
+
+def citations(urls: list[str], archives: list[str | None] | None = None) -> pa.Table:
+    """A citations table (three per document) citing ``urls``, with their archive copies if given."""
+    archives = archives or [None] * len(urls)
+    return pa.Table.from_pylist([{"doc_id": str(i // 3), "citation_idx": i % 3, "url": u, "archive_url": a}
+                                 for i, (u, a) in enumerate(zip(urls, archives))], schema=CITATIONS_SCHEMA)
+
+
+def warc_bytes(records: list[tuple[str, int, str, bytes]]) -> bytes:
+    """A gzipped WARC file (one gzip member per record) of HTTP responses (url, status, type, body)."""
+    from warcio.statusandheaders import StatusAndHeaders  # only the WARC tests need warcio
+    from warcio.warcwriter import WARCWriter
+
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    for url, status, kind, body in records:
+        headers = StatusAndHeaders(f"{status} OK", [("Content-Type", kind)], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
+                                                      http_headers=headers))
+    return buffer.getvalue()
