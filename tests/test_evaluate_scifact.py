@@ -145,7 +145,7 @@ def test_refine_with_train_claims_then_evaluate_on_test_claims_leaves_out_the_tw
     assert list(data["systems"]) == [name] and data["systems"][name]["queries"] == 298
     left = data["dataset"]["left_out"]
     assert sorted(left["ids"]) == ["1292", "870"] and (left["scored"], left["of"]) == (298, 300)
-    assert left["repeats"] == {"1292": {name: "1291"}, "870": {name: "871"}}
+    assert left["repeats"] == {"1292": "1291", "870": "871"} and left["feedback_of"] == [name]
     assert "298/300 scored" in result.output and "1292 (repeats 1291)" in " ".join(result.output.split())
     result = runner.invoke(app, ["evaluate", "--index", str(refined), "--queries", str(SCIFACT / "queries.jsonl"),
                                  "--qrels", str(SCIFACT / "qrels" / "train.tsv"), "--out", str(tmp_path / "leak")])

@@ -40,7 +40,7 @@ def test_repeated_feedback_queries_are_left_out_for_every_system(toy, honest):  
     assert set(systems.described) == {name + suffix, "plain" + suffix}
     left = data["dataset"]["left_out"]
     assert left["ids"] == ["q38", "q39", "x1"] and left["scored"] == 20 and left["of"] == 23
-    assert left["repeats"]["x1"] == {name + suffix: "q5"}
+    assert left["repeats"] == {"q38": "q38", "q39": "q39", "x1": "q5"} and left["feedback_of"] == [name + suffix]
     assert "left out for every system" in notes[0] and "x1 (repeats q5)" in notes[0]
 
 
@@ -55,3 +55,17 @@ def test_complete_overlap_is_still_refused_and_oracle_unchanged(toy, honest, tmp
     notes = check_protocols(systems, data)
     assert len(data["qrels"]) == 22 and "left_out" not in data.get("dataset", {})
     assert systems.retrievers[0].name == oracle.name and "ORACLE" in notes[0]
+
+
+def test_tables_print_system_names_with_brackets_as_they_are():
+    """Rich would read "[prf k'=1]" in a row name as markup and drop it."""
+    from rich.console import Console
+
+    from pretriever.evaluate.core import EvaluationResult
+    from pretriever.evaluate.report import metrics_table
+
+    name = "all-MiniLM-L6-v2+aopt-query[prf k'=1] [298/300 scored: 2 repeat feedback queries]"
+    result = EvaluationResult("qrels", {name: {"nDCG@10": 0.5, "queries": 298}}, {}, {"queries": 298})
+    console = Console(width=300, record=True)
+    console.print(metrics_table(result))
+    assert name in console.export_text()

@@ -189,10 +189,11 @@ def leave_out(systems: Systems, data: dict[str, Any], leaked: dict[str, dict[str
             retriever.name = renamed[retriever.name]
     systems.described = {renamed.get(n, n): d for n, d in systems.described.items()}
     systems.refined = {renamed.get(n, n): r for n, r in systems.refined.items()}
-    which = ", ".join(f"{q} (repeats {'/'.join(sorted(set(by.values())))})" for q, by in repeats.items())
+    repeated = {q: "/".join(sorted(set(by.values()))) for q, by in repeats.items()}  # the feedback id(s) repeated
+    which = ", ".join(f"{q} (repeats {f})" for q, f in repeated.items())
     data.setdefault("dataset", {})["left_out"] = {
-        "scored": scored, "of": len(ids), "ids": list(repeats),
-        "repeats": {q: {renamed[n]: f for n, f in by.items()} for q, by in repeats.items()},
+        "scored": scored, "of": len(ids), "ids": list(repeats), "repeats": repeated,
+        "feedback_of": [renamed[n] for n in leaked],
         "reason": "these evaluation questions repeat labelled feedback queries of a refined system (by id or "
                   "normalised text); they are left out for every system so the figures stay comparable",
         "applies_to": list(renamed.values())}
