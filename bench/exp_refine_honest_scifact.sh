@@ -29,6 +29,8 @@ refine aopt-query --method aopt-query --k-pos 1 --lr 0.001 --no-normalize
 refine hybrid-paper --method hybrid --k-pos 1 --preset paper
 refine hybrid --method hybrid --k-pos 1 --lr 0.01 --normalize
 
+# two indexes of one method share a name: evaluate names the second by its folder (e.g.
+# all-MiniLM-L6-v2+aopt-passage@aopt-passage is the default lr 0.01 one, all-MiniLM-L6-v2+aopt-passage the paper's)
 indexes=()
 for name in linear-tuned linear-paper aopt-passage-paper aopt-passage aopt-query-paper aopt-query hybrid-paper hybrid; do
   indexes+=(--index "$WORK/$name")

@@ -112,7 +112,7 @@ def workspace(tmp_path_factory) -> Path:
     (root / "nq-open-dev.jsonl").symlink_to(QA / "nq-open-dev.jsonl")
     (root / "beir").mkdir()
     _scifact_subset(root / "beir" / "scifact")
-    tiny_bert_st(root / "bert-base-uncased")
+    tiny_bert_st(root / "bert-base-uncased", max_positions=512)  # train's default lengths reach 256 tokens
     tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1")
     index = json.loads((PAGES / "index.json").read_text(encoding="utf-8"))
     (root / "CC-MAIN-2026-test.warc.gz").write_bytes(warc_bytes(
