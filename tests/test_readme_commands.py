@@ -45,6 +45,7 @@ EXTRA_FLAGS = {  # command start -> flags appended, so training and reading stay
     "pretrain ": ["--max-steps", "2"],
     "train --beir": ["--max-steps", "2"],
     "finetune ": ["--max-steps", "2"],
+    "references fetch ": ["--limit", "20"],  # 20 of the sample's cited pages (each answered 404 on 127.0.0.1)
     "generate ": ["--limit", "20"],
     "reader prepare ": ["--limit", "20"],
     "reader train ": ["--max-steps", "2"],
