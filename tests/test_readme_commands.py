@@ -48,10 +48,10 @@ EXTRA_FLAGS = {  # command start -> flags appended, so training and reading stay
     "train --beir": ["--max-steps", "2"],
     "finetune ": ["--max-steps", "2"],
     "references fetch ": ["--limit", "20"],  # 20 of the sample's cited pages (each answered 404 on 127.0.0.1)
-    "generate ": ["--limit", "40"],  # 40 passages: a full pretrain batch of qc pairs (32)
+    "generate ": ["--limit", "40", "--max-output-length", "8"],  # 40 passages fill a pretrain batch (32)
     "reader prepare ": ["--limit", "300"],  # 30 of the first 300 NQ questions have an answer in the sample's top 20
     "reader train ": ["--max-steps", "2"],
-    "evaluate --index enwiki-index/": ["--limit", "20"],
+    "evaluate --index enwiki-index/": ["--limit", "20", "--reader-k", "5"],
 }
 SETUP = {  # section -> commands run before it: what the README uses there but does not print
     "**Reader and answers**": ["index build enwiki/ --model bert-base-uncased --out enwiki-index/ --bm25"],
