@@ -8,7 +8,7 @@ from pathlib import Path
 from pretriever.testing import beir_subset as scifact_mini, minilm_tokenizer, random_t5 as tiny_t5  # noqa: F401
 
 
-def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2) -> Path:
+def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128) -> Path:
     """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling."""
     import torch
     from sentence_transformers import SentenceTransformer
@@ -17,7 +17,7 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2) -> Path:
 
     tok = minilm_tokenizer()
     config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=128)
+                        intermediate_size=64, max_position_embeddings=max_positions)
     torch.manual_seed(seed)
     hf = path.with_name(path.name + "-hf")
     BertModel(config).save_pretrained(hf)

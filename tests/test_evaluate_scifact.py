@@ -106,3 +106,33 @@ def test_cli_hybrid_reproduces_the_fusion_figures(dense_index_dir, tmp_path):
     assert figures["all-MiniLM-L6-v2"] == pytest.approx(0.6492, abs=0.0005)
     assert figures["hybrid[rrf k=60](all-MiniLM-L6-v2+bm25)"] == pytest.approx(0.722, abs=0.005)
     assert figures["hybrid[convex alpha=0.5](all-MiniLM-L6-v2+bm25)"] == pytest.approx(0.731, abs=0.005)
+
+
+def test_refine_with_train_claims_then_evaluate_on_test_claims_leaves_out_the_two_repeats(dense_index_dir, tmp_path):
+    """Issue 26, as a user runs it: refine with the training judgments, evaluate on the test claims. Test claims
+    1292 and 870 repeat training claims 1291 and 871 word for word: they are left out (and named), the other
+    298 are scored, exit 0. Evaluating on the training claims themselves (complete overlap) still exits 2."""
+    from pretriever.cli import app
+
+    runner = CliRunner()
+    refined = tmp_path / "refined"
+    result = runner.invoke(app, ["refine", "run", str(dense_index_dir), "--queries", str(SCIFACT / "queries.jsonl"),
+                                 "--feedback", "qrels", "--qrels", str(SCIFACT / "qrels" / "train.tsv"),
+                                 "--method", "aopt-passage", "--threads", "1", "--out", str(refined)])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "eval"
+    result = runner.invoke(app, ["evaluate", "--index", str(refined), "--queries", str(SCIFACT / "queries.jsonl"),
+                                 "--qrels", str(SCIFACT / "qrels" / "test.tsv"), "--out", str(out), "--no-plots",
+                                 "--no-overlap"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    name = "all-MiniLM-L6-v2+aopt-passage [298/300 scored: 2 repeat feedback queries]"
+    assert list(data["systems"]) == [name] and data["systems"][name]["queries"] == 298
+    left = data["dataset"]["left_out"]
+    assert sorted(left["ids"]) == ["1292", "870"] and (left["scored"], left["of"]) == (298, 300)
+    assert left["repeats"] == {"1292": "1291", "870": "871"} and left["feedback_of"] == [name]
+    assert "298/300 scored" in result.output and "1292 (repeats 1291)" in " ".join(result.output.split())
+    result = runner.invoke(app, ["evaluate", "--index", str(refined), "--queries", str(SCIFACT / "queries.jsonl"),
+                                 "--qrels", str(SCIFACT / "qrels" / "train.tsv"), "--out", str(tmp_path / "leak")])
+    assert result.exit_code == 2 and "809 of the 809 evaluation questions were feedback queries" in \
+        " ".join(result.output.split())

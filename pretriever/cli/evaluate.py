@@ -57,6 +57,14 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
     An index tuned by `pretriever tune` adds a row "tuned: LABEL" (e.g. "tuned: hybrid convex 0.4"): the
     index searched the way the tune chose, beside the index alone; --no-tuned leaves it out.
 
+    The questions are checked against the corpus searched: judgments (or gold passages) that name none of
+    its documents are refused; when only some are missing a warning counts them. A refined index
+    (`pretriever refine`) is never scored on the questions whose labels refined it (compared by id and
+    normalised text): when some questions repeat its feedback queries they are left out for every system,
+    listed in results.json (dataset.left_out) and stated in every row's name ("[298/300 scored: 2 repeat
+    feedback queries]"); when all do, evaluate refuses (unless it was refined with --oracle, then reported
+    as ORACLE).
+
     A Q-P overlap analysis (HLP section 6.2) buckets questions by the share of their words found in the
     gold or answer-bearing passage and reports each system's accuracy per bucket.
 
@@ -64,8 +72,8 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
     "per_query", "config", "dataset", "overlap", "curves"}; see `pydoc pretriever.evaluate`) with
     accuracy_at_k.png or recall_at_k.png and overlap.png.
 
-    Exit status: 0 on success; 2 for bad options or unreadable inputs (the message names the file and
-    line).
+    Exit status: 0 on success; 2 for bad options, unreadable inputs (the message names the file and
+    line), judgments of another corpus, or questions that all refined the index.
 
     Examples:
 

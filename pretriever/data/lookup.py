@@ -186,6 +186,16 @@ class PassageLookup:
         return dict(self._query(list(dict.fromkeys(doc_ids)), "SELECT p.doc_id, string_agg(p.text, ' ' ORDER BY "
                                 "p.position) FROM passages p JOIN _wanted USING (doc_id) GROUP BY p.doc_id", "doc_id"))
 
+    def known_documents(self, doc_ids: Iterable[str]) -> set[str]:
+        """The given document ids that the store holds (judgments naming another corpus find none)."""
+        return {row[0] for row in self._query(list(dict.fromkeys(doc_ids)), "SELECT DISTINCT p.doc_id FROM passages p "
+                                              "JOIN _wanted USING (doc_id)", "doc_id")}
+
+    def known_passages(self, ids: Iterable[str]) -> set[str]:
+        """The given passage ids that the store holds."""
+        return {row[0] for row in self._query(list(dict.fromkeys(ids)), "SELECT p.passage_id FROM passages p "
+                                              "JOIN _wanted USING (passage_id)")}
+
     def title_documents(self, titles: Iterable[str]) -> dict[str, str]:
         """Document id by title, for the titles found in the store."""
         return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, min(d.doc_id) FROM documents d "

@@ -113,12 +113,20 @@ def evaluate_retrievers(
     runs: dict[str, list[list[Hit]]] = {}
     lookups: dict[str, PassageLookup | None] = {}
     notes = task.notes()
+    source = next((str((dataset or {})[key]) for key in ("qrels_file", "answers_file", "multihop_file")
+                   if key in (dataset or {})), f"the {task.kind} questions")
+    checked: set[Path] = set()
     try:
+        for retriever in retrievers:  # every input check before any search
+            own = retriever.lookup if isinstance(retriever, Searcher) else None
+            lookup = lookups[retriever.name] = given or own
+            task.check_lookup(retriever.name, lookup)
+            if lookup is not None and lookup.path not in checked:  # once per store
+                checked.add(lookup.path)
+                notes += task.check_gold(lookup, source)
         for retriever in retrievers:
             name = retriever.name
-            own = retriever.lookup if isinstance(retriever, Searcher) else None
-            lookup = lookups[name] = given or own
-            task.check_lookup(name, lookup)
+            lookup = lookups[name]
             fetch = task.fetch_depth(lookup)
             hits = _search_all(retriever, task.texts, fetch, batch_size, progress)
             runs[name] = hits if fetch == task.depth else [row[:task.depth] for row in hits]

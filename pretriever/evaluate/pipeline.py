@@ -138,9 +138,14 @@ def _questions(data: dict[str, Any]) -> tuple[list[str], list[str]]:
 def check_protocols(systems: Systems, data: dict[str, Any]) -> list[str]:
     """Refuse to score a refined index on questions whose labels refined it (unless it was refined with
     --oracle), by id and by normalised text, whatever the files are called; record what was found and
-    return the notes a reader of the results must see."""
+    return the notes a reader of the results must see.
+
+    When only some questions repeat feedback queries (SciFact's test claims 1292 and 870 are its training
+    claims 1291 and 871, word for word), those are left out for every system, so the figures stay comparable,
+    and every row is named with what it was scored on (:func:`leave_out`). When all of them do, it refuses."""
     ids, texts = _questions(data)
     notes = []
+    leaked: dict[str, dict[str, str]] = {}  # system -> {evaluation id: the feedback query id it repeats}
     for retriever in systems.retrievers:
         refined = systems.refined.get(retriever.name) or (retriever if isinstance(retriever, Refined) else None)
         if refined is None:
@@ -148,18 +153,55 @@ def check_protocols(systems: Systems, data: dict[str, Any]) -> list[str]:
         found = refined.feedback_overlap(ids, texts)
         systems.described[retriever.name]["refine_protocol"] = found
         if found["leak"] and found["protocol"] != "oracle":
-            raise EvaluationError(
-                f"{retriever.name}: {found['evaluation_queries_in_feedback']:,} of the {len(ids):,} evaluation "
-                f"questions were feedback queries of its refinement ({found['feedback']} labels): scoring it on "
-                "them leaks their labels. Evaluate on other questions, or refine with --oracle to reproduce the "
-                "paper's protocol (reported as ORACLE).")
+            leaked[retriever.name] = found["repeats"]
         if found["protocol"] == "oracle":
             notes.append(f"{retriever.name}: ORACLE protocol: refined with the labels of the questions it is "
                          "scored on; not a held-out result")
         elif found["transductive"]:
             notes.append(f"{retriever.name}: transductive: refined with label-free feedback on "
                          f"{found['evaluation_queries_in_feedback']:,} of these very questions")
-    return notes
+    return leave_out(systems, data, leaked) + notes if leaked else notes
+
+
+def leave_out(systems: Systems, data: dict[str, Any], leaked: dict[str, dict[str, str]]) -> list[str]:
+    """Drop the questions that repeat a refined system's (labelled) feedback queries from ``data``, for every
+    system, rename every system ``NAME [298/300 scored: 2 repeat feedback queries]`` and record the ids left
+    out in the results' dataset (``left_out``); refuse when no question would be left."""
+    ids, _ = _questions(data)
+    repeats = {q: {name: found[q] for name, found in leaked.items() if q in found}
+               for q in ids if any(q in found for found in leaked.values())}
+    if len(repeats) == len(ids):
+        name = max(leaked, key=lambda n: len(leaked[n]))
+        raise EvaluationError(
+            f"{name}: {len(leaked[name]):,} of the {len(ids):,} evaluation questions were feedback queries of its "
+            f"refinement ({systems.described[name]['refine_protocol']['feedback']} labels): scoring it on them "
+            "leaks their labels. Evaluate on other questions, or refine with --oracle to reproduce the paper's "
+            "protocol (reported as ORACLE).")
+    if "qrels" in data:
+        data["qrels"] = {q: judged for q, judged in data["qrels"].items() if q not in repeats}
+    else:
+        key = "answers" if "answers" in data else "multihop"
+        data[key] = [e for e in data[key] if e.qid not in repeats]
+    scored = len(ids) - len(repeats)
+    suffix = f" [{scored:,}/{len(ids):,} scored: {len(repeats):,} repeat feedback queries]"
+    renamed = {r.name: f"{r.name}{suffix}" for r in systems.retrievers}
+    for i, retriever in enumerate(systems.retrievers):
+        if hasattr(retriever, "renamed"):
+            systems.retrievers[i] = retriever.renamed(renamed[retriever.name])
+        else:  # a bare retriever (no store): renamed in place
+            retriever.name = renamed[retriever.name]
+    systems.described = {renamed.get(n, n): d for n, d in systems.described.items()}
+    systems.refined = {renamed.get(n, n): r for n, r in systems.refined.items()}
+    repeated = {q: "/".join(sorted(set(by.values()))) for q, by in repeats.items()}  # the feedback id(s) repeated
+    which = ", ".join(f"{q} (repeats {f})" for q, f in repeated.items())
+    data.setdefault("dataset", {})["left_out"] = {
+        "scored": scored, "of": len(ids), "ids": list(repeats), "repeats": repeated,
+        "feedback_of": [renamed[n] for n in leaked],
+        "reason": "these evaluation questions repeat labelled feedback queries of a refined system (by id or "
+                  "normalised text); they are left out for every system so the figures stay comparable",
+        "applies_to": list(renamed.values())}
+    return [f"{len(repeats):,} of the {len(ids):,} questions repeat labelled feedback queries of "
+            f"{', '.join(leaked)}: left out for every system, so all are scored on the same {scored:,}: {which}"]
 
 
 def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from pretriever.metrics import NO_REFERENCE
@@ -42,7 +43,7 @@ def metrics_table(result) -> Table:
         for m in metrics:
             text = _fmt(values[m])
             cells.append(f"[bold]{text}[/bold]" if len(result.systems) > 1 and values[m] == best[m] else text)
-        table.add_row(name, *cells)
+        table.add_row(escape(name), *cells)  # names hold brackets: aopt-query[prf k'=1], [298/300 scored: ...]
     return table
 
 
@@ -58,7 +59,7 @@ def overlap_table(result) -> Table | None:
     table.add_column("questions", justify="right")
     table.add_column("share", justify="right")
     for name in result.systems:
-        table.add_column(name, justify="right", overflow="fold")
+        table.add_column(escape(name), justify="right", overflow="fold")
     for label, row in ov["buckets"].items():
         table.add_row(label, f"{row['n']:,}", f"{row['share']:.1%}", *(_fmt(row["systems"][s]) for s in result.systems))
     return table

@@ -93,6 +93,11 @@ class EvaluationTask:
     def check_lookup(self, name: str, lookup: PassageLookup | None) -> None:
         """Refuse a system whose store is missing when the task needs one."""
 
+    def check_gold(self, lookup: PassageLookup, source: str) -> list[str]:
+        """Refuse questions whose gold (judged documents, gold passages) is nowhere in the store searched, and
+        return a warning with counts when only some of it is missing (those questions can only score 0)."""
+        return []
+
     def fetch_depth(self, lookup: PassageLookup | None) -> int:
         return self.depth
 
@@ -167,6 +172,12 @@ class QrelsTask(EvaluationTask):
         self.ks = [self.depth]
         self.maxp_factor = maxp_factor
         self.ignore_identical_ids = ignore_identical_ids
+
+    def check_gold(self, lookup, source):
+        relevant = {q: {d for d, g in docs.items() if g >= 1} for q, docs in self.qrels.items()}
+        if not any(relevant.values()):  # only non-relevant grades: the judged documents are what can be checked
+            relevant = {q: set(docs) for q, docs in self.qrels.items()}
+        return gold_missing("judged relevant documents", relevant, lookup.known_documents, lookup, source)
 
     def fetch_depth(self, lookup: PassageLookup | None) -> int:
         whole = lookup is None or lookup.documents_whole
@@ -298,6 +309,15 @@ class AnswersTask(_AccuracyTask):
         if lookup is None:
             raise EvaluationError(f"{name}: answer matching needs passage texts: give the corpus store")
 
+    def check_gold(self, lookup, source):
+        """Gold passages (DPR JSON positive_ctxs with a passage_id) only warn: answers are matched by text, so a
+        file whose gold ids belong to another split of Wikipedia is still scored; the counts say so."""
+        gold = {e.qid: {str(g["passage_id"]) for g in e.gold if g.get("passage_id") not in (None, "")}
+                for e in self.examples}
+        return gold_missing("gold passages (positive_ctxs)", gold, lookup.known_passages, lookup, source,
+                            refuse=False, consequence="answers are matched by text, so these questions are still "
+                                                      "scored; the overlap analysis uses the file's gold text")
+
     def success_ranks(self, hits, lookup):
         texts = lookup.texts({h.passage_id for row in hits for h in row})
         ranks: list[int | None] = []
@@ -392,6 +412,13 @@ class MultiHopTask(_AccuracyTask):
         if self.gold_by == "title" and lookup is None:
             raise EvaluationError(f"{name}: gold titles need the corpus store (passage -> title)")
 
+    def check_gold(self, lookup, source):
+        gold = {e.qid: set(e.gold) for e in self.examples}
+        if self.gold_by == "title":
+            return gold_missing("gold titles", gold, lambda titles: set(lookup.title_documents(titles)), lookup,
+                                source)
+        return gold_missing("gold passages", gold, lookup.known_passages, lookup, source)
+
     def success_ranks(self, hits, lookup):
         titles: dict[str, str | None] = {}
         if self.gold_by == "title":
@@ -423,6 +450,27 @@ class MultiHopTask(_AccuracyTask):
     def info(self, lookups):
         return {"ks": self.ks, "gold_by": self.gold_by}
 
+
+
+def gold_missing(what: str, gold: Mapping[str, set[str]], known_of, lookup: PassageLookup, source: str,
+                 refuse: bool = True, consequence: str = "questions judged only on them score 0") -> list[str]:
+    """Check each question's gold ids against the store (``known_of(ids)``: the ids it holds): refuse
+    (``refuse``) when none is there, else a note with the counts of missing ids and affected questions."""
+    wanted = {g for ids in gold.values() for g in ids}
+    if not wanted:
+        return []
+    known = known_of(wanted)
+    missing = wanted - known
+    if not missing:
+        return []
+    if not known and refuse:
+        raise EvaluationError(f"{source}: none of its {len(wanted):,} {what} is in the corpus store {lookup.path}, "
+                              "so every score would be 0: the file belongs to another corpus (or the store was "
+                              "built from another one)")
+    blind = sum(1 for ids in gold.values() if ids and not ids & known)
+    return [f"{source}: {len(missing):,} of its {len(wanted):,} {what} are not in the corpus store {lookup.path} "
+            f"(e.g. {', '.join(sorted(missing)[:3])}); {blind:,} of {len(gold):,} questions have none of theirs "
+            f"there; {consequence}"]
 
 
 def as_qa(answers) -> list[QAExample]:

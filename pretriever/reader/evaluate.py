@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from pretriever.data import AnswerMatcher, PassageLookup, QAExample, load_qa_file
@@ -147,6 +148,6 @@ def reader_table(read: dict[str, Any], cfg: EvaluateConfig) -> Table:
     for name in columns:
         table.add_column(name, justify="right")
     for name, metrics in read["systems"].items():
-        table.add_row(name, *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
+        table.add_row(escape(name), *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
                               for c in columns))
     return table

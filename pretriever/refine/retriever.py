@@ -94,10 +94,13 @@ class RefinedIndex:
         refine = self.meta.get("refine") or {}
         kind = (refine.get("feedback") or {}).get("kind")
         table = pq.read_table(self.path / refine["queries"]["file"], columns=["query_id", "query"])
-        fb_ids, fb_texts = set(table.column("query_id").to_pylist()), set(map(_norm, table.column("query").to_pylist()))
-        same = [i for i, (qid, text) in enumerate(zip(ids, texts)) if qid in fb_ids or _norm(text) in fb_texts]
+        fb_ids = set(table.column("query_id").to_pylist())
+        fb_texts = dict(zip(map(_norm, table.column("query").to_pylist()), table.column("query_id").to_pylist()))
+        repeats = {qid: qid if qid in fb_ids else fb_texts[_norm(text)] for qid, text in zip(ids, texts)
+                   if qid in fb_ids or _norm(text) in fb_texts}  # evaluation id -> the feedback query it repeats
+        same = list(repeats)
         return {"protocol": self.protocol, "feedback": kind, "feedback_queries": len(fb_ids),
-                "evaluation_queries_in_feedback": len(same),
+                "evaluation_queries_in_feedback": len(same), "repeats": repeats,
                 "transductive": bool(same) and kind == "topk",  # label-free feedback on the test queries
                 "leak": bool(same) and kind != "topk"}
 
