@@ -8,11 +8,13 @@ from pathlib import Path
 from pretriever.testing import beir_subset as scifact_mini, minilm_tokenizer, random_t5 as tiny_t5  # noqa: F401
 
 
-def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128) -> Path:
-    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling."""
+def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128, pooling: str = "cls",
+                 normalize: bool = False) -> Path:
+    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling (or
+    ``pooling``, then ``normalize``, e.g. mean + normalize as the packaged MiniLM)."""
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel
 
     tok = minilm_tokenizer()
@@ -23,6 +25,7 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int 
     BertModel(config).save_pretrained(hf)
     tok.save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=64)
-    model = SentenceTransformer(modules=[transformer, Pooling(32, pooling_mode="cls")], device="cpu")
+    modules = [transformer, Pooling(32, pooling_mode=pooling)] + ([Normalize()] if normalize else [])
+    model = SentenceTransformer(modules=modules, device="cpu")
     model.save(str(path))
     return path

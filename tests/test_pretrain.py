@@ -4,6 +4,7 @@ and pretrain -> train -> index -> evaluate on a tiny SciFact corpus."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from pretriever.cli import app
 from pretriever.mine import MineConfig, mine
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import epoch_batches, load_pairs
+from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.run import build_objective, pretrain
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
@@ -52,7 +54,8 @@ def ce_by_hand(logits, labels):
 
 
 def test_cocondenser_loss_by_hand(tiny, tmp_path):
-    objective, notes = objective_for(tiny, tmp_path, objective="cocondenser", temperature=0.5, head_layers=1)
+    objective, notes = objective_for(tiny, tmp_path, objective="cocondenser", similarity="dot", scale=2.0,
+                                     head_layers=1)
     assert notes["mlm_head"] == "created and tied to the input embeddings"
     torch.manual_seed(3)
     inputs = objective.prepare(XS, YS)
@@ -66,15 +69,113 @@ def test_cocondenser_loss_by_hand(tiny, tmp_path):
         head_in = torch.cat([last[:, :1], middle[:, 1:]], 1)
         pad = (1 - inputs["attention_mask"][:, None, None, :].float()) * torch.finfo(torch.float32).min
         aux = ce_by_hand(phi(objective, objective.condenser[0](head_in, attention_mask=pad)), labels)
-        h = last[:, 0]
-        s = h[:3] @ h[3:].T / 0.5
-        cl = (torch.logsumexp(s, 1) - s.diag()).mean()
+        h = last[:, 0]  # the tiny model pools by [CLS] and does not normalise
+        # the official code (caskcsg/ir cocondenser/modeling.py): spans interleaved x_1, y_1, x_2, y_2, ...
+        z = torch.stack([h[:3], h[3:]], 1).reshape(6, -1)
+        s = z @ z.T * 2.0
+        s.fill_diagonal_(float("-inf"))
+        cl = F.cross_entropy(s, torch.arange(6).view(-1, 2).flip([1]).flatten())
     assert (labels != -100).any()
     assert terms["mlm"].item() == pytest.approx(mlm.item(), rel=1e-5)
     assert terms["aux"].item() == pytest.approx(aux.item(), rel=1e-5)
     assert terms["cl"].item() == pytest.approx(cl.item(), rel=1e-5)
     assert terms["loss"].item() == pytest.approx((mlm + aux + cl).item(), rel=1e-5)
     assert abs(terms["mlm"].item() - terms["aux"].item()) > 1e-6  # the head is not the encoder
+
+
+def test_cocondenser_contrastive_loss_is_the_official_2b_by_2b_one():
+    """Two pairs in 2-D, dot, scale 1: every span is an anchor; its partner is the positive and the other two
+    spans (not only the other pair's y) are the negatives; the span itself is left out."""
+    x1, y1, x2, y2 = [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [-1.0, 0.0]
+
+    def nll(positive, negatives):
+        return -positive + math.log(sum(math.exp(v) for v in [positive, *negatives]))
+
+    # dot products: x1.y1 = 1, x1.x2 = 0, x1.y2 = -1, y1.x2 = 1, y1.y2 = -1, x2.y2 = 0
+    by_hand = (nll(1, [0, -1]) + nll(1, [1, -1]) + nll(0, [0, 1]) + nll(0, [-1, -1])) / 4
+    assert by_hand == pytest.approx(0.817280, abs=1e-6)
+    got = contrastive_loss(torch.tensor([x1, x2, y1, y2]), scale=1.0, similarity="dot")
+    assert got.item() == pytest.approx(by_hand, rel=1e-6)
+    one_way = (nll(1, [-1]) + nll(0, [1])) / 2  # the former B x B loss, x -> y only: not what the papers train
+    assert abs(got.item() - one_way) > 0.05
+    scaled = contrastive_loss(torch.tensor([x1, x2, y1, y2]) * 3, scale=20.0, similarity="cos")
+    assert scaled.item() == pytest.approx(contrastive_loss(F.normalize(torch.tensor([x1, x2, y1, y2]), dim=-1),
+                                                           scale=20.0, similarity="dot").item(), rel=1e-6)
+
+
+def test_the_objective_trains_the_vector_that_encode_returns(tmp_path):
+    """A mean-pooled, normalised model (as the packaged MiniLM): the objective's embedding of unmasked text is
+    what the model's ``encode`` returns, and the Condenser head's first position reads that vector."""
+    from sentence_transformers import SentenceTransformer
+
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    objective, notes = objective_for(base, tmp_path, objective="cocondenser")
+    assert notes["pooling"] == "mean" and notes["normalize"] is True
+    enc = objective.tokenize(XS)
+    with torch.no_grad():
+        last = objective.encoder(**enc).last_hidden_state
+        h = objective.sentence_embedding(last, enc["attention_mask"])
+    expected = SentenceTransformer(str(base), device="cpu").encode(XS, convert_to_tensor=True)
+    assert torch.allclose(h, expected, atol=1e-5)
+    assert not torch.allclose(h, last[:, 0], atol=1e-3)
+    seen = {}
+    hook = objective.condenser[0].register_forward_pre_hook(lambda m, args: seen.update(hidden=args[0]))
+    inputs = objective.prepare(XS, YS)
+    with torch.no_grad():
+        objective(**inputs)
+        last = objective.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])[0]
+        h = objective.sentence_embedding(last, inputs["attention_mask"])
+    hook.remove()
+    assert torch.allclose(seen["hidden"][:, 0], h, atol=1e-6)
+
+
+def write_pairs(folder, xs, ys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"method": "cc", "query": y, "positive_text": x} for x, y in zip(xs, ys)]),
+                   folder / "cc.parquet")
+    return folder
+
+
+def test_contrastive_only_pretraining_moves_what_encode_returns(tmp_path):
+    """--mlm-weight 0: coCondenser's contrastive term alone, on a mean-pooled, normalised model. The saved model's
+    ``encode`` changes and the same loss computed from its embeddings falls (before: the whole point was lost on
+    a [CLS] vector that the model never returns)."""
+    from sentence_transformers import SentenceTransformer
+
+    xs = XS + ["Statins reduce cholesterol in adults.", "Sleep loss impairs memory consolidation.",
+               "Insulin resistance precedes type 2 diabetes.", "Smoking damages lung tissue over decades.",
+               "Exercise improves cardiovascular health.", "Gut bacteria influence the immune system."]
+    ys = YS + ["statins and cholesterol", "sleep and memory", "what comes before diabetes", "smoking lungs",
+               "exercise heart", "microbiome immunity"]
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    out = tmp_path / "m"
+    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, model=str(base), mlm_weight=0,
+                            batch_size=9, max_steps=15, learning_rate=1e-3, warmup_ratio=0.0, max_length=24))
+
+    def loss(model_dir):
+        model = SentenceTransformer(str(model_dir), device="cpu")
+        emb = model.encode(xs + ys, convert_to_tensor=True)
+        return emb, contrastive_loss(emb, scale=20.0).item()
+
+    (before, loss_before), (after, loss_after) = loss(base), loss(out)
+    assert not torch.allclose(before, after, atol=1e-3)
+    assert loss_after < loss_before - 0.1, (loss_before, loss_after)
+    report = json.loads((out / "pretrain.json").read_text())
+    assert report["model"]["pooling"] == "mean" and report["model"]["normalize"] is True
+
+
+def test_cls_pooling_when_asked_is_saved(tiny, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    out = tmp_path / "m"
+    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS, YS), out=out, model=str(base), pooling="cls",
+                            batch_size=3, max_steps=1, max_length=16))
+    assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == "cls"
+    model = SentenceTransformer(str(out), device="cpu")
+    assert [type(m).__name__ for m in model] == ["Transformer", "Pooling", "Normalize"]  # its own normalisation
 
 
 def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):

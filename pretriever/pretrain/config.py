@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
-from pretriever.train.config import parse_mix
+from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
 
 
 @dataclass
@@ -36,7 +36,19 @@ class PretrainConfig:
     head_from_layer: int | None = option(None, "coCondenser: encoder layer M whose token states feed the head.",
                                          default_help="L/2")
     decoder_layers: int = option(1, "CoT-MAE: transformer layers of the decoder (N), initialised from scratch.")
-    temperature: float = option(1.0, "coCondenser: tau in exp(sim(h_x, h_y) / tau); sim is the dot product.")
+    pooling: str | None = option(None, "cls (the papers, from a BERT checkpoint) | mean | max: the sentence "
+                                       "embedding that the contrastive term and the bottleneck read, saved with "
+                                       "the model.",
+                                 default_help="keep the model's own (the packaged model: mean, then normalize); a "
+                                              "plain Hugging Face checkpoint gets cls")
+    normalize: bool | None = option(None, "L2-normalise the sentence embedding (saved with the model).",
+                                    default_help="keep the model's own (packaged model: yes; a plain checkpoint: no)")
+    similarity: str = option("cos", "coCondenser: sim in the contrastive term, cos (as `pretriever train`) or dot "
+                                    "(the paper, with --pooling cls --scale 1).")
+    scale: float = option(20.0, "coCondenser: logits = scale x sim (1/tau; the paper: 1 with dot).",
+                          default_help="20, as `pretriever train`")
+    mlm_weight: float = option(1.0, "Weight of the masked-LM terms (coCondenser: L_mlm and L_aux; CoT-MAE: both); "
+                                    "0 trains coCondenser's contrastive term alone.")
     epochs: float = option(1.0, "Passes over the pairs (a qc passage counts once per pass, eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
     batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
@@ -66,8 +78,19 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
-        if not self.epochs > 0 or not self.temperature > 0 or not self.learning_rate > 0:
-            raise ValueError("epochs, temperature and learning_rate must be positive")
+        if not self.epochs > 0 or not self.scale > 0 or not self.learning_rate > 0:
+            raise ValueError("epochs, scale and learning_rate must be positive")
+        if self.pooling is not None:
+            self.pooling = str(self.pooling).lower()
+            if self.pooling not in POOLINGS:
+                raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
+        self.similarity = str(self.similarity).lower()
+        if self.similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {self.similarity!r}")
+        if self.mlm_weight < 0:
+            raise ValueError(f"mlm_weight must be at least 0, got {self.mlm_weight}")
+        if self.mlm_weight == 0 and self.objective == "cotmae":
+            raise ValueError("--mlm-weight 0 leaves CoT-MAE nothing to train (it has no contrastive term)")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.resume and self.overwrite:

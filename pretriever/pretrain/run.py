@@ -7,9 +7,10 @@ gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights
 optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
 ``--resume`` continues from the newest. At the end the encoder's weights are copied back
 into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
-sentence-transformers model (same modules and pooling as the input; no MLM head, Condenser
-head or decoder) that ``pretriever train``, ``index`` and ``evaluate`` use as is, with
-``pretrain.json`` (settings, pairs per method, loss curve per term, time, pairs/s).
+sentence-transformers model (the input's modules, with the pooling and normalisation that
+were trained: the model's own, or ``--pooling``/``--normalize`` when given, recorded in its
+pooling config; no MLM head, Condenser head or decoder) that ``pretriever train``, ``index``
+and ``evaluate`` use as is, with ``pretrain.json`` (settings, pairs per method, loss curve per term, time, pairs/s).
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Any
 
 from pretriever import __version__
 from pretriever.io import atomic_path, write_json
-from pretriever.models import load_model, resolve_model
+from pretriever.models import load_model, model_label, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
+from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 from pretriever.training import checkpoints
 
 REPORT = "pretrain.json"
@@ -55,8 +57,10 @@ class PretrainResult:
 
 
 def build_objective(cfg: PretrainConfig, device: str):
-    """(sentence-transformers model, objective module, notes): the encoder with an MLM head, wrapped."""
+    """(sentence-transformers model, objective module, notes): the encoder with an MLM head, wrapped; the model
+    has the pooling that the objective trains (``cfg.pooling``/``cfg.normalize`` or its own)."""
     import torch  # heavy: imported when training starts
+    from sentence_transformers import SentenceTransformer
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
@@ -70,6 +74,11 @@ def build_objective(cfg: PretrainConfig, device: str):
     transformer = st[0]
     if not hasattr(transformer, "auto_model"):
         raise PretrainError(f"{ref}: the first module is {type(transformer).__name__}, not a Transformer encoder")
+    modules, pooling, normalize = shape_pooling(list(st.children()), cfg.pooling, cfg.normalize,
+                                                is_sentence_transformers_model(ref), model_label(cfg.model))
+    st = SentenceTransformer(modules=modules, device="cpu", prompts=st.prompts,
+                             default_prompt_name=st.default_prompt_name,
+                             similarity_fn_name="cosine" if cfg.similarity == "cos" else "dot")
     torch.manual_seed(cfg.seed)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the load report lists the missing head we create here
@@ -86,11 +95,11 @@ def build_objective(cfg: PretrainConfig, device: str):
         raise PretrainError(f"{ref}: encoder weights missing when loaded for MLM: {', '.join(missing_encoder[:5])}")
     mlm.tie_weights()
     try:
-        objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg)
+        objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg, modules[1:])
     except (TypeError, ValueError) as err:
         raise PretrainError(str(err)) from err
     notes = {"mlm_head": "created and tied to the input embeddings" if created else "from the checkpoint",
-             "created_weights": created}
+             "created_weights": created, "pooling": pooling, "normalize": normalize}
     return st, objective.to(device), notes
 
 

@@ -7,6 +7,11 @@ tensors, masking with transformers' ``DataCollatorForLanguageModeling`` (80% [MA
 10% random token, 10% unchanged; special and padding tokens never masked); ``forward``
 maps those tensors to ``{"loss": total, term: value, ...}``. Everything but the encoder is
 discarded after training.
+
+The vector that a contrastive term scores and that a bottleneck (Condenser head, CoT-MAE
+decoder) reads is the model's own sentence embedding: the saved model's modules after its
+Transformer (pooling, normalisation, ...) applied to the encoder's last layer, so what is
+trained is what ``encode`` and ``index build`` return.
 """
 
 from __future__ import annotations
@@ -105,11 +110,13 @@ class Objective(nn.Module):
     name: ClassVar[str]
     terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
 
-    def __init__(self, mlm_model, tokenizer, cfg: Any):
+    def __init__(self, mlm_model, tokenizer, cfg: Any, pooling: list[nn.Module]):
         super().__init__()
         self.mlm = mlm_model
         self.tokenizer = tokenizer
         self.max_length = cfg.max_length
+        self.mlm_weight = cfg.mlm_weight
+        self.pooling = nn.ModuleList(pooling)  # the sentence-transformers modules after the Transformer
         head = getattr(mlm_model, "cls", None) or getattr(mlm_model, "lm_head", None)  # BERT-like / RoBERTa-like
         if head is None:
             raise TypeError(f"{type(mlm_model).__name__} has no MLM head named cls or lm_head")
@@ -118,6 +125,13 @@ class Objective(nn.Module):
     @property
     def encoder(self) -> nn.Module:
         return self.mlm.base_model
+
+    def sentence_embedding(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The saved model's embedding of these last-layer states: its own pooling, normalisation, ..."""
+        features: dict[str, torch.Tensor] = {"token_embeddings": hidden, "attention_mask": attention_mask}
+        for module in self.pooling:
+            features = module(features)
+        return features["sentence_embedding"]
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.tokenizer(texts, max_length=self.max_length, truncation=True, padding=True, return_tensors="pt",

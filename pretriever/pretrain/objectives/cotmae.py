@@ -1,13 +1,14 @@
 """CoT-MAE (Wu et al., 2022; as in Wu et al., 2023, eqs 8-11).
 
 Inputs: pairs (x, y): x goes to the encoder, y to the decoder (for ``qc`` x is the passage
-and y its generated query; for ``cc`` two passages of one document). Loss = L_mlm +
-L_ctx-mlm:
+and y its generated query; for ``cc`` two passages of one document). Loss = w (L_mlm +
+L_ctx-mlm), w = ``mlm_weight`` (1):
 
 * L_mlm: the encoder reconstructs x masked at ``encoder_mask_rate`` (30%) from its
   unmasked tokens (eq. 4);
 * L_ctx-mlm: a shallow decoder, ``decoder_layers`` transformer layers initialised from
-  scratch, reads d_0 = [h_x ; e(y_1) ... e(y_n)], x's last-layer [CLS] vector followed by
+  scratch, reads d_0 = [h_x ; e(y_1) ... e(y_n)], x's sentence embedding (the model's own
+  pooling and normalisation, as ``encode`` returns it; the paper: last-layer [CLS]) followed by
   the embeddings (the encoder's embedding layer) of y masked at ``decoder_mask_rate``
   (45%), attending only over y's own positions, and reconstructs y's masked tokens
   through the shared MLM head (eqs 8-10).
@@ -74,8 +75,8 @@ class CoTMAE(Objective):
     name = "cotmae"
     terms = ("mlm", "ctx_mlm")
 
-    def __init__(self, mlm_model, tokenizer, cfg):
-        super().__init__(mlm_model, tokenizer, cfg)
+    def __init__(self, mlm_model, tokenizer, cfg, pooling):
+        super().__init__(mlm_model, tokenizer, cfg, pooling)
         self.encoder_rate = cfg.encoder_mask_rate
         self.decoder_rate = cfg.decoder_mask_rate
         self.decoder = new_layers(mlm_model, cfg.decoder_layers)
@@ -87,15 +88,16 @@ class CoTMAE(Objective):
         return {"x_ids": x_ids, "x_mask": x["attention_mask"], "x_labels": x_labels,
                 "y_ids": y_ids, "y_mask": y["attention_mask"], "y_labels": y_labels}
 
-    def decoder_input(self, cls: torch.Tensor, y_ids: torch.Tensor) -> torch.Tensor:
+    def decoder_input(self, h: torch.Tensor, y_ids: torch.Tensor) -> torch.Tensor:
         """d_0 = [h_x ; embeddings of masked y without its own [CLS]] (eq. 8)."""
         embedded = self.encoder.embeddings(input_ids=y_ids)
-        return torch.cat([cls.unsqueeze(1), embedded[:, 1:]], dim=1)
+        return torch.cat([h.unsqueeze(1).to(embedded.dtype), embedded[:, 1:]], dim=1)
 
     def forward(self, x_ids: torch.Tensor, x_mask: torch.Tensor, x_labels: torch.Tensor, y_ids: torch.Tensor,
                 y_mask: torch.Tensor, y_labels: torch.Tensor) -> dict[str, torch.Tensor]:
         last = self.encoder(input_ids=x_ids, attention_mask=x_mask).last_hidden_state
         mlm = mlm_loss(self.mlm_head, last, x_labels)
-        decoded = run_layers(self.decoder, self.decoder_input(last[:, 0], y_ids), y_mask)
+        h = self.sentence_embedding(last, x_mask)
+        decoded = run_layers(self.decoder, self.decoder_input(h, y_ids), y_mask)
         ctx = mlm_loss(self.mlm_head, decoded, y_labels)
-        return {"loss": mlm + ctx, "mlm": mlm, "ctx_mlm": ctx}
+        return {"loss": self.mlm_weight * (mlm + ctx), "mlm": mlm, "ctx_mlm": ctx}
