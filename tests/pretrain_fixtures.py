@@ -29,3 +29,22 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int 
     model = SentenceTransformer(modules=modules, device="cpu")
     model.save(str(path))
     return path
+
+
+def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2) -> Path:
+    """A plain Hugging Face checkpoint laid out as Luyu/condenser's: a 2-layer BERT with its MLM head (hidden
+    size 32, MiniLM vocabulary) and, beside it, ``model.pt`` with the Condenser head (``c_head.N.*``)."""
+    import torch
+    from torch import nn
+    from transformers import BertConfig, BertForMaskedLM
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    tok = minilm_tokenizer()
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    head = nn.ModuleList(BertLayer(config) for _ in range(head_layers))
+    torch.save({f"c_head.{k}": v for k, v in head.state_dict().items()}, path / "model.pt")
+    return path

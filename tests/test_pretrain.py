@@ -19,7 +19,7 @@ from pretriever.pretrain.data import epoch_batches, load_pairs
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.run import build_objective, pretrain
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
+from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
       "Aspirin lowers the risk of colorectal cancer in long term users.",
@@ -176,6 +176,35 @@ def test_cls_pooling_when_asked_is_saved(tiny, tmp_path):
     assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == "cls"
     model = SentenceTransformer(str(out), device="cpu")
     assert [type(m).__name__ for m in model] == ["Transformer", "Pooling", "Normalize"]  # its own normalisation
+
+
+@pytest.mark.parametrize("objective,layers", [("cocondenser", 1), ("cotmae", 2)])
+def test_the_head_starts_from_a_condenser_checkpoints_model_pt(tmp_path, objective, layers):
+    """Luyu/condenser's layout: the encoder with its MLM head, and model.pt beside it with c_head.N.*. The head
+    starts from those weights (a layer model.pt lacks stays new; one it has beyond ours is left out)."""
+    path = tiny_condenser(tmp_path / "condenser", head_layers=2)
+    saved = torch.load(path / "model.pt", weights_only=True)
+    option = "head_layers" if objective == "cocondenser" else "decoder_layers"
+    model, notes = objective_for(path, tmp_path, objective=objective, **{option: layers})
+    head = getattr(model, model.head)
+    assert notes["head"] == f"from {path / 'model.pt'}" and notes["mlm_head"] == "from the checkpoint"
+    assert notes["pooling"] == "cls" and notes["normalize"] is False  # a plain checkpoint: the paper's [CLS]
+    for key, value in head.state_dict().items():
+        assert torch.equal(value, saved[f"c_head.{key}"])
+    assert notes["head_weights_loaded"] == len(head.state_dict()) and notes["head_weights_new"] == []
+    assert bool(notes["head_weights_left_out"]) == (layers == 1)  # model.pt's second layer has no place
+    (path / "model.pt").unlink()
+    _, fresh = objective_for(path, tmp_path, objective=objective)
+    assert fresh["head"] == "new"
+
+
+def test_a_model_pt_that_would_run_code_is_refused(tmp_path):
+    path = tiny_condenser(tmp_path / "condenser")
+    marker = tmp_path / "the-code-ran"
+    torch.save({"c_head.0.x": _Planted(marker)}, path / "model.pt")
+    with pytest.raises(PretrainError, match=r"model\.pt.*tensors only"):
+        objective_for(path, tmp_path, objective="cocondenser")
+    assert not marker.exists()
 
 
 def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):

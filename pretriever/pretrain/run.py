@@ -1,16 +1,18 @@
 """``pretriever pretrain``: pre-train a sentence-transformers encoder with coCondenser or CoT-MAE.
 
 The encoder is loaded with its MLM head (created and tied to the input embeddings when the
-checkpoint has none, as for the packaged MiniLM), wrapped by the objective, and trained
-with AdamW, a linear warm-up then linear decay (``get_linear_schedule_with_warmup``) and
-gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
+checkpoint has none, as for the packaged MiniLM), wrapped by the objective (whose Condenser
+head or decoder starts from ``model.pt`` beside the encoder when the checkpoint has one, as
+Luyu/condenser's do: :func:`load_head`), and trained with AdamW, a linear warm-up then
+linear decay (``get_linear_schedule_with_warmup``) and gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
 optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
 ``--resume`` continues from the newest. At the end the encoder's weights are copied back
 into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
 sentence-transformers model (the input's modules, with the pooling and normalisation that
 were trained: the model's own, or ``--pooling``/``--normalize`` when given, recorded in its
 pooling config; no MLM head, Condenser head or decoder) that ``pretriever train``, ``index``
-and ``evaluate`` use as is, with ``pretrain.json`` (settings, pairs per method, loss curve per term, time, pairs/s).
+and ``evaluate`` use as is, with ``pretrain.json`` (settings, pairs per method, loss curve
+per term, time, pairs/s).
 """
 
 from __future__ import annotations
@@ -99,8 +101,55 @@ def build_objective(cfg: PretrainConfig, device: str):
     except (TypeError, ValueError) as err:
         raise PretrainError(str(err)) from err
     notes = {"mlm_head": "created and tied to the input embeddings" if created else "from the checkpoint",
-             "created_weights": created, "pooling": pooling, "normalize": normalize}
+             "created_weights": created, "pooling": pooling, "normalize": normalize,
+             **load_head(objective, ref)}
     return st, objective.to(device), notes
+
+
+HEAD_FILE = "model.pt"  # where Condenser/coCondenser (luyug) and caskcsg's code keep the head beside the encoder
+
+
+def _beside(ref: str, name: str) -> Path | None:
+    """``name`` in the model's folder, or in the local Hugging Face cache for a hub name (no download)."""
+    if Path(ref).is_dir():
+        return Path(ref) / name if (Path(ref) / name).is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(ref, name)
+    except Exception:  # noqa: BLE001 - not a hub name: nothing beside it
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def load_head(objective: Objective, ref: str) -> dict[str, Any]:
+    """Start the objective's head from the checkpoint's ``model.pt`` when it has one: Luyu/condenser and
+    caskcsg's checkpoints save their head (``c_head.N.*``, transformer layers shaped as ours) there, beside the
+    encoder; as their ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones are left out.
+    Read with ``weights_only``: tensors only, never code."""
+    import torch  # heavy
+
+    path = _beside(ref, HEAD_FILE)
+    if path is None:
+        return {"head": "new"}
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as err:
+        raise PretrainError(f"{path}: not a head checkpoint that can be read safely (tensors only): "
+                            f"{str(err).splitlines()[0][:200]}") from err
+    if not isinstance(state, dict):
+        raise PretrainError(f"{path}: expected a state dict of the head (c_head.N.* tensors)")
+    weights = {k[len("c_head."):]: v for k, v in state.items() if k.startswith("c_head.")}
+    if not weights:
+        return {"head": f"new ({path} holds no c_head weights)"}
+    module = getattr(objective, objective.head)
+    try:
+        missing, unexpected = module.load_state_dict(weights, strict=False)
+    except RuntimeError as err:  # shapes differ: another hidden size
+        raise PretrainError(f"{path}: its c_head does not fit this encoder's head: "
+                            f"{str(err).splitlines()[-1].strip()[:200]}") from err
+    return {"head": f"from {path}", "head_weights_loaded": len(weights) - len(unexpected),
+            "head_weights_new": sorted(missing), "head_weights_left_out": sorted(unexpected)}
 
 
 def save_encoder(st, objective: Objective, out: Path) -> None:

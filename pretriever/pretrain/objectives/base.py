@@ -109,6 +109,7 @@ class Objective(nn.Module):
 
     name: ClassVar[str]
     terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
+    head: ClassVar[str]  # the attribute holding the new layers that a checkpoint's model.pt ``c_head.*`` can fill
 
     def __init__(self, mlm_model, tokenizer, cfg: Any, pooling: list[nn.Module]):
         super().__init__()

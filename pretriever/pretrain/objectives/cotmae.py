@@ -74,6 +74,7 @@ class CoTMAE(Objective):
 
     name = "cotmae"
     terms = ("mlm", "ctx_mlm")
+    head = "decoder"
 
     def __init__(self, mlm_model, tokenizer, cfg, pooling):
         super().__init__(mlm_model, tokenizer, cfg, pooling)
