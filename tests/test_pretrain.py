@@ -4,6 +4,7 @@ and pretrain -> train -> index -> evaluate on a tiny SciFact corpus."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import pytest
@@ -205,6 +206,15 @@ def test_a_model_pt_that_would_run_code_is_refused(tmp_path):
     with pytest.raises(PretrainError, match=r"model\.pt.*tensors only"):
         objective_for(path, tmp_path, objective="cocondenser")
     assert not marker.exists()
+
+
+def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        result = pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS + YS, YS + XS), out=tmp_path / "m",
+                                         model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
+                                         max_length=16))
+    assert "does not add in-batch negatives" in caplog.text
+    assert "scores 3 pairs" in result.report["model"]["warning"] and result.pairs_seen == 6
 
 
 def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):

@@ -52,7 +52,9 @@ class PretrainConfig:
     epochs: float = option(1.0, "Passes over the pairs (a qc passage counts once per pass, eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
     batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
-    gradient_accumulation: int = option(1, "Forward passes per optimizer step.")
+    gradient_accumulation: int = option(1, "Forward passes per optimizer step. It does not add in-batch negatives "
+                                           "(each pass scores its own batch only; the papers' 2,048+ sequences share "
+                                           "one batch), so the run warns.")
     learning_rate: float = option(1e-4, "Peak learning rate of AdamW (coCondenser: 1e-4).")
     warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0.")
     weight_decay: float = option(0.01, "AdamW weight decay.")

@@ -17,6 +17,7 @@ per term, time, pairs/s).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -36,6 +37,8 @@ from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 from pretriever.training import checkpoints
+
+log = logging.getLogger(__name__)
 
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
@@ -220,6 +223,11 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     per_epoch, total_steps = plan(cfg, pairs)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     st, objective, notes = build_objective(cfg, device)
+    if cfg.gradient_accumulation > 1:
+        notes["warning"] = (f"--gradient-accumulation {cfg.gradient_accumulation} averages the gradients of "
+                            f"{cfg.gradient_accumulation} batches of {cfg.batch_size}; it does not add in-batch "
+                            f"negatives: each contrastive term still scores {cfg.batch_size} pairs")
+        log.warning(notes["warning"])
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     params = [p for p in objective.parameters() if p.requires_grad]
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and not any(k in n for k in no_decay)]
