@@ -253,21 +253,35 @@ def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
 @pytest.mark.parametrize("objective,option,key,rate", [
     ("cocondenser", "mask_rate", "labels", 0.15), ("cocondenser", "mask_rate", "labels", 0.4),
     ("cotmae", "encoder_mask_rate", "x_labels", 0.30), ("cotmae", "decoder_mask_rate", "y_labels", 0.45)])
-def test_mask_rates(tiny, tmp_path, objective, option, key, rate):
+def test_mask_rates_and_whole_words(tiny, tmp_path, objective, option, key, rate):
+    """As the official collators: per sequence up to max(1, round(rate x n)) of its n word pieces and at least one,
+    whole words (a word's pieces all or none), never [CLS]/[SEP]/padding, then 80% [MASK], 10% random, 10% kept."""
     model, _ = objective_for(tiny, tmp_path, objective=objective, **{option: rate})
     tok = minilm_tokenizer()
     torch.manual_seed(0)
-    texts = [" ".join(XS)] * 200
+    texts = [" ".join(XS)] * 100 + ["Microglia prune synapses."] * 100  # "microglia" is several pieces
     inputs = model.prepare(texts, texts)
     labels = inputs[key]
-    ids = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")]
-    maskable = (ids != tok.pad_token_id).sum() - 2 * len(ids)  # every token but [CLS], [SEP] and padding
+    enc = model.tokenize((texts + texts)[:len(labels)])  # coCondenser masks x and y in one batch
+    ids = enc["input_ids"]
     masked = labels != -100
-    assert masked.sum().item() / maskable.item() == pytest.approx(rate, abs=0.01)
+    maskable = (enc["attention_mask"].sum(1) - 2)  # every piece but [CLS], [SEP] and padding
+    targets = [max(1, round(rate * n)) for n in maskable.tolist()]
+    counts = masked.sum(1).tolist()
+    assert all(1 <= c <= t for c, t in zip(counts, targets))  # a word that would overshoot is skipped
+    assert sum(counts) >= 0.9 * sum(targets)
     assert not masked[:, 0].any() and not masked[ids == tok.pad_token_id].any()
-    shown = ids[masked]
-    assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.02)
-    assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.02)  # left as it was
+    assert torch.equal(labels[masked], ids[masked])
+    for row in range(len(ids)):
+        words: dict[int, set[bool]] = {}
+        for i, w in enumerate(enc.word_ids(row)):
+            if w is not None:
+                words.setdefault(w, set()).add(bool(masked[row, i]))
+        assert all(len(v) == 1 for v in words.values())  # a word is masked whole or not at all
+    assert any(len([w for w in enc.word_ids(r) if w == 0]) > 1 for r in range(len(ids)))  # words of many pieces
+    shown = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")][masked]
+    assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.03)
+    assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.03)  # left as it was
 
 
 def test_one_generated_query_per_passage_per_epoch(tmp_path):

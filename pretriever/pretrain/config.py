@@ -28,10 +28,11 @@ class PretrainConfig:
                                default_help="the packaged all-MiniLM-L6-v2")
     mix: dict[str, float] | str | None = option(None, "Each step takes its batch from one method drawn with "
                                                       "these shares, e.g. qc:0.5,cc:0.5 (the paper's Table 4).")
-    max_length: int = option(128, "Word pieces per passage or query.")
-    mask_rate: float = option(0.15, "coCondenser: share of tokens masked (80% [MASK], 10% random, 10% kept).")
-    encoder_mask_rate: float = option(0.30, "CoT-MAE: share of x's tokens masked for the encoder.")
-    decoder_mask_rate: float = option(0.45, "CoT-MAE: share of y's tokens masked for the decoder.")
+    max_length: int = option(144, "Word pieces per passage or query (the official scripts: 144).")
+    mask_rate: float = option(0.15, "coCondenser: share of word pieces masked, whole words, at least one per "
+                                    "sequence (80% [MASK], 10% random, 10% kept).")
+    encoder_mask_rate: float = option(0.30, "CoT-MAE: share of x's word pieces masked (whole words) for the encoder.")
+    decoder_mask_rate: float = option(0.45, "CoT-MAE: share of y's word pieces masked (whole words) for the decoder.")
     head_layers: int = option(2, "coCondenser: transformer layers of the Condenser head (N).")
     head_from_layer: int | None = option(None, "coCondenser: encoder layer M whose token states feed the head.",
                                          default_help="L/2")

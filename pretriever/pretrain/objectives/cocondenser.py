@@ -108,7 +108,7 @@ class CoCondenser(Objective):
 
     def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
         enc = self.tokenize(list(xs) + list(ys))
-        ids, labels = self.mask(enc["input_ids"], self.mask_rate)
+        ids, labels = self.mask(enc, self.mask_rate)
         return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,

@@ -84,8 +84,8 @@ class CoTMAE(Objective):
 
     def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
         x, y = self.tokenize(list(xs)), self.tokenize(list(ys))
-        x_ids, x_labels = self.mask(x["input_ids"], self.encoder_rate)
-        y_ids, y_labels = self.mask(y["input_ids"], self.decoder_rate)
+        x_ids, x_labels = self.mask(x, self.encoder_rate)
+        y_ids, y_labels = self.mask(y, self.decoder_rate)
         return {"x_ids": x_ids, "x_mask": x["attention_mask"], "x_labels": x_labels,
                 "y_ids": y_ids, "y_mask": y["attention_mask"], "y_labels": y_labels}
 
