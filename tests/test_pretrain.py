@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from pretriever.cli import app
 from pretriever.mine import MineConfig, mine
 from pretriever.pretrain import PretrainConfig, PretrainError
-from pretriever.pretrain.data import epoch_batches, load_pairs
+from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.run import build_objective, pretrain
 from conftest import SCIFACT, build, shared
@@ -300,10 +300,33 @@ def test_one_generated_query_per_passage_per_epoch(tmp_path):
         qc = [y for y in ys if y.startswith("q")]
         assert len(qc) == 8 and len({y.split("-")[0] for y in qc}) == 8  # each passage once, one candidate
     assert len({y for ys in picked.values() for y in ys if y.startswith("q")}) > 8  # other candidates next epochs
-    mixed = epoch_batches(pairs, 0, 2, 0, {"qc": 0.5, "cc": 0.5})
-    assert all(len({pairs.method[i] for i in b}) == 1 for b in mixed)  # one method per step
+    mixed = epoch_batches(pairs, 0, 4, 0, {"qc": 0.5, "cc": 0.5})
+    assert any(len({pairs.method[i] for i in b}) == 2 for b in mixed)  # contexts mix within a batch (per example)
+    assert all(len(b) == 4 for b in mixed) and len({i for b in mixed for i in b}) == 4 * len(mixed)
     with pytest.raises(PretrainError, match="ict"):
         load_pairs(tmp_path, ["ict"])
+
+
+def test_cc_draws_two_passages_of_a_document_anew_each_time_it_is_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = {"D1": [f"d1 passage {k}" for k in range(4)], "D2": [f"d2 passage {k}" for k in range(3)]}
+    rows = [{"method": "cc", "query": ps[k], "positive_text": ps[(k + 1) % len(ps)], "query_doc_id": d}
+            for d, ps in docs.items() for k in range(len(ps))]  # mine's circle: each passage paired with the next
+    mined = {(r["positive_text"], r["query"]) for r in rows}
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "cc.parquet")
+    pairs = load_pairs(tmp_path)
+    assert pairs.per_method == {"cc": 2}  # a unit is a document, read once per epoch
+    drawn = set()
+    for epoch in range(20):
+        (batch,) = epoch_batches(pairs, epoch, 2, 0, None)
+        xs, ys = batch_texts(pairs, batch, epoch, 0)
+        assert batch_texts(pairs, batch, epoch, 0) == (xs, ys)  # seeded: a resumed run draws the same
+        for x, y in zip(xs, ys):
+            assert x != y and any(x in ps and y in ps for ps in docs.values())
+            drawn.add((x, y))
+    assert len(drawn) > len(mined) and drawn - mined  # pairs the mining never fixed
 
 
 def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):

@@ -26,8 +26,9 @@ class PretrainConfig:
                                            "cotmae (encoder MLM + context-conditioned decoder MLM, eqs 8-11).")
     model: str | None = option(None, "The sentence-transformers model to start from (a BERT-style encoder).",
                                default_help="the packaged all-MiniLM-L6-v2")
-    mix: dict[str, float] | str | None = option(None, "Each step takes its batch from one method drawn with "
-                                                      "these shares, e.g. qc:0.5,cc:0.5 (the paper's Table 4).")
+    mix: dict[str, float] | str | None = option(None, "Each example's method is drawn with these shares, e.g. "
+                                                      "qc:0.5,cc:0.5, so a batch mixes contexts (the paper's "
+                                                      "Table 4, as caskcsg's code draws per example).")
     max_length: int = option(144, "Word pieces per passage or query (the official scripts: 144).")
     mask_rate: float = option(0.15, "coCondenser: share of word pieces masked, whole words, at least one per "
                                     "sequence (80% [MASK], 10% random, 10% kept).")
@@ -50,7 +51,8 @@ class PretrainConfig:
                           default_help="20, as `pretriever train`")
     mlm_weight: float = option(1.0, "Weight of the masked-LM terms (coCondenser: L_mlm and L_aux; CoT-MAE: both); "
                                     "0 trains coCondenser's contrastive term alone.")
-    epochs: float = option(1.0, "Passes over the pairs (a qc passage counts once per pass, eq. 12).")
+    epochs: float = option(1.0, "Passes over the pairs (a qc passage and a cc document count once per pass: one "
+                                "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
     batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
     gradient_accumulation: int = option(1, "Forward passes per optimizer step. It does not add in-batch negatives "

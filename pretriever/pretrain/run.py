@@ -32,7 +32,7 @@ from pretriever import __version__
 from pretriever.io import atomic_path, write_json
 from pretriever.models import load_model, model_label, resolve_model
 from pretriever.pretrain.config import PretrainConfig
-from pretriever.pretrain.data import PretrainPairs, epoch_batches, load_pairs
+from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
@@ -263,7 +263,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
         if batches[0] != epoch:
             batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
         batch = batches[1][index]
-        inputs = objective.prepare([pairs.x[i] for i in batch], [pairs.y[i] for i in batch])
+        inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed))
         with autocast:
             out = objective(**{k: v.to(device) for k, v in inputs.items()})
         (out["loss"] / cfg.gradient_accumulation).backward()
