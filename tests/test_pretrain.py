@@ -18,6 +18,7 @@ from pretriever.mine import MineConfig, mine
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
+from pretriever.pretrain.objectives.cotmae import window_mask
 from pretriever.pretrain.run import build_objective, pretrain
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
@@ -217,8 +218,70 @@ def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tm
     assert "scores 3 pairs" in result.report["model"]["warning"] and result.pairs_seen == 6
 
 
-def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
+def test_cotmae_ar_decoder_reads_the_unmasked_query_through_a_window_of_3(tiny, tmp_path):
+    """caskcsg's query-as-context decoder: GPT-2 blocks over [h_x ; e(y)] with y unmasked; position i sees h_x and
+    positions i-2..i only; each position predicts the next token (padding ignored)."""
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder="ar")
+    assert objective.decoder is None and len(objective.ar_decoder) == 1
+    torch.manual_seed(5)
+    inputs = objective.prepare(XS, YS, ["qc"] * 3)
+    assert "y_ids" not in inputs and inputs["ar_src"].tolist() == [0, 1, 2]
+    assert torch.equal(inputs["ar_ids"], objective.tokenize(YS)["input_ids"])  # the query as it is, unmasked
+    with torch.no_grad():
+        terms = objective(**inputs)
+        last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+        ids, mask = inputs["ar_ids"], inputs["ar_mask"]
+        hidden = torch.cat([last[:, :1], objective.encoder.embeddings(input_ids=ids)[:, 1:]], 1)
+
+        def decode(h):
+            out = objective.ar_decoder[0](h, attention_mask=window_mask(mask, 3, h.dtype))
+            return objective.ar_norm(out[0] if isinstance(out, tuple) else out)
+
+        logits = phi(objective, decode(hidden))
+        targets = ids.masked_fill(mask == 0, -100)
+        by_hand = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, 1:].reshape(-1),
+                                  ignore_index=-100)
+        assert terms["ar"].item() == pytest.approx(by_hand.item(), rel=1e-5)
+        assert terms["loss"].item() == pytest.approx((terms["mlm"] + terms["ar"]).item(), rel=1e-6)
+        row, i = 2, int(mask[2].sum()) - 1  # the last real position of the longest query
+        assert i >= 5
+        base = decode(hidden)[row, i]
+        for j, seen in [(0, True), (i - 2, True), (i - 1, True), (i - 3, False), (1, False)]:
+            changed = hidden.clone()
+            changed[row, j] += torch.linspace(-1.0, 1.0, hidden.shape[-1])  # not a constant: LayerNorm drops those
+            assert (not torch.allclose(decode(changed)[row, i], base, atol=1e-6)) == seen, j
+
+
+def test_cotmae_auto_is_ar_for_qc_and_symmetric_for_context_pairs(tiny, tmp_path):
+    """Per example: qc goes to the AR decoder; cc is CoT-MAE v1: both spans encoded, each decoded at 45% from the
+    other's embedding by a 2-layer decoder."""
     objective, _ = objective_for(tiny, tmp_path, objective="cotmae")
+    assert len(objective.decoder) == 2 and len(objective.ar_decoder) == 1
+    torch.manual_seed(6)
+    inputs = objective.prepare(XS, YS, ["cc", "qc", "cc"])
+    tokenize = objective.tokenize
+    encoded = XS + [YS[0], YS[2]]
+    decoded = [YS[0], YS[2], XS[0], XS[2]]
+    for key, texts in (("x", encoded), ("y", decoded)):
+        plain = tokenize(texts)
+        assert torch.equal(inputs[f"{key}_mask"], plain["attention_mask"])
+        kept = inputs[f"{key}_labels"] == -100
+        assert torch.equal(inputs[f"{key}_ids"][kept], plain["input_ids"][kept])  # only masked pieces differ
+    assert inputs["y_src"].tolist() == [0, 2, 3, 4]  # y_1 from h(x_1), y_3 from h(x_3), x_1 from h(y_1), ...
+    assert inputs["ar_src"].tolist() == [1] and torch.equal(inputs["ar_ids"], tokenize([YS[1]])["input_ids"])
+    seen = {}
+    hook = objective.decoder[0].register_forward_pre_hook(lambda m, args: seen.update(hidden=args[0]))
+    with torch.no_grad():
+        terms = objective(**inputs)
+        last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+    hook.remove()
+    assert torch.allclose(seen["hidden"][:, 0], last[[0, 2, 3, 4], 0])
+    assert all(terms[t].item() > 0 for t in ("mlm", "ctx_mlm", "ar"))
+    assert terms["loss"].item() == pytest.approx(sum(terms[t].item() for t in ("mlm", "ctx_mlm", "ar")), rel=1e-5)
+
+
+def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder="mlm")  # eq. 10, one direction
     torch.manual_seed(4)
     inputs = objective.prepare(XS, YS)
     seen = {}

@@ -2,8 +2,9 @@
 
 Defaults follow Wu et al. (2023, section 4.1) scaled down: AdamW with a linear warm-up over
 10% of the steps then linear decay, weight decay 0.01 (coCondenser); coCondenser masks 15%
-and reads the Condenser head from layer L/2; CoT-MAE masks 30% of the encoder input and
-45% of the decoder input (Wu et al., 2022) with a one-layer decoder.
+and reads the Condenser head from layer L/2; CoT-MAE masks 30% of the encoder input and, as
+the code behind Table 1 (caskcsg/ir), decodes a generated query with one autoregressive
+GPT-2 block (window 3) and a passage context symmetrically with 2 layers at 45%.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 from pretriever.config import option
 from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
+
+DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
 
 
 @dataclass
@@ -37,7 +40,14 @@ class PretrainConfig:
     head_layers: int = option(2, "coCondenser: transformer layers of the Condenser head (N).")
     head_from_layer: int | None = option(None, "coCondenser: encoder layer M whose token states feed the head.",
                                          default_help="L/2")
-    decoder_layers: int = option(1, "CoT-MAE: transformer layers of the decoder (N), initialised from scratch.")
+    decoder: str = option("auto", "CoT-MAE: ar (caskcsg's query-as-context decoder: GPT-2 blocks decode the "
+                                  "unmasked context left to right, each position seeing h and --attn-window "
+                                  "tokens), symmetric (CoT-MAE v1: both texts encoded, each decoded at 45% from "
+                                  "the other's h), mlm (the paper text's eq. 10, one direction) or auto (ar for qc "
+                                  "examples, symmetric for the others).")
+    decoder_layers: int | None = option(None, "CoT-MAE: layers of the decoder(s), initialised from scratch.",
+                                        default_help="1 for ar and mlm, 2 for symmetric")
+    attn_window: int = option(3, "CoT-MAE ar decoder: context tokens each position sees besides h (caskcsg: 3).")
     pooling: str | None = option(None, "cls (the papers, from a BERT checkpoint) | mean | max: the sentence "
                                        "embedding that the contrastive term and the bottleneck read, saved with "
                                        "the model.",
@@ -72,7 +82,7 @@ class PretrainConfig:
         self.pairs, self.out = Path(self.pairs), Path(self.out)
         self.objective = str(self.objective).lower()
         self.mix = parse_mix(self.mix)
-        for name in ("max_length", "batch_size", "gradient_accumulation", "head_layers", "decoder_layers",
+        for name in ("max_length", "batch_size", "gradient_accumulation", "head_layers", "attn_window",
                      "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -94,8 +104,13 @@ class PretrainConfig:
             raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {self.similarity!r}")
         if self.mlm_weight < 0:
             raise ValueError(f"mlm_weight must be at least 0, got {self.mlm_weight}")
-        if self.mlm_weight == 0 and self.objective == "cotmae":
-            raise ValueError("--mlm-weight 0 leaves CoT-MAE nothing to train (it has no contrastive term)")
+        if self.decoder_layers is not None and self.decoder_layers < 1:
+            raise ValueError(f"decoder_layers must be at least 1, got {self.decoder_layers}")
+        self.decoder = str(self.decoder).lower()
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+        if self.mlm_weight == 0 and self.objective == "cotmae" and self.decoder in ("symmetric", "mlm"):
+            raise ValueError(f"--mlm-weight 0 leaves CoT-MAE with the {self.decoder} decoder nothing to train")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.resume and self.overwrite:

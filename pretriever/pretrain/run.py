@@ -146,6 +146,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     if not weights:
         return {"head": f"new ({path} holds no c_head weights)"}
     module = getattr(objective, objective.head)
+    if module is None:  # CoT-MAE with only the AR decoder: c_head (transformer layers) has no place
+        return {"head": f"new ({path}'s c_head fits no layer of this decoder)"}
     try:
         missing, unexpected = module.load_state_dict(weights, strict=False)
     except RuntimeError as err:  # shapes differ: another hidden size
@@ -263,7 +265,8 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
         if batches[0] != epoch:
             batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
         batch = batches[1][index]
-        inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed))
+        inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
+                                   [pairs.methods[pairs.method[i]] for i in batch])
         with autocast:
             out = objective(**{k: v.to(device) for k, v in inputs.items()})
         (out["loss"] / cfg.gradient_accumulation).backward()
@@ -347,7 +350,7 @@ def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], res
                   "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch,
                   "unlisted_files": pairs.unlisted},
         "model": {"base": resolve_model(cfg.model), **notes,
-                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder")},
+                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder(s)")},
         "steps": result.steps,
         "planned_steps": total_steps,
         "pairs_seen": result.pairs_seen,

@@ -174,7 +174,8 @@ class Objective(nn.Module):
         masked[randomised] = torch.randint(len(self.tokenizer), ids.shape)[randomised]
         return masked, labels
 
-    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+    def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
+        """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method."""
         raise NotImplementedError
 
     def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -106,7 +106,7 @@ class CoCondenser(Objective):
         self.similarity = cfg.similarity
         self.condenser = new_layers(mlm_model, cfg.head_layers)
 
-    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+    def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
         enc = self.tokenize(list(xs) + list(ys))
         ids, labels = self.mask(enc, self.mask_rate)
         return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
