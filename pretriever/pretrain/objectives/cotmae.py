@@ -58,7 +58,7 @@ def ar_layers(mlm_model, n: int) -> nn.ModuleList:
                         n_layer=n, n_head=c.num_attention_heads, activation_function=c.hidden_act,
                         resid_pdrop=c.hidden_dropout_prob, embd_pdrop=c.hidden_dropout_prob,
                         attn_pdrop=c.attention_probs_dropout_prob, layer_norm_epsilon=c.layer_norm_eps,
-                        initializer_range=c.initializer_range)
+                        initializer_range=c.initializer_range, bos_token_id=None, eos_token_id=None)
     config._attn_implementation = "eager"  # the windowed mask is given whole
     layers = nn.ModuleList(GPT2Block(config, layer_idx=k) for k in range(n))
     with torch.no_grad():
