@@ -155,11 +155,11 @@ def test_retriever_1_draws_15_bm25_negatives_from_the_top_200_never_a_positive(s
         top = texts_of(passages, bm25.search([e.query], 200)[0])
         judged = {passages.get([d])[d] for d in e.exclude}
         assert len(e.negatives) == 15 and set(e.negatives) <= set(top) and not set(e.negatives) & judged
-    cfg = FinetuneConfig(out=Path("ft"), beir=scifact())
+    cfg = FinetuneConfig(out=Path("ft"), beir=shared(SCIFACT))
     assert cfg.bm25_negatives == cfg.negatives_per_query == 15 and cfg.bm25_depth == cfg.negative_depth == 200
     stage1 = stage_config(cfg, Path("ft/stage1"))
     assert (stage1.hard_negatives, stage1.bm25_negatives, stage1.bm25_depth) == ("bm25", 15, 200)
-    assert TrainConfig(out=Path("m"), beir=scifact()).bm25_negatives == 1  # plain train keeps DPR's one negative
+    assert TrainConfig(out=Path("m"), beir=shared(SCIFACT)).bm25_negatives == 1  # plain train keeps DPR's one negative
 
 
 def test_several_negatives_become_one_column_each(tmp_path):
