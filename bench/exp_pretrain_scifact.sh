@@ -36,7 +36,7 @@ done
 for m in base cocondenser cotmae; do
   model=$([ $m = base ] && echo "" || echo "--model pt-$m")
   t pretriever finetune --beir "$SF" --split train --corpus sf-store $model --two-stage --negative-depth 200 \
-      --negatives-per-query "$NEGATIVES" --max-passage-length "$FT_PASSAGE_LENGTH" --out ft-$m
+      --bm25-negatives "$NEGATIVES" --negatives-per-query "$NEGATIVES" --max-passage-length "$FT_PASSAGE_LENGTH" --out ft-$m
   unless ft-$m/stage2-index/index.json pretriever index build sf-store --model ft-$m/stage2 --out ft-$m/stage2-index
   unless eval-$m/results.json pretriever evaluate --index ft-$m/stage1-index --index ft-$m/stage2-index \
       --queries "$SF" --qrels "$SF/qrels/test.tsv" --out eval-$m --no-plots

@@ -8,11 +8,13 @@ from pathlib import Path
 from pretriever.testing import beir_subset as scifact_mini, minilm_tokenizer, random_t5 as tiny_t5  # noqa: F401
 
 
-def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128) -> Path:
-    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling."""
+def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128, pooling: str = "cls",
+                 normalize: bool = False) -> Path:
+    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling (or
+    ``pooling``, then ``normalize``, e.g. mean + normalize as the packaged MiniLM)."""
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel
 
     tok = minilm_tokenizer()
@@ -23,6 +25,26 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int 
     BertModel(config).save_pretrained(hf)
     tok.save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=64)
-    model = SentenceTransformer(modules=[transformer, Pooling(32, pooling_mode="cls")], device="cpu")
+    modules = [transformer, Pooling(32, pooling_mode=pooling)] + ([Normalize()] if normalize else [])
+    model = SentenceTransformer(modules=modules, device="cpu")
     model.save(str(path))
+    return path
+
+
+def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2) -> Path:
+    """A plain Hugging Face checkpoint laid out as Luyu/condenser's: a 2-layer BERT with its MLM head (hidden
+    size 32, MiniLM vocabulary) and, beside it, ``model.pt`` with the Condenser head (``c_head.N.*``)."""
+    import torch
+    from torch import nn
+    from transformers import BertConfig, BertForMaskedLM
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    tok = minilm_tokenizer()
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    head = nn.ModuleList(BertLayer(config) for _ in range(head_layers))
+    torch.save({f"c_head.{k}": v for k, v in head.state_dict().items()}, path / "model.pt")
     return path

@@ -18,7 +18,8 @@ from pretriever.index import open_retriever
 from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
 from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
-from pretriever.train.index_negatives import mine_index_negatives
+from pretriever.train.finetune import stage_config
+from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
 from pretriever.train.model import route
 from pretriever.train.pairs import write_records
@@ -142,6 +143,25 @@ def test_every_passage_of_a_judged_document_is_skipped_and_grade_zero_is_not_jud
         lookup.close()
 
 
+def test_retriever_1_draws_15_bm25_negatives_from_the_top_200_never_a_positive(scifact40):
+    """Stage 1 as the paper and caskcsg's eval_msmarco.sh (Tevatron, --train_n_passages 16): 15 BM25 negatives
+    per query from BM25's top k, judged positives left out, the same count as retriever 2 by default."""
+    data, passages, bm25 = scifact40
+    examples = fresh(data)
+    stats = mine_bm25_sample(examples, bm25, passages, depth=200, count=15, seed=0)
+    queries = list(dict.fromkeys(e.qid for e in examples))
+    assert stats["bm25"] == 15 * len(queries) and stats["random_fallback"] == 0 and "index" not in stats
+    for e in examples:
+        top = texts_of(passages, bm25.search([e.query], 200)[0])
+        judged = {passages.get([d])[d] for d in e.exclude}
+        assert len(e.negatives) == 15 and set(e.negatives) <= set(top) and not set(e.negatives) & judged
+    cfg = FinetuneConfig(out=Path("ft"), beir=shared(SCIFACT))
+    assert cfg.bm25_negatives == cfg.negatives_per_query == 15 and cfg.bm25_depth == cfg.negative_depth == 200
+    stage1 = stage_config(cfg, Path("ft/stage1"))
+    assert (stage1.hard_negatives, stage1.bm25_negatives, stage1.bm25_depth) == ("bm25", 15, 200)
+    assert TrainConfig(out=Path("m"), beir=shared(SCIFACT)).bm25_negatives == 1  # plain train keeps DPR's one negative
+
+
 def test_several_negatives_become_one_column_each(tmp_path):
     examples = [Example("q", "a query", "d1", "its positive", negatives=["n1", "n2", "n3"])]
     records = LabelledData("beir:train", examples, 1).records(with_negatives=True)
@@ -166,6 +186,10 @@ def test_settings_that_cannot_mine_are_refused(tmp_path):
         TrainConfig(out=tmp_path / "m", beir=tmp_path, negatives_from=tmp_path / "idx", use_negatives=False)
     with pytest.raises(ValueError, match="--beir"):
         FinetuneConfig(out=tmp_path / "ft", pairs=tmp_path)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        TrainConfig(out=tmp_path / "m", beir=tmp_path, bm25_negatives=15, bm25_depth=10)
+    with pytest.raises(ValueError, match="DPR"):
+        TrainConfig(out=tmp_path / "m", dpr=tmp_path / "d.json", bm25_negatives=2)
     # the mined-negative settings only matter to a run that mines
     assert "negatives_per_query" not in TrainConfig(out=tmp_path / "m", beir=tmp_path).run_settings()
 
@@ -199,7 +223,7 @@ def tiny_beir(tmp_path_factory) -> Path:
 def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, tmp_path):
     out = tmp_path / "ft"
     args = ["finetune", "--beir", str(tiny_beir), "--two-stage", "--negatives-per-query", "2", "--negative-depth",
-            "10", "--batch-size", "4", "--max-steps", "1", "--max-query-length", "32", "--max-passage-length", "64",
+            "10", "--bm25-negatives", "2", "--bm25-depth", "10", "--batch-size", "4", "--max-steps", "1", "--max-query-length", "32", "--max-passage-length", "64",
             "--index-batch-size", "16", "--out", str(out)]
     result = CliRunner().invoke(cli_app(finetune=finetune_command), args, env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
@@ -211,7 +235,7 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
         ("retriever 1", True), ("corpus store", True), ("index of retriever 1", True), ("retriever 2", True)]
     first = json.loads((out / "stage1" / "train.json").read_text())
     second = json.loads((out / "stage2" / "train.json").read_text())
-    assert first["data"]["negatives_found"]["bm25"] == first["data"]["pairs"] == 6  # 6 judged pairs, BM25
+    assert first["data"]["pairs"] == 6 and first["data"]["negatives_found"]["bm25"] == 2 * 6  # 2 per claim, BM25
     assert second["data"]["hard_negatives"] == f"index {out / 'stage1-index'}"
     assert second["data"]["negatives_per_pair"] == 2 and second["data"]["negatives_store"] == str(
         (out / "store").resolve())
@@ -259,3 +283,11 @@ def test_an_interrupted_retriever_2_continues_from_its_checkpoint(tiny_beir, tmp
     assert stages == ["stage2"] and steps.seen == [2, 3]  # retriever 1 and the index were kept; step 1 was not redone
     assert [(s.name, s.ran, s.note) for s in result.stages][-1] == ("retriever 2", True, "resumed from its checkpoint")
     assert json.loads((tmp_path / "ft" / "stage2" / "train.json").read_text())["training"]["resumed_at_step"] == 1
+
+
+def test_the_query_as_context_paper_is_cited_as_wu_et_al_2023():
+    import importlib
+
+    for name in ("pretriever.train.finetune", "pretriever.train.index_negatives"):
+        module = importlib.import_module(name)
+        assert "Wu et al. 2023" in module.__doc__ and "Xie" not in module.__doc__

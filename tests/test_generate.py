@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pyarrow.parquet as pq
 import pytest
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 
 from pretriever.cli import app
 from pretriever.generate import GenerateConfig, GenerateError, generate, import_queries
+from pretriever.generate.prefix import model_prefix
 from pretriever.generate.run import QUERIES_FILE, generate_batch
 from pretriever.mine import MineConfig, mine
 from conftest import SCIFACT, build, shared
@@ -102,11 +104,11 @@ def test_shards_union_is_whole(store, t5, whole, tmp_path):
     assert rows(tmp_path / "sh") == rows(out)
 
 
-def test_prefix_is_applied(store, t5, monkeypatch, tmp_path):
+def spy_inputs(monkeypatch) -> list[str]:
+    """The texts given to the tokenizer from now on."""
     import transformers
 
     seen: list[str] = []
-
     real = transformers.PreTrainedTokenizerBase.__call__
 
     def spy(self, text=None, *args, **kwargs):
@@ -115,9 +117,47 @@ def test_prefix_is_applied(store, t5, monkeypatch, tmp_path):
         return real(self, text, *args, **kwargs)
 
     monkeypatch.setattr(transformers.PreTrainedTokenizerBase, "__call__", spy)
+    return seen
+
+
+def test_prefix_is_applied(store, t5, monkeypatch, tmp_path):
+    seen = spy_inputs(monkeypatch)
     run(store, t5, tmp_path / "p", prefix="text2query: ", limit=2)
     assert len(seen) == 2 and all(s.startswith("text2query: ") for s in seen)
     assert all(len(s) > len("text2query: ") + 20 for s in seen)  # the passage follows the prefix
+
+
+def test_a_with_prefix_model_gets_its_prefix_without_being_told(store, monkeypatch, tmp_path, caplog):
+    model = tiny_t5(tmp_path / "doc2query" / "all-with-prefix-t5-base-v1")
+    seen = spy_inputs(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        result = run(store, model, tmp_path / "q", limit=2)
+    assert len(seen) == 2 and all(s.startswith("text2query: ") for s in seen)
+    assert "'text2query: '" in result.prefix_note and "with-prefix" in result.prefix_note
+    assert result.manifest["options"]["prefix"] == "text2query: " and not caplog.records
+    seen.clear()
+    run(store, model, tmp_path / "bare", limit=2, prefix="")  # told: none
+    assert len(seen) == 2 and not any(s.startswith("text2query") for s in seen)
+
+
+def test_an_unknown_model_without_a_prefix_is_warned_about(store, t5, monkeypatch, tmp_path, caplog):
+    seen = spy_inputs(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        result = run(store, t5, tmp_path / "q", limit=2)
+    assert result.prefix_note.startswith("warning:") and "--prefix 'text2query: '" in result.prefix_note
+    assert any("needs a prefix" in r.getMessage() for r in caplog.records)
+    assert len(seen) == 2 and not any(s.startswith("text2query") for s in seen)
+
+
+def test_a_prefix_named_in_the_config_is_used(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text(json.dumps({"model_type": "t5", "task_specific_params": {
+        "summarization": {"prefix": "summarize: "}, "query_generation": {"prefix": "generate query: "}}}))
+    assert model_prefix(str(tmp_path / "a"))[0] == "generate query: "
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "config.json").write_text(json.dumps({"model_type": "t5", "prefix": "q: "}))
+    assert model_prefix(str(tmp_path / "b"))[0] == "q: "
+    assert model_prefix("castorini/doc2query-t5-base-msmarco") == ("", "a doc2query model trained on the bare passage")
 
 
 def test_import_tsv_and_jsonl(store, tmp_path):
@@ -171,6 +211,7 @@ def test_cli_generate(store, t5, tmp_path):
     result = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--per-passage", "2",
                                       "--limit", "3", "--max-output-length", "4", "--out", str(tmp_path / "c")])
     assert result.exit_code == 0, result.output
+    assert "warning:" in result.output and "prefix" in result.output  # a random T5 names no prefix
     assert len(rows(tmp_path / "c")) == 6
     again = CliRunner().invoke(app, ["generate", str(store.path), "--model", str(t5), "--out", str(tmp_path / "c")])
     assert again.exit_code == 2 and "--overwrite" in again.output

@@ -126,9 +126,20 @@ def test_export_tevatron_one_pair_a_line_loads_with_datasets(pairs_dir, cli, tmp
         assert rec["negative_passages"] == [{"docid": pair["negative_passage_id"], "title": "",
                                              "text": pair["negative_text"]}]
         assert rec["answers"] == [pair["query_title"]]  # DL/WLP positives link to the query's document
+    assert ("--train_group_size 1" in result.output) == any(not r["negative_passages"] for r in records)
     # Tevatron reads its training files with datasets' json loader: every record must fit one schema
     ds = datasets.load_dataset("json", data_files=str(target), split="train")
     assert len(ds) == len(records) and ds[0]["positive_passages"][0]["docid"] == expected[0]["positive_passage_id"]
+
+
+def test_export_tevatron_without_negatives_says_train_group_size_1(enwiki_store, cli, tmp_path):
+    out = tmp_path / "pairs"
+    assert cli("mine", enwiki_store.path, "--out", out, "--method", "wlp", "--negatives", "none").exit_code == 0
+    result = cli("pairs", "export", out, "--format", "tevatron", "--out", tmp_path / "t.jsonl")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert records and not any(r["negative_passages"] for r in records)
+    assert "--train_group_size 1" in " ".join(result.output.split())
 
 
 def test_pairs_show_highlights_evidence(cowiki_store, cli, tmp_path):

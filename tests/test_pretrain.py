@@ -4,6 +4,8 @@ and pretrain -> train -> index -> evaluate on a tiny SciFact corpus."""
 from __future__ import annotations
 
 import json
+import logging
+import math
 
 import pytest
 import torch
@@ -14,10 +16,12 @@ from typer.testing import CliRunner
 from pretriever.cli import app
 from pretriever.mine import MineConfig, mine
 from pretriever.pretrain import PretrainConfig, PretrainError
-from pretriever.pretrain.data import epoch_batches, load_pairs
+from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
+from pretriever.pretrain.objectives.cocondenser import contrastive_loss
+from pretriever.pretrain.objectives.cotmae import window_mask
 from pretriever.pretrain.run import build_objective, pretrain
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st
+from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
       "Aspirin lowers the risk of colorectal cancer in long term users.",
@@ -52,7 +56,8 @@ def ce_by_hand(logits, labels):
 
 
 def test_cocondenser_loss_by_hand(tiny, tmp_path):
-    objective, notes = objective_for(tiny, tmp_path, objective="cocondenser", temperature=0.5, head_layers=1)
+    objective, notes = objective_for(tiny, tmp_path, objective="cocondenser", similarity="dot", scale=2.0,
+                                     head_layers=1)
     assert notes["mlm_head"] == "created and tied to the input embeddings"
     torch.manual_seed(3)
     inputs = objective.prepare(XS, YS)
@@ -66,9 +71,12 @@ def test_cocondenser_loss_by_hand(tiny, tmp_path):
         head_in = torch.cat([last[:, :1], middle[:, 1:]], 1)
         pad = (1 - inputs["attention_mask"][:, None, None, :].float()) * torch.finfo(torch.float32).min
         aux = ce_by_hand(phi(objective, objective.condenser[0](head_in, attention_mask=pad)), labels)
-        h = last[:, 0]
-        s = h[:3] @ h[3:].T / 0.5
-        cl = (torch.logsumexp(s, 1) - s.diag()).mean()
+        h = last[:, 0]  # the tiny model pools by [CLS] and does not normalise
+        # the official code (caskcsg/ir cocondenser/modeling.py): spans interleaved x_1, y_1, x_2, y_2, ...
+        z = torch.stack([h[:3], h[3:]], 1).reshape(6, -1)
+        s = z @ z.T * 2.0
+        s.fill_diagonal_(float("-inf"))
+        cl = F.cross_entropy(s, torch.arange(6).view(-1, 2).flip([1]).flatten())
     assert (labels != -100).any()
     assert terms["mlm"].item() == pytest.approx(mlm.item(), rel=1e-5)
     assert terms["aux"].item() == pytest.approx(aux.item(), rel=1e-5)
@@ -77,8 +85,203 @@ def test_cocondenser_loss_by_hand(tiny, tmp_path):
     assert abs(terms["mlm"].item() - terms["aux"].item()) > 1e-6  # the head is not the encoder
 
 
-def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
+def test_cocondenser_contrastive_loss_is_the_official_2b_by_2b_one():
+    """Two pairs in 2-D, dot, scale 1: every span is an anchor; its partner is the positive and the other two
+    spans (not only the other pair's y) are the negatives; the span itself is left out."""
+    x1, y1, x2, y2 = [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [-1.0, 0.0]
+
+    def nll(positive, negatives):
+        return -positive + math.log(sum(math.exp(v) for v in [positive, *negatives]))
+
+    # dot products: x1.y1 = 1, x1.x2 = 0, x1.y2 = -1, y1.x2 = 1, y1.y2 = -1, x2.y2 = 0
+    by_hand = (nll(1, [0, -1]) + nll(1, [1, -1]) + nll(0, [0, 1]) + nll(0, [-1, -1])) / 4
+    assert by_hand == pytest.approx(0.817280, abs=1e-6)
+    got = contrastive_loss(torch.tensor([x1, x2, y1, y2]), scale=1.0, similarity="dot")
+    assert got.item() == pytest.approx(by_hand, rel=1e-6)
+    one_way = (nll(1, [-1]) + nll(0, [1])) / 2  # the former B x B loss, x -> y only: not what the papers train
+    assert abs(got.item() - one_way) > 0.05
+    scaled = contrastive_loss(torch.tensor([x1, x2, y1, y2]) * 3, scale=20.0, similarity="cos")
+    assert scaled.item() == pytest.approx(contrastive_loss(F.normalize(torch.tensor([x1, x2, y1, y2]), dim=-1),
+                                                           scale=20.0, similarity="dot").item(), rel=1e-6)
+
+
+def test_the_objective_trains_the_vector_that_encode_returns(tmp_path):
+    """A mean-pooled, normalised model (as the packaged MiniLM): the objective's embedding of unmasked text is
+    what the model's ``encode`` returns, and the Condenser head's first position reads that vector."""
+    from sentence_transformers import SentenceTransformer
+
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    objective, notes = objective_for(base, tmp_path, objective="cocondenser")
+    assert notes["pooling"] == "mean" and notes["normalize"] is True
+    enc = objective.tokenize(XS)
+    with torch.no_grad():
+        last = objective.encoder(**enc).last_hidden_state
+        h = objective.sentence_embedding(last, enc["attention_mask"])
+    expected = SentenceTransformer(str(base), device="cpu").encode(XS, convert_to_tensor=True)
+    assert torch.allclose(h, expected, atol=1e-5)
+    assert not torch.allclose(h, last[:, 0], atol=1e-3)
+    seen = {}
+    hook = objective.condenser[0].register_forward_pre_hook(lambda m, args: seen.update(hidden=args[0]))
+    inputs = objective.prepare(XS, YS)
+    with torch.no_grad():
+        objective(**inputs)
+        last = objective.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])[0]
+        h = objective.sentence_embedding(last, inputs["attention_mask"])
+    hook.remove()
+    assert torch.allclose(seen["hidden"][:, 0], h, atol=1e-6)
+
+
+def write_pairs(folder, xs, ys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"method": "cc", "query": y, "positive_text": x} for x, y in zip(xs, ys)]),
+                   folder / "cc.parquet")
+    return folder
+
+
+def test_contrastive_only_pretraining_moves_what_encode_returns(tmp_path):
+    """--mlm-weight 0: coCondenser's contrastive term alone, on a mean-pooled, normalised model. The saved model's
+    ``encode`` changes and the same loss computed from its embeddings falls (before: the whole point was lost on
+    a [CLS] vector that the model never returns)."""
+    from sentence_transformers import SentenceTransformer
+
+    xs = XS + ["Statins reduce cholesterol in adults.", "Sleep loss impairs memory consolidation.",
+               "Insulin resistance precedes type 2 diabetes.", "Smoking damages lung tissue over decades.",
+               "Exercise improves cardiovascular health.", "Gut bacteria influence the immune system."]
+    ys = YS + ["statins and cholesterol", "sleep and memory", "what comes before diabetes", "smoking lungs",
+               "exercise heart", "microbiome immunity"]
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    out = tmp_path / "m"
+    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, model=str(base), mlm_weight=0,
+                            batch_size=9, max_steps=15, learning_rate=1e-3, warmup_ratio=0.0, max_length=24))
+
+    def loss(model_dir):
+        model = SentenceTransformer(str(model_dir), device="cpu")
+        emb = model.encode(xs + ys, convert_to_tensor=True)
+        return emb, contrastive_loss(emb, scale=20.0).item()
+
+    (before, loss_before), (after, loss_after) = loss(base), loss(out)
+    assert not torch.allclose(before, after, atol=1e-3)
+    assert loss_after < loss_before - 0.1, (loss_before, loss_after)
+    report = json.loads((out / "pretrain.json").read_text())
+    assert report["model"]["pooling"] == "mean" and report["model"]["normalize"] is True
+
+
+def test_cls_pooling_when_asked_is_saved(tiny, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    out = tmp_path / "m"
+    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS, YS), out=out, model=str(base), pooling="cls",
+                            batch_size=3, max_steps=1, max_length=16))
+    assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == "cls"
+    model = SentenceTransformer(str(out), device="cpu")
+    assert [type(m).__name__ for m in model] == ["Transformer", "Pooling", "Normalize"]  # its own normalisation
+
+
+@pytest.mark.parametrize("objective,layers", [("cocondenser", 1), ("cotmae", 2)])
+def test_the_head_starts_from_a_condenser_checkpoints_model_pt(tmp_path, objective, layers):
+    """Luyu/condenser's layout: the encoder with its MLM head, and model.pt beside it with c_head.N.*. The head
+    starts from those weights (a layer model.pt lacks stays new; one it has beyond ours is left out)."""
+    path = tiny_condenser(tmp_path / "condenser", head_layers=2)
+    saved = torch.load(path / "model.pt", weights_only=True)
+    option = "head_layers" if objective == "cocondenser" else "decoder_layers"
+    model, notes = objective_for(path, tmp_path, objective=objective, **{option: layers})
+    head = getattr(model, model.head)
+    assert notes["head"] == f"from {path / 'model.pt'}" and notes["mlm_head"] == "from the checkpoint"
+    assert notes["pooling"] == "cls" and notes["normalize"] is False  # a plain checkpoint: the paper's [CLS]
+    for key, value in head.state_dict().items():
+        assert torch.equal(value, saved[f"c_head.{key}"])
+    assert notes["head_weights_loaded"] == len(head.state_dict()) and notes["head_weights_new"] == []
+    assert bool(notes["head_weights_left_out"]) == (layers == 1)  # model.pt's second layer has no place
+    (path / "model.pt").unlink()
+    _, fresh = objective_for(path, tmp_path, objective=objective)
+    assert fresh["head"] == "new"
+
+
+def test_a_model_pt_that_would_run_code_is_refused(tmp_path):
+    path = tiny_condenser(tmp_path / "condenser")
+    marker = tmp_path / "the-code-ran"
+    torch.save({"c_head.0.x": _Planted(marker)}, path / "model.pt")
+    with pytest.raises(PretrainError, match=r"model\.pt.*tensors only"):
+        objective_for(path, tmp_path, objective="cocondenser")
+    assert not marker.exists()
+
+
+def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        result = pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS + YS, YS + XS), out=tmp_path / "m",
+                                         model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
+                                         max_length=16))
+    assert "does not add in-batch negatives" in caplog.text
+    assert "scores 3 pairs" in result.report["model"]["warning"] and result.pairs_seen == 6
+
+
+def test_cotmae_ar_decoder_reads_the_unmasked_query_through_a_window_of_3(tiny, tmp_path):
+    """caskcsg's query-as-context decoder: GPT-2 blocks over [h_x ; e(y)] with y unmasked; position i sees h_x and
+    positions i-2..i only; each position predicts the next token (padding ignored)."""
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder="ar")
+    assert objective.decoder is None and len(objective.ar_decoder) == 1
+    torch.manual_seed(5)
+    inputs = objective.prepare(XS, YS, ["qc"] * 3)
+    assert "y_ids" not in inputs and inputs["ar_src"].tolist() == [0, 1, 2]
+    assert torch.equal(inputs["ar_ids"], objective.tokenize(YS)["input_ids"])  # the query as it is, unmasked
+    with torch.no_grad():
+        terms = objective(**inputs)
+        last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+        ids, mask = inputs["ar_ids"], inputs["ar_mask"]
+        hidden = torch.cat([last[:, :1], objective.encoder.embeddings(input_ids=ids)[:, 1:]], 1)
+
+        def decode(h):
+            out = objective.ar_decoder[0](h, attention_mask=window_mask(mask, 3, h.dtype))
+            return objective.ar_norm(out[0] if isinstance(out, tuple) else out)
+
+        logits = phi(objective, decode(hidden))
+        targets = ids.masked_fill(mask == 0, -100)
+        by_hand = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets[:, 1:].reshape(-1),
+                                  ignore_index=-100)
+        assert terms["ar"].item() == pytest.approx(by_hand.item(), rel=1e-5)
+        assert terms["loss"].item() == pytest.approx((terms["mlm"] + terms["ar"]).item(), rel=1e-6)
+        row, i = 2, int(mask[2].sum()) - 1  # the last real position of the longest query
+        assert i >= 5
+        base = decode(hidden)[row, i]
+        for j, seen in [(0, True), (i - 2, True), (i - 1, True), (i - 3, False), (1, False)]:
+            changed = hidden.clone()
+            changed[row, j] += torch.linspace(-1.0, 1.0, hidden.shape[-1])  # not a constant: LayerNorm drops those
+            assert (not torch.allclose(decode(changed)[row, i], base, atol=1e-6)) == seen, j
+
+
+def test_cotmae_auto_is_ar_for_qc_and_symmetric_for_context_pairs(tiny, tmp_path):
+    """Per example: qc goes to the AR decoder; cc is CoT-MAE v1: both spans encoded, each decoded at 45% from the
+    other's embedding by a 2-layer decoder."""
     objective, _ = objective_for(tiny, tmp_path, objective="cotmae")
+    assert len(objective.decoder) == 2 and len(objective.ar_decoder) == 1
+    torch.manual_seed(6)
+    inputs = objective.prepare(XS, YS, ["cc", "qc", "cc"])
+    tokenize = objective.tokenize
+    encoded = XS + [YS[0], YS[2]]
+    decoded = [YS[0], YS[2], XS[0], XS[2]]
+    for key, texts in (("x", encoded), ("y", decoded)):
+        plain = tokenize(texts)
+        assert torch.equal(inputs[f"{key}_mask"], plain["attention_mask"])
+        kept = inputs[f"{key}_labels"] == -100
+        assert torch.equal(inputs[f"{key}_ids"][kept], plain["input_ids"][kept])  # only masked pieces differ
+    assert inputs["y_src"].tolist() == [0, 2, 3, 4]  # y_1 from h(x_1), y_3 from h(x_3), x_1 from h(y_1), ...
+    assert inputs["ar_src"].tolist() == [1] and torch.equal(inputs["ar_ids"], tokenize([YS[1]])["input_ids"])
+    seen = {}
+    hook = objective.decoder[0].register_forward_pre_hook(lambda m, args: seen.update(hidden=args[0]))
+    with torch.no_grad():
+        terms = objective(**inputs)
+        last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+    hook.remove()
+    assert torch.allclose(seen["hidden"][:, 0], last[[0, 2, 3, 4], 0])
+    assert all(terms[t].item() > 0 for t in ("mlm", "ctx_mlm", "ar"))
+    assert terms["loss"].item() == pytest.approx(sum(terms[t].item() for t in ("mlm", "ctx_mlm", "ar")), rel=1e-5)
+
+
+def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder="mlm")  # eq. 10, one direction
     torch.manual_seed(4)
     inputs = objective.prepare(XS, YS)
     seen = {}
@@ -113,21 +316,35 @@ def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
 @pytest.mark.parametrize("objective,option,key,rate", [
     ("cocondenser", "mask_rate", "labels", 0.15), ("cocondenser", "mask_rate", "labels", 0.4),
     ("cotmae", "encoder_mask_rate", "x_labels", 0.30), ("cotmae", "decoder_mask_rate", "y_labels", 0.45)])
-def test_mask_rates(tiny, tmp_path, objective, option, key, rate):
+def test_mask_rates_and_whole_words(tiny, tmp_path, objective, option, key, rate):
+    """As the official collators: per sequence up to max(1, round(rate x n)) of its n word pieces and at least one,
+    whole words (a word's pieces all or none), never [CLS]/[SEP]/padding, then 80% [MASK], 10% random, 10% kept."""
     model, _ = objective_for(tiny, tmp_path, objective=objective, **{option: rate})
     tok = minilm_tokenizer()
     torch.manual_seed(0)
-    texts = [" ".join(XS)] * 200
+    texts = [" ".join(XS)] * 100 + ["Microglia prune synapses."] * 100  # "microglia" is several pieces
     inputs = model.prepare(texts, texts)
     labels = inputs[key]
-    ids = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")]
-    maskable = (ids != tok.pad_token_id).sum() - 2 * len(ids)  # every token but [CLS], [SEP] and padding
+    enc = model.tokenize((texts + texts)[:len(labels)])  # coCondenser masks x and y in one batch
+    ids = enc["input_ids"]
     masked = labels != -100
-    assert masked.sum().item() / maskable.item() == pytest.approx(rate, abs=0.01)
+    maskable = (enc["attention_mask"].sum(1) - 2)  # every piece but [CLS], [SEP] and padding
+    targets = [max(1, round(rate * n)) for n in maskable.tolist()]
+    counts = masked.sum(1).tolist()
+    assert all(1 <= c <= t for c, t in zip(counts, targets))  # a word that would overshoot is skipped
+    assert sum(counts) >= 0.9 * sum(targets)
     assert not masked[:, 0].any() and not masked[ids == tok.pad_token_id].any()
-    shown = ids[masked]
-    assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.02)
-    assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.02)  # left as it was
+    assert torch.equal(labels[masked], ids[masked])
+    for row in range(len(ids)):
+        words: dict[int, set[bool]] = {}
+        for i, w in enumerate(enc.word_ids(row)):
+            if w is not None:
+                words.setdefault(w, set()).add(bool(masked[row, i]))
+        assert all(len(v) == 1 for v in words.values())  # a word is masked whole or not at all
+    assert any(len([w for w in enc.word_ids(r) if w == 0]) > 1 for r in range(len(ids)))  # words of many pieces
+    shown = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")][masked]
+    assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.03)
+    assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.03)  # left as it was
 
 
 def test_one_generated_query_per_passage_per_epoch(tmp_path):
@@ -146,10 +363,33 @@ def test_one_generated_query_per_passage_per_epoch(tmp_path):
         qc = [y for y in ys if y.startswith("q")]
         assert len(qc) == 8 and len({y.split("-")[0] for y in qc}) == 8  # each passage once, one candidate
     assert len({y for ys in picked.values() for y in ys if y.startswith("q")}) > 8  # other candidates next epochs
-    mixed = epoch_batches(pairs, 0, 2, 0, {"qc": 0.5, "cc": 0.5})
-    assert all(len({pairs.method[i] for i in b}) == 1 for b in mixed)  # one method per step
+    mixed = epoch_batches(pairs, 0, 4, 0, {"qc": 0.5, "cc": 0.5})
+    assert any(len({pairs.method[i] for i in b}) == 2 for b in mixed)  # contexts mix within a batch (per example)
+    assert all(len(b) == 4 for b in mixed) and len({i for b in mixed for i in b}) == 4 * len(mixed)
     with pytest.raises(PretrainError, match="ict"):
         load_pairs(tmp_path, ["ict"])
+
+
+def test_cc_draws_two_passages_of_a_document_anew_each_time_it_is_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = {"D1": [f"d1 passage {k}" for k in range(4)], "D2": [f"d2 passage {k}" for k in range(3)]}
+    rows = [{"method": "cc", "query": ps[k], "positive_text": ps[(k + 1) % len(ps)], "query_doc_id": d}
+            for d, ps in docs.items() for k in range(len(ps))]  # mine's circle: each passage paired with the next
+    mined = {(r["positive_text"], r["query"]) for r in rows}
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "cc.parquet")
+    pairs = load_pairs(tmp_path)
+    assert pairs.per_method == {"cc": 2}  # a unit is a document, read once per epoch
+    drawn = set()
+    for epoch in range(20):
+        (batch,) = epoch_batches(pairs, epoch, 2, 0, None)
+        xs, ys = batch_texts(pairs, batch, epoch, 0)
+        assert batch_texts(pairs, batch, epoch, 0) == (xs, ys)  # seeded: a resumed run draws the same
+        for x, y in zip(xs, ys):
+            assert x != y and any(x in ps and y in ps for ps in docs.values())
+            drawn.add((x, y))
+    assert len(drawn) > len(mined) and drawn - mined  # pairs the mining never fixed
 
 
 def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):

@@ -24,8 +24,9 @@ def generate_command(cfg: GenerateConfig) -> None:
 
     Examples:
 
-      pretriever generate enwiki/ --model doc2query/all-with-prefix-t5-base-v1 --prefix "text2query: "
-          --per-passage 5 --limit 300 --out queries/
+      pretriever generate enwiki/ --model doc2query/all-with-prefix-t5-base-v1 --per-passage 5
+          --limit 300 --out queries/
+          (the prefix 'text2query: ' comes from the model's name; the command says which)
 
       pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/
           (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
@@ -42,6 +43,7 @@ def generate_command(cfg: GenerateConfig) -> None:
                 bar.update(task, completed=done, total=total, rate=f"{rate:,.1f} passages/s")
 
             result = generate(cfg, progress=step)
+        console.print(result.prefix_note)
     skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in result.skipped.items() if n) or "none"
     console.print(f"{result.passages:,} passages, {result.queries:,} queries in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} passages/s); skipped: {skipped}")

@@ -192,7 +192,8 @@ def export(
           (DPR's reader input, for DPR's train_extractive_reader.py or `pretriever reader train`)
 
       pretriever pairs export pairs/ --format tevatron --out hlp-tevatron.jsonl
-          (train with Tevatron: --dataset_name json --dataset_path hlp-tevatron.jsonl)
+          (train with Tevatron main, v2 or v1.5: --dataset_name json --dataset_path hlp-tevatron.jsonl;
+          pairs mined with --negatives none need --train_group_size 1)
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")
@@ -201,6 +202,9 @@ def export(
         methods = pairs.select(method)
         if not methods:
             raise PairsError(f"{pairs_dir} holds no pairs (see why in {pairs_dir / 'pairs.json'})")
-        n = export_pairs(pairs, format, out, methods)
+        notes: list[str] = []
+        n = export_pairs(pairs, format, out, methods, notes)
     dropped = f"; {pairs.duplicates_dropped:,} found by two methods written once" if pairs.duplicates_dropped else ""
     console.print(escape(f"{n:,} pairs ({', '.join(methods)}) written to {out} as {format}{dropped}"))
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")

@@ -86,11 +86,13 @@ def finetune_command(cfg: FinetuneConfig) -> None:
     """Fine-tune on judged queries, in one stage or two (query-as-context, Figure 3; coCondenser;
     CoT-MAE).
 
-    Retriever 1 is `pretriever train --beir DIR` (in-batch and BM25 negatives). With --two-stage, the
-    corpus is then indexed with retriever 1, and retriever 2 is trained from the same --model (the paper
-    starts both from the pre-trained model) with --negatives-per-query negatives per query drawn with the
-    seed from retriever 1's top --negative-depth, never a judged positive (paper: 200 and 15). Every
-    option of `pretriever train` applies to both stages.
+    Retriever 1 is `pretriever train --beir DIR` with in-batch negatives and --bm25-negatives BM25
+    negatives per query, drawn with the seed from BM25's top --bm25-depth, never a judged positive (the
+    paper and caskcsg's eval_msmarco.sh: 15 of the top 200, the same count as retriever 2). With
+    --two-stage, the corpus is then indexed with retriever 1, and retriever 2 is trained from the same
+    --model (the paper starts both from the pre-trained model) with --negatives-per-query negatives per
+    query drawn with the seed from retriever 1's top --negative-depth, never a judged positive (paper: 200
+    and 15). Every option of `pretriever train` applies to both stages.
 
     The run resumes by itself: the same command again keeps the finished stages, continues an interrupted
     one from its checkpoint, and runs again every stage after one that ran. It prints where each stage's
@@ -99,8 +101,8 @@ def finetune_command(cfg: FinetuneConfig) -> None:
 
     Examples:
 
-      pretriever finetune --beir scifact/ --corpus scifact-store/ --two-stage --negatives-per-query 3
-          --batch-size 8 --max-steps 2 --out scifact-ft/
+      pretriever finetune --beir scifact/ --corpus scifact-store/ --two-stage --bm25-negatives 3
+          --negatives-per-query 3 --batch-size 8 --max-steps 2 --out scifact-ft/
 
       pretriever train --beir scifact/ --negatives-from scifact-ft/stage1-index/ --negative-depth 200
           --negatives-per-query 15 --batch-size 4 --max-steps 2 --out scifact-r2/

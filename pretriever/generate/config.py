@@ -24,8 +24,10 @@ class GenerateConfig:
     model: str | None = option(None, "A Hugging Face seq2seq model (local folder or cached name), e.g. "
                                      "doc2query/all-with-prefix-t5-base-v1. Required unless --from is given.")
     per_passage: int = option(5, "Candidate queries per passage (C; the paper's Table 3 finds 5 best).")
-    prefix: str = option("", "Text put before every passage, e.g. 'text2query: ' for the all-with-prefix "
-                             "doc2query models.")
+    prefix: str | None = option(None, "Text put before every passage, e.g. 'text2query: ' for the doc2query "
+                                      "*-with-prefix-* models; '' for none.",
+                                default_help="the model's: 'text2query: ' when its name says with-prefix, what its "
+                                             "config names, else none (with a warning for an unknown model)")
     top_k: int = option(25, "Nucleus sampling: keep the k most likely tokens (paper: 25).")
     top_p: float = option(0.95, "Nucleus sampling: keep the smallest set of tokens with this total probability "
                                 "(paper: 0.95).")

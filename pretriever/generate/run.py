@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pretriever import __version__
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
+from pretriever.generate.prefix import resolve_prefix
 from pretriever.generate.sampling import row_seed, seeded_sampler
 from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
@@ -45,6 +46,7 @@ class GenerateResult:
     passages: int = 0  # passages given queries in this run
     queries: int = 0  # rows written in this run
     skipped: dict[str, int] = field(default_factory=dict)  # what was left out, and why
+    prefix_note: str = ""  # which prefix was used, and why
     seconds: float = 0.0
     complete: bool = False  # generated_queries.parquet was written
     manifest: dict[str, Any] | None = None
@@ -124,8 +126,11 @@ def generate_batch(tokenizer, model, device: str, ids: list[str], texts: list[st
 
 
 def generate(cfg: GenerateConfig, progress: Progress | None = None) -> GenerateResult:
-    """Generate the queries of ``cfg.corpus`` (or this shard of it) into ``cfg.out``."""
+    """Generate the queries of ``cfg.corpus`` (or this shard of it) into ``cfg.out``; without ``cfg.prefix``
+    the model's own (:mod:`pretriever.generate.prefix`), recorded in the run's settings and manifest."""
     started = time.perf_counter()
+    prefix, note = resolve_prefix(str(cfg.model), cfg.prefix)
+    cfg = replace(cfg, prefix=prefix)
     source = open_passages(cfg.corpus)
     total = min(len(source), cfg.limit) if cfg.limit is not None else len(source)
     state = {**cfg.run_settings(), "passages": source.fingerprint()}
@@ -134,7 +139,7 @@ def generate(cfg: GenerateConfig, progress: Progress | None = None) -> GenerateR
     chunks = range((total + every - 1) // every)
     mine = [j for j in chunks if cfg.shard is None or j % cfg.shard.count == cfg.shard.index]
     todo = [j for j in mine if not _part(cfg.out, j).exists()]
-    result = GenerateResult(cfg, skipped={"empty_passages": 0})
+    result = GenerateResult(cfg, skipped={"empty_passages": 0}, prefix_note=note)
     to_do = sum(min(every, total - j * every) for j in todo)
     if todo:
         tokenizer, model, device = _load_generator(cfg)

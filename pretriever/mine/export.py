@@ -18,8 +18,12 @@ one pair a line: ``query_id`` (the pair id), ``query``, ``answers`` (as for DPR)
 ``positive_passages`` and ``negative_passages``, each passage ``{docid, title, text}``. The
 ``title`` is left empty: Tevatron prepends a non-empty title to the text, and the pairs'
 texts are already what ``pretriever train`` sees (HLP leaves titles out; ``mine
---prepend-title`` puts them in the text). Load it with ``--dataset_name json
---dataset_path FILE`` (Tevatron v2) or ``--train_dir`` (v1).
+--prepend-title`` puts them in the text). Read by Tevatron main, v2 and v1.5 (their own
+``TrainDataset``, which takes this legacy ``positive_passages`` layout): ``--dataset_name json
+--dataset_path FILE``. Not by v1, whose ``--train_dir`` wants its own pre-tokenised files.
+Tevatron draws ``--train_group_size - 1`` negatives per query and fails on an empty list, so
+pairs without negatives (``mine --negatives none``) train with ``--train_group_size 1``; the
+export says so.
 
 ``squad``: SQuAD v1.1 JSON (``{"version": "v1.1", "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``) for reader training,
@@ -115,8 +119,9 @@ def dpr_reader_record(row: dict[str, Any], matcher: AnswerMatcher) -> dict[str, 
             **_qac_source(row)}
 
 
-def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> int:
-    """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written."""
+def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str], notes: list[str] | None = None) -> int:
+    """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written. What the
+    reader of the file must know (the Tevatron option that pairs without negatives need) goes to ``notes``."""
     out = Path(out)
     check_out(out, fmt)
     if fmt == "dpr":
@@ -124,7 +129,18 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str]) -> in
     if fmt == "jsonl":
         return _export_jsonl(pairs, out, methods)
     if fmt == "tevatron":
-        return _export_jsonl(pairs, out, methods, tevatron_record)
+        without = [0]
+
+        def record(row: dict[str, Any]) -> dict[str, Any]:
+            rec = tevatron_record(row)
+            without[0] += not rec["negative_passages"]
+            return rec
+
+        n = _export_jsonl(pairs, out, methods, record)
+        if without[0] and notes is not None:
+            notes.append(f"{without[0]:,} of {n:,} pairs have no negative (mined with --negatives none?): train "
+                         "with Tevatron's --train_group_size 1, else it fails drawing negatives from an empty list")
+        return n
     if fmt == "sentence-transformers":
         return _export_st(pairs, out, methods)
     if fmt == "squad":

@@ -2,8 +2,9 @@
 
 Defaults follow Wu et al. (2023, section 4.1) scaled down: AdamW with a linear warm-up over
 10% of the steps then linear decay, weight decay 0.01 (coCondenser); coCondenser masks 15%
-and reads the Condenser head from layer L/2; CoT-MAE masks 30% of the encoder input and
-45% of the decoder input (Wu et al., 2022) with a one-layer decoder.
+and reads the Condenser head from layer L/2; CoT-MAE masks 30% of the encoder input and, as
+the code behind Table 1 (caskcsg/ir), decodes a generated query with one autoregressive
+GPT-2 block (window 3) and a passage context symmetrically with 2 layers at 45%.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
-from pretriever.train.config import parse_mix
+from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
+
+DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
 
 
 @dataclass
@@ -26,21 +29,45 @@ class PretrainConfig:
                                            "cotmae (encoder MLM + context-conditioned decoder MLM, eqs 8-11).")
     model: str | None = option(None, "The sentence-transformers model to start from (a BERT-style encoder).",
                                default_help="the packaged all-MiniLM-L6-v2")
-    mix: dict[str, float] | str | None = option(None, "Each step takes its batch from one method drawn with "
-                                                      "these shares, e.g. qc:0.5,cc:0.5 (the paper's Table 4).")
-    max_length: int = option(128, "Word pieces per passage or query.")
-    mask_rate: float = option(0.15, "coCondenser: share of tokens masked (80% [MASK], 10% random, 10% kept).")
-    encoder_mask_rate: float = option(0.30, "CoT-MAE: share of x's tokens masked for the encoder.")
-    decoder_mask_rate: float = option(0.45, "CoT-MAE: share of y's tokens masked for the decoder.")
+    mix: dict[str, float] | str | None = option(None, "Each example's method is drawn with these shares, e.g. "
+                                                      "qc:0.5,cc:0.5, so a batch mixes contexts (the paper's "
+                                                      "Table 4, as caskcsg's code draws per example).")
+    max_length: int = option(144, "Word pieces per passage or query (the official scripts: 144).")
+    mask_rate: float = option(0.15, "coCondenser: share of word pieces masked, whole words, at least one per "
+                                    "sequence (80% [MASK], 10% random, 10% kept).")
+    encoder_mask_rate: float = option(0.30, "CoT-MAE: share of x's word pieces masked (whole words) for the encoder.")
+    decoder_mask_rate: float = option(0.45, "CoT-MAE: share of y's word pieces masked (whole words) for the decoder.")
     head_layers: int = option(2, "coCondenser: transformer layers of the Condenser head (N).")
     head_from_layer: int | None = option(None, "coCondenser: encoder layer M whose token states feed the head.",
                                          default_help="L/2")
-    decoder_layers: int = option(1, "CoT-MAE: transformer layers of the decoder (N), initialised from scratch.")
-    temperature: float = option(1.0, "coCondenser: tau in exp(sim(h_x, h_y) / tau); sim is the dot product.")
-    epochs: float = option(1.0, "Passes over the pairs (a qc passage counts once per pass, eq. 12).")
+    decoder: str = option("auto", "CoT-MAE: ar (caskcsg's query-as-context decoder: GPT-2 blocks decode the "
+                                  "unmasked context left to right, each position seeing h and --attn-window "
+                                  "tokens), symmetric (CoT-MAE v1: both texts encoded, each decoded at 45% from "
+                                  "the other's h), mlm (the paper text's eq. 10, one direction) or auto (ar for qc "
+                                  "examples, symmetric for the others).")
+    decoder_layers: int | None = option(None, "CoT-MAE: layers of the decoder(s), initialised from scratch.",
+                                        default_help="1 for ar and mlm, 2 for symmetric")
+    attn_window: int = option(3, "CoT-MAE ar decoder: context tokens each position sees besides h (caskcsg: 3).")
+    pooling: str | None = option(None, "cls (the papers, from a BERT checkpoint) | mean | max: the sentence "
+                                       "embedding that the contrastive term and the bottleneck read, saved with "
+                                       "the model.",
+                                 default_help="keep the model's own (the packaged model: mean, then normalize); a "
+                                              "plain Hugging Face checkpoint gets cls")
+    normalize: bool | None = option(None, "L2-normalise the sentence embedding (saved with the model).",
+                                    default_help="keep the model's own (packaged model: yes; a plain checkpoint: no)")
+    similarity: str = option("cos", "coCondenser: sim in the contrastive term, cos (as `pretriever train`) or dot "
+                                    "(the paper, with --pooling cls --scale 1).")
+    scale: float = option(20.0, "coCondenser: logits = scale x sim (1/tau; the paper: 1 with dot).",
+                          default_help="20, as `pretriever train`")
+    mlm_weight: float = option(1.0, "Weight of the masked-LM terms (coCondenser: L_mlm and L_aux; CoT-MAE: both); "
+                                    "0 trains coCondenser's contrastive term alone.")
+    epochs: float = option(1.0, "Passes over the pairs (a qc passage and a cc document count once per pass: one "
+                                "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
     batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
-    gradient_accumulation: int = option(1, "Forward passes per optimizer step.")
+    gradient_accumulation: int = option(1, "Forward passes per optimizer step. It does not add in-batch negatives "
+                                           "(each pass scores its own batch only; the papers' 2,048+ sequences share "
+                                           "one batch), so the run warns.")
     learning_rate: float = option(1e-4, "Peak learning rate of AdamW (coCondenser: 1e-4).")
     warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0.")
     weight_decay: float = option(0.01, "AdamW weight decay.")
@@ -55,7 +82,7 @@ class PretrainConfig:
         self.pairs, self.out = Path(self.pairs), Path(self.out)
         self.objective = str(self.objective).lower()
         self.mix = parse_mix(self.mix)
-        for name in ("max_length", "batch_size", "gradient_accumulation", "head_layers", "decoder_layers",
+        for name in ("max_length", "batch_size", "gradient_accumulation", "head_layers", "attn_window",
                      "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -66,8 +93,24 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
-        if not self.epochs > 0 or not self.temperature > 0 or not self.learning_rate > 0:
-            raise ValueError("epochs, temperature and learning_rate must be positive")
+        if not self.epochs > 0 or not self.scale > 0 or not self.learning_rate > 0:
+            raise ValueError("epochs, scale and learning_rate must be positive")
+        if self.pooling is not None:
+            self.pooling = str(self.pooling).lower()
+            if self.pooling not in POOLINGS:
+                raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
+        self.similarity = str(self.similarity).lower()
+        if self.similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {self.similarity!r}")
+        if self.mlm_weight < 0:
+            raise ValueError(f"mlm_weight must be at least 0, got {self.mlm_weight}")
+        if self.decoder_layers is not None and self.decoder_layers < 1:
+            raise ValueError(f"decoder_layers must be at least 1, got {self.decoder_layers}")
+        self.decoder = str(self.decoder).lower()
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+        if self.mlm_weight == 0 and self.objective == "cotmae" and self.decoder in ("symmetric", "mlm"):
+            raise ValueError(f"--mlm-weight 0 leaves CoT-MAE with the {self.decoder} decoder nothing to train")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.resume and self.overwrite:

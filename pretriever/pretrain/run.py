@@ -1,19 +1,23 @@
 """``pretriever pretrain``: pre-train a sentence-transformers encoder with coCondenser or CoT-MAE.
 
 The encoder is loaded with its MLM head (created and tied to the input embeddings when the
-checkpoint has none, as for the packaged MiniLM), wrapped by the objective, and trained
-with AdamW, a linear warm-up then linear decay (``get_linear_schedule_with_warmup``) and
-gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
+checkpoint has none, as for the packaged MiniLM), wrapped by the objective (whose Condenser
+head or decoder starts from ``model.pt`` beside the encoder when the checkpoint has one, as
+Luyu/condenser's do: :func:`load_head`), and trained with AdamW, a linear warm-up then
+linear decay (``get_linear_schedule_with_warmup``) and gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
 optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
 ``--resume`` continues from the newest. At the end the encoder's weights are copied back
 into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
-sentence-transformers model (same modules and pooling as the input; no MLM head, Condenser
-head or decoder) that ``pretriever train``, ``index`` and ``evaluate`` use as is, with
-``pretrain.json`` (settings, pairs per method, loss curve per term, time, pairs/s).
+sentence-transformers model (the input's modules, with the pooling and normalisation that
+were trained: the model's own, or ``--pooling``/``--normalize`` when given, recorded in its
+pooling config; no MLM head, Condenser head or decoder) that ``pretriever train``, ``index``
+and ``evaluate`` use as is, with ``pretrain.json`` (settings, pairs per method, loss curve
+per term, time, pairs/s).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -26,12 +30,15 @@ from typing import Any
 
 from pretriever import __version__
 from pretriever.io import atomic_path, write_json
-from pretriever.models import load_model, resolve_model
+from pretriever.models import load_model, model_label, resolve_model
 from pretriever.pretrain.config import PretrainConfig
-from pretriever.pretrain.data import PretrainPairs, epoch_batches, load_pairs
+from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
+from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 from pretriever.training import checkpoints
+
+log = logging.getLogger(__name__)
 
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
@@ -55,8 +62,10 @@ class PretrainResult:
 
 
 def build_objective(cfg: PretrainConfig, device: str):
-    """(sentence-transformers model, objective module, notes): the encoder with an MLM head, wrapped."""
+    """(sentence-transformers model, objective module, notes): the encoder with an MLM head, wrapped; the model
+    has the pooling that the objective trains (``cfg.pooling``/``cfg.normalize`` or its own)."""
     import torch  # heavy: imported when training starts
+    from sentence_transformers import SentenceTransformer
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
@@ -70,6 +79,11 @@ def build_objective(cfg: PretrainConfig, device: str):
     transformer = st[0]
     if not hasattr(transformer, "auto_model"):
         raise PretrainError(f"{ref}: the first module is {type(transformer).__name__}, not a Transformer encoder")
+    modules, pooling, normalize = shape_pooling(list(st.children()), cfg.pooling, cfg.normalize,
+                                                is_sentence_transformers_model(ref), model_label(cfg.model))
+    st = SentenceTransformer(modules=modules, device="cpu", prompts=st.prompts,
+                             default_prompt_name=st.default_prompt_name,
+                             similarity_fn_name="cosine" if cfg.similarity == "cos" else "dot")
     torch.manual_seed(cfg.seed)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the load report lists the missing head we create here
@@ -86,12 +100,61 @@ def build_objective(cfg: PretrainConfig, device: str):
         raise PretrainError(f"{ref}: encoder weights missing when loaded for MLM: {', '.join(missing_encoder[:5])}")
     mlm.tie_weights()
     try:
-        objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg)
+        objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg, modules[1:])
     except (TypeError, ValueError) as err:
         raise PretrainError(str(err)) from err
     notes = {"mlm_head": "created and tied to the input embeddings" if created else "from the checkpoint",
-             "created_weights": created}
+             "created_weights": created, "pooling": pooling, "normalize": normalize,
+             **load_head(objective, ref)}
     return st, objective.to(device), notes
+
+
+HEAD_FILE = "model.pt"  # where Condenser/coCondenser (luyug) and caskcsg's code keep the head beside the encoder
+
+
+def _beside(ref: str, name: str) -> Path | None:
+    """``name`` in the model's folder, or in the local Hugging Face cache for a hub name (no download)."""
+    if Path(ref).is_dir():
+        return Path(ref) / name if (Path(ref) / name).is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(ref, name)
+    except Exception:  # noqa: BLE001 - not a hub name: nothing beside it
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def load_head(objective: Objective, ref: str) -> dict[str, Any]:
+    """Start the objective's head from the checkpoint's ``model.pt`` when it has one: Luyu/condenser and
+    caskcsg's checkpoints save their head (``c_head.N.*``, transformer layers shaped as ours) there, beside the
+    encoder; as their ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones are left out.
+    Read with ``weights_only``: tensors only, never code."""
+    import torch  # heavy
+
+    path = _beside(ref, HEAD_FILE)
+    if path is None:
+        return {"head": "new"}
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as err:
+        raise PretrainError(f"{path}: not a head checkpoint that can be read safely (tensors only): "
+                            f"{str(err).splitlines()[0][:200]}") from err
+    if not isinstance(state, dict):
+        raise PretrainError(f"{path}: expected a state dict of the head (c_head.N.* tensors)")
+    weights = {k[len("c_head."):]: v for k, v in state.items() if k.startswith("c_head.")}
+    if not weights:
+        return {"head": f"new ({path} holds no c_head weights)"}
+    module = getattr(objective, objective.head)
+    if module is None:  # CoT-MAE with only the AR decoder: c_head (transformer layers) has no place
+        return {"head": f"new ({path}'s c_head fits no layer of this decoder)"}
+    try:
+        missing, unexpected = module.load_state_dict(weights, strict=False)
+    except RuntimeError as err:  # shapes differ: another hidden size
+        raise PretrainError(f"{path}: its c_head does not fit this encoder's head: "
+                            f"{str(err).splitlines()[-1].strip()[:200]}") from err
+    return {"head": f"from {path}", "head_weights_loaded": len(weights) - len(unexpected),
+            "head_weights_new": sorted(missing), "head_weights_left_out": sorted(unexpected)}
 
 
 def save_encoder(st, objective: Objective, out: Path) -> None:
@@ -162,6 +225,11 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     per_epoch, total_steps = plan(cfg, pairs)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     st, objective, notes = build_objective(cfg, device)
+    if cfg.gradient_accumulation > 1:
+        notes["warning"] = (f"--gradient-accumulation {cfg.gradient_accumulation} averages the gradients of "
+                            f"{cfg.gradient_accumulation} batches of {cfg.batch_size}; it does not add in-batch "
+                            f"negatives: each contrastive term still scores {cfg.batch_size} pairs")
+        log.warning(notes["warning"])
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     params = [p for p in objective.parameters() if p.requires_grad]
     decay = [p for n, p in objective.named_parameters() if p.requires_grad and not any(k in n for k in no_decay)]
@@ -197,7 +265,8 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
         if batches[0] != epoch:
             batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
         batch = batches[1][index]
-        inputs = objective.prepare([pairs.x[i] for i in batch], [pairs.y[i] for i in batch])
+        inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
+                                   [pairs.methods[pairs.method[i]] for i in batch])
         with autocast:
             out = objective(**{k: v.to(device) for k, v in inputs.items()})
         (out["loss"] / cfg.gradient_accumulation).backward()
@@ -281,7 +350,7 @@ def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], res
                   "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch,
                   "unlisted_files": pairs.unlisted},
         "model": {"base": resolve_model(cfg.model), **notes,
-                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder")},
+                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder(s)")},
         "steps": result.steps,
         "planned_steps": total_steps,
         "pairs_seen": result.pairs_seen,

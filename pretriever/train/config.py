@@ -34,7 +34,8 @@ HARD_NEGATIVES = ("bm25", "file", "none")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 # Settings that decide what a run computes; a --resume must not change them.
-RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "negatives_from",
+RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "bm25_negatives",
+            "negatives_from",
             "negative_depth", "negatives_per_query", "prepend_title",
             "limit", "mix", "use_negatives", "pooling", "normalize", "shared_encoder", "similarity", "scale",
             "max_query_length", "max_passage_length", "epochs", "max_steps", "batch_size", "mini_batch_size",
@@ -96,8 +97,10 @@ class TrainConfig:
     hard_negatives: str = option("bm25", "BEIR/DPR data: bm25 (the best BM25 passage that is not a positive and, for "
                                          "DPR, holds no answer: DPR's recipe), file (DPR's own hard_negative_ctxs) or "
                                          "none (in-batch negatives only).")
-    bm25_depth: int = option(10, "BM25 hits looked at for each query's hard negative (the best one that is not a "
-                                 "positive).")
+    bm25_depth: int = option(10, "BM25 hits looked at for each query's hard negatives (never a positive).")
+    bm25_negatives: int = option(1, "BM25 hard negatives per query: 1 is the best hit that is not a positive "
+                                    "(DPR); more are drawn with the seed from the top --bm25-depth hits that are not "
+                                    "positives, each its own column (query-as-context stage 1: 15 of the top 200).")
     negatives_from: Path | None = option(None, "BEIR data: mine the hard negatives with this index (any folder "
                                                "`pretriever search` opens; in two-stage fine-tuning the index of "
                                                "retriever 1) instead of BM25. Each query is searched to "
@@ -210,10 +213,16 @@ class TrainConfig:
             if self.negatives_per_query > self.negative_depth:
                 raise ValueError(f"--negatives-per-query ({self.negatives_per_query}) cannot exceed "
                                  f"--negative-depth ({self.negative_depth})")
+        if self.bm25_negatives > 1 and self.dpr is not None:
+            raise ValueError("--bm25-negatives above 1 draws negatives for judged BEIR queries; DPR data gets DPR's "
+                             "one BM25 negative that holds no answer")
+        if self.hard_negatives == "bm25" and self.bm25_negatives > self.bm25_depth:
+            raise ValueError(f"--bm25-negatives ({self.bm25_negatives}) cannot exceed --bm25-depth "
+                             f"({self.bm25_depth})")
         if self.heldout_pairs < 0:
             raise ValueError(f"heldout_pairs must be 0 (off) or more, got {self.heldout_pairs}")
         for name in ("batch_size", "max_query_length", "max_passage_length", "save_steps", "bm25_depth",
-                     "negative_depth", "negatives_per_query"):
+                     "bm25_negatives", "negative_depth", "negatives_per_query"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("limit", "max_steps", "mini_batch_size", "logging_steps", "save_total_limit"):
@@ -252,6 +261,11 @@ class FinetuneConfig(TrainConfig):
     the stage plan. Both retrievers start from ``model`` (the paper initialises both with the pre-trained
     model); retriever 2 differs only in its negatives."""
 
+    bm25_negatives: int = option(15, "Retriever 1: BM25 negatives per query, drawn with the seed from BM25's top "
+                                     "--bm25-depth hits that are not judged positives (the paper and caskcsg's "
+                                     "eval_msmarco.sh: 15, as retriever 2's --negatives-per-query).")
+    bm25_depth: int = option(200, "Retriever 1: BM25 hits its negatives are drawn from (as retriever 2's "
+                                  "--negative-depth).")
     out: Path = option(help="FINETUNE_DIR: stage1/ (retriever 1), and with --two-stage stage1-index/ (the corpus "
                             "indexed with retriever 1), stage2/ (retriever 2), store/ (the corpus store, when no "
                             "--corpus is given) and finetune.json (where each stage's output is).")

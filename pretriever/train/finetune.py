@@ -1,6 +1,7 @@
-"""Two-stage fine-tuning (query-as-context, Xie et al. 2023, section 3.2 and Figure 3), as existing stages.
+"""Two-stage fine-tuning (query-as-context, Wu et al. 2023, section 3.2 and Figure 3), as existing stages.
 
-Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.train`);
+Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.train`;
+``--bm25-negatives`` of BM25's top ``--bm25-depth``, 15 of 200 by default, as retriever 2);
 the corpus is indexed with it (:func:`pretriever.index.build_index`); retriever 2 is trained
 from the same starting model with negatives that retriever 1 ranks high
 (``TrainConfig.negatives_from``, see :mod:`pretriever.train.index_negatives`). This module only

@@ -1,6 +1,6 @@
 """Hard negatives mined with a trained retriever: retriever 2 of two-stage fine-tuning.
 
-Query-as-context (Xie et al. 2023, section 3.2 and Figure 3), following coCondenser and
+Query-as-context (Wu et al. 2023, section 3.2 and Figure 3), following coCondenser and
 CoT-MAE: retriever 1 is trained with BM25 negatives; the corpus is indexed with it; then
 retriever 2 is trained with negatives that retriever 1 ranks high. Section 4.2: "the negative
 depth is set to 200 and the number of negative passages for one query ... is 15".
@@ -95,4 +95,19 @@ def mine_index_negatives(examples: list[Example], retriever: Retriever, lookup: 
     for q in qids:
         for e in by_qid[q][1:]:
             e.negatives = list(by_qid[q][0].negatives)
+    return stats
+
+
+def mine_bm25_sample(examples: list[Example], retriever: Retriever, passages: Passages, depth: int, count: int,
+                     seed: int, prepend_title: bool = True) -> dict[str, Any]:
+    """Retriever 1's negatives (section 4.2; caskcsg's ``eval_msmarco.sh`` trains it on Tevatron's BM25 negatives
+    with ``--train_n_passages 16``): ``count`` drawn as :func:`mine_index_negatives` draws them, from the top
+    ``depth`` hits of the BM25 ``retriever`` over ``passages`` (counted as ``bm25``)."""
+    lookup = PassageLookup(passages.store) if passages.store is not None else None
+    try:
+        stats = mine_index_negatives(examples, retriever, lookup, passages, depth, count, seed, prepend_title)
+    finally:
+        if lookup is not None:
+            lookup.close()
+    stats["bm25"] = stats.pop("index")
     return stats

@@ -60,7 +60,7 @@ def build_model(cfg: TrainConfig, device: str | None = None):
     """Load the base model and shape it as the config says; returns (model, description dict)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Router, Transformer
+    from sentence_transformers.sentence_transformer.modules import Router, Transformer
 
     ref = resolve_model(cfg.model)
     is_st = is_sentence_transformers_model(ref)
@@ -84,25 +84,9 @@ def build_model(cfg: TrainConfig, device: str | None = None):
             raise TrainError(f"{model_label(cfg.model)} does not start with a Transformer module; "
                              "pretriever trains Transformer bi-encoders")
         transformer = modules[0]
-        poolings = [i for i, m in enumerate(modules) if isinstance(m, Pooling)]
-        current = modules[poolings[0]].pooling_mode if poolings else None
-        wanted = cfg.pooling or ("cls" if is_st is False else None)
-        if wanted is not None and wanted != current:
-            pool = Pooling(transformer.get_embedding_dimension(), pooling_mode=wanted)
-            if poolings:
-                modules[poolings[0]] = pool
-            else:
-                modules.insert(1, pool)
-            if is_st:
-                log.warning("pooling of %s changed from %s to %s as asked", model_label(cfg.model), current, wanted)
-        has_norm = any(isinstance(m, Normalize) for m in modules)
-        normalize = cfg.normalize if cfg.normalize is not None else (False if is_st is False else has_norm)
-        if normalize and not has_norm:
-            modules.append(Normalize())
-        elif not normalize and has_norm:
-            modules = [m for m in modules if not isinstance(m, Normalize)]
+        modules, pooling_desc, normalize = shape_pooling(modules, cfg.pooling, cfg.normalize, is_st,
+                                                         model_label(cfg.model))
         _set_lengths(transformer, cfg)
-        pooling_desc = wanted or current
         if not cfg.shared_encoder:  # two copies of the same start; both cut queries and passages as set above
             document = [copy.deepcopy(m) for m in modules]
             modules = [Router.for_query_document(query_modules=modules, document_modules=document)]
@@ -116,6 +100,34 @@ def build_model(cfg: TrainConfig, device: str | None = None):
                    "max_query_length": cfg.max_query_length, "max_passage_length": cfg.max_passage_length,
                    "parameters": sum(p.numel() for p in model.parameters())}
     return model, description
+
+
+def shape_pooling(modules: list, pooling: str | None, normalize: bool | None, is_st: bool | None,
+                  label: str) -> tuple[list, str | None, bool]:
+    """(modules, pooling mode, normalised): the modules after the Transformer reshaped as asked. None keeps the
+    model's own; a plain Hugging Face checkpoint (``is_st`` False) gets CLS pooling and no normalisation, as in
+    the papers. A changed pooling replaces the Pooling module, so the saved model's pooling config says so."""
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+
+    modules = list(modules)
+    poolings = [i for i, m in enumerate(modules) if isinstance(m, Pooling)]
+    current = modules[poolings[0]].pooling_mode if poolings else None
+    wanted = pooling or ("cls" if is_st is False else None)
+    if wanted is not None and wanted != current:
+        pool = Pooling(modules[0].get_embedding_dimension(), pooling_mode=wanted)
+        if poolings:
+            modules[poolings[0]] = pool
+        else:
+            modules.insert(1, pool)
+        if is_st:
+            log.warning("pooling of %s changed from %s to %s as asked", label, current, wanted)
+    has_norm = any(isinstance(m, Normalize) for m in modules)
+    normalised = normalize if normalize is not None else (False if is_st is False else has_norm)
+    if normalised and not has_norm:
+        modules.append(Normalize())
+    elif not normalised and has_norm:
+        modules = [m for m in modules if not isinstance(m, Normalize)]
+    return modules, wanted or current, normalised
 
 
 def _set_lengths(transformer, cfg: TrainConfig) -> None:

@@ -38,7 +38,7 @@ from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
 from pretriever.train.heldout import retrieval_check, split_heldout
-from pretriever.train.index_negatives import mine_index_negatives
+from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 from pretriever.training import cuda_available, last_checkpoint, loss_curve, progress_callback, quiet
@@ -179,9 +179,14 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
         if cfg.hard_negatives == "bm25":
             step("building a BM25 index for hard negatives")
             retriever, info["bm25_index"] = lab.bm25_retriever(passages)
-            step(f"mining BM25 hard negatives for {data.queries:,} queries")
-            info["negatives_found"] = lab.mine_bm25_negatives(data.examples, retriever, passages, cfg.bm25_depth,
-                                                              cfg.seed)
+            step(f"mining {cfg.bm25_negatives} BM25 hard negative(s) per query from the top {cfg.bm25_depth} for "
+                 f"{data.queries:,} queries")
+            if cfg.bm25_negatives > 1:
+                info["negatives_found"] = mine_bm25_sample(data.examples, retriever, passages, cfg.bm25_depth,
+                                                           cfg.bm25_negatives, cfg.seed, cfg.prepend_title)
+            else:
+                info["negatives_found"] = lab.mine_bm25_negatives(data.examples, retriever, passages,
+                                                                  cfg.bm25_depth, cfg.seed)
         else:
             info["negatives_found"] = {"file": data.notes.get("negatives_from_file", 0),
                                        "random_fallback": lab.fill_random_negatives(data.examples, passages, cfg.seed)}

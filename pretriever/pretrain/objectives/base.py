@@ -3,10 +3,15 @@
 An objective gets the encoder with its MLM head (``AutoModelForMaskedLM``: the head is
 created, tied to the input embeddings, when the checkpoint has none) and adds what it
 needs (a Condenser head, a decoder). ``prepare`` turns a batch of (x, y) texts into
-tensors, masking with transformers' ``DataCollatorForLanguageModeling`` (80% [MASK],
-10% random token, 10% unchanged; special and padding tokens never masked); ``forward``
+tensors, masking whole words as the official collators do (luyug/Condenser's and caskcsg's
+``CondenserCollator``): :meth:`Objective.mask`; ``forward``
 maps those tensors to ``{"loss": total, term: value, ...}``. Everything but the encoder is
 discarded after training.
+
+The vector that a contrastive term scores and that a bottleneck (Condenser head, CoT-MAE
+decoder) reads is the model's own sentence embedding: the saved model's modules after its
+Transformer (pooling, normalisation, ...) applied to the encoder's last layer, so what is
+trained is what ``encode`` and ``index build`` return.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from typing import Any, ClassVar
 
 import torch
 from torch import nn
-from transformers import DataCollatorForLanguageModeling
 from transformers.models.bert.modeling_bert import BertLayer
 
 OBJECTIVES: dict[str, type["Objective"]] = {}
@@ -104,12 +108,15 @@ class Objective(nn.Module):
 
     name: ClassVar[str]
     terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
+    head: ClassVar[str]  # the attribute holding the new layers that a checkpoint's model.pt ``c_head.*`` can fill
 
-    def __init__(self, mlm_model, tokenizer, cfg: Any):
+    def __init__(self, mlm_model, tokenizer, cfg: Any, pooling: list[nn.Module]):
         super().__init__()
         self.mlm = mlm_model
         self.tokenizer = tokenizer
         self.max_length = cfg.max_length
+        self.mlm_weight = cfg.mlm_weight
+        self.pooling = nn.ModuleList(pooling)  # the sentence-transformers modules after the Transformer
         head = getattr(mlm_model, "cls", None) or getattr(mlm_model, "lm_head", None)  # BERT-like / RoBERTa-like
         if head is None:
             raise TypeError(f"{type(mlm_model).__name__} has no MLM head named cls or lm_head")
@@ -119,18 +126,56 @@ class Objective(nn.Module):
     def encoder(self) -> nn.Module:
         return self.mlm.base_model
 
+    def sentence_embedding(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The saved model's embedding of these last-layer states: its own pooling, normalisation, ..."""
+        features: dict[str, torch.Tensor] = {"token_embeddings": hidden, "attention_mask": attention_mask}
+        for module in self.pooling:
+            features = module(features)
+        return features["sentence_embedding"]
+
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         return self.tokenizer(texts, max_length=self.max_length, truncation=True, padding=True, return_tensors="pt",
                               return_token_type_ids=False)
 
-    def masker(self, rate: float) -> DataCollatorForLanguageModeling:
-        return DataCollatorForLanguageModeling(self.tokenizer, mlm_probability=rate)
+    def mask(self, enc, rate: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(masked ids, labels) of a tokenised batch ``enc``: whole-word masking as the official collators.
 
-    def mask(self, input_ids: torch.Tensor, rate: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """(masked ids, labels): the collator's 80/10/10 masking from torch's global generator (seeded)."""
-        return self.masker(rate).torch_mask_tokens(input_ids.clone())
+        Per sequence, whole words (a fast tokenizer's ``word_ids``: a word's pieces together) are taken in a
+        random order until max(1, round(rate x n)) of its n word pieces (special and padding tokens not
+        counted, never masked) are chosen, a word that would overshoot skipped: at least one token per
+        sequence. Each chosen piece is then [MASK] (80%), a random token (10%) or left (10%); labels are -100
+        elsewhere. Draws come from torch's global generator (seeded)."""
+        ids = enc["input_ids"]
+        chosen = torch.zeros_like(ids, dtype=torch.bool)
+        special = set(self.tokenizer.all_special_ids)
+        for row in range(len(ids)):
+            try:
+                word_of = enc.word_ids(row)
+            except (ValueError, AttributeError):  # a slow tokenizer: every piece its own word
+                word_of = list(range(ids.shape[1]))
+            words: dict[int, list[int]] = {}
+            for i, (token, word) in enumerate(zip(ids[row].tolist(), word_of)):
+                if word is not None and token not in special and enc["attention_mask"][row, i]:
+                    words.setdefault(word, []).append(i)
+            pieces = list(words.values())
+            target = max(1, round(rate * sum(len(w) for w in pieces))) if pieces else 0
+            taken = 0
+            for j in torch.randperm(len(pieces)).tolist():
+                if taken >= target:
+                    break
+                if taken + len(pieces[j]) <= target:
+                    chosen[row, pieces[j]] = True
+                    taken += len(pieces[j])
+        labels = ids.masked_fill(~chosen, -100)
+        masked = ids.clone()
+        replaced = torch.bernoulli(torch.full(ids.shape, 0.8)).bool() & chosen
+        masked[replaced] = self.tokenizer.mask_token_id
+        randomised = torch.bernoulli(torch.full(ids.shape, 0.5)).bool() & chosen & ~replaced
+        masked[randomised] = torch.randint(len(self.tokenizer), ids.shape)[randomised]
+        return masked, labels
 
-    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+    def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
+        """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method."""
         raise NotImplementedError
 
     def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:

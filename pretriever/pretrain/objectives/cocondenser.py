@@ -2,15 +2,20 @@
 
 Inputs: pairs (x, y) of related texts: two passages of one document (``cc``) or a passage
 and one of its generated queries (``qc``). Both are masked (``mask_rate``, 15%) and
-encoded in one forward pass. Loss = L_mlm + L_aux + L_cl:
+encoded in one forward pass. Loss = w (L_mlm + L_aux) + L_cl, w = ``mlm_weight`` (1):
 
 * L_mlm: MLM on the encoder's last layer (eq. 4);
 * L_aux: the Condenser head, ``head_layers`` fresh transformer layers over
-  [h_0^L ; h_1^M ... h_n^M] (last-layer [CLS] then layer-M token states, M = L/2 by
-  default), predicts the same masked tokens through the same MLM head (eq. 6);
-* L_cl: -log softmax over the batch of sim(h_x, h_y) / tau, sim the dot product of the
-  last-layer [CLS] vectors, the other pairs' y as negatives (eq. 5).
+  [h ; h_1^M ... h_n^M] (h the span's sentence embedding, then layer-M token states,
+  M = L/2 by default), predicts the same masked tokens through the same MLM head (eq. 6);
+* L_cl: the official coCondenser loss (luyug/Condenser, caskcsg/ir ``cocondenser/modeling.py``):
+  the 2B x 2B matrix of scale x sim(h_i, h_j) over all 2B spans of the batch, diagonal
+  masked; every span is an anchor whose positive is its partner and whose negatives are
+  the 2B - 2 other spans (eq. 5 written for both spans of a pair).
 
+h is the model's own sentence embedding (its pooling and normalisation, as ``encode``
+returns it; the paper: last-layer [CLS], which ``--pooling cls`` gives and saves); sim is
+cosine (``similarity``, or dot) times ``scale`` (20, as ``pretriever train``; the paper: dot, 1).
 Requires a BERT-style encoder (``AutoModelForMaskedLM`` with ``cls``/``lm_head``).
 Example: ``pretriever pretrain pairs/ --objective cocondenser --mix qc:1 --out model/``.
 Paper: Gao and Callan, "Unsupervised Corpus Aware Language Model Pre-training for Dense
@@ -23,6 +28,18 @@ import torch
 from torch import nn
 
 from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers, register, run_layers
+
+
+def contrastive_loss(embeddings: torch.Tensor, scale: float, similarity: str = "cos") -> torch.Tensor:
+    """coCondenser's L_cl over ``embeddings`` = [x_1 .. x_n ; y_1 .. y_n] (2n spans): cross-entropy of each span's
+    partner among the other 2n - 1 spans, logits scale x sim, the span itself masked out (the official loss, with
+    the pairs stacked instead of interleaved)."""
+    z = nn.functional.normalize(embeddings, dim=-1) if similarity == "cos" else embeddings
+    scores = (z @ z.T).float() * scale
+    eye = torch.eye(len(z), dtype=torch.bool, device=z.device)
+    scores = scores.masked_fill(eye, float("-inf"))
+    target = torch.arange(len(z), device=z.device).roll(len(z) // 2)  # x_i <-> y_i
+    return nn.functional.cross_entropy(scores, target)
 
 
 @register
@@ -76,31 +93,33 @@ class CoCondenser(Objective):
 
     name = "cocondenser"
     terms = ("mlm", "aux", "cl")
+    head = "condenser"
 
-    def __init__(self, mlm_model, tokenizer, cfg):
-        super().__init__(mlm_model, tokenizer, cfg)
+    def __init__(self, mlm_model, tokenizer, cfg, pooling):
+        super().__init__(mlm_model, tokenizer, cfg, pooling)
         layers = mlm_model.config.num_hidden_layers
         self.from_layer = cfg.head_from_layer if cfg.head_from_layer is not None else layers // 2
         if not 0 <= self.from_layer <= layers:
             raise ValueError(f"head_from_layer must be between 0 and {layers}, got {self.from_layer}")
         self.mask_rate = cfg.mask_rate
-        self.temperature = cfg.temperature
+        self.scale = cfg.scale
+        self.similarity = cfg.similarity
         self.condenser = new_layers(mlm_model, cfg.head_layers)
 
-    def prepare(self, xs: list[str], ys: list[str]) -> dict[str, torch.Tensor]:
+    def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
         enc = self.tokenize(list(xs) + list(ys))
-        ids, labels = self.mask(enc["input_ids"], self.mask_rate)
+        ids, labels = self.mask(enc, self.mask_rate)
         return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 labels: torch.Tensor) -> dict[str, torch.Tensor]:
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         last = out.hidden_states[-1]
-        cls = last[:, 0]
-        mlm = mlm_loss(self.mlm_head, last, labels)
-        head_in = torch.cat([cls.unsqueeze(1), out.hidden_states[self.from_layer][:, 1:]], dim=1)
-        aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, attention_mask), labels)
-        n = cls.shape[0] // 2
-        scores = cls[:n] @ cls[n:].T / self.temperature
-        cl = nn.functional.cross_entropy(scores.float(), torch.arange(n, device=scores.device))
-        return {"loss": mlm + aux + cl, "mlm": mlm, "aux": aux, "cl": cl}
+        h = self.sentence_embedding(last, attention_mask)
+        cl = contrastive_loss(h, self.scale, self.similarity)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and self.mlm_weight > 0):  # w = 0: logged, not trained
+            mlm = mlm_loss(self.mlm_head, last, labels)
+            head_in = torch.cat([h.unsqueeze(1).to(last.dtype), out.hidden_states[self.from_layer][:, 1:]], dim=1)
+            aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, attention_mask), labels)
+        loss = cl + self.mlm_weight * (mlm + aux) if self.mlm_weight > 0 else cl
+        return {"loss": loss, "mlm": mlm, "aux": aux, "cl": cl}
