@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from qac_fixtures import PAGES, REFERENCES, make_refs
-from references_server import LoopbackServer, send
+from references_server import LoopbackServer, fake_dns, send
 
 pytest.importorskip("spacy")
 
@@ -636,7 +636,8 @@ def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, 
 LIST_ONLY = "http://www.citationtechnologies.com/alliances/ansi"  # ANSI's "Other initiatives" list
 
 @pytest.mark.slow
-def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_store, mined, tmp_path):
+def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_store, mined, tmp_path,
+                                                                       monkeypatch):
     """``references fetch`` on the whole sample through a proxy on 127.0.0.1 that serves the canned pages
     at their real (http) URLs, answers every other http URL with 404 and refuses tunnels (https); then
     qac on what was fetched gives exactly the triplets of the canned http pages."""
@@ -649,6 +650,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
               for url, body in canned.items()}
     routes["*"] = lambda h: send(h, 404, b"not found", "text/plain")
     refs = tmp_path / "fetched"
+    fake_dns(monkeypatch, {}, default="93.184.216.34")  # behind a proxy every host is still resolved and checked
     with LoopbackServer(routes) as proxy:
         manifest = fetch_references(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
                                                 host_delay=0.0, archive_fallback=False, concurrency=64))
