@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from pretriever.models import resolve_model
+from pretriever.progress import Reporter
 
 
 def minilm_tokenizer():
@@ -66,3 +67,23 @@ def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         "\t".join(q) + "\n" for q in judged), encoding="utf-8")
     return folder
+
+
+class RecordingReporter(Reporter):
+    """A :class:`~pretriever.progress.Reporter` that keeps what a stage said, for tests to check.
+
+    ``messages``: the message lines in order; ``progress``: the last ``(done, total, unit, fields)``
+    per task; ``calls``: how many progress calls each task got.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.last: dict[str, tuple[int, int | None, str, dict]] = {}
+        self.calls: dict[str, int] = {}
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+
+    def progress(self, task: str, done: int, total: int | None = None, unit: str = "items", **fields: object) -> None:
+        self.last[task] = (done, total, unit, dict(fields))
+        self.calls[task] = self.calls.get(task, 0) + 1
