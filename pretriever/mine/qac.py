@@ -296,6 +296,14 @@ def shared_words(statement: str, answer: str, context: str) -> int:
     return len((content_words(statement) - content_words(answer)) & content_words(context))
 
 
+def supports(statement: str, answer: str, context: str, min_words: int, min_share: float = 0.0) -> bool:
+    """Whether a linked passage supports the statement beyond naming the answer: it shares at least
+    ``min_words`` content words with it, and at least ``min_share`` of the statement's content words (the
+    answer's own words out of both counts)."""
+    shared = shared_words(statement, answer, context)
+    return shared >= min_words and shared >= min_share * len(content_words(statement) - content_words(answer))
+
+
 @dataclass
 class Triplet:
     question: str

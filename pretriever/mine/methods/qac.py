@@ -48,7 +48,7 @@ from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.methods.base import Method, register
 from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, Triplet, build_triplet, choose_block, cut_blocks, load_ner,
-                                 shared_words)
+                                 supports)
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -233,7 +233,8 @@ class QAC(Method):
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
                 "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
                 "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query,
-                "min_shared_words": cfg.min_shared_words, "include_unanswered": cfg.include_unanswered}
+                "min_shared_words": cfg.min_shared_words,
+                "min_shared_share": cfg.min_shared_share, "include_unanswered": cfg.include_unanswered}
 
     def _restart(self, parts: Path, cfg: MineConfig) -> int:
         """Batches already done (their counts restored) when resuming, else 0 with an empty folder."""
@@ -270,7 +271,8 @@ class QAC(Method):
             contexts = [([r["ctx_text"] for r in group], None, None, True)]
         out = []
         for blocks, n, m, mentioning in contexts:
-            accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words)
+            accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words,
+                                                                     cfg.min_shared_share)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
                                    phrases=phrases, block_query=cfg.block_query, accept=accept)
             if isinstance(result, Triplet):
@@ -287,7 +289,8 @@ class QAC(Method):
                     continue
                 # C-MORE pre-trains the retriever on these too: the statement is the query, BM25's block the positive
                 idx = choose_block(first["statement"], blocks)
-                if mentioning and shared_words(first["statement"], "", blocks[idx]) < cfg.min_shared_words:
+                if mentioning and not supports(first["statement"], "", blocks[idx], cfg.min_shared_words,
+                                                cfg.min_shared_share):
                     continue
                 self.counts["unanswered"] += 1
                 query, block, answer = first["statement"], blocks[idx], {}
@@ -307,14 +310,15 @@ class QAC(Method):
         return out
 
     @staticmethod
-    def _links_filter(statement: str, group: list[dict[str, Any]], min_shared: int):
-        """The links route's checks of a passage holding the answer: it must support the statement (shares
-        ``min_shared`` content words besides the answer) and not be the answer's own article (trivial)."""
+    def _links_filter(statement: str, group: list[dict[str, Any]], min_shared: int, min_share: float):
+        """The links route's checks of a passage holding the answer: it must support the statement
+        (:func:`supports`: ``min_shared`` content words and ``min_share`` of the statement's, besides the
+        answer) and not be the answer's own article (trivial)."""
         def accept(i: int, answer: str) -> str | None:
             title = group[i]["ctx_title"] or ""
             if normalize_answer(answer, lenient=True) == normalize_answer(title, lenient=True):
                 return "answer_is_context_title"
-            if shared_words(statement, answer, group[i]["ctx_text"]) < min_shared:
+            if not supports(statement, answer, group[i]["ctx_text"], min_shared, min_share):
                 return "context_unsupported"
             return None
 
