@@ -296,6 +296,15 @@ GRAMMAR_CASES = [
      "Howe", "PERSON", "who",
      "During this time whose army, comfortable in Philadelphia, made no effort to exploit the weakness of the "
      "American army?"),
+    ("In 1990, he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera.",
+     "1990", "DATE", "when",  # no comma after an opening wh-phrase
+     "When he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?"),
+    ("In 2002, the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the presentation.",
+     "2002", "DATE", "what time",  # not "In what time, the Kodak Theatre"
+     "When the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the presentation?"),
+    ("In July 1627 two pirate ships from Algiers sailed as far as Iceland, raiding and capturing slaves.",
+     "July 1627", "DATE", "what date",
+     "When two pirate ships from Algiers sailed as far as Iceland, raiding and capturing slaves?"),
     ("However, it was shown in the time of Pausanias in the 2nd century AD.",
      "the 2nd century AD", "DATE", "when",
      "However, it was shown in the time of Pausanias when?"),

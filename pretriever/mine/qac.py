@@ -197,6 +197,7 @@ _DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|th
 _PREPOSITION = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:in|on|at|during)\s+$")
 _POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
 ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
+TIME_NOUNS = ("what time", "what date")  # after a preposition, Table 5's "when" stands instead
 _OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
@@ -237,6 +238,7 @@ def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = 
 
     * a determiner before it goes: "the what country" -> "what country";
     * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
+      a time's noun phrase after a preposition becomes "when" too ("In what time, ..." -> "When ...");
       where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
       years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
     * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
@@ -250,6 +252,8 @@ def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = 
     bare = _DETERMINER.sub("", head)
     modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
     head = bare
+    if phrase in TIME_NOUNS and "when" in alternatives and _PREPOSITION.search(head):
+        phrase = "when"  # "in what time, the Kodak Theatre became" reads wrong: "when" takes the "in"
     if phrase in ADVERBS:
         dropped = _PREPOSITION.sub("", head)
         clause_edge = not head.strip() or head.rstrip().endswith(",")
@@ -264,8 +268,8 @@ def make_question(statement: str, start: int, end: int, phrase: str, alternative
     """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
     :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark."""
     head, phrase, tail = fit_phrase(statement[:start], phrase, statement[end:], alternatives)
-    if not head.strip():
-        head, phrase = "", phrase[:1].upper() + phrase[1:]
+    if not head.strip():  # the phrase opens the question: no comma after it ("In 1990, he" -> "When he")
+        head, phrase, tail = "", phrase[:1].upper() + phrase[1:], re.sub(r"^\s*,", "", tail)
     return _END.sub("", balance(head + phrase + tail)) + "?"
 
 
