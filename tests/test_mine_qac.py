@@ -133,8 +133,7 @@ def test_answer_leaks_by_any_token_of_three_characters():
     block = "Canon Inc. hired Agassi in 1990 for its EOS Rebel camera."
     got = build_triplet(s, entities, [block], 0, "k")
     assert got.answer == "1990" and got.tries == 2
-    assert got.question == ("In what time, he appeared in a commercial for Canon Inc., promoting the Canon EOS "
-                            "Rebel camera?")
+    assert got.question == "When he appeared in a commercial for Canon Inc., promoting the Canon EOS Rebel camera?"
     assert build_triplet(s, entities[:1], [block], 0, "k") == "answer_in_question"
 
 
@@ -172,12 +171,12 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 7 triplets and lacks the answer for 16
+    # sizes; the question's first block differs from the statement's for 6 triplets and lacks the answer for 16
     ("question", {"no_entity": 4, "no_entity_in_block": 4, "answer_in_question": 2, "answer_span_not_found": 2,
-                  "triplets": 74, "other_entity": 6, "block_choice_differs": 7, "question_block_lacks_answer": 16}),
+                  "triplets": 74, "other_entity": 6, "block_choice_differs": 6, "question_block_lacks_answer": 16}),
     # the statement's block first: more citations have no entity in it
     ("statement", {"no_entity": 4, "no_entity_in_block": 8, "answer_in_question": 3, "answer_span_not_found": 0,
-                   "triplets": 71, "other_entity": 8, "block_choice_differs": 8, "question_block_lacks_answer": 8}),
+                   "triplets": 71, "other_entity": 8, "block_choice_differs": 7, "question_block_lacks_answer": 7}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -398,7 +397,7 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'Management Group in 2010?'),
     '595|263|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
         ('1990', 'DATE',  # "Canon Inc." was sampled first but leaks ("the Canon EOS")
-         'When, he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?'),
+         'When he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?'),
     '595|272|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
         ('2002', 'DATE',
          'They both endorsed Deutsche Telekom when, Genworth Financial and Canon Inc. in 2004, LVMH in '
