@@ -95,14 +95,17 @@ def run_plain(pairs: Path, out: Path, args) -> dict:
 
 def run_pretriever(pairs: Path, out: Path, args) -> dict:
     t0 = time.perf_counter()
-    from pretriever.train import TrainConfig, train
+    from pretriever.progress import RichReporter
+    from pretriever.train import TrainConfig
+    from pretriever.train.run import run
 
     cfg = TrainConfig(out=out, pairs=pairs, batch_size=args.batch_size, max_query_length=args.max_length,
                       max_passage_length=args.max_length, seed=0, overwrite=True)
-    result = train(cfg, progress=True, device="cpu")
-    return {"train_s": result.report["seconds"]["train"], "train_cpu_s": result.report["seconds"]["train_cpu"],
+    with RichReporter() as report:
+        result = run(cfg, report, device="cpu")
+    return {"train_s": result.manifest["seconds"]["train"], "train_cpu_s": result.manifest["seconds"]["train_cpu"],
             "total_s": time.perf_counter() - t0,
-            "pairs": result.report["data"]["pairs"]}
+            "pairs": result.manifest["data"]["pairs"]}
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Pieces every training loop shares: checkpoint discovery, the loss curve, a progress bar, a quiet Trainer.
+"""Pieces every training loop shares: checkpoint discovery, the loss curve, progress for a Reporter, a quiet Trainer.
 
 ``train`` (sentence-transformers), ``reader`` (a transformers Trainer) and ``pretrain`` (its own
 loop) keep their checkpoints and logs the same way through here, so that ``--resume`` finds
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pretriever.progress import console
+from pretriever.progress import Reporter
 
 
 def cuda_available() -> bool:
@@ -38,12 +38,6 @@ def checkpoints(folder: Path, prefix: str = "checkpoint-", suffix: str = "",
     return [p for _, p in sorted(found)]
 
 
-def last_checkpoint(folder: Path) -> Path | None:
-    """The newest complete Trainer checkpoint (a ``checkpoint-N`` folder with trainer_state.json) in ``folder``."""
-    found = checkpoints(folder)
-    return found[-1] if found else None
-
-
 def loss_curve(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A Trainer's ``log_history`` as the ``loss_curve`` rows of a report: step, epoch, loss, learning rate."""
     return [{"step": int(e["step"]), "epoch": round(float(e.get("epoch", 0.0)), 4), "loss": float(e["loss"]),
@@ -51,7 +45,7 @@ def loss_curve(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def quiet(trainer):
-    """No printed log dicts or tqdm bars: progress is ours (rich), the logs go to the report."""
+    """No printed log dicts or tqdm bars: progress goes to a Reporter, the logs to the report."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     for cb in (PrinterCallback, ProgressCallback):
@@ -59,47 +53,34 @@ def quiet(trainer):
     return trainer
 
 
-def progress_callback():
-    """A rich progress bar over a Trainer's optimizer steps with the running loss and pairs/s."""
+def progress_callback(report: Reporter):
+    """A TrainerCallback that tells ``report`` how far training is: ``progress("training", step, max_steps,
+    unit="steps", loss=..., **{"pairs/s": ...})`` at the start (a resumed run starts at its checkpoint's
+    step), after every optimizer step and at every logged loss; only the main process reports."""
     from transformers import TrainerCallback
 
-    class RichProgress(TrainerCallback):
-        def __init__(self):
-            self.progress = None
-            self.loss = float("nan")
+    class Reporting(TrainerCallback):
+        def __init__(self) -> None:
+            self.fields: dict[str, float] = {}
 
         def on_train_begin(self, args, state, control, **kwargs):
-            if not state.is_world_process_zero:
-                return
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-
             self.pairs_per_step = args.per_device_train_batch_size * max(1, args.world_size)
             self.start_step, self.t0 = state.global_step, time.perf_counter()
-            self.progress = Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn("steps  loss {task.fields[loss]}  {task.fields[rate]}"),
-                                     TimeElapsedColumn(), TimeRemainingColumn(), console=console)
-            self.progress.start()
-            self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step,
-                                               loss="-", rate="")
+            self.tell(state)
 
         def on_step_end(self, args, state, control, **kwargs):
-            if self.progress is None:
-                return
             seconds = time.perf_counter() - self.t0
-            rate = (state.global_step - self.start_step) * self.pairs_per_step / seconds if seconds > 0 else 0
-            self.progress.update(self.task, completed=state.global_step, rate=f"{rate:,.1f} pairs/s")
+            if seconds > 0:
+                self.fields["pairs/s"] = (state.global_step - self.start_step) * self.pairs_per_step / seconds
+            self.tell(state)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if self.progress is not None and logs and "loss" in logs:
-                self.progress.update(self.task, loss=f"{float(logs['loss']):.4f}")
+            if logs and "loss" in logs:
+                self.fields = {"loss": float(logs["loss"]), **{k: v for k, v in self.fields.items() if k != "loss"}}
+                self.tell(state)
 
-        def on_train_end(self, args, state, control, **kwargs):
-            self.close()
+        def tell(self, state) -> None:
+            if state.is_world_process_zero:
+                report.progress("training", state.global_step, state.max_steps or None, unit="steps", **self.fields)
 
-        def close(self):
-            if self.progress is not None:
-                self.progress.stop()
-                self.progress = None
-
-    return RichProgress()
+    return Reporting()

@@ -17,7 +17,9 @@ from pretriever.data import PassageLookup, load_qrels, load_queries, qrels_path,
 from pretriever.index import open_retriever
 from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
-from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
+from pretriever.train import FinetuneConfig, TrainConfig
+from pretriever.train.finetune import run as finetune
+from pretriever.train.run import run as train
 from pretriever.train.finetune import stage_config
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
@@ -270,8 +272,8 @@ def test_an_interrupted_retriever_2_continues_from_its_checkpoint(tiny_beir, tmp
     cfg = FinetuneConfig(out=tmp_path / "ft", beir=tiny_beir, two_stage=True, negatives_per_query=2,
                          negative_depth=10, batch_size=4, max_steps=3, save_steps=1, **TINY)
 
-    def interrupt_stage_2(scfg: TrainConfig):  # stops in step 2, after checkpoint-1 was written
-        return train(scfg, callbacks=[Interrupt(2)] if scfg.negatives_from is not None else [])
+    def interrupt_stage_2(scfg: TrainConfig, report):  # stops in step 2, after checkpoint-1 was written
+        return train(scfg, Interrupt(2) if scfg.negatives_from is not None else report)
 
     with pytest.raises(KeyboardInterrupt):
         finetune(cfg, run_train=interrupt_stage_2)
@@ -279,7 +281,7 @@ def test_an_interrupted_retriever_2_continues_from_its_checkpoint(tiny_beir, tmp
     assert (tmp_path / "ft" / "stage1" / "train.json").exists()
 
     steps, stages = Steps(), []
-    result = finetune(cfg, run_train=lambda scfg: stages.append(scfg.out.name) or train(scfg, callbacks=[steps]))
+    result = finetune(cfg, run_train=lambda scfg, _: stages.append(scfg.out.name) or train(scfg, steps))
     assert stages == ["stage2"] and steps.seen == [2, 3]  # retriever 1 and the index were kept; step 1 was not redone
     assert [(s.name, s.ran, s.note) for s in result.stages][-1] == ("retriever 2", True, "resumed from its checkpoint")
     assert json.loads((tmp_path / "ft" / "stage2" / "train.json").read_text())["training"]["resumed_at_step"] == 1

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.train import train_command
-from pretriever.train import TrainConfig, train
+from pretriever.train import TrainConfig
 from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 from pretriever.train.model import build_model
-from pretriever.train.run import pairs_loss
+from pretriever.train.run import pairs_loss, run
 from train_callbacks import Interrupt, Steps
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,7 @@ def test_training_lowers_the_loss_and_saves_a_plain_sentence_transformers_model(
     dataset = as_dataset(scifact_pairs)
     base, _ = build_model(cfg)
     before = pairs_loss(base, cfg, dataset)
-    result = train(cfg)
+    result = run(cfg)
     after = pairs_loss(result.model, cfg, dataset)
     assert after < before * 0.9, (before, after)
 
@@ -99,7 +99,7 @@ def test_heldout_pairs_check_the_model_before_and_after_training(scifact_pairs, 
     claim ranks its own cited abstract first among the 8, before and after (the readable check)."""
     cfg = TrainConfig(out=tmp_path / "model", pairs=scifact_pairs, batch_size=8, learning_rate=1e-4, seed=0,
                       heldout_pairs=8, **TINY)
-    report = train(cfg).report
+    report = run(cfg).manifest
     held = report["heldout"]
     assert held["pairs"] == 8 and report["pairs_trained"] == 32
     for when in ("before", "after"):
@@ -131,20 +131,20 @@ def test_retrieval_check_counts_ranks_by_hand():
 
 def test_interrupted_training_resumes_to_identical_weights(scifact_pairs, tmp_path):
     base = dict(pairs=scifact_pairs, max_steps=4, save_steps=2, batch_size=4, limit=16, seed=3, **TINY)
-    straight = train(TrainConfig(out=tmp_path / "a", **base)).model
+    straight = run(TrainConfig(out=tmp_path / "a", **base)).model
 
     with pytest.raises(KeyboardInterrupt):
-        train(TrainConfig(out=tmp_path / "b", **base), callbacks=[Interrupt(3)])
+        run(TrainConfig(out=tmp_path / "b", **base), Interrupt(3))
     assert (tmp_path / "b" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "b" / "train.json").exists()
 
-    with pytest.raises(Exception, match="changed: batch_size"):
-        train(TrainConfig(out=tmp_path / "b", resume=True, **{**base, "batch_size": 8}))
+    with pytest.raises(Exception, match="other settings \\(batch_size: 4 -> 8"):
+        run(TrainConfig(out=tmp_path / "b", resume=True, **{**base, "batch_size": 8}))
 
     steps = Steps()
-    resumed = train(TrainConfig(out=tmp_path / "b", resume=True, **base), callbacks=[steps])
+    resumed = run(TrainConfig(out=tmp_path / "b", resume=True, **base), steps)
     assert steps.seen == [3, 4]  # it continued from checkpoint-2 instead of starting over
-    assert resumed.report["training"]["resumed_at_step"] == 2
+    assert resumed.manifest["training"]["resumed_at_step"] == 2
     a, b = straight.state_dict(), resumed.model.state_dict()
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -119,18 +119,20 @@ def test_sentence_transformers_export_and_method_from_file_name(tmp_path):
 
 
 def test_a_folder_without_pairs_json_says_which_files_it_read(tmp_path):
+    from pretriever.testing import RecordingReporter
     from pretriever.train.run import build_data
 
     folder = write_pairs(tmp_path / "pairs", {"dl": 6})
     write_pairs(folder / "old-run", {"ict": 4})  # a stray folder of pairs inside
-    said: list[str] = []
-    data = build_data(TrainConfig(out=tmp_path / "m", pairs=folder), step=said.append)
+    heard = RecordingReporter()
+    said = heard.messages
+    data = build_data(TrainConfig(out=tmp_path / "m", pairs=folder), heard)
     note = next((s for s in said if "pairs.json" in s), "")
     assert "dl.parquet" in note and "old-run/ict.parquet" in note and "(2)" in note
     assert data.info["unlisted_files"] == note and data.counts == {"dl": 6, "ict": 4}
     (folder / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl.parquet"}}}))
     said.clear()
-    data = build_data(TrainConfig(out=tmp_path / "m2", pairs=folder), step=said.append)
+    data = build_data(TrainConfig(out=tmp_path / "m2", pairs=folder), heard)
     assert not any("pairs.json" in s for s in said) and data.info["unlisted_files"] is None
     assert data.counts == {"dl": 6}
 

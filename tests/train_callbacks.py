@@ -1,27 +1,38 @@
-"""Trainer callbacks the training tests share: stop a run part-way, and record the steps a run takes."""
+"""Reporters the training tests share: stop a run part-way, and record the steps a run takes.
+
+Training tells its Reporter ``progress("training", step, ...)`` where it starts (a resumed run: at its
+checkpoint's step), after every optimizer step (before that step's checkpoint is written) and at every
+logged loss.
+"""
 
 from __future__ import annotations
 
-from transformers import TrainerCallback
+from pretriever.progress import Reporter
 
 
-class Interrupt(TrainerCallback):
+class Interrupt(Reporter):
     """Stops training with an exception once ``at`` steps are done (after the checkpoint before it: the
-    trainer saves after ``on_step_end``, so step ``at``'s own checkpoint is never written)."""
+    trainer saves after the step is reported, so step ``at``'s own checkpoint is never written)."""
 
     def __init__(self, at: int):
         self.at = at
 
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.at:
+    def progress(self, task, done, total=None, unit="items", **fields):
+        if task == "training" and done == self.at:
             raise KeyboardInterrupt(f"interrupted at step {self.at}")
 
 
-class Steps(TrainerCallback):
+class Steps(Reporter):
     """Records every step a run takes (a resumed run starts after its checkpoint)."""
 
     def __init__(self):
-        self.seen = []
+        self.seen: list[int] = []
+        self.start: int | None = None
 
-    def on_step_end(self, args, state, control, **kwargs):
-        self.seen.append(state.global_step)
+    def progress(self, task, done, total=None, unit="items", **fields):
+        if task != "training":
+            return
+        if self.start is None:
+            self.start = done  # where the run starts: not a step it took
+        elif done > (self.seen[-1] if self.seen else self.start):
+            self.seen.append(done)

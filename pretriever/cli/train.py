@@ -14,8 +14,10 @@ from rich.table import Table
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.progress import console
-from pretriever.train import FinetuneConfig, TrainConfig, finetune, train
+from pretriever.progress import Reporter, RichReporter, console
+from pretriever.train import FinetuneConfig, TrainConfig
+from pretriever.train import finetune as finetuning
+from pretriever.train import run as training
 from pretriever.train.heldout import smoothed
 
 
@@ -65,18 +67,21 @@ def train_command(cfg: TrainConfig) -> None:
     run_train(cfg)
 
 
-def _say(message: str) -> None:
-    console.print(f"[dim]{escape(message)}[/dim]")
-
-
 def run_train(cfg: TrainConfig):
     """Train under a progress bar and print the summary table."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bar
     _quiet_libraries()
-    with stage():
-        result = train(cfg, progress=True, step=_say)
-    print_summary(result.report, cfg)
+    with RichReporter() as report, stage(report):
+        result = training.run(cfg, report)
+    print_summary(result.manifest, cfg)
+    return result
+
+
+def _train_stage(cfg: TrainConfig, report: Reporter):
+    """One stage of ``finetune``: train it and print its summary table."""
+    result = training.run(cfg, report)
+    print_summary(result.manifest, cfg)
     return result
 
 
@@ -109,8 +114,10 @@ def finetune_command(cfg: FinetuneConfig) -> None:
           (retriever 2 alone, with the paper's depth and count, from the index the run above built)
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with stage():
-        result = finetune(cfg, run_train=run_train, step=_say, progress=True)
+    os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bars
+    _quiet_libraries()
+    with RichReporter() as report, stage(report):
+        result = finetuning.run(cfg, report, run_train=_train_stage)
     table = Table(title=f"pretriever finetune -> {cfg.out}")
     for column in ("stage", "output", "this run", "seconds"):
         table.add_column(column, overflow="fold")

@@ -1,6 +1,6 @@
 """Two-stage fine-tuning (query-as-context, Wu et al. 2023, section 3.2 and Figure 3), as existing stages.
 
-Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.train`;
+Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.run.run`;
 ``--bm25-negatives`` of BM25's top ``--bm25-depth``, 15 of 200 by default, as retriever 2);
 the corpus is indexed with it (:func:`pretriever.index.build_index`); retriever 2 is trained
 from the same starting model with negatives that retriever 1 ranks high
@@ -22,8 +22,8 @@ a stage after one that ran now runs again, so the index always belongs to the re
 Example::
 
     from pretriever.train.config import FinetuneConfig
-    from pretriever.train.finetune import finetune
-    result = finetune(FinetuneConfig(out="sf-ft/", beir="scifact/", two_stage=True, max_steps=50))
+    from pretriever.train.finetune import run
+    result = run(FinetuneConfig(out="sf-ft/", beir="scifact/", two_stage=True, max_steps=50))
     print(result.stages[-1].path)   # sf-ft/stage2: retriever 2
 """
 
@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,15 +46,16 @@ from pretriever.index import IndexConfig, build_index, read_index_meta, recorded
 from pretriever.index.dense import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
-from pretriever.progress import StageProgress, count_progress
+from pretriever.progress import QUIET, Reporter, StageProgress
+from pretriever.stage import OutputFolder, StageResult, differences
 from pretriever.train.config import FinetuneConfig, TrainConfig
+from pretriever.train import run as training
 from pretriever.train.errors import TrainError
-from pretriever.train.run import CHECKPOINTS, REPORT, changed_settings, train
-from pretriever.training import last_checkpoint
+from pretriever.train.run import REPORT
 
 STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
 PLAN = "finetune.json"
-Step = Callable[[str], None]
+RunTrain = Callable[[TrainConfig, Reporter], Any]  # trains one stage: pretriever.train.run.run, or a caller's
 
 
 @dataclass
@@ -68,14 +67,23 @@ class StageRun:
     note: str = ""
 
 
-@dataclass
-class FinetuneResult:
+@dataclass(kw_only=True)
+class FinetuneResult(StageResult):
+    """FINETUNE_DIR (``out``), its finetune.json (``manifest``) and each stage's folder and whether it ran."""
+
     config: FinetuneConfig
     stages: list[StageRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config.to_json(),
                 "stages": [{**dataclasses.asdict(s), "path": str(s.path)} for s in self.stages]}
+
+
+def changed_settings(before: dict[str, Any], cfg: TrainConfig) -> str:
+    """The run settings (:meth:`TrainConfig.run_settings`) that differ from ``before``, as "key: old -> new"
+    (a setting ``before`` does not name is not a change)."""
+    now = cfg.run_settings()
+    return "; ".join(differences({k: before[k] for k in now if k in before}, {k: now[k] for k in now if k in before}))
 
 
 def stage_config(cfg: FinetuneConfig, out: Path, **changes: Any) -> TrainConfig:
@@ -85,7 +93,20 @@ def stage_config(cfg: FinetuneConfig, out: Path, **changes: Any) -> TrainConfig:
     return TrainConfig(**values)
 
 
-def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: Callable[[TrainConfig], Any]) -> StageRun:
+class _Within(Reporter):
+    """``report`` with a stage's name before each task, so that each stage has its own progress bars."""
+
+    def __init__(self, report: Reporter, name: str):
+        self.report, self.name = report, name
+
+    def message(self, text: str) -> None:
+        self.report.message(text)
+
+    def progress(self, task: str, done: int, total: int | None = None, unit: str = "items", **fields: object) -> None:
+        self.report.progress(f"{self.name}: {task}", done, total, unit, **fields)
+
+
+def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: RunTrain, report: Reporter) -> StageRun:
     """Skip a finished training whose settings match, continue an interrupted one, else train."""
     report = scfg.out / REPORT
     if report.exists() and not redo:
@@ -97,12 +118,12 @@ def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: Callable[[
                              "use another FINETUNE_DIR")
         took = earlier.get("seconds", {}).get("total")
         return StageRun(name, scfg.out, False, 0.0, f"finished earlier ({took:.0f} s)" if took else "finished earlier")
-    if last_checkpoint(scfg.out / CHECKPOINTS) is not None and not redo:
+    if training.output_folder(scfg.out).last_checkpoint() is not None and not redo:
         scfg, note = dataclasses.replace(scfg, resume=True), "resumed from its checkpoint"
     else:
         scfg, note = dataclasses.replace(scfg, overwrite=scfg.out.exists()), "trained"
     started = time.perf_counter()
-    run_train(scfg)
+    run_train(scfg, _Within(report, name))
     return StageRun(name, scfg.out, True, round(time.perf_counter() - started, 3), note)
 
 
@@ -121,7 +142,7 @@ def _store_stage(cfg: FinetuneConfig) -> StageRun:
                     "resumed" if interrupted else f"built from {cfg.beir}")
 
 
-def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, progress: bool) -> StageRun:
+def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, report: Reporter) -> StageRun:
     """The corpus encoded with retriever 1 (kept when complete and retriever 1 did not change)."""
     out = cfg.out / INDEX
     name = "index of retriever 1"
@@ -137,45 +158,44 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, prog
     started = time.perf_counter()
     index_cfg = IndexConfig(corpus=store, out=out, model=str(model), batch_size=cfg.index_batch_size,
                             prepend_title=cfg.prepend_title, resume=resume, overwrite=not resume)
-    with count_progress() if progress else nullcontext() as bar:
-        build_index(index_cfg, on_progress=StageProgress(bar) if bar is not None else None)
+    within = _Within(report, name)
+
+    def on_progress(task: str, done: int, total: int) -> None:
+        label, unit = StageProgress.LABELS.get(task, (task, "items"))
+        within.progress(label, done, total or None, unit)
+
+    build_index(index_cfg, on_progress=on_progress)
     return StageRun(name, out, True, round(time.perf_counter() - started, 3),
                     "resumed" if resume else "encoded with retriever 1")
 
 
 def _prepare(cfg: FinetuneConfig) -> None:
-    out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise TrainError(f"{out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()):
-        ours = any((out / name).exists() for name in (PLAN, STAGE1, STAGE2, INDEX, STORE))
-        if not ours:
-            raise TrainError(f"{out} is a non-empty folder that holds no fine-tuning run; choose another --out")
-        if cfg.overwrite:
-            shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """FINETUNE_DIR: kept as it is (finished stages are skipped), or emptied with --overwrite."""
+    OutputFolder(cfg.out, holds="a fine-tuning run", markers=(PLAN, STAGE1, STAGE2, INDEX, STORE),
+                 error=TrainError).prepare(resume=not cfg.overwrite, overwrite=cfg.overwrite, need_checkpoint=False)
 
 
-def finetune(cfg: FinetuneConfig, *, run_train: Callable[[TrainConfig], Any] = train,
-             step: Step = lambda _: None, progress: bool = False) -> FinetuneResult:
+def run(cfg: FinetuneConfig, report: Reporter = QUIET, *, run_train: RunTrain = training.run) -> FinetuneResult:
     """Run retriever 1 and, with ``cfg.two_stage``, the index and retriever 2; skip what is done.
 
-    ``run_train`` trains a stage (the command line passes its own, which shows progress and prints
-    the summary); ``step`` hears which stage starts; ``progress`` shows the index build's progress bars.
+    ``report`` hears which stage starts and each stage's progress (tasks named after the stage);
+    ``run_train(stage_config, report)`` trains a stage (the command line passes its own, which also
+    prints the summary).
     """
     _prepare(cfg)
-    result = FinetuneResult(cfg)
+    result = FinetuneResult(out=cfg.out, config=cfg)
     stage1 = stage_config(cfg, cfg.out / STAGE1)
-    step(f"retriever 1: BM25 negatives -> {stage1.out}")
-    result.stages.append(_train_stage("retriever 1", stage1, False, run_train))
+    report.message(f"retriever 1: BM25 negatives -> {stage1.out}")
+    result.stages.append(_train_stage("retriever 1", stage1, False, run_train, report))
     if cfg.two_stage:
         store = _store_stage(cfg)
         result.stages.append(store)
-        step(f"index of retriever 1 -> {cfg.out / INDEX}")
-        index = _index_stage(cfg, store.path, stage1.out, result.stages[0].ran, progress)
+        report.message(f"index of retriever 1 -> {cfg.out / INDEX}")
+        index = _index_stage(cfg, store.path, stage1.out, result.stages[0].ran, report)
         result.stages.append(index)
         stage2 = stage_config(cfg, cfg.out / STAGE2, negatives_from=index.path)
-        step(f"retriever 2: negatives mined with retriever 1 -> {stage2.out}")
-        result.stages.append(_train_stage("retriever 2", stage2, index.ran, run_train))
-    write_json(cfg.out / PLAN, result.to_json())
+        report.message(f"retriever 2: negatives mined with retriever 1 -> {stage2.out}")
+        result.stages.append(_train_stage("retriever 2", stage2, index.ran, run_train, report))
+    result.manifest = result.to_json()
+    write_json(cfg.out / PLAN, result.manifest)
     return result

@@ -41,16 +41,15 @@ from pretriever.train.heldout import retrieval_check, split_heldout
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
-from pretriever.training import cuda_available, last_checkpoint, loss_curve, progress_callback, quiet
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet
 
 REPORT = "train.json"
 PLOT = "loss.png"
 CHECKPOINTS = "checkpoints"
 WORK = ".work"
 RUN_SETTINGS = "pretriever-run.json"  # inside checkpoints/: the settings a --resume must match
-
-Step = Callable[[str], None]
-
 
 @dataclass
 class TrainingData:
@@ -72,15 +71,11 @@ class TrainingData:
         return Dataset.from_file(str(self.path))
 
 
-@dataclass
-class TrainResult:
-    config: TrainConfig
-    report: dict[str, Any]
-    model: Any = None  # the trained SentenceTransformer (in memory)
+@dataclass(kw_only=True)
+class TrainResult(StageResult):
+    """MODEL_DIR (``out``), its train.json (``manifest``) and the trained model in memory."""
 
-    @property
-    def out(self) -> Path:
-        return self.config.out
+    model: Any = None  # the trained SentenceTransformer
 
 
 def _rank() -> int:
@@ -102,54 +97,42 @@ def _barrier() -> Callable[[], None]:
 
 # ---------------------------------------------------------------- output folder and checkpoints
 
-def changed_settings(before: dict[str, Any], cfg: TrainConfig) -> str:
-    """The run settings (:meth:`TrainConfig.run_settings`) that differ from ``before``, as "key: old -> new"."""
-    now = cfg.run_settings()
-    return "; ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in sorted(now) if k in before and before[k] != now[k])
+def output_folder(out: Path) -> OutputFolder:
+    """MODEL_DIR: a model, a run's checkpoints or its work files mark it as ours."""
+    return OutputFolder(out, holds="a pretriever model or run", markers=(REPORT, CHECKPOINTS, WORK, "modules.json"),
+                        error=TrainError)
 
 
 def prepare_out(cfg: TrainConfig) -> Path | None:
-    """Check (and on --overwrite clear) MODEL_DIR; returns the checkpoint to resume from."""
-    out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise TrainError(f"{out} exists and is not a folder")
-    checkpoints = out / CHECKPOINTS
-    last = last_checkpoint(checkpoints)
-    if cfg.resume:
-        if last is None:
-            done = " (that run finished: train.json is there)" if (out / REPORT).exists() else ""
-            raise TrainError(f"nothing to resume in {out}{done}: no checkpoint in {checkpoints}; checkpoints are "
-                             "written every --save-steps steps")
-        saved = checkpoints / RUN_SETTINGS
-        if saved.exists():
-            detail = changed_settings(json.loads(saved.read_text(encoding="utf-8")).get("settings", {}), cfg)
-            if detail:
-                raise TrainError(f"--resume must use the settings of the interrupted run; changed: {detail}")
-        return last
-    if out.exists() and any(out.iterdir()):
-        ours = any((out / name).exists() for name in (REPORT, CHECKPOINTS, WORK, "modules.json"))
-        if not ours:
-            raise TrainError(f"{out} is a non-empty folder that does not hold a pretriever model; choose another --out")
-        if not cfg.overwrite:
-            hint = " or continue the interrupted run with --resume" if last is not None else ""
-            raise TrainError(f"{out} already holds a model or a run; pass --overwrite to replace it{hint}")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return None
+    """Check (and on --overwrite clear) MODEL_DIR; returns the checkpoint to resume from.
+
+    A resumed run must use the settings of the interrupted one (:meth:`TrainConfig.run_settings`, saved in
+    ``checkpoints/pretriever-run.json``)."""
+    folder = output_folder(cfg.out)
+    last = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite, need_checkpoint=False)
+    if not cfg.resume:
+        return None
+    if last is None:
+        done = " (that run finished: train.json is there)" if (cfg.out / REPORT).exists() else ""
+        raise TrainError(f"nothing to resume in {cfg.out}{done}: no checkpoint in {cfg.out / CHECKPOINTS}; "
+                         "checkpoints are written every --save-steps steps")
+    folder.check_fingerprint(cfg.out / CHECKPOINTS / RUN_SETTINGS, cfg.run_settings(),
+                             "; --resume must use the settings of the interrupted run")
+    return last
 
 
 # ---------------------------------------------------------------- data
 
-def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
+def build_data(cfg: TrainConfig, report: Reporter = QUIET) -> TrainingData:
     """Read, sample and write the training set (anchor, positive[, negative]) for this config."""
     path = cfg.out / WORK / f"train-pairs-rank{_rank()}.arrow"
     if cfg.pairs is not None:
-        step(f"reading pairs in {cfg.pairs}")
+        report.message(f"reading pairs in {cfg.pairs}")
         scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
         if scan.unlisted:
-            step(scan.unlisted)
+            report.message(scan.unlisted)
         rows, counts = select_rows(scan, cfg.mix, cfg.limit, cfg.seed)
-        step(f"writing {len(rows):,} training pairs")
+        report.message(f"writing {len(rows):,} training pairs")
         n = write_selected(scan, rows, path)
         info = {"source": "pairs", "path": str(cfg.pairs), "files": [str(f.path) for f in scan.files],
                 "unlisted_files": scan.unlisted,
@@ -164,23 +147,23 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     if cfg.corpus is not None:
         store = CorpusStore(cfg.corpus)
     if cfg.beir is not None:
-        step(f"reading BEIR {cfg.beir.name} ({cfg.split})")
+        report.message(f"reading BEIR {cfg.beir.name} ({cfg.split})")
         data, passages = lab.load_beir(cfg.beir, cfg.split, cfg.limit, cfg.seed, cfg.prepend_title, store)
     else:
-        step(f"reading DPR training file {cfg.dpr.name}")
+        report.message(f"reading DPR training file {cfg.dpr.name}")
         data, passages = lab.load_dpr(cfg.dpr, cfg.limit, cfg.seed, cfg.prepend_title, cfg.hard_negatives, store)
     info: dict[str, Any] = {"source": cfg.source, "path": str(cfg.beir or cfg.dpr), "queries": data.queries,
                             **data.notes, "limit": cfg.limit, "hard_negatives": cfg.hard_negatives}
     with_negatives = cfg.use_negatives and cfg.hard_negatives != "none"
     if cfg.negatives_from is not None:
         info.update(hard_negatives=f"index {cfg.negatives_from}", negatives_per_pair=cfg.negatives_per_query)
-        info["negatives_found"], info["negatives_store"] = index_negatives(cfg, data, passages, step)
+        info["negatives_found"], info["negatives_store"] = index_negatives(cfg, data, passages, report)
     elif with_negatives:
         if cfg.hard_negatives == "bm25":
-            step("building a BM25 index for hard negatives")
+            report.message("building a BM25 index for hard negatives")
             retriever, info["bm25_index"] = lab.bm25_retriever(passages)
-            step(f"mining {cfg.bm25_negatives} BM25 hard negative(s) per query from the top {cfg.bm25_depth} for "
-                 f"{data.queries:,} queries")
+            report.message(f"mining {cfg.bm25_negatives} BM25 hard negative(s) per query from the top "
+                           f"{cfg.bm25_depth} for {data.queries:,} queries")
             if cfg.bm25_negatives > 1:
                 info["negatives_found"] = mine_bm25_sample(data.examples, retriever, passages, cfg.bm25_depth,
                                                            cfg.bm25_negatives, cfg.seed, cfg.prepend_title)
@@ -194,12 +177,12 @@ def build_data(cfg: TrainConfig, step: Step = lambda _: None) -> TrainingData:
     return TrainingData(path, n, {data.name: n}, with_negatives, info)
 
 
-def index_negatives(cfg: TrainConfig, data, passages, step: Step) -> tuple[dict[str, Any], str | None]:
+def index_negatives(cfg: TrainConfig, data, passages, report: Reporter) -> tuple[dict[str, Any], str | None]:
     """Mine ``cfg.negatives_per_query`` negatives per query with the index ``cfg.negatives_from``; the hits'
     ids and texts come from the store the index names (``index.json``), else from the training corpus.
     Returns the counts and that store."""
-    step(f"mining {cfg.negatives_per_query} hard negatives per query from the top {cfg.negative_depth} of "
-         f"{cfg.negatives_from} for {data.queries:,} queries")
+    report.message(f"mining {cfg.negatives_per_query} hard negatives per query from the top {cfg.negative_depth} "
+                   f"of {cfg.negatives_from} for {data.queries:,} queries")
     with open_system(cfg.negatives_from) as system:
         stats = mine_index_negatives(data.examples, system, system.lookup, passages, cfg.negative_depth,
                                      cfg.negatives_per_query, cfg.seed, cfg.prepend_title)
@@ -364,9 +347,9 @@ def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, 
     }
 
 
-def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
-          step: Step = lambda _: None, device: str | None = None) -> TrainResult:
-    """Train as ``cfg`` says and write MODEL_DIR; ``callbacks`` are extra transformers TrainerCallbacks."""
+def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -> TrainResult:
+    """Train as ``cfg`` says and write MODEL_DIR; ``report`` hears each step of the work and the training's
+    progress (task ``training``: optimizer steps, with the loss and pairs/s)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     t_start = time.perf_counter()
@@ -377,16 +360,16 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
         resume_from = prepare_out(cfg)
     barrier()
     if not main:
-        resume_from = last_checkpoint(cfg.out / CHECKPOINTS) if cfg.resume else None
+        resume_from = output_folder(cfg.out).last_checkpoint() if cfg.resume else None
     try:
-        data = build_data(cfg, step)
+        data = build_data(cfg, report)
         if data.pairs == 0:
             raise TrainError("no training pairs were selected")
         fingerprint = data.fingerprint()
         if resume_from is not None:
             check_same_data(cfg.out / CHECKPOINTS / RUN_SETTINGS, fingerprint)
 
-        step("loading the model")
+        report.message("loading the model")
         import transformers
 
         transformers.set_seed(cfg.seed)  # layers added to a plain checkpoint start alike
@@ -402,41 +385,35 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
     per_epoch, total_steps = plan_steps(cfg, len(dataset))
     logging_steps = cfg.logging_steps or max(1, total_steps // 50)
     args = training_args(cfg, dataset.column_names, logging_steps)
-    bar = progress_callback() if progress else None
-    trainer = make_trainer(model, loss, args, dataset, list(callbacks) + ([bar] if bar else []))
+    trainer = make_trainer(model, loss, args, dataset, [progress_callback(report)])
     if main:
-        (cfg.out / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
-        write_json(cfg.out / CHECKPOINTS / RUN_SETTINGS, {"settings": cfg.run_settings(), "data": fingerprint})
+        OutputFolder.save_fingerprint(cfg.out / CHECKPOINTS / RUN_SETTINGS, cfg.run_settings(), data=fingerprint)
     start_step = 0
     if resume_from is not None:
         start_step = int(json.loads((resume_from / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
     checks: dict[str, Any] = {}
     if heldout is not None:
-        step(f"checking {len(heldout):,} held-out pairs before training")
+        report.message(f"checking {len(heldout):,} held-out pairs before training")
         checks = {"pairs": len(heldout), "before": {"at_step": start_step, **heldout_figures(model, cfg, heldout)}}
-    step(f"training on {len(dataset):,} pairs")
+    report.message(f"training on {len(dataset):,} pairs")
     t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()  # an interrupted run leaves no live progress display behind
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from is not None else None)
     train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     state = trainer.state
     pairs_trained, per_epoch = trained_pairs(cfg, len(dataset), state, start_step, total_steps, per_epoch)
     if heldout is not None:
         checks["after"] = heldout_figures(model, cfg, heldout)
 
-    step(f"saving the model to {cfg.out}")
+    report.message(f"saving the model to {cfg.out}")
     trainer.save_model(str(cfg.out))
     curve = loss_curve(state.log_history)
     training = training_summary(cfg, state, per_epoch, resume_from, start_step, curve)
-    report = training_report(cfg, data, model_info, training, curve, pairs_trained,
-                             train_seconds=train_seconds, train_cpu=train_cpu,
-                             total_seconds=time.perf_counter() - t_start, heldout=checks)
+    manifest = training_report(cfg, data, model_info, training, curve, pairs_trained,
+                               train_seconds=train_seconds, train_cpu=train_cpu,
+                               total_seconds=time.perf_counter() - t_start, heldout=checks)
     barrier()
     if main:
-        write_json(cfg.out / REPORT, report)
+        write_json(cfg.out / REPORT, manifest)
         plot_loss(curve, cfg.out / PLOT, f"{model_info['base']} on {data.pairs:,} pairs "
                   f"({', '.join(f'{k} {v:,}' for k, v in data.counts.items())})")
         if not cfg.keep_checkpoints:
@@ -445,4 +422,4 @@ def train(cfg: TrainConfig, callbacks: Sequence = (), progress: bool = False,
         shutil.rmtree(cfg.out / WORK, ignore_errors=True)
     else:
         data.path.unlink(missing_ok=True)
-    return TrainResult(config=cfg, report=report, model=model)
+    return TrainResult(out=cfg.out, manifest=manifest, model=model)
