@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from pretriever.cli import app
 from pretriever.reader.config import ReaderConfig
-from pretriever.reader.train import train_reader
+from pretriever.reader.train import run as train_reader
 
 DOCS = [
     ("eiffel", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by the "

@@ -25,7 +25,8 @@ from pretriever.reader.predict import Passage, Reader, whole_words
 from pretriever.reader.prepare import answer_questions, open_system
 from pretriever.reader.samples import build_samples, instance
 from pretriever.reader.spans import answer_char_spans, encode, token_spans
-from pretriever.reader.train import collate, train_reader
+from pretriever.reader.train import collate
+from pretriever.reader.train import run as train_reader
 
 runner = CliRunner()
 
@@ -436,20 +437,20 @@ def test_resume_continues_an_interrupted_run(tiny, tmp_path, monkeypatch):
         if step == 3:
             raise _Interrupted  # killed after the checkpoint of step 2, before the one of step 4
 
-    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda: _callback(stop_at_3))
+    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda report: _callback(stop_at_3))
     cut = _short_run(squad, tmp_path / "cut", dev_share=0.0)
     with pytest.raises(_Interrupted):
-        train_reader(cut, progress=True)
+        train_reader(cut)
     checkpoint = cut.out / "checkpoints" / "checkpoint-2"
     assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["checkpoint-2"]
     at_2 = _weights(checkpoint)
-    with pytest.raises(ReaderError, match="exists and is not empty"):  # no silent restart over it
+    with pytest.raises(ReaderError, match="already holds a reader"):  # no silent restart over it
         train_reader(cut)
     steps: list[int] = []
     start: dict = {}
-    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda: _callback(
+    monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda report: _callback(
         steps.append, lambda model: start.update({k: v.detach().clone() for k, v in model.state_dict().items()})))
-    resumed = train_reader(replace(cut, resume=True), progress=True)
+    resumed = train_reader(replace(cut, resume=True))
     assert steps == [3, 4]  # only the steps after the checkpoint were run
     assert start.keys() == at_2.keys() and _same(at_2, start)  # and from its weights
     meta, whole_meta = (json.loads((r.out / "reader.json").read_text()) for r in (resumed, whole))

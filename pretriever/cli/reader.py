@@ -21,12 +21,13 @@ from pretriever.cli.options import Flag, config_command
 from pretriever.data import load_qa_file
 from pretriever.data.qa import guess_match_mode
 from pretriever.io import write_json
-from pretriever.progress import console, count_progress
+from pretriever.progress import RichReporter, console
 from pretriever.reader.config import AnswerConfig, PrepareConfig, ReaderConfig, ReaderEvaluateConfig
 from pretriever.reader.evaluate import evaluate_reader
 from pretriever.reader.predict import Reader
-from pretriever.reader.prepare import answer_questions, open_for_reading, prepare_reader_data
-from pretriever.reader.train import train_reader
+from pretriever.reader import prepare
+from pretriever.reader import train as reader_training
+from pretriever.reader.prepare import answer_questions, open_for_reading
 
 reader_app = typer.Typer(
     help=(
@@ -69,8 +70,8 @@ def train_command(cfg: ReaderConfig) -> None:
           --max-steps 4 --eval-steps 2 --batch-size 2 --passages 2
           (then fine-tuning on NQ)
     """
-    with stage():
-        result = train_reader(cfg, progress=True, say=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))
+    with RichReporter() as report, stage(report):
+        result = reader_training.run(cfg, report)
     dev_text = ""
     if result.dev:
         start = result.dev_before
@@ -117,10 +118,8 @@ def prepare_command(cfg: PrepareConfig) -> None:
       pretriever reader prepare enwiki-index/ curatedtrec-test.jsonl --hybrid --match regex --limit 50
           --out trec-reader.json
     """
-    with count_progress() as progress, stage(progress):
-        task = progress.add_task("retrieving", total=None, rate="")
-        counts = prepare_reader_data(cfg, say=lambda m: progress.console.print(f"[dim]{escape(m)}[/dim]"),
-                                     progress=lambda done, total: progress.update(task, completed=done, total=total))
+    with RichReporter() as report, stage(report):
+        counts = prepare.run(cfg, report).manifest
     console.print(f"{counts['questions']:,} questions, {counts['with_positive']:,} with an answer in the top "
                   f"{counts['k']} of {escape(counts['retriever'])} ({counts['match']} matching); written to {cfg.out}")
 
@@ -137,13 +136,12 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
       pretriever reader evaluate enwiki-index/ nq-open-dev.jsonl --reader nq-reader/ --bm25 -k 5 --limit
           20
     """
-    with count_progress() as progress, stage(progress):
+    with RichReporter() as report, stage(report):
         examples = load_qa_file(cfg.questions)[:cfg.limit]
         mode = cfg.match or guess_match_mode(cfg.questions)
-        with open_for_reading(cfg) as system:
-            task = progress.add_task("reading", total=len(examples), rate="")
+        with open_for_reading(cfg, report) as system:
             result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode, lenient=cfg.lenient_match,
-                                     progress=lambda done, total: progress.update(task, completed=done))
+                                     report=report)
         if cfg.out is not None:
             write_json(cfg.out, {"system": system.name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
                                  "metrics": result.metrics, "per_question": result.per_question})

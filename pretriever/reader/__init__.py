@@ -1,7 +1,7 @@
 """The reader stage: DPR's extractive reader trained on SQuAD-style or retrieved passages, and answers.
 
-- :func:`pretriever.reader.train.train_reader` (``pretriever reader train``) writes READER_DIR;
-- :func:`pretriever.reader.prepare.prepare_reader_data` (``pretriever reader prepare``) retrieves and
+- :func:`pretriever.reader.train.run` (``pretriever reader train``) writes READER_DIR;
+- :func:`pretriever.reader.prepare.run` (``pretriever reader prepare``) retrieves and
   labels passages for a QA set as DPR reader JSON;
 - :class:`pretriever.reader.predict.Reader` reads passages into answers;
   :func:`pretriever.reader.prepare.answer_questions` retrieves and reads (``pretriever answer``);

@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.pipeline import open_systems
 from pretriever.io import read_json, write_json
 from pretriever.metrics import exact_match, f1_score, normalisation_name
+from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.predict import Passage, Reader
@@ -70,7 +70,7 @@ def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
 
 def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader, k: int,
                     match: str = "string", batch_size: int = 64, lenient: bool = False,
-                    progress: Callable[[int, int], None] = lambda done, total: None) -> ReaderEvaluation:
+                    report: Reporter = QUIET) -> ReaderEvaluation:
     """End-to-end EM/F1 of ``reader`` over the top ``k`` of ``system``, with retrieval top-k accuracy and,
     for questions with gold passages, reader-only EM on them (see the module docstring). Answers are
     normalised as SQuAD v1.1 does unless ``lenient`` (NFKC and Unicode punctuation too); the metrics name it."""
@@ -104,7 +104,7 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
                 row["gold_EM"] = exact_match(gold_answer.text, ex.answers, regex, lenient)
                 gold_em, gold_n = gold_em + row["gold_EM"], gold_n + 1
             rows.append(row)
-        progress(min(lo + batch_size, len(examples)), len(examples))
+        report.progress("reading", min(lo + batch_size, len(examples)), len(examples), unit="questions")
     n = len(examples)
     metrics: dict[str, Any] = {"EM": em / n, "F1": f1 / n, f"top-{k} accuracy": found / n, "questions": n}
     if gold_n:
@@ -113,8 +113,7 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
     return ReaderEvaluation(metrics, rows)
 
 
-def read_behind_systems(cfg: EvaluateConfig, results_json: Path,
-                        step: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+def read_behind_systems(cfg: EvaluateConfig, results_json: Path, report: Reporter = QUIET) -> dict[str, Any]:
     """``pretriever evaluate --answers ... --reader READER_DIR``: the reader behind every system of ``cfg``.
 
     Each system's top ``cfg.reader_k`` passages are read (:func:`evaluate_reader`); the scores are
@@ -123,11 +122,11 @@ def read_behind_systems(cfg: EvaluateConfig, results_json: Path,
     match = guess_match_mode(cfg.answers) if cfg.match == "auto" else cfg.match
     examples = load_qa_file(cfg.answers)[:cfg.limit]
     reader = Reader.load(cfg.reader, ReadOptions(device=cfg.device))
-    systems = open_systems(cfg, step)
+    systems = open_systems(cfg, report)
     scores = {}
     try:
         for system in systems.retrievers:
-            step(f"reading the top {cfg.reader_k} of {system.name} with {cfg.reader}")
+            report.message(f"reading the top {cfg.reader_k} of {system.name} with {cfg.reader}")
             scores[system.name] = evaluate_reader(system, examples, reader, cfg.reader_k, match,
                                                   lenient=cfg.lenient_match).metrics
     finally:

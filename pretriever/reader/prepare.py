@@ -3,7 +3,7 @@
 * :func:`open_for_reading`: the index folder as it is (dense, refined or BM25), the BM25 beside it,
   or both fused (:func:`pretriever.index.open_system`), refusing an index whose store (the passage
   texts) is not there or that holds no passages.
-* :func:`prepare_reader_data` (``pretriever reader prepare``): the top k of every question of a
+* :func:`run` (``pretriever reader prepare``): the top k of every question of a
   QA set, each marked ``has_answer`` by DPR's answer matching, written as DPR reader JSON
   (``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``),
   the file DPR's ``train_extractive_reader.py`` reads and ``pretriever reader train`` too. A qac
@@ -18,25 +18,27 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from pretriever.data import AnswerMatcher, load_qa_file
 from pretriever.data.qa import guess_match_mode
 from pretriever.index import System, open_system
 from pretriever.io import write_json
+from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import PrepareConfig, RetrievalSource
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.evaluate import passages_for
 from pretriever.reader.predict import Answer, Reader
 from pretriever.retrieval import Searcher
+from pretriever.stage import StageResult
 
 
-def open_for_reading(source: RetrievalSource, say: Callable[[str], None] = lambda message: None) -> System:
+def open_for_reading(source: RetrievalSource, report: Reporter = QUIET) -> System:
     """The system ``source`` names (its index, as ``source.retrieval`` says), reading passage texts from the
     index's store (or ``source.corpus``)."""
     mode = "tuned" if source.tuned and source.retrieval == "index" else source.retrieval
     system = open_system(source.index, mode, device=source.device, corpus=source.corpus,
-                         require_store=True, say=say)
+                         require_store=True, say=report.message)
     if len(system) == 0:
         system.close()
         raise ReaderError(f"{source.index}: the index holds no passages")
@@ -55,9 +57,15 @@ def answer_questions(system: Searcher, reader: Reader, questions: list[str], k: 
     return out
 
 
-def prepare_reader_data(cfg: PrepareConfig, say: Callable[[str], None] = lambda message: None,
-                        progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
-    """Write DPR reader JSON for ``cfg.questions`` (see the module docstring); returns the counts."""
+@dataclass(kw_only=True)
+class PrepareResult(StageResult):
+    """The DPR reader JSON written (``out``) and its counts (``manifest``): questions, with_positive,
+    without_positive, no_passage_retrieved, k, retriever, match, source_left_out."""
+
+
+def run(cfg: PrepareConfig, report: Reporter = QUIET) -> PrepareResult:
+    """Write DPR reader JSON for ``cfg.questions`` (see the module docstring); ``report`` hears how many
+    questions are done (task ``retrieving``)."""
     examples = load_qa_file(cfg.questions)
     if cfg.limit is not None:
         examples = examples[:cfg.limit]
@@ -65,7 +73,7 @@ def prepare_reader_data(cfg: PrepareConfig, say: Callable[[str], None] = lambda 
     matcher = AnswerMatcher(mode)
     items, with_positive, no_hits, left_out = [], 0, 0, 0
     drop_source = not cfg.keep_source and any(e.source_passage_id for e in examples)
-    with open_for_reading(cfg, say) as system:
+    with open_for_reading(cfg, report) as system:
         for lo in range(0, len(examples), cfg.batch_size):
             chunk = examples[lo:lo + cfg.batch_size]
             for ex, hits in zip(chunk, system.search([e.question for e in chunk], cfg.k + drop_source)):
@@ -80,8 +88,9 @@ def prepare_reader_data(cfg: PrepareConfig, say: Callable[[str], None] = lambda 
                 no_hits += not ctxs
                 with_positive += any(c["has_answer"] for c in ctxs)
                 items.append({"question": ex.question, "answers": ex.answers, "id": ex.qid, "ctxs": ctxs})
-            progress(min(lo + cfg.batch_size, len(examples)), len(examples))
+            report.progress("retrieving", min(lo + cfg.batch_size, len(examples)), len(examples), unit="questions")
     write_json(cfg.out, items)
-    return {"questions": len(items), "with_positive": with_positive, "without_positive": len(items) - with_positive,
-            "no_passage_retrieved": no_hits, "k": cfg.k, "retriever": system.name, "match": mode,
-            "source_left_out": left_out}
+    return PrepareResult(out=cfg.out, manifest={
+        "questions": len(items), "with_positive": with_positive, "without_positive": len(items) - with_positive,
+        "no_passage_retrieved": no_hits, "k": cfg.k, "retriever": system.name, "match": mode,
+        "source_left_out": left_out})

@@ -12,12 +12,11 @@ READER_DIR/checkpoints; ``--resume`` continues from the newest.
 
 Example::
 
-    result = train_reader(ReaderConfig(data=Path("squad.json"), out=Path("reader/"), passages=4, max_steps=200))
+    result = run(ReaderConfig(data=Path("squad.json"), out=Path("reader/"), passages=4, max_steps=200))
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -31,18 +30,21 @@ from pretriever.models import model_label
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.evaluate import evaluate_gold
-from pretriever.reader.model import READER_JSON, load_reader_model, save_reader_model
+from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_model, save_reader_model
 from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
-from pretriever.training import cuda_available, last_checkpoint, loss_curve, progress_callback, quiet
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet
 
 CHECKPOINTS = "checkpoints"
 
 
-@dataclass
-class ReaderTrainResult:
-    out: Path
+@dataclass(kw_only=True)
+class ReaderTrainResult(StageResult):
+    """READER_DIR (``out``), its reader.json (``manifest``) and the figures a summary prints."""
+
     counts: dict[str, Any]
     dev: dict[str, float] | None
     seconds: float
@@ -121,20 +123,11 @@ def _precision(cfg: ReaderConfig) -> str:
 
 def _prepare_out(cfg: ReaderConfig) -> Path | None:
     """Check READER_DIR (clear it on --overwrite); the checkpoint to resume from."""
-    if cfg.resume:
-        last = last_checkpoint(cfg.out / CHECKPOINTS)
-        if last is None:
-            raise ReaderError(f"nothing to resume in {cfg.out}: no checkpoint in {cfg.out / CHECKPOINTS}")
-        return last
-    if cfg.out.exists() and any(cfg.out.iterdir()):
-        if not cfg.overwrite:
-            raise ReaderError(f"{cfg.out} exists and is not empty; give --overwrite to replace it, or --resume "
-                              "to continue an interrupted run")
-        shutil.rmtree(cfg.out)
-    return None
+    return OutputFolder(cfg.out, holds="a reader or a run", markers=(READER_JSON, CHECKPOINTS, SELECTION_HEAD),
+                        error=ReaderError).prepare(resume=cfg.resume, overwrite=cfg.overwrite)
 
 
-def _load_split(cfg: ReaderConfig, tokenizer, say: Callable[[str], None]):
+def _load_split(cfg: ReaderConfig, tokenizer, report: Reporter):
     mode = guess_match_mode(cfg.data)
     examples = load_reading_file(cfg.data)
     if cfg.limit is not None:
@@ -148,7 +141,7 @@ def _load_split(cfg: ReaderConfig, tokenizer, say: Callable[[str], None]):
     if not train:
         raise ReaderError(f"{cfg.data}: no training question left ({counts.no_positive} without an answer in a "
                           f"positive passage, {counts.truncated_questions} with every answer cut by truncation)")
-    say(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.unanswerable:,} unanswerable, "
+    report.message(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.unanswerable:,} unanswerable, "
         f"{counts.no_positive:,} without an answer in a positive passage and {counts.truncated_questions:,} whose "
         f"answers truncation cut off ({counts.truncated_spans:,} answer occurrences dropped)")
     return train, dev, counts, dev_counts, mode
@@ -199,15 +192,15 @@ def _trainer_class():
     return ReaderTrainer
 
 
-def train_reader(cfg: ReaderConfig, progress: bool = False,
-                 say: Callable[[str], None] = lambda message: None) -> ReaderTrainResult:
-    """Train as ``cfg`` says and write READER_DIR (see the module docstring)."""
+def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
+    """Train as ``cfg`` says and write READER_DIR (see the module docstring); ``report`` hears the data
+    counts and the training's progress (task ``training``: optimizer steps, with the loss)."""
     from transformers import set_seed
 
     resume_from = _prepare_out(cfg)
     set_seed(cfg.seed)  # the new span and selection heads are drawn here, before the Trainer seeds its own steps
     module, tokenizer = load_reader_model(cfg.model)
-    train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, say)
+    train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, report)
     pool = negative_pool(train)
     dev = dev[:cfg.dev_limit]
     regex = mode == "regex"
@@ -219,7 +212,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
     precision = _precision(cfg)
     args = _training_args(cfg, precision, evaluate=bool(dev))
     dataset = InstanceSet(train, pool, cfg.passages, cfg.seed)
-    callbacks = [epoch_callback(dataset)] + ([progress_callback()] if progress else [])
+    callbacks = [epoch_callback(dataset), progress_callback(report)]
     trainer = _trainer_class()(model=module, args=args, train_dataset=dataset,
                                eval_dataset=dev or None,  # read by dev_eval, not by the Trainer
                                data_collator=lambda batch: collate(batch, tokenizer, cfg.max_length),
@@ -232,7 +225,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
     final = dev_eval(trainer.model) if dev else None
     save_reader_model(trainer.model, tokenizer, cfg.out)
     history = trainer.state.log_history
-    write_json(cfg.out / READER_JSON, {
+    manifest = {
         "base_model": model_label(cfg.model), "config": _jsonable(asdict(cfg)), "match": mode,
         "precision": precision, "data": counts.as_dict(), "dev_data": dev_counts.as_dict() if dev_counts else None,
         "train_questions": len(train), "dev_questions": len(dev), "dev_before": before, "dev": final,
@@ -242,5 +235,7 @@ def train_reader(cfg: ReaderConfig, progress: bool = False,
         "seconds": round(seconds, 2),
         "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.grad_accum / seconds, 3)
         if seconds > 0 else None,
-    })
-    return ReaderTrainResult(cfg.out, counts.as_dict(), final, seconds, before)
+    }
+    write_json(cfg.out / READER_JSON, manifest)
+    return ReaderTrainResult(out=cfg.out, manifest=manifest, counts=counts.as_dict(), dev=final, seconds=seconds,
+                             dev_before=before)
