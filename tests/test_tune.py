@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from conftest import build
 from pretriever.cli import app
 from pretriever.evaluate import EvaluateConfig
-from pretriever.evaluate.pipeline import run_evaluation
+from pretriever.evaluate import pipeline as evaluation
 from pretriever.index import BM25Index, IndexConfig, build_index, open_system, tuned_setting
 from pretriever.index.encode import encode_texts
 from pretriever.index.open import index_meta
@@ -221,7 +221,7 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
     def systems(**options) -> dict:
         cfg = EvaluateConfig(index=[index], queries=root / "queries.jsonl", qrels=root / "qrels.tsv",
                              out=tmp_path / "eval", plots=False, overlap=False, **options)
-        return run_evaluation(cfg)[0].systems
+        return evaluation.run(cfg).evaluation.systems
 
     assert row in systems() and "all-MiniLM-L6-v2" in systems()
     assert not any(name.startswith("tuned") for name in systems(tuned=False))

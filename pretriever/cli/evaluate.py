@@ -11,9 +11,9 @@ from rich.markup import escape
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.pipeline import run_evaluation
+from pretriever.evaluate import pipeline as evaluation
 from pretriever.evaluate.report import metrics_table, overlap_table
-from pretriever.progress import console, count_progress
+from pretriever.progress import RichReporter, console
 from pretriever.reader.evaluate import read_behind_systems, reader_table
 
 
@@ -95,22 +95,11 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
       pretriever evaluate --index enwiki-index/ --answers curatedtrec-test.jsonl --match regex --out
           eval-trec/
     """
-    with count_progress() as progress, stage(progress):
-        tasks: dict[str, int] = {}
-
-        def on_batch(system: str, done: int, total: int) -> None:
-            if system not in tasks:
-                tasks[system] = progress.add_task(f"searching: {system}", total=total, rate="")
-            elapsed = progress.tasks[tasks[system]].elapsed or 0
-            progress.update(tasks[system], completed=done,
-                            rate=f"{done / elapsed:,.0f} q/s" if elapsed > 0 else "")
-
-        def on_step(message: str) -> None:
-            progress.console.print(f"[dim]{escape(message)}[/dim]")
-
-        result, written = run_evaluation(cfg, progress=on_batch, step=on_step)
+    with RichReporter() as report, stage(report):
+        run = evaluation.run(cfg, report)
+        result, written = run.evaluation, run.written
         if cfg.reader is not None:
-            read = read_behind_systems(cfg, written["results"], step=on_step)
+            read = read_behind_systems(cfg, written["results"], report)
 
     console.print(metrics_table(result))
     table = overlap_table(result)

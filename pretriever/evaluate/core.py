@@ -9,7 +9,7 @@ overlap, titles for multi-hop gold titles. A :class:`pretriever.retrieval.Search
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,10 @@ from pretriever.data.qa import word_tokens
 from pretriever.evaluate.tasks import (AnswersTask, EvaluationError, EvaluationTask, MultiHopTask, QrelsTask,
                                        SystemScore)
 from pretriever.metrics import NO_REFERENCE, OVERLAP_EDGES, bucket_labels, bucket_of, overlap_ratio
+from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit, Retriever, Searcher
 
 StoreLike = CorpusStore | PassageLookup | Path | str
-Progress = Callable[[str, int, int], None]  # (system, queries done, queries in all)
 
 
 @dataclass
@@ -43,10 +43,10 @@ class EvaluationResult:
 
 
 def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
-                progress: Progress | None) -> list[list[Hit]]:
+                report: Reporter) -> list[list[Hit]]:
     hits: list[list[Hit]] = []
-    if progress is not None:
-        progress(retriever.name, 0, len(texts))
+    task = f"searching: {retriever.name}"
+    report.progress(task, 0, len(texts), unit="queries")
     for start in range(0, len(texts), batch_size):
         batch = texts[start:start + batch_size]
         found = retriever.search(batch, k)
@@ -54,8 +54,7 @@ def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
             raise EvaluationError(f"{retriever.name}: search returned {len(found)} result lists for "
                                   f"{len(batch)} queries")
         hits.extend([Hit(str(h[0]), float(h[1])) for h in row[:k]] for row in found)
-        if progress is not None:
-            progress(retriever.name, len(hits), len(texts))
+        report.progress(task, len(hits), len(texts), unit="queries")
     return hits
 
 
@@ -76,7 +75,7 @@ def evaluate_retrievers(
     overlap: bool = True,
     overlap_k: int = 20,
     batch_size: int = 256,
-    progress: Progress | None = None,
+    report: Reporter = QUIET,
     dataset: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
     """Evaluate each retriever on one set of questions and return every system's metrics.
@@ -128,7 +127,7 @@ def evaluate_retrievers(
             name = retriever.name
             lookup = lookups[name]
             fetch = task.fetch_depth(lookup)
-            hits = _search_all(retriever, task.texts, fetch, batch_size, progress)
+            hits = _search_all(retriever, task.texts, fetch, batch_size, report)
             runs[name] = hits if fetch == task.depth else [row[:task.depth] for row in hits]
             scores[name] = task.score(name, hits, lookup)
             notes += scores[name].notes

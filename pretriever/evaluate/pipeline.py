@@ -1,5 +1,5 @@
 """``pretriever evaluate`` without the command line: open the systems, load the questions,
-evaluate, write EVAL_DIR. :func:`run_evaluation` is what the CLI calls."""
+evaluate, write EVAL_DIR. :func:`run` is what the CLI calls."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_f
                              queries_in_qrels)
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.core import EvaluationError, EvaluationResult, Progress, evaluate_retrievers
+from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
 from pretriever.evaluate.report import write_results
 from pretriever.index import (HybridOptions, HybridRetriever, System, bm25_system, choose_alpha, open_system,
                               retriever_kind, tuned_of)
 from pretriever.index.dense import BM25_DIR
-
-Step = Callable[[str], None]
+from pretriever.io import read_json
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import StageResult
 
 
 @runtime_checkable
@@ -42,10 +43,10 @@ class Systems:
             system.close()
 
 
-def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
+def open_systems(cfg: EvaluateConfig, report: Reporter = QUIET) -> Systems:
     """The indexes of ``cfg.index`` (any kind :func:`open_system` knows) and, with ``cfg.bm25``,
     BM25 over the same store; close them when done."""
-    say = step or (lambda message: None)
+    say = report.message
     systems = Systems()
 
     def add(system: System, described: dict[str, Any], refined: Refined | None = None) -> System:
@@ -91,7 +92,7 @@ def open_systems(cfg: EvaluateConfig, step: Step | None = None) -> Systems:
     return systems
 
 
-def _fusion(dense: System, bm25: System, cfg: EvaluateConfig, say: Step) -> tuple[HybridOptions, dict[str, Any]]:
+def _fusion(dense: System, bm25: System, cfg: EvaluateConfig, say: Callable[[str], None]) -> tuple[HybridOptions, dict[str, Any]]:
     """How ``dense`` is fused with BM25: ``cfg.fusion``, with ``alpha_from`` the convex weight chosen on those
     judgments (and what was chosen)."""
     if cfg.alpha_from is None:
@@ -204,13 +205,22 @@ def leave_out(systems: Systems, data: dict[str, Any], leaked: dict[str, dict[str
             f"{', '.join(leaked)}: left out for every system, so all are scored on the same {scored:,}: {which}"]
 
 
-def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
-                   step: Step | None = None) -> tuple[EvaluationResult, dict[str, Path]]:
-    """Evaluate every system of ``cfg`` and write ``cfg.out``; returns the result and the files written."""
+@dataclass(kw_only=True)
+class EvaluateResult(StageResult):
+    """EVAL_DIR (``out``), its results.json (``manifest``), the evaluation in memory (with the rankings) and
+    the files written (``results``, ``curve``, ``overlap``, ``runs``)."""
+
+    evaluation: EvaluationResult
+    written: dict[str, Path] = field(default_factory=dict)
+
+
+def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
+    """Evaluate every system of ``cfg`` and write ``cfg.out``; ``report`` hears which system opens and how
+    many queries each has searched (task ``searching: SYSTEM``)."""
     started = time.perf_counter()
     data = load_dataset(cfg)  # input errors first, before models load
     try:
-        systems = open_systems(cfg, step)
+        systems = open_systems(cfg, report)
     except StoreError as err:
         raise EvaluationError(str(err)) from err
     try:
@@ -219,7 +229,7 @@ def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
         result = evaluate_retrievers(
             systems.retrievers, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
             ignore_identical_ids=cfg.ignore_identical_ids, overlap=cfg.overlap, overlap_k=cfg.overlap_k,
-            batch_size=cfg.batch_size, progress=progress, dataset=dataset, **data)
+            batch_size=cfg.batch_size, report=report, dataset=dataset, **data)
     finally:
         systems.close()
     result.config = {**cfg.to_json(), **{k: v for k, v in result.config.items() if v is not None}}
@@ -227,4 +237,5 @@ def run_evaluation(cfg: EvaluateConfig, progress: Progress | None = None,
     if protocol_notes:
         result.dataset["notes"] = result.dataset.get("notes", []) + protocol_notes
     written = write_results(result, cfg.out, plots=cfg.plots, save_runs=cfg.save_runs)
-    return result, written
+    return EvaluateResult(out=cfg.out, manifest=read_json(written["results"], EvaluationError), evaluation=result,
+                          written=written)
