@@ -107,7 +107,8 @@ def one_round(passages: np.ndarray, queries: np.ndarray, threads: int) -> dict:
 
 def scifact_methods(index_dir: Path, work: Path, threads: int) -> list[dict]:
     """Every method on the real SciFact index with the 809 training claims (qrels), timed per round."""
-    from pretriever.refine import RefineConfig, run_refine
+    from pretriever.refine import RefineConfig
+    from pretriever.refine import pipeline as refinement
 
     vectors, _ = training_vectors(index_dir, work)
     rows = []
@@ -116,7 +117,7 @@ def scifact_methods(index_dir: Path, work: Path, threads: int) -> list[dict]:
                            qrels=SCIFACT / "qrels" / "train.tsv", feedback="qrels", method=method, overwrite=True,
                            label_texts=False, threads=threads)
         t = time.perf_counter()
-        meta = run_refine(cfg, query_vectors=vectors)
+        meta = refinement.run(cfg, query_vectors=vectors).manifest
         total = time.perf_counter() - t
         for r in meta["refine"]["rounds"]:
             rows.append({"method": method, "side": r["side"], "round": r["round"], **r["seconds"],
@@ -243,8 +244,10 @@ def evaluate(systems, queries, qrels) -> dict:
 def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
     from pretriever.data import load_qrels, load_queries, queries_in_qrels
     from pretriever.index import DenseIndex
-    from pretriever.refine import RefineConfig, RefinedIndex, run_refine
-    from pretriever.refine.grid import run_grid, split_queries
+    from pretriever.refine import RefineConfig, RefinedIndex
+    from pretriever.refine import pipeline as refinement
+    from pretriever.refine import grid as refine_grid
+    from pretriever.refine.grid import split_queries
     from pretriever.refine.labels import QrelsJudge, build_labels, load_feedback
     from pretriever.refine.scoring import Scorer
     from pretriever.refine.search import PatchedSearcher
@@ -281,7 +284,7 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
 
     def on_val(**settings) -> float:
         """nDCG@10 on the validation claims of a refinement made with the fit claims only."""
-        run_refine(RefineConfig(out=runs / "val", qrels=fit_qrels, **{**common, **settings}), query_vectors=fit_vecs)
+        refinement.run(RefineConfig(out=runs / "val", qrels=fit_qrels, **{**common, **settings}), query_vectors=fit_vecs)
         idx = RefinedIndex.load(runs / "val", model=enc, stored_queries=False, threads=threads)
         return evaluate([idx], val_queries, val_qrels)[idx.name]["nDCG@10"]
 
@@ -295,14 +298,14 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
 
     def final(label: str, **settings) -> None:
         folder = runs / label.replace(" ", "_").replace("/", "-")
-        run_refine(RefineConfig(out=folder, qrels=train_q, **{**common, **settings}), query_vectors=train_vecs)
+        refinement.run(RefineConfig(out=folder, qrels=train_q, **{**common, **settings}), query_vectors=train_vecs)
         idx = RefinedIndex.load(folder, model=enc, threads=threads, name=label)
         out["honest"][label] = {**evaluate([idx], test, test_qrels)[label], "settings": settings}
         console.print(f"{label}: {out['honest'][label]}")
 
     # 1. linear: the grid on fit -> validation, then refit on all 809 training claims
-    grid = run_grid(RefineConfig(out=work / "grid-honest", qrels=train_q, validation=0.2, **common),
-                    query_vectors=train_vecs)
+    grid = refine_grid.run(RefineConfig(out=work / "grid-honest", qrels=train_q, validation=0.2, **common),
+                           query_vectors=train_vecs).manifest
     best = grid["best"]
     out["choices"]["linear"] = {"beta": best["beta"], "gamma": best["gamma"], "validation_nDCG@10": best["nDCG@10"]}
     final("linear (grid-tuned)", method="linear", beta=best["beta"], gamma=best["gamma"])
@@ -353,7 +356,7 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
 
     # oracle: the feedback is the 300 test claims with their test labels (the paper's protocol)
     ocommon = dict(common, qrels=test_q, oracle=True)
-    grid_o = run_grid(RefineConfig(out=work / "grid-oracle", **ocommon), query_vectors=test_vecs)
+    grid_o = refine_grid.run(RefineConfig(out=work / "grid-oracle", **ocommon), query_vectors=test_vecs).manifest
     out["choices"]["linear-oracle"] = {"beta": grid_o["best"]["beta"], "gamma": grid_o["best"]["gamma"]}
     for label, settings in (("linear (grid on test)", dict(method="linear", beta=grid_o["best"]["beta"],
                                                             gamma=grid_o["best"]["gamma"])),
@@ -362,7 +365,7 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
                             ("hybrid (paper, test labels)", dict(method="hybrid", **paper)),
                             ("aopt-passage (tuned)", ap)):
         folder = runs / ("oracle-" + label.split(" ")[0] + ("-tuned" if "tuned" in label else ""))
-        run_refine(RefineConfig(out=folder, **{**ocommon, **settings}), query_vectors=test_vecs)
+        refinement.run(RefineConfig(out=folder, **{**ocommon, **settings}), query_vectors=test_vecs)
         idx = RefinedIndex.load(folder, model=enc, threads=threads, name=label)
         out["oracle"][label] = {**evaluate([idx], test, test_qrels)[label], "settings": settings}
         console.print(f"ORACLE {label}: {out['oracle'][label]}")

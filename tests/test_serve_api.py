@@ -27,7 +27,8 @@ from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, build_index
 from pretriever.index.hybrid import HybridOptions, fuse
 from pretriever.mine.methods import METHODS as REGISTERED
-from pretriever.refine import RefineConfig, run_refine
+from pretriever.refine import RefineConfig
+from pretriever.refine import pipeline as refinement
 from pretriever.retrieval import Hit
 from pretriever.serve import ServeConfig, ServeError, create_app
 from pretriever.serve.engine import MicroBatcher
@@ -416,7 +417,7 @@ def test_answer_limits_and_errors(answering):
 def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path):
     beir = served.queries.parent
     refined = tmp_path / "refined"
-    run_refine(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
+    refinement.run(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
                             qrels=beir / "qrels" / "train.tsv", holdout=served.qrels, k=20, limit=40))
     with local(create_app(ServeConfig(index=refined))) as c:
         info = c.get("/info").json()

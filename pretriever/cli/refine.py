@@ -19,10 +19,10 @@ from typer.core import TyperGroup
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.progress import console
+from pretriever.progress import RichReporter, console
+from pretriever.refine import grid
+from pretriever.refine import pipeline as refinement
 from pretriever.refine.config import RefineConfig
-from pretriever.refine.grid import run_grid
-from pretriever.refine.pipeline import run_refine
 
 
 class _RunByDefault(TyperGroup):
@@ -51,11 +51,14 @@ refine_app = typer.Typer(
 )
 
 
-def _say(message: str) -> None:
-    if message.startswith("ORACLE"):
-        console.print(Panel(escape(message), title="WARNING", style="bold red"))
-    else:
-        console.print(f"[dim]{escape(message)}[/dim]")
+class _Reporter(RichReporter):
+    """Rich bars and dim messages, but the oracle protocol's warning in a red panel."""
+
+    def message(self, text: str) -> None:
+        if text.startswith("ORACLE"):
+            self.bars.console.print(Panel(escape(text), title="WARNING", style="bold red"))
+        else:
+            super().message(text)
 
 
 _SHORT = {"queries": "-q", "feedback": "-f", "answers": "-a", "method": "-m", "limit": "-n"}
@@ -85,8 +88,8 @@ def run_command(cfg: RefineConfig) -> None:
       pretriever evaluate --index scifact-index/ --index sf-aopt/ -q scifact/queries.jsonl --qrels
           scifact/qrels/test.tsv --out eval/
     """
-    with stage():
-        meta = run_refine(cfg, step=_say)
+    with _Reporter() as report, stage(report):
+        meta = refinement.run(cfg, report).manifest
     print_refine(meta, cfg.out)
 
 
@@ -151,8 +154,9 @@ def grid_command(cfg: RefineConfig) -> None:
     Example:  pretriever refine grid scifact-index/ -q scifact/queries.jsonl --qrels
     scifact/qrels/train.tsv --out sf-grid/
     """
-    with stage():
-        result = run_grid(cfg, step=_say)
+    with _Reporter() as report, stage(report):
+        done = grid.run(cfg, report)
+    result = done.manifest
     metric = result["select_metric"]
     table = Table(title=f"{metric} [{result['protocol']}]: rows gamma, columns beta")
     table.add_column("gamma \\ beta")
@@ -170,4 +174,4 @@ def grid_command(cfg: RefineConfig) -> None:
     console.print(f"best: beta {best['beta']:g}, gamma {best['gamma']:g}: {metric} {best[metric]:.4f}"
                   + (f" (beta = gamma = 0: {base[metric]:.4f})" if metric in base else "")
                   + f"; scored on {result['split']['scored_on']} ({result['split']['validation']} queries)")
-    console.print(f"written: {Path(cfg.out) / 'grid.json'}" + (f", {result['plot']}" if result.get("plot") else ""))
+    console.print(f"written: {Path(cfg.out) / 'grid.json'}" + (f", {done.plot}" if done.plot else ""))

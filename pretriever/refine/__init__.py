@@ -43,12 +43,12 @@ from pretriever.refine.config import METHODS, RefineConfig
 from pretriever.refine.labels import FeedbackSet, Labels, build_labels, load_feedback
 from pretriever.refine.ops import AOptResult, aopt, aopt_loss, linear_update
 from pretriever.refine.errors import RefineError
-from pretriever.refine.pipeline import run_refine
+from pretriever.refine.pipeline import RefineResult
 from pretriever.refine.retriever import RefinedIndex, open_refined, topk_refine
 from pretriever.refine.search import PatchedSearcher, PatchedVectors
 
 __all__ = [
     "AOptResult", "FeedbackSet", "Labels", "METHODS", "PatchedSearcher", "PatchedVectors", "RefineConfig",
-    "RefineError", "RefinedIndex", "aopt", "aopt_loss", "build_labels", "linear_update", "load_feedback",
-    "open_refined", "run_refine", "topk_refine",
+    "RefineError", "RefineResult", "RefinedIndex", "aopt", "aopt_loss", "build_labels", "linear_update",
+    "load_feedback", "open_refined", "topk_refine",
 ]

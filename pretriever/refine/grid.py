@@ -14,6 +14,7 @@ Writes ``grid.json`` (every metric at every point, rows gamma, columns beta; the
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,15 @@ import numpy as np
 from pretriever.index import store_lookup
 from pretriever.index.dense import DenseIndex
 from pretriever.io import atomic_path, write_json
+from pretriever.progress import QUIET, Reporter
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.labels import build_labels
 from pretriever.refine.ops import linear_terms
 from pretriever.refine.errors import RefineError
-from pretriever.refine.pipeline import ORACLE_WARNING, Step, open_feedback
+from pretriever.refine.pipeline import ORACLE_WARNING, open_feedback
 from pretriever.refine.scoring import Scorer, default_metric, metric_names
 from pretriever.refine.search import PatchedSearcher
+from pretriever.stage import StageResult
 
 GRID_JSON = "grid.json"
 GRID_PNG = "grid.png"
@@ -41,12 +44,22 @@ def split_queries(n: int, validation: float, seed: int) -> tuple[np.ndarray, np.
     return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
-def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
-             model=None, plot: bool = True) -> dict[str, Any]:
-    say = step or (lambda m: None)
+@dataclass(kw_only=True)
+class GridResult(StageResult):
+    """The grid's folder (``out``), its grid.json (``manifest``: every metric at every point, the best point)
+    and the heat map written (``plot``; None without one)."""
+
+    plot: Path | None = None
+
+
+def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarray | None = None, model=None,
+        plot: bool = True) -> GridResult:
+    """Score every (beta, gamma) point of ``cfg`` and write grid.json (and grid.png with ``plot``);
+    ``report`` hears each step and the points scored (task ``grid``)."""
+    say = report.message
     if cfg.feedback == "topk":
         raise RefineError("the grid is scored with labels: use --feedback qrels or answers")
-    feedback, protocol = open_feedback(cfg, say)
+    feedback, protocol = open_feedback(cfg, report)
     if cfg.oracle:
         say(ORACLE_WARNING)
         fit, val = np.arange(len(feedback)), np.arange(len(feedback))
@@ -88,6 +101,7 @@ def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: S
                 scores, rows = searcher.search(q_val, scorer.fetch)
                 for m, v in scorer.score(scores, rows, names).items():
                     values[m][gi, bi] = v
+                report.progress("grid", gi * len(cfg.betas) + bi + 1, len(cfg.gammas) * len(cfg.betas), unit="points")
         grid_seconds = time.perf_counter() - started
         sel = values[select]
         gi, bi = np.unravel_index(np.argmax(sel), sel.shape)  # ties: the first (smallest |gamma|, beta)
@@ -120,8 +134,7 @@ def run_grid(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: S
         write_json(out / GRID_JSON, result)
         if plot:
             plot_grid(result, out / GRID_PNG)
-            result["plot"] = str(out / GRID_PNG)
-        return result
+        return GridResult(out=out, manifest=result, plot=out / GRID_PNG if plot else None)
     finally:
         if lookup is not None:
             lookup.close()

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,15 @@ from pretriever.data import DatasetError, QAFileError, load_qa_file, load_qrels,
 from pretriever.index import bm25_system, store_lookup
 from pretriever.index.dense import BM25_DIR, INDEX_JSON, DenseIndex, save_dense_index
 from pretriever.io import write_json, write_parquet
+from pretriever.progress import QUIET, Reporter
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.errors import RefineError
 from pretriever.refine.fusion import LexicalRanking
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
 from pretriever.refine.search import PatchedSearcher
+from pretriever.stage import StageResult
 
-Step = Callable[[str], None]
 REFINE_DIR = "refine"
 PASSAGE_LABELS = "labels_passages.parquet"
 QUERY_LABELS = "labels_queries.parquet"
@@ -73,9 +74,8 @@ def _label_file(cfg: RefineConfig) -> Path | None:
     return {"qrels": cfg.qrels, "answers": cfg.answers}.get(cfg.feedback)
 
 
-def open_feedback(cfg: RefineConfig, say: Step | None = None) -> tuple[FeedbackSet, dict[str, Any]]:
+def open_feedback(cfg: RefineConfig, report: Reporter = QUIET) -> tuple[FeedbackSet, dict[str, Any]]:
     """The feedback queries of ``cfg`` after the protocol checks, and what the checks did."""
-    say = say or (lambda m: None)
     feedback = load_feedback(cfg.feedback, cfg.queries, cfg.qrels, cfg.answers)
     protocol: dict[str, Any] = {"name": "oracle" if cfg.oracle else "honest"}
     labels_file = _label_file(cfg)
@@ -95,7 +95,7 @@ def open_feedback(cfg: RefineConfig, say: Step | None = None) -> tuple[FeedbackS
             keep = sorted(set(range(len(feedback))) - set(clash))
             feedback = feedback.subset(keep)
             protocol["dropped_from_feedback"] = len(clash)
-            say(f"dropped {len(clash)} feedback queries that are evaluation queries (--holdout)")
+            report.message(f"dropped {len(clash)} feedback queries that are evaluation queries (--holdout)")
         elif not clash and cfg.oracle:
             protocol["note"] = "--oracle given but no feedback query is in --holdout"
     if cfg.limit:
@@ -255,24 +255,29 @@ def build_refine_meta(cfg: RefineConfig, feedback: FeedbackSet, protocol: dict[s
     }
 
 
-# --- the command -----------------------------------------------------------------------------
+# --- the stage -------------------------------------------------------------------------------
 
-def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step: Step | None = None,
-               model=None) -> dict[str, Any]:
-    """Refine ``cfg.index`` into ``cfg.out``; returns the refined index.json.
+@dataclass(kw_only=True)
+class RefineResult(StageResult):
+    """The refined index folder (``out``) and its index.json (``manifest``; the refinement under ``refine``)."""
+
+
+def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarray | None = None,
+        model=None) -> RefineResult:
+    """Refine ``cfg.index`` into ``cfg.out``; ``report`` hears each step and every round's labels.
 
     ``query_vectors``: the feedback queries' vectors, when already encoded (in feedback order
     after the protocol checks); else they are encoded with the index's model (``model`` shares
     one already loaded).
     """
-    say = step or (lambda m: None)
+    say = report.message
     started = time.perf_counter()
     out = Path(cfg.out)
     if out.resolve() == Path(cfg.index).resolve():
         raise RefineError("--out must be a new folder, not the index being refined")
     if (out / INDEX_JSON).exists() and not cfg.overwrite:
         raise RefineError(f"{out} already holds an index; pass --overwrite to replace it")
-    feedback, protocol = open_feedback(cfg, say)
+    feedback, protocol = open_feedback(cfg, report)
     if cfg.oracle:
         say(ORACLE_WARNING)
     dense = DenseIndex.load(cfg.index, model=model, device=cfg.device)
@@ -353,7 +358,7 @@ def run_refine(cfg: RefineConfig, query_vectors: np.ndarray | None = None, step:
                                 dense.params, dense.meta.get("dtype", "float32"), extra)
         meta["refine"]["seconds"] = round(time.perf_counter() - started, 3)
         write_json(out / INDEX_JSON, meta)
-        return meta
+        return RefineResult(out=out, manifest=meta)
     finally:
         if lookup is not None:
             lookup.close()
