@@ -108,9 +108,9 @@ class _Within(Reporter):
 
 def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: RunTrain, report: Reporter) -> StageRun:
     """Skip a finished training whose settings match, continue an interrupted one, else train."""
-    report = scfg.out / REPORT
-    if report.exists() and not redo:
-        earlier = json.loads(report.read_text(encoding="utf-8"))
+    finished = scfg.out / REPORT
+    if finished.exists() and not redo:
+        earlier = json.loads(finished.read_text(encoding="utf-8"))
         detail = changed_settings(earlier.get("config", {}), scfg)
         if detail:
             raise TrainError(f"{scfg.out} holds {name} trained with other settings ({detail}); delete that folder "
