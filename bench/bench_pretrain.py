@@ -83,11 +83,11 @@ def run_mnrl(pairs: Path, args) -> tuple[float, float]:
 
 def run_pretrain(pairs: Path, objective: str, args) -> tuple[float, float]:
     from pretriever.pretrain import PretrainConfig
-    from pretriever.pretrain.run import pretrain
+    from pretriever.pretrain import run as pretraining
 
     with tempfile.TemporaryDirectory() as out:
-        result = pretrain(PretrainConfig(pairs=pairs, out=Path(out) / "m", objective=objective, device="cpu",
-                                         batch_size=args.batch_size, max_length=args.max_length, epochs=1))
+        result = pretraining.run(PretrainConfig(pairs=pairs, out=Path(out) / "m", objective=objective, device="cpu",
+                                                batch_size=args.batch_size, max_length=args.max_length, epochs=1))
         return result.rate, result.pairs_seen / result.cpu_seconds
 
 

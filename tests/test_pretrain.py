@@ -19,9 +19,11 @@ from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.objectives.cotmae import window_mask
-from pretriever.pretrain.run import build_objective, pretrain
+from pretriever.pretrain.run import build_objective
+from pretriever.pretrain.run import run as pretrain
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
+from train_callbacks import Interrupt
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
       "Aspirin lowers the risk of colorectal cancer in long term users.",
@@ -215,7 +217,7 @@ def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tm
                                          model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
                                          max_length=16))
     assert "does not add in-batch negatives" in caplog.text
-    assert "scores 3 pairs" in result.report["model"]["warning"] and result.pairs_seen == 6
+    assert "scores 3 pairs" in result.manifest["model"]["warning"] and result.pairs_seen == 6
 
 
 def test_cotmae_ar_decoder_reads_the_unmasked_query_through_a_window_of_3(tiny, tmp_path):
@@ -410,7 +412,7 @@ def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):
     assert load_pairs(tmp_path, ["ict"]).duplicate_across == {}  # alone, ict keeps all of its pairs
     result = pretrain(PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), batch_size=2,
                                      max_steps=1, max_length=16))
-    assert result.report["pairs"]["duplicate_across_methods"] == {"ict": 2}
+    assert result.manifest["pairs"]["duplicate_across_methods"] == {"ict": 2}
     assert json.loads((tmp_path / "m" / "pretrain.json").read_text())["pairs"]["rows"] == 11
 
 
@@ -450,8 +452,7 @@ def test_resume_gives_the_same_model(tiny, scifact, tmp_path):
     pretrain(PretrainConfig(out=tmp_path / "whole", **options))
     part = tmp_path / "part"
     with pytest.raises(KeyboardInterrupt):
-        pretrain(PretrainConfig(out=part, **options), progress=lambda step, total, terms: (
-            (_ for _ in ()).throw(KeyboardInterrupt) if step == 3 else None))
+        pretrain(PretrainConfig(out=part, **options), Interrupt(3, "pretraining"))
     assert (part / "checkpoints" / "step-2.pt").exists()
     with pytest.raises(PretrainError, match="--resume"):
         pretrain(PretrainConfig(out=part, **options))

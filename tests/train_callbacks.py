@@ -1,6 +1,6 @@
 """Reporters the training tests share: stop a run part-way, and record the steps a run takes.
 
-Training tells its Reporter ``progress("training", step, ...)`` where it starts (a resumed run: at its
+Training tells its Reporter ``progress("training", step, ...)`` (pre-training: ``"pretraining"``) where it starts (a resumed run: at its
 checkpoint's step), after every optimizer step (before that step's checkpoint is written) and at every
 logged loss.
 """
@@ -14,11 +14,11 @@ class Interrupt(Reporter):
     """Stops training with an exception once ``at`` steps are done (after the checkpoint before it: the
     trainer saves after the step is reported, so step ``at``'s own checkpoint is never written)."""
 
-    def __init__(self, at: int):
-        self.at = at
+    def __init__(self, at: int, task: str = "training"):
+        self.at, self.task = at, task
 
     def progress(self, task, done, total=None, unit="items", **fields):
-        if task == "training" and done == self.at:
+        if task == self.task and done == self.at:
             raise KeyboardInterrupt(f"interrupted at step {self.at}")
 
 

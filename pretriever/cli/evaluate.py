@@ -96,8 +96,8 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
           eval-trec/
     """
     with RichReporter() as report, stage(report):
-        run = evaluation.run(cfg, report)
-        result, written = run.evaluation, run.written
+        evaluated = evaluation.run(cfg, report)
+        result, written = evaluated.evaluation, evaluated.written
         if cfg.reader is not None:
             read = read_behind_systems(cfg, written["results"], report)
 

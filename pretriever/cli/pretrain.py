@@ -10,7 +10,7 @@ from rich.markup import escape
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.pretrain import PretrainConfig
-from pretriever.progress import console, count_progress
+from pretriever.progress import RichReporter, console
 
 
 @config_command(PretrainConfig, "pretrain", arguments=("pairs",), short={"model": "-m", "batch_size": "-b"},
@@ -34,23 +34,17 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
     # other command, `pretriever corpus build` included, would otherwise pay at start-up.
-    from pretriever.pretrain.run import pretrain  # torch + transformers at start-up: see above
+    from pretriever.pretrain import run as pretraining  # torch + transformers at start-up: see above
 
-    with count_progress() as bar, stage(bar):
-        task = bar.add_task(f"pretrain {cfg.objective}", total=None, rate="")
-
-        def step(done: int, total: int, terms: dict[str, float]) -> None:
-            shown = " ".join(f"{k} {v:.3f}" for k, v in terms.items())
-            bar.update(task, completed=done, total=total, rate=shown)
-
-        result = pretrain(cfg, progress=step)
+    with RichReporter() as report, stage(report):
+        result = pretraining.run(cfg, report)
     last = result.curve[-1] if result.curve else {}
     terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
-    if result.report["pairs"]["unlisted_files"]:
-        console.print(escape(result.report["pairs"]["unlisted_files"]))
-    dropped = result.report["pairs"]["duplicate_across_methods"]
+    if result.manifest["pairs"]["unlisted_files"]:
+        console.print(escape(result.manifest["pairs"]["unlisted_files"]))
+    dropped = result.manifest["pairs"]["duplicate_across_methods"]
     if dropped:
         console.print("found by two methods, trained once: " + ", ".join(
             f"{m} {n:,} left to an earlier method" for m, n in dropped.items()))

@@ -23,7 +23,6 @@ import os
 import pickle
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,26 +34,26 @@ from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
-from pretriever.training import checkpoints
 
 log = logging.getLogger(__name__)
 
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
 
-Progress = Callable[[int, int, dict[str, float]], None]  # (step, total steps, last loss terms)
 
+@dataclass(kw_only=True)
+class PretrainResult(StageResult):
+    """MODEL_DIR (``out``), its pretrain.json (``manifest``) and the run's figures."""
 
-@dataclass
-class PretrainResult:
     config: PretrainConfig
     steps: int = 0
     pairs_seen: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # process CPU time inside the training loop (this run only)
     curve: list[dict[str, float]] = field(default_factory=list)
-    report: dict[str, Any] | None = None
 
     @property
     def rate(self) -> float:
@@ -175,32 +174,10 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
     tmp.rmdir()
 
 
-def _checkpoints(out: Path) -> list[Path]:
-    """The run's checkpoints (``step-N.pt``, each written atomically), oldest first."""
-    return checkpoints(out / CHECKPOINTS, prefix="step-", suffix=".pt", complete=None)
-
-
-def _prepare_out(cfg: PretrainConfig) -> Path | None:
-    """Check MODEL_DIR; returns the checkpoint to resume from (or None)."""
-    out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise PretrainError(f"{out} exists and is not a folder")
-    ours = (out / REPORT).exists() or (out / CHECKPOINTS).exists()
-    if out.exists() and any(out.iterdir()) and not ours:
-        raise PretrainError(f"{out} is a non-empty folder that holds no pre-training run; choose another --out")
-    if cfg.overwrite and out.exists():
-        shutil.rmtree(out)
-    elif (out / REPORT).exists():
-        raise PretrainError(f"{out} already holds a pre-trained model; pass --overwrite to replace it")
-    elif cfg.resume:
-        found = _checkpoints(out)
-        if not found:
-            raise PretrainError(f"--resume: {out / CHECKPOINTS} holds no checkpoint to continue from")
-        return found[-1]
-    elif (out / CHECKPOINTS).exists():
-        raise PretrainError(f"{out} holds an interrupted run; continue it with --resume or replace it with --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
-    return None
+def _folder(out: Path) -> OutputFolder:
+    """MODEL_DIR: its checkpoints are ``checkpoints/step-N.pt``, each written atomically."""
+    return OutputFolder(out, holds="a pre-training run", markers=(REPORT, CHECKPOINTS), error=PretrainError,
+                        prefix="step-", suffix=".pt", complete=None)
 
 
 def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
@@ -213,14 +190,15 @@ def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
     return per_epoch, steps
 
 
-def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainResult:
-    """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out``; see the module docstring."""
+def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
+    """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out`` (see the module docstring); ``report`` hears
+    the optimizer steps (task ``pretraining``, with the last loss terms)."""
     import torch  # heavy
     from transformers import get_linear_schedule_with_warmup
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
-    resume_from = _prepare_out(cfg)
+    resume_from = _folder(cfg.out).prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
     per_epoch, total_steps = plan(cfg, pairs)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -238,7 +216,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
                                    {"params": [p for p in params if id(p) not in decay_ids], "weight_decay": 0.0}],
                                   lr=cfg.learning_rate)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
-    result = PretrainResult(cfg)
+    result = PretrainResult(out=cfg.out, config=cfg)
     step, micro, seconds_before = 0, 0, 0.0
     if resume_from is not None:
         state = _load_checkpoint(resume_from, device)
@@ -287,8 +265,7 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
             result.curve.append({"step": step, "epoch": round(micro / per_epoch, 3),
                                  "learning_rate": scheduler.get_last_lr()[0], **terms})
             sums, count = {}, 0
-        if progress is not None:
-            progress(step, total_steps, terms)
+        report.progress("pretraining", step, total_steps, unit="steps", **terms)
         if step % cfg.save_steps == 0 and step < total_steps:
             elapsed = seconds_before + time.perf_counter() - loop_start
             _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, elapsed)
@@ -296,8 +273,9 @@ def pretrain(cfg: PretrainConfig, progress: Progress | None = None) -> PretrainR
     result.seconds = seconds_before + time.perf_counter() - loop_start
     result.cpu_seconds = time.process_time() - cpu_start
     save_encoder(st, objective, cfg.out)
-    result.report = report(cfg, pairs, notes, result, per_epoch, total_steps, device, time.perf_counter() - started)
-    write_json(cfg.out / REPORT, result.report)
+    result.manifest = pretrain_report(cfg, pairs, notes, result, per_epoch, total_steps, device,
+                                      time.perf_counter() - started)
+    write_json(cfg.out / REPORT, result.manifest)
     shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
     return result
 
@@ -335,12 +313,12 @@ def _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, 
              "pairs_seen": result.pairs_seen, "seconds": seconds, "settings": cfg.to_json()}
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
-    for old in _checkpoints(cfg.out)[:-1]:
+    for old in _folder(cfg.out).all_checkpoints()[:-1]:
         old.unlink()
 
 
-def report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], result: PretrainResult,
-           per_epoch: int, total_steps: int, device: str, wall: float) -> dict[str, Any]:
+def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], result: PretrainResult,
+                    per_epoch: int, total_steps: int, device: str, wall: float) -> dict[str, Any]:
     return {
         "pretriever_version": __version__,
         "objective": cfg.objective,
