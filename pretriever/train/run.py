@@ -109,13 +109,15 @@ def prepare_out(cfg: TrainConfig) -> Path | None:
     A resumed run must use the settings of the interrupted one (:meth:`TrainConfig.run_settings`, saved in
     ``checkpoints/pretriever-run.json``)."""
     folder = output_folder(cfg.out)
-    last = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite, need_checkpoint=False)
-    if not cfg.resume:
-        return None
+    if cfg.resume and not cfg.overwrite:
+        folder.check()
+        if folder.last_checkpoint() is None:
+            done = " (that run finished: train.json is there)" if (cfg.out / REPORT).exists() else ""
+            raise TrainError(f"nothing to resume in {cfg.out}{done}: no checkpoint in {cfg.out / CHECKPOINTS}; "
+                             "checkpoints are written every --save-steps steps")
+    last = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     if last is None:
-        done = " (that run finished: train.json is there)" if (cfg.out / REPORT).exists() else ""
-        raise TrainError(f"nothing to resume in {cfg.out}{done}: no checkpoint in {cfg.out / CHECKPOINTS}; "
-                         "checkpoints are written every --save-steps steps")
+        return None
     folder.check_fingerprint(cfg.out / CHECKPOINTS / RUN_SETTINGS, cfg.run_settings(),
                              "; --resume must use the settings of the interrupted run")
     return last
