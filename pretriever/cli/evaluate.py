@@ -10,8 +10,8 @@ from rich.markup import escape
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate import pipeline as evaluation
+from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.report import metrics_table, overlap_table
 from pretriever.progress import RichReporter, console
 from pretriever.reader.evaluate import read_behind_systems, reader_table

@@ -22,11 +22,11 @@ from pretriever.data import load_qa_file
 from pretriever.data.qa import guess_match_mode
 from pretriever.io import write_json
 from pretriever.progress import RichReporter, console
+from pretriever.reader import prepare
+from pretriever.reader import train as reader_training
 from pretriever.reader.config import AnswerConfig, PrepareConfig, ReaderConfig, ReaderEvaluateConfig
 from pretriever.reader.evaluate import evaluate_reader
 from pretriever.reader.predict import Reader
-from pretriever.reader import prepare
-from pretriever.reader import train as reader_training
 from pretriever.reader.prepare import answer_questions, open_for_reading
 
 reader_app = typer.Typer(

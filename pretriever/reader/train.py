@@ -27,6 +27,7 @@ from pretriever.data.qa import guess_match_mode
 from pretriever.data.reading import load_reading_file
 from pretriever.io import write_json
 from pretriever.models import model_label
+from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.evaluate import evaluate_gold
@@ -34,7 +35,6 @@ from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_mod
 from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
-from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import cuda_available, loss_curve, progress_callback, quiet
 
@@ -141,9 +141,10 @@ def _load_split(cfg: ReaderConfig, tokenizer, report: Reporter):
     if not train:
         raise ReaderError(f"{cfg.data}: no training question left ({counts.no_positive} without an answer in a "
                           f"positive passage, {counts.truncated_questions} with every answer cut by truncation)")
-    report.message(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.unanswerable:,} unanswerable, "
-        f"{counts.no_positive:,} without an answer in a positive passage and {counts.truncated_questions:,} whose "
-        f"answers truncation cut off ({counts.truncated_spans:,} answer occurrences dropped)")
+    report.message(f"{len(train):,} training and {len(dev):,} dev questions; skipped {counts.unanswerable:,} "
+                   f"unanswerable, {counts.no_positive:,} without an answer in a positive passage and "
+                   f"{counts.truncated_questions:,} whose answers truncation cut off ({counts.truncated_spans:,} "
+                   "answer occurrences dropped)")
     return train, dev, counts, dev_counts, mode
 
 
