@@ -4,7 +4,6 @@ evaluate, write EVAL_DIR. :func:`run` is what the CLI calls."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -86,18 +85,19 @@ def open_systems(cfg: EvaluateConfig, report: Reporter = QUIET) -> Systems:
                        "options": bm25.meta.get("options")})
         if cfg.hybrid:
             for dense, refined in indexes:
-                options, chosen = _fusion(dense, bm25, cfg, say)
+                options, chosen = _fusion(dense, bm25, cfg, report)
                 add(dense.fused(bm25, options), {"type": "hybrid", "of": [dense.name, bm25.name],
                                                  "fusion": asdict(options), **chosen}, refined)
     return systems
 
 
-def _fusion(dense: System, bm25: System, cfg: EvaluateConfig, say: Callable[[str], None]) -> tuple[HybridOptions, dict[str, Any]]:
+def _fusion(dense: System, bm25: System, cfg: EvaluateConfig,
+            report: Reporter) -> tuple[HybridOptions, dict[str, Any]]:
     """How ``dense`` is fused with BM25: ``cfg.fusion``, with ``alpha_from`` the convex weight chosen on those
     judgments (and what was chosen)."""
     if cfg.alpha_from is None:
         return cfg.fusion, {}
-    say(f"choosing alpha for {dense.name} on {cfg.alpha_from}")
+    report.message(f"choosing alpha for {dense.name} on {cfg.alpha_from}")
     alpha, scores = choose_alpha(HybridRetriever(dense, bm25, cfg.fusion), load_queries(cfg.queries),
                                  load_qrels(cfg.alpha_from), lookup=dense.lookup)
     return replace(cfg.fusion, alpha=alpha), {
