@@ -65,9 +65,13 @@ class PretrainConfig:
                                 "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
     batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
+    mini_batch_size: int | None = option(None, "Use GradCache (as `pretriever train`): encode this many texts at "
+                                               "a time, so a batch whose contrastive term scores --batch-size pairs "
+                                               "fits in the memory of this many. Same gradients, one more encoder "
+                                               "pass without a graph.", default_help="off")
     gradient_accumulation: int = option(1, "Forward passes per optimizer step. It does not add in-batch negatives "
                                            "(each pass scores its own batch only; the papers' 2,048+ sequences share "
-                                           "one batch), so the run warns.")
+                                           "one batch: use --mini-batch-size), so the run warns.")
     learning_rate: float = option(1e-4, "Peak learning rate of AdamW (coCondenser: 1e-4).")
     warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0.")
     weight_decay: float = option(0.01, "AdamW weight decay.")
@@ -91,8 +95,9 @@ class PretrainConfig:
         for name in ("mask_rate", "encoder_mask_rate", "decoder_mask_rate"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        for name in ("max_steps", "mini_batch_size"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not self.epochs > 0 or not self.scale > 0 or not self.learning_rate > 0:
             raise ValueError("epochs, scale and learning_rate must be positive")
         if self.pooling is not None:

@@ -33,6 +33,7 @@ from pretriever.models import load_model, model_label, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
+from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
@@ -206,7 +207,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     if cfg.gradient_accumulation > 1:
         notes["warning"] = (f"--gradient-accumulation {cfg.gradient_accumulation} averages the gradients of "
                             f"{cfg.gradient_accumulation} batches of {cfg.batch_size}; it does not add in-batch "
-                            f"negatives: each contrastive term still scores {cfg.batch_size} pairs")
+                            f"negatives: each contrastive term still scores {cfg.batch_size} pairs (for more, raise "
+                            "--batch-size with --mini-batch-size: GradCache)")
         log.warning(notes["warning"])
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     params = [p for p in objective.parameters() if p.requires_grad]
@@ -245,9 +247,13 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         batch = batches[1][index]
         inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
                                    [pairs.methods[pairs.method[i]] for i in batch])
-        with autocast:
-            out = objective(**{k: v.to(device) for k, v in inputs.items()})
-        (out["loss"] / cfg.gradient_accumulation).backward()
+        inputs = {k: v.to(device) for k, v in inputs.items()}
+        if cfg.mini_batch_size:
+            out = gradcache_step(objective, inputs, cfg.mini_batch_size, 1 / cfg.gradient_accumulation, autocast)
+        else:
+            with autocast:
+                out = objective(**inputs)
+            (out["loss"] / cfg.gradient_accumulation).backward()
         for name, value in out.items():
             sums[name] = sums.get(name, 0.0) + float(value.detach())
         count += 1

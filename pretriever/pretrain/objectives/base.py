@@ -32,12 +32,32 @@ def register(cls: type["Objective"]) -> type["Objective"]:
     return cls
 
 
-def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of ``head(hidden)`` over the masked positions (labels -100 elsewhere; eqs 4, 6, 10
-    averaged). Only masked positions go through the head: the vocabulary projection is the costly part."""
+def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor,
+             count: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy of ``head(hidden)`` summed over the masked positions (labels -100 elsewhere) and divided by
+    ``count``, by default their number: the mean of eqs 4, 6, 10. Given the whole batch's count, the terms of its
+    chunks (GradCache) add up to the batch's mean. Only masked positions go through the head: the vocabulary
+    projection is the costly part."""
     keep = labels != -100
     logits = head(hidden[keep])
-    return nn.functional.cross_entropy(logits.float(), labels[keep])
+    total = nn.functional.cross_entropy(logits.float(), labels[keep], reduction="sum")
+    return total / (keep.sum() if count is None else count)
+
+
+def masked(labels: torch.Tensor) -> torch.Tensor:
+    """How many positions of ``labels`` are targets (not -100): the denominator of :func:`mlm_loss`."""
+    return (labels != -100).sum()
+
+
+Family = tuple[tuple[str, ...], str]  # the input keys indexed by one kind of row, and the attention mask among them
+
+
+def rows_of(inputs: dict[str, torch.Tensor], family: Family, rows: slice) -> dict[str, torch.Tensor]:
+    """``rows`` of one family of inputs, without the trailing columns that are padding in all of them (a chunk
+    of short texts is not computed at the batch's width; padding is never attended, so nothing else changes)."""
+    keys, mask_key = family
+    width = int(inputs[mask_key][rows].any(0).nonzero().max()) + 1
+    return {k: inputs[k][rows][:, :width] if inputs[k].dim() == 2 else inputs[k][rows] for k in keys}
 
 
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -178,5 +198,45 @@ class Objective(nn.Module):
         """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method."""
         raise NotImplementedError
 
-    def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+    # The loss in three parts, so that GradCache (pretriever.pretrain.gradcache) can chunk the encoder: ``encode``
+    # maps rows of the ``encoder_rows`` family to their sentence embeddings h (and what ``row_terms`` needs),
+    # ``row_terms`` are the terms that read one row each (MLM), ``batch_terms`` those that read the embeddings of
+    # other rows (the contrastive term, a decoder conditioned on the partner's h). Every term is a sum divided by
+    # the whole batch's ``counts``, so the terms of chunks add up to the batch's.
+    encoder_rows: ClassVar[Family]
+
+    def counts(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The denominator of each averaged term over the whole batch (masked positions)."""
         raise NotImplementedError
+
+    def weights(self) -> dict[str, float]:
+        """Each term's weight in the loss; a term of weight 0 is reported, not trained."""
+        raise NotImplementedError
+
+    def encode(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
+        """(h, state): the rows' sentence embeddings and what ``row_terms`` reads besides them."""
+        raise NotImplementedError
+
+    def row_terms(self, h: torch.Tensor, state: Any, inputs: dict[str, torch.Tensor],
+                  counts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def batch_terms(self, h: torch.Tensor, inputs: dict[str, torch.Tensor],
+                    counts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def batch_pieces(self, inputs: dict[str, torch.Tensor], size: int) -> list[dict[str, torch.Tensor]]:
+        """The inputs of ``batch_terms`` in pieces that GradCache computes one after the other: by default one
+        piece (a contrastive term scores the whole batch at once)."""
+        return [inputs]
+
+    def weighted(self, terms: dict[str, torch.Tensor]) -> torch.Tensor | float:
+        """The loss: the weighted sum of the terms that are trained."""
+        weights = self.weights()
+        return sum((weights[t] * v for t, v in terms.items() if weights[t] > 0), 0.0)
+
+    def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        counts = self.counts(inputs)
+        h, state = self.encode({k: inputs[k] for k in self.encoder_rows[0]})
+        terms = self.row_terms(h, state, inputs, counts) | self.batch_terms(h, inputs, counts)
+        return {"loss": self.weighted(terms), **{t: terms[t] for t in self.terms}}

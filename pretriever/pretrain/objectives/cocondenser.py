@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers, register, run_layers
+from pretriever.pretrain.objectives.base import Objective, masked, mlm_loss, new_layers, register, run_layers
 
 
 def contrastive_loss(embeddings: torch.Tensor, scale: float, similarity: str = "cos") -> torch.Tensor:
@@ -111,15 +111,29 @@ class CoCondenser(Objective):
         ids, labels = self.mask(enc, self.mask_rate)
         return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                labels: torch.Tensor) -> dict[str, torch.Tensor]:
-        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+    encoder_rows = (("input_ids", "attention_mask", "labels"), "attention_mask")
+
+    def counts(self, inputs):
+        n = masked(inputs["labels"])
+        return {"mlm": n, "aux": n}
+
+    def weights(self):
+        return {"mlm": self.mlm_weight, "aux": self.mlm_weight, "cl": 1.0}
+
+    def encode(self, inputs):
+        out = self.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                           output_hidden_states=True)
         last = out.hidden_states[-1]
-        h = self.sentence_embedding(last, attention_mask)
-        cl = contrastive_loss(h, self.scale, self.similarity)
+        return self.sentence_embedding(last, inputs["attention_mask"]), (last, out.hidden_states[self.from_layer])
+
+    def row_terms(self, h, state, inputs, counts):
+        last, middle = state
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.mlm_weight > 0):  # w = 0: logged, not trained
-            mlm = mlm_loss(self.mlm_head, last, labels)
-            head_in = torch.cat([h.unsqueeze(1).to(last.dtype), out.hidden_states[self.from_layer][:, 1:]], dim=1)
-            aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, attention_mask), labels)
-        loss = cl + self.mlm_weight * (mlm + aux) if self.mlm_weight > 0 else cl
-        return {"loss": loss, "mlm": mlm, "aux": aux, "cl": cl}
+            mlm = mlm_loss(self.mlm_head, last, inputs["labels"], counts["mlm"])
+            head_in = torch.cat([h.unsqueeze(1).to(last.dtype), middle[:, 1:]], dim=1)
+            aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, inputs["attention_mask"]),
+                           inputs["labels"], counts["aux"])
+        return {"mlm": mlm, "aux": aux}
+
+    def batch_terms(self, h, inputs, counts):
+        return {"cl": contrastive_loss(h, self.scale, self.similarity)}

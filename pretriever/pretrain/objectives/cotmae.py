@@ -33,7 +33,8 @@ import torch
 from torch import nn
 
 from pretriever.pretrain.config import DECODERS
-from pretriever.pretrain.objectives.base import Objective, mlm_loss, new_layers, register, run_layers
+from pretriever.pretrain.objectives.base import (Objective, masked, mlm_loss, new_layers, register, rows_of,
+                                                 run_layers)
 
 
 def window_mask(mask: torch.Tensor, window: int, dtype: torch.dtype) -> torch.Tensor:
@@ -169,7 +170,7 @@ class CoTMAE(Objective):
         embedded = self.encoder.embeddings(input_ids=ids)
         return torch.cat([h.unsqueeze(1).to(embedded.dtype), embedded[:, 1:]], dim=1)
 
-    def ar_loss(self, h: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def ar_loss(self, h: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
         """Next-token cross-entropy of the AR decoder over the target's non-padding tokens after [CLS]."""
         hidden = self.ar_dropout(self.decoder_input(h, ids))
         attention = window_mask(mask, self.window, hidden.dtype)
@@ -178,20 +179,41 @@ class CoTMAE(Objective):
             hidden = out[0] if isinstance(out, tuple) else out
         hidden = self.ar_norm(hidden)
         labels = ids.masked_fill(mask == 0, -100)
-        return mlm_loss(self.mlm_head, hidden[:, :-1], labels[:, 1:])  # position t predicts token t + 1
+        return mlm_loss(self.mlm_head, hidden[:, :-1], labels[:, 1:], count)  # position t predicts token t + 1
 
-    def forward(self, x_ids: torch.Tensor, x_mask: torch.Tensor, x_labels: torch.Tensor,
-                y_ids: torch.Tensor | None = None, y_mask: torch.Tensor | None = None,
-                y_labels: torch.Tensor | None = None, y_src: torch.Tensor | None = None,
-                ar_ids: torch.Tensor | None = None, ar_mask: torch.Tensor | None = None,
-                ar_src: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        last = self.encoder(input_ids=x_ids, attention_mask=x_mask).last_hidden_state
-        mlm = mlm_loss(self.mlm_head, last, x_labels)
-        h = self.sentence_embedding(last, x_mask)
-        ctx = ar = mlm.new_zeros(())
-        if y_ids is not None:
-            decoded = run_layers(self.decoder, self.decoder_input(h[y_src], y_ids), y_mask)
-            ctx = mlm_loss(self.mlm_head, decoded, y_labels)
-        if ar_ids is not None:
-            ar = self.ar_loss(h[ar_src], ar_ids, ar_mask)
-        return {"loss": self.mlm_weight * (mlm + ctx) + ar, "mlm": mlm, "ctx_mlm": ctx, "ar": ar}
+    encoder_rows = (("x_ids", "x_mask", "x_labels"), "x_mask")
+    decoder_rows = ((("y_ids", "y_mask", "y_labels", "y_src"), "y_mask"), (("ar_ids", "ar_mask", "ar_src"), "ar_mask"))
+
+    def counts(self, inputs):
+        counts = {"mlm": masked(inputs["x_labels"])}
+        if "y_labels" in inputs:
+            counts["ctx_mlm"] = masked(inputs["y_labels"])
+        if "ar_mask" in inputs:
+            counts["ar"] = (inputs["ar_mask"][:, 1:] != 0).sum()
+        return counts
+
+    def weights(self):
+        return {"mlm": self.mlm_weight, "ctx_mlm": self.mlm_weight, "ar": 1.0}
+
+    def encode(self, inputs):
+        last = self.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+        return self.sentence_embedding(last, inputs["x_mask"]), last
+
+    def row_terms(self, h, state, inputs, counts):
+        return {"mlm": mlm_loss(self.mlm_head, state, inputs["x_labels"], counts["mlm"])}
+
+    def batch_terms(self, h, inputs, counts):
+        """The decoders' terms: each decoder row reads the embedding of its source row (``y_src``, ``ar_src``)."""
+        ctx = ar = h.new_zeros((), dtype=torch.float32)
+        if "y_ids" in inputs:
+            decoded = run_layers(self.decoder, self.decoder_input(h[inputs["y_src"]], inputs["y_ids"]), inputs["y_mask"])
+            ctx = mlm_loss(self.mlm_head, decoded, inputs["y_labels"], counts["ctx_mlm"])
+        if "ar_ids" in inputs:
+            ar = self.ar_loss(h[inputs["ar_src"]], inputs["ar_ids"], inputs["ar_mask"], counts["ar"])
+        return {"ctx_mlm": ctx, "ar": ar}
+
+    def batch_pieces(self, inputs, size):
+        """Decoder rows, at most ``size`` at a time: each family (MLM decoder, AR decoder) on its own."""
+        return [rows_of(inputs, family, slice(i, i + size))
+                for family in self.decoder_rows if family[0][0] in inputs
+                for i in range(0, len(inputs[family[0][0]]), size)]

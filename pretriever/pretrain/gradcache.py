@@ -1,0 +1,79 @@
+"""GradCache for pre-training: the gradient of a whole batch's loss with the encoder's activations of only
+``mini_batch_size`` rows alive at a time, so the contrastive term can score a large batch (the papers: 2,048 and
+more sequences) on a small device.
+
+Gao et al., "Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup" (RepL4NLP 2021; code:
+luyug/GradCache, used by luyug/Condenser's ``CoCondenserPretrainer``), in three steps over an objective's parts
+(:class:`~pretriever.pretrain.objectives.base.Objective`):
+
+1. encode the rows chunk by chunk without a graph: every row's sentence embedding h, each chunk's random state
+   kept (:class:`~sentence_transformers.base.losses.gradcache.RandContext`);
+2. compute the terms that read h across rows (coCondenser's contrastive term; CoT-MAE's decoders, which read
+   the partner's h, in pieces of ``mini_batch_size`` decoder rows) on a detached h and backpropagate them: the
+   heads get their gradients and h its gradient, the cache;
+3. encode each chunk again under its kept random state (the same dropout) with a graph and backpropagate its
+   per-row terms (MLM, the Condenser head) plus h . cache.
+
+The parameter gradients are those of one pass over the whole batch (up to rounding; a test checks it with
+dropout off). Unlike luyug/Condenser's trainer, which adds each chunk's mean MLM loss (so the MLM weight grows
+with the number of chunks), each chunk's terms are divided by the whole batch's masked-token counts.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+import torch
+
+from pretriever.pretrain.objectives.base import Objective, rows_of
+
+
+def _backward(loss: torch.Tensor | float) -> None:
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        loss.backward()
+
+
+def _add(total: dict[str, torch.Tensor], part: dict[str, torch.Tensor]) -> None:
+    for name, value in part.items():
+        value = value.detach().float()
+        total[name] = total[name] + value if name in total else value
+
+
+def gradcache_step(objective: Objective, inputs: dict[str, torch.Tensor], mini_batch_size: int, scale: float = 1.0,
+                   autocast: AbstractContextManager | None = None) -> dict[str, torch.Tensor]:
+    """Accumulate into the parameters' ``.grad`` the gradient of ``scale`` x the objective's loss on ``inputs``
+    (what ``objective(**inputs)["loss"].backward()`` would give), encoding ``mini_batch_size`` rows at a time.
+    Returns the detached terms as ``objective(**inputs)`` reports them. ``autocast`` (reused: ``torch.autocast``)
+    wraps the forward computations, never a backward."""
+    from sentence_transformers.base.losses.gradcache import RandContext  # heavy; the same class as their Cached losses
+
+    autocast = autocast if autocast is not None else nullcontext()
+    counts = objective.counts(inputs)
+    family = objective.encoder_rows
+    n = len(inputs[family[0][0]])
+    chunks = [rows_of(inputs, family, slice(i, i + mini_batch_size)) for i in range(0, n, mini_batch_size)]
+    states, embeddings = [], []
+    with torch.no_grad():
+        for chunk in chunks:
+            states.append(RandContext(*chunk.values()))
+            with autocast:
+                embeddings.append(objective.encode(chunk)[0])
+    h = torch.cat(embeddings).detach().requires_grad_()
+    terms: dict[str, torch.Tensor] = {}
+    for piece in objective.batch_pieces(inputs, mini_batch_size):
+        with autocast:
+            part = objective.batch_terms(h, piece, counts)
+        _backward(objective.weighted(part) * scale)
+        _add(terms, part)
+    cache = h.grad
+    for i, (chunk, state) in enumerate(zip(chunks, states)):
+        with state, autocast:
+            h_chunk, kept = objective.encode(chunk)
+            part = objective.row_terms(h_chunk, kept, chunk, counts)
+        surrogate = objective.weighted(part) * scale
+        if cache is not None:
+            rows = cache[i * mini_batch_size:(i + 1) * mini_batch_size]
+            surrogate = surrogate + torch.dot(h_chunk.float().flatten(), rows.float().flatten())
+        _backward(surrogate)
+        _add(terms, part)
+    return {"loss": objective.weighted(terms), **{t: terms[t] for t in objective.terms}}
