@@ -52,8 +52,9 @@ def make_pairs(folder: Path, n: int) -> Path:
     return folder
 
 
-def run_mnrl(pairs: Path, args) -> tuple[float, float]:
-    """Pairs per second and per CPU second of the plain sentence-transformers MNRL trainer."""
+def run_mnrl(pairs: Path, args, mini_batch_size: int | None = None) -> tuple[float, float]:
+    """Pairs per second and per CPU second of the plain sentence-transformers MNRL trainer (with GradCache,
+    CachedMultipleNegativesRankingLoss, when given ``mini_batch_size``)."""
     import pyarrow.parquet as pq
     from datasets import Dataset
     from sentence_transformers import (
@@ -61,7 +62,8 @@ def run_mnrl(pairs: Path, args) -> tuple[float, float]:
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
+                                                                   MultipleNegativesRankingLoss)
 
     from pretriever.models import resolve_model
 
@@ -75,7 +77,9 @@ def run_mnrl(pairs: Path, args) -> tuple[float, float]:
             warmup_steps=0.1, seed=0, save_strategy="no", report_to="none", disable_tqdm=True,
             dataloader_pin_memory=False)
         trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=dataset,
-                                             loss=MultipleNegativesRankingLoss(model))
+                                             loss=CachedMultipleNegativesRankingLoss(
+                                                 model, mini_batch_size=mini_batch_size) if mini_batch_size
+                                             else MultipleNegativesRankingLoss(model))
         t, c = time.perf_counter(), time.process_time()
         trainer.train()
         return len(dataset) / (time.perf_counter() - t), len(dataset) / (time.process_time() - c)

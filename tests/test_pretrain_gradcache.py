@@ -44,11 +44,11 @@ def gradients(objective) -> dict[str, torch.Tensor]:
     ("cocondenser", {"mlm_weight": 0.0}),  # the contrastive term alone: every encoder gradient comes from the cache
     ("cotmae", {}),
 ])
-@pytest.mark.parametrize("mini_batch", [1, 5])
+@pytest.mark.parametrize("mini_batch", [1, 5, 64])
 def test_gradcache_gives_the_gradients_of_the_whole_batch(tiny, tmp_path, objective, options, mini_batch):
     """Dropout off: the chunked gradients equal one pass over the whole batch (chunks of 5 rows leave a short last
     chunk and cut its trailing padding; chunks of 1 split every row, so the contrastive term's gradient reaches the
-    encoder only through the cache)."""
+    encoder only through the cache; 64 holds the whole batch: one plain pass)."""
     model = objective_for(tiny, tmp_path, objective=objective, scale=5.0, **options).eval()
     torch.manual_seed(0)
     inputs = model.prepare(XS, YS, METHODS)

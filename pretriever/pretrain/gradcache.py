@@ -48,9 +48,14 @@ def gradcache_step(objective: Objective, inputs: dict[str, torch.Tensor], mini_b
     from sentence_transformers.base.losses.gradcache import RandContext  # heavy; the same class as their Cached losses
 
     autocast = autocast if autocast is not None else nullcontext()
-    counts = objective.counts(inputs)
     family = objective.encoder_rows
     n = len(inputs[family[0][0]])
+    if n <= mini_batch_size:  # one chunk: the plain pass needs no more memory, and saves the pass without a graph
+        with autocast:
+            out = objective(**inputs)
+        _backward(out["loss"] * scale)
+        return {k: v.detach() for k, v in out.items()}
+    counts = objective.counts(inputs)
     chunks = [rows_of(inputs, family, slice(i, i + mini_batch_size)) for i in range(0, n, mini_batch_size)]
     states, embeddings = [], []
     with torch.no_grad():
