@@ -31,9 +31,11 @@ def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int 
     return path
 
 
-def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2) -> Path:
+def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2, ar_layers: int = 0) -> Path:
     """A plain Hugging Face checkpoint laid out as Luyu/condenser's: a 2-layer BERT with its MLM head (hidden
-    size 32, MiniLM vocabulary) and, beside it, ``model.pt`` with the Condenser head (``c_head.N.*``)."""
+    size 32, MiniLM vocabulary) and, beside it, ``model.pt`` with the Condenser head (``c_head.N.*``); with
+    ``ar_layers``, also caskcsg CoT-MAE's AR decoder as its ``save_pretrained`` writes it (``d_head.N.*`` GPT-2
+    blocks with their window-mask buffer ``attn.bias``, ``d_head_ln_f.*``)."""
     import torch
     from torch import nn
     from transformers import BertConfig, BertForMaskedLM
@@ -46,5 +48,21 @@ def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2) -> Path:
     BertForMaskedLM(config).save_pretrained(path)
     tok.save_pretrained(path)
     head = nn.ModuleList(BertLayer(config) for _ in range(head_layers))
-    torch.save({f"c_head.{k}": v for k, v in head.state_dict().items()}, path / "model.pt")
+    state = {f"c_head.{k}": v for k, v in head.state_dict().items()}
+    if ar_layers:
+        from transformers import GPT2Config
+        from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+        gpt2 = GPT2Config(vocab_size=tok.vocab_size, n_positions=128, n_embd=32, n_layer=2, n_head=4)
+        blocks = nn.ModuleList(GPT2Block(gpt2, layer_idx=i) for i in range(ar_layers))
+        for block in blocks:
+            for p in block.parameters():
+                p.data.normal_(0.0, 0.02)
+        state |= {f"d_head.{k}": v for k, v in blocks.state_dict().items()}
+        state |= {f"d_head.{i}.attn.bias": torch.tril(torch.ones(1, 1, 128, 128, dtype=torch.uint8))
+                  for i in range(ar_layers)}
+        norm = nn.LayerNorm(32)
+        norm.weight.data.normal_(1.0, 0.1)
+        state |= {f"d_head_ln_f.{k}": v for k, v in norm.state_dict().items()}
+    torch.save(state, path / "model.pt")
     return path

@@ -190,7 +190,7 @@ def test_the_head_starts_from_a_condenser_checkpoints_model_pt(tmp_path, objecti
     saved = torch.load(path / "model.pt", weights_only=True)
     option = "head_layers" if objective == "cocondenser" else "decoder_layers"
     model, notes = objective_for(path, tmp_path, objective=objective, **{option: layers})
-    head = getattr(model, model.head)
+    head = getattr(model, model.heads["c_head."])
     assert notes["head"] == f"from {path / 'model.pt'}" and notes["mlm_head"] == "from the checkpoint"
     assert notes["pooling"] == "cls" and notes["normalize"] is False  # a plain checkpoint: the paper's [CLS]
     for key, value in head.state_dict().items():
@@ -200,6 +200,25 @@ def test_the_head_starts_from_a_condenser_checkpoints_model_pt(tmp_path, objecti
     (path / "model.pt").unlink()
     _, fresh = objective_for(path, tmp_path, objective=objective)
     assert fresh["head"] == "new"
+
+
+def test_the_ar_decoder_starts_from_a_cotmae_checkpoints_d_head(tmp_path):
+    """caskcsg's CoT-MAE saves its AR decoder in model.pt as d_head.N.* (GPT-2 blocks) and d_head_ln_f.*: with
+    --decoder ar they fill our AR decoder and its final LayerNorm; its window-mask buffer and the c_head layers
+    (no place with the AR decoder alone) are left out and reported."""
+    path = tiny_condenser(tmp_path / "cotmae", ar_layers=1)
+    saved = torch.load(path / "model.pt", weights_only=True)
+    model, notes = objective_for(path, tmp_path, objective="cotmae", decoder="ar")
+    assert notes["head"] == f"from {path / 'model.pt'}" and notes["head_modules"] == ["ar_decoder", "ar_norm"]
+    for key, value in model.ar_decoder.state_dict().items():
+        assert torch.equal(value, saved[f"d_head.{key}"]), key
+    assert torch.equal(model.ar_norm.weight, saved["d_head_ln_f.weight"])
+    assert notes["head_weights_loaded"] == len(model.ar_decoder.state_dict()) + 2 and notes["head_weights_new"] == []
+    assert "d_head.0.attn.bias" in notes["head_weights_left_out"]
+    assert any(k.startswith("c_head.") for k in notes["head_weights_left_out"])
+    both, notes = objective_for(path, tmp_path, objective="cotmae")  # auto: both decoders, each from its weights
+    assert notes["head_modules"] == ["decoder", "ar_decoder", "ar_norm"]
+    assert torch.equal(both.decoder[0].output.dense.weight, saved["c_head.0.output.dense.weight"])
 
 
 def test_a_model_pt_that_would_run_code_is_refused(tmp_path):
@@ -347,6 +366,31 @@ def test_mask_rates_and_whole_words(tiny, tmp_path, objective, option, key, rate
     shown = inputs["input_ids" if key == "labels" else key.replace("labels", "ids")][masked]
     assert (shown == tok.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.03)
     assert (shown == labels[masked]).float().mean().item() == pytest.approx(0.1, abs=0.03)  # left as it was
+
+
+def test_a_long_text_is_cut_at_a_random_offset_as_the_official_collators(tiny, tmp_path):
+    """caskcsg/ir and luyug/Condenser ``_truncate``: a text over max_length keeps max_length - 2 consecutive word
+    pieces from a random offset (not always its beginning), between [CLS] and [SEP]; word ids follow the cut, so
+    masking stays whole-word; a short text is left whole; the offset comes from torch's seeded generator."""
+    model, _ = objective_for(tiny, tmp_path, objective="cocondenser", max_length=12)
+    tok = minilm_tokenizer()
+    long, short = " ".join(XS), YS[1]
+    pieces = tok(long, add_special_tokens=False)["input_ids"]
+    assert len(pieces) > 30
+    starts = set()
+    for seed in range(20):
+        torch.manual_seed(seed)
+        enc = model.tokenize([long, short])
+        row = enc["input_ids"][0].tolist()
+        assert len(row) == 12 and row[0] == tok.cls_token_id and row[-1] == tok.sep_token_id
+        start = next(i for i in range(len(pieces) - 9) if pieces[i:i + 10] == row[1:-1])
+        starts.add(start)
+        words = tok(long, add_special_tokens=False).word_ids()
+        assert enc.word_ids(0) == [None, *words[start:start + 10], None]
+        assert enc["input_ids"][1][enc["attention_mask"][1] == 1].tolist() == tok(short)["input_ids"]
+        torch.manual_seed(seed)
+        assert torch.equal(model.tokenize([long, short])["input_ids"], enc["input_ids"])
+    assert len(starts) > 5 and 0 < max(starts) <= len(pieces) - 10
 
 
 def test_one_generated_query_per_passage_per_epoch(tmp_path):

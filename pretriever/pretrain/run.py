@@ -126,10 +126,12 @@ def _beside(ref: str, name: str) -> Path | None:
 
 
 def load_head(objective: Objective, ref: str) -> dict[str, Any]:
-    """Start the objective's head from the checkpoint's ``model.pt`` when it has one: Luyu/condenser and
-    caskcsg's checkpoints save their head (``c_head.N.*``, transformer layers shaped as ours) there, beside the
-    encoder; as their ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones are left out.
-    Read with ``weights_only``: tensors only, never code."""
+    """Start the objective's heads from the checkpoint's ``model.pt`` when it has one: Luyu/condenser and caskcsg's
+    checkpoints save everything but the encoder there (``c_head.N.*``: transformer layers shaped as ours; caskcsg's
+    CoT-MAE also ``d_head.N.*`` and ``d_head_ln_f.*``: the AR decoder's GPT-2 blocks and final LayerNorm), each
+    prefix filling the module that ``objective.heads`` names. As their ``load_state_dict(strict=False)``, layers
+    it lacks stay new and extra ones (or buffers such as caskcsg's window mask) are left out. Read with
+    ``weights_only``: tensors only, never code."""
     import torch  # heavy
 
     path = _beside(ref, HEAD_FILE)
@@ -142,19 +144,30 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
                             f"{str(err).splitlines()[0][:200]}") from err
     if not isinstance(state, dict):
         raise PretrainError(f"{path}: expected a state dict of the head (c_head.N.* tensors)")
-    weights = {k[len("c_head."):]: v for k, v in state.items() if k.startswith("c_head.")}
-    if not weights:
-        return {"head": f"new ({path} holds no c_head weights)"}
-    module = getattr(objective, objective.head)
-    if module is None:  # CoT-MAE with only the AR decoder: c_head (transformer layers) has no place
-        return {"head": f"new ({path}'s c_head fits no layer of this decoder)"}
-    try:
-        missing, unexpected = module.load_state_dict(weights, strict=False)
-    except RuntimeError as err:  # shapes differ: another hidden size
-        raise PretrainError(f"{path}: its c_head does not fit this encoder's head: "
-                            f"{str(err).splitlines()[-1].strip()[:200]}") from err
-    return {"head": f"from {path}", "head_weights_loaded": len(weights) - len(unexpected),
-            "head_weights_new": sorted(missing), "head_weights_left_out": sorted(unexpected)}
+    loaded, new, left_out, modules = 0, [], [], []
+    for prefix, name in objective.heads.items():
+        weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        module = getattr(objective, name, None)
+        if not weights:
+            continue
+        if module is None:  # e.g. c_head for CoT-MAE with only the AR decoder: no such layers here
+            left_out += [prefix + k for k in weights]
+            continue
+        try:
+            missing, unexpected = module.load_state_dict(weights, strict=False)
+        except RuntimeError as err:  # shapes differ: another hidden size
+            raise PretrainError(f"{path}: its {prefix.rstrip('.')} does not fit this encoder's {name}: "
+                                f"{str(err).splitlines()[-1].strip()[:200]}") from err
+        loaded += len(weights) - len(unexpected)
+        new += [prefix + k for k in missing]
+        left_out += [prefix + k for k in unexpected]
+        modules.append(name)
+    if not loaded:
+        held = ", ".join(p.rstrip(".") for p in objective.heads)
+        return {"head": f"new ({path} holds no {held} weights that fit this objective)",
+                "head_weights_left_out": sorted(left_out)}
+    return {"head": f"from {path}", "head_modules": modules, "head_weights_loaded": loaded,
+            "head_weights_new": sorted(new), "head_weights_left_out": sorted(left_out)}
 
 
 def save_encoder(st, objective: Objective, out: Path) -> None:

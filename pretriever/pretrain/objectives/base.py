@@ -80,6 +80,18 @@ def run_layers(layers: nn.ModuleList, hidden: torch.Tensor, mask: torch.Tensor) 
     return hidden
 
 
+class Tokenized(dict):
+    """A padded batch of word pieces (``input_ids``, ``attention_mask``) that also knows each row's word ids, as
+    a fast tokenizer's ``BatchEncoding`` does, after :meth:`Objective.tokenize` cut long texts."""
+
+    def __init__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, words: list[list[int | None]]):
+        super().__init__(input_ids=input_ids, attention_mask=attention_mask)
+        self.words = words
+
+    def word_ids(self, row: int) -> list[int | None]:
+        return self.words[row]
+
+
 class Objective(nn.Module):
     """A context-supervised pre-training objective: a masked-LM encoder plus the pieces the objective
     adds (a Condenser head, a decoder), trained on pairs (x, y) of related texts. Only the encoder is
@@ -128,7 +140,7 @@ class Objective(nn.Module):
 
     name: ClassVar[str]
     terms: ClassVar[tuple[str, ...]]  # the loss terms ``forward`` reports besides "loss"
-    head: ClassVar[str]  # the attribute holding the new layers that a checkpoint's model.pt ``c_head.*`` can fill
+    heads: ClassVar[dict[str, str]]  # model.pt key prefix -> the attribute (new layers) those weights fill
 
     def __init__(self, mlm_model, tokenizer, cfg: Any, pooling: list[nn.Module]):
         super().__init__()
@@ -153,11 +165,34 @@ class Objective(nn.Module):
             features = module(features)
         return features["sentence_embedding"]
 
-    def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        return self.tokenizer(texts, max_length=self.max_length, truncation=True, padding=True, return_tensors="pt",
-                              return_token_type_ids=False)
+    def tokenize(self, texts: list[str]) -> "Tokenized":
+        """The padded batch (``input_ids``, ``attention_mask``) and each row's word ids, for :meth:`mask`.
 
-    def mask(self, enc, rate: float) -> tuple[torch.Tensor, torch.Tensor]:
+        A text longer than ``max_length`` word pieces keeps a window of them at a random offset (torch's global
+        generator), as the official collators cut (caskcsg/ir and luyug/Condenser ``_truncate``), so the end of a
+        long passage is trained too and not only its beginning."""
+        tok = self.tokenizer
+        full = tok(list(texts), truncation=False, verbose=False, return_token_type_ids=False)
+        special = set(tok.all_special_ids)
+        rows, words = [], []
+        for i, ids in enumerate(full["input_ids"]):
+            try:
+                word_of = full.word_ids(i)
+            except (ValueError, AttributeError):  # a slow tokenizer: every piece its own word
+                word_of = [None if t in special else k for k, t in enumerate(ids)]
+            if len(ids) > self.max_length:  # keep the leading and trailing special tokens, cut what is between
+                head = next((k for k, t in enumerate(ids) if t not in special), 0)
+                tail = next((k for k, t in enumerate(reversed(ids)) if t not in special), 0)
+                room = max(1, self.max_length - head - tail)
+                start = head + int(torch.randint(len(ids) - head - tail - room + 1, ()))
+                keep = [*range(head), *range(start, start + room), *range(len(ids) - tail, len(ids))]
+                ids, word_of = [ids[k] for k in keep], [word_of[k] for k in keep]
+            rows.append(ids)
+            words.append(word_of)
+        padded = tok.pad({"input_ids": rows}, padding=True, return_tensors="pt", return_attention_mask=True)
+        return Tokenized(padded["input_ids"], padded["attention_mask"], words)
+
+    def mask(self, enc: "Tokenized", rate: float) -> tuple[torch.Tensor, torch.Tensor]:
         """(masked ids, labels) of a tokenised batch ``enc``: whole-word masking as the official collators.
 
         Per sequence, whole words (a fast tokenizer's ``word_ids``: a word's pieces together) are taken in a
@@ -169,10 +204,7 @@ class Objective(nn.Module):
         chosen = torch.zeros_like(ids, dtype=torch.bool)
         special = set(self.tokenizer.all_special_ids)
         for row in range(len(ids)):
-            try:
-                word_of = enc.word_ids(row)
-            except (ValueError, AttributeError):  # a slow tokenizer: every piece its own word
-                word_of = list(range(ids.shape[1]))
+            word_of = enc.word_ids(row)
             words: dict[int, list[int]] = {}
             for i, (token, word) in enumerate(zip(ids[row].tolist(), word_of)):
                 if word is not None and token not in special and enc["attention_mask"][row, i]:

@@ -93,7 +93,7 @@ class CoCondenser(Objective):
 
     name = "cocondenser"
     terms = ("mlm", "aux", "cl")
-    head = "condenser"
+    heads = {"c_head.": "condenser"}
 
     def __init__(self, mlm_model, tokenizer, cfg, pooling):
         super().__init__(mlm_model, tokenizer, cfg, pooling)

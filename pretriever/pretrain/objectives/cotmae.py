@@ -121,7 +121,7 @@ class CoTMAE(Objective):
 
     name = "cotmae"
     terms = ("mlm", "ctx_mlm", "ar")
-    head = "decoder"
+    heads = {"c_head.": "decoder", "d_head.": "ar_decoder", "d_head_ln_f.": "ar_norm"}  # caskcsg's names
 
     def __init__(self, mlm_model, tokenizer, cfg, pooling):
         super().__init__(mlm_model, tokenizer, cfg, pooling)
