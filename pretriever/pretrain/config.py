@@ -32,7 +32,8 @@ class PretrainConfig:
     mix: dict[str, float] | str | None = option(None, "Each example's method is drawn with these shares, e.g. "
                                                       "qc:0.5,cc:0.5, so a batch mixes contexts (the paper's "
                                                       "Table 4, as caskcsg's code draws per example).")
-    max_length: int = option(144, "Word pieces per passage or query (the official scripts: 144).")
+    max_length: int = option(144, "Word pieces per passage or query (the official scripts: 144); a longer text keeps "
+                                  "a window at a random offset, as the official collators cut.")
     mask_rate: float = option(0.15, "coCondenser: share of word pieces masked, whole words, at least one per "
                                     "sequence (80% [MASK], 10% random, 10% kept).")
     encoder_mask_rate: float = option(0.30, "CoT-MAE: share of x's word pieces masked (whole words) for the encoder.")
