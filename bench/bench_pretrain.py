@@ -85,14 +85,26 @@ def run_mnrl(pairs: Path, args, mini_batch_size: int | None = None) -> tuple[flo
         return len(dataset) / (time.perf_counter() - t), len(dataset) / (time.process_time() - c)
 
 
-def run_pretrain(pairs: Path, objective: str, args) -> tuple[float, float]:
+def run_pretrain(pairs: Path, objective: str, args, **options) -> tuple[float, float]:
+    """Pairs per second and per CPU second inside pretriever's training loop (one epoch unless ``options`` say)."""
     from pretriever.pretrain import PretrainConfig
     from pretriever.pretrain import run as pretraining
 
     with tempfile.TemporaryDirectory() as out:
         result = pretraining.run(PretrainConfig(pairs=pairs, out=Path(out) / "m", objective=objective, device="cpu",
-                                                batch_size=args.batch_size, max_length=args.max_length, epochs=1))
+                                                batch_size=args.batch_size, max_length=args.max_length,
+                                                **({"epochs": 1} | options)))
         return result.rate, result.pairs_seen / result.cpu_seconds
+
+
+def start() -> None:
+    """Exit when SciFact is absent; quiet transformers' logging and progress bars."""
+    if not SCIFACT.exists():
+        sys.exit(f"SciFact not found at {SCIFACT} (../shared/data beside the checkout)")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
 
 
 def run_generate(store, t5: Path, n: int, args) -> float:
@@ -135,18 +147,14 @@ def main() -> None:
     parser.add_argument("--max-output", type=int, default=16)
     parser.add_argument("--json", type=Path, default=OUT_DIR / "pretrain.json")
     args = parser.parse_args()
-    if not SCIFACT.exists():
-        sys.exit(f"SciFact not found at {SCIFACT} (../shared/data beside the checkout)")
+    start()
     import torch
-    from transformers.utils import logging as hf_logging
 
     from pretriever.corpus.build import build_corpus
     from pretriever.corpus.config import CorpusConfig
     from pretriever.data.store import CorpusStore
     from pretriever.testing import beir_subset, random_t5
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-pretrain-") as tmp:

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,19 +29,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from bench_pretrain import OUT_DIR, SCIFACT, make_pairs, run_mnrl  # noqa: E402  (the same pairs and peer; puts the repo on sys.path)
-
-
-def run_pretrain(pairs: Path, objective: str, mini_batch_size: int | None, args) -> tuple[float, float]:
-    """Pairs per second and per CPU second inside pretriever's training loop."""
-    from pretriever.pretrain import PretrainConfig
-    from pretriever.pretrain.run import pretrain
-
-    with tempfile.TemporaryDirectory() as out:
-        result = pretrain(PretrainConfig(pairs=pairs, out=Path(out) / "m", objective=objective, device=args.device,
-                                         batch_size=args.batch_size, max_length=args.max_length,
-                                         mini_batch_size=mini_batch_size, max_steps=args.steps, logging_steps=1000))
-        return result.rate, result.pairs_seen / result.cpu_seconds
+from bench_pretrain import OUT_DIR, make_pairs, run_mnrl, run_pretrain, start  # noqa: E402  (the same pairs and peer; puts the repo on sys.path)
 
 
 def main() -> None:
@@ -52,16 +39,11 @@ def main() -> None:
     parser.add_argument("--mini-batch-size", type=int, default=8)
     parser.add_argument("--steps", type=int, default=16, help="optimizer steps per arm (MNRL: one epoch of as many)")
     parser.add_argument("--without-gradcache", action="store_true", help="also the objectives without GradCache")
-    parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path, default=OUT_DIR / "pretrain_throughput.json")
     args = parser.parse_args()
-    if not SCIFACT.exists():
-        sys.exit(f"SciFact not found at {SCIFACT} (../shared/data beside the checkout)")
+    start()
     import torch
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     rows = []
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="bench-pretrain-throughput-") as tmp:
@@ -73,7 +55,8 @@ def main() -> None:
             arms = [(o, args.mini_batch_size) for o in ("cocondenser", "cotmae")]
             arms += [(o, None) for o in ("cocondenser", "cotmae")] if args.without_gradcache else []
             for objective, mini in arms:
-                ours, ours_cpu = run_pretrain(pairs, objective, mini, args)
+                ours, ours_cpu = run_pretrain(pairs, objective, args, mini_batch_size=mini, max_steps=args.steps,
+                                              logging_steps=1000)
                 rows.append({"objective": objective, "gradcache": mini, "length": length, "pairs_per_s": ours,
                              "mnrl_pairs_per_s": mnrl, "ratio": ours / mnrl, "ratio_cpu": ours_cpu / mnrl_cpu,
                              "cached_mnrl_pairs_per_s": cached, "ratio_to_cached": ours / cached,
