@@ -31,8 +31,9 @@ from pathlib import Path
 from rich.table import Table
 
 from pretriever.backends import spark_session
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
+from pretriever.progress import Reporter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_parse import Dump, console, default_dump, fmt, machine, measure_dump  # noqa: E402
@@ -81,12 +82,13 @@ def in_process(run: Run, dump: Path, out: Path, workers: int, chunk_pages: int, 
     the fastest of the runs so far is kept."""
     started = last_chunk = time.perf_counter()
 
-    def on_chunk(summary: object, position: int | None) -> None:
-        nonlocal last_chunk
-        last_chunk = time.perf_counter()
+    class LastChunk(Reporter):  # hears each chunk as it is done
+        def progress(self, task: str, done: int, total: int | None = None, unit: str = "items", **fields) -> None:
+            nonlocal last_chunk
+            last_chunk = time.perf_counter()
 
-    build_corpus(CorpusConfig(input=dump, out=out, engine=run.engine, workers=workers, chunk_pages=chunk_pages,
-                              overwrite=True), on_chunk, spark_session=session)
+    corpus_build.run(CorpusConfig(input=dump, out=out, engine=run.engine, workers=workers, chunk_pages=chunk_pages,
+                                   overwrite=True), LastChunk(), spark_session=session)
     total = time.perf_counter() - started
     if run.phases_s is None or total < run.phases_s["total"]:
         run.phases_s = {"parse": round(last_chunk - started, 3),

@@ -40,7 +40,7 @@ console = Console(width=max(shutil.get_terminal_size().columns, 120))
 
 def small_store(docs: int, work: Path) -> Path:
     """A corpus store of the first ``docs`` SciFact documents."""
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
 
     folder = work / f"scifact{docs}"
@@ -49,7 +49,7 @@ def small_store(docs: int, work: Path) -> Path:
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / "store"
     if not (out / "manifest.json").exists():
-        build_corpus(CorpusConfig(input=folder, out=out, workers=1, overwrite=True))
+        corpus_build.run(CorpusConfig(input=folder, out=out, workers=1, overwrite=True))
     return out
 
 

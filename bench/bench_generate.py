@@ -93,14 +93,14 @@ def main() -> None:
     ap.add_argument("--model-dir", type=Path, default=OUT_DIR / "t5-base-random")
     ap.add_argument("--json", type=Path, default=OUT_DIR / "generate.json")
     args = ap.parse_args()
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
 
     console = Console()
     model = t5_base_random(args.model_dir)
     work = Path(tempfile.mkdtemp(prefix="bench-generate-"))
     store = work / "store"
-    build_corpus(CorpusConfig(input=DUMP, out=store, workers=1))
+    corpus_build.run(CorpusConfig(input=DUMP, out=store, workers=1))
     runs = []
     for n in [int(s) for s in args.sizes.split(",")]:
         ours = peer = float("inf")

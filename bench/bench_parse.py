@@ -197,19 +197,21 @@ def measure_memory(run: Run, make_cmd: Callable[[Path], list[str]]) -> None:
 
 def phase_split(run: Run, dump: Path, workers: int) -> None:
     """Parse and finalize seconds of one in-process build (parse ends when the last chunk is done)."""
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
+    from pretriever.progress import Reporter
 
     last_chunk = started = time.perf_counter()
 
-    def on_chunk(summary: object, position: int | None) -> None:
-        nonlocal last_chunk
-        last_chunk = time.perf_counter()
+    class LastChunk(Reporter):  # hears each chunk as it is done
+        def progress(self, task: str, done: int, total: int | None = None, unit: str = "items", **fields) -> None:
+            nonlocal last_chunk
+            last_chunk = time.perf_counter()
 
     with tempfile.TemporaryDirectory(prefix="bench-parse-") as tmp:
         try:
-            build_corpus(CorpusConfig(input=dump, out=Path(tmp) / "out", workers=workers, overwrite=True,
-                                      chunk_mb=float(CHUNK_MB)), on_chunk)
+            corpus_build.run(CorpusConfig(input=dump, out=Path(tmp) / "out", workers=workers, overwrite=True,
+                                           chunk_mb=float(CHUNK_MB)), LastChunk())
         except Exception as err:  # noqa: BLE001 -- the subprocess runs already recorded the error
             run.error = run.error or f"in-process build: {type(err).__name__}: {err}"
             return

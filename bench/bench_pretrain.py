@@ -150,7 +150,7 @@ def main() -> None:
     start()
     import torch
 
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.data.store import CorpusStore
     from pretriever.testing import beir_subset, random_t5
@@ -160,8 +160,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pretrain-") as tmp:
         tmp = Path(tmp)
         t5 = random_t5(tmp / "t5")
-        build_corpus(CorpusConfig(input=beir_subset(tmp / "beir", SCIFACT, n_docs=max(sizes)), out=tmp / "store",
-                                  workers=1))
+        corpus_build.run(CorpusConfig(input=beir_subset(tmp / "beir", SCIFACT, n_docs=max(sizes)), out=tmp / "store",
+                                       workers=1))
         store = CorpusStore(tmp / "store")
         for n in sizes:
             pairs = make_pairs(tmp / f"pairs-{n}", n)

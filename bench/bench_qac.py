@@ -36,7 +36,7 @@ from rich.table import Table
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from pretriever.corpus.build import build_corpus  # noqa: E402
+from pretriever.corpus import build as corpus_build  # noqa: E402
 from pretriever.corpus.config import CorpusConfig  # noqa: E402
 from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner  # noqa: E402
 
@@ -45,7 +45,7 @@ PAPER_PAIRS = 6_000_000
 
 
 def statements_and_vocab(dump: Path, work: Path) -> tuple[list[str], list[str]]:
-    build_corpus(CorpusConfig(input=dump, out=work / "store", workers=2))
+    corpus_build.run(CorpusConfig(input=dump, out=work / "store", workers=2))
     con = duckdb.connect()
     rows = con.sql(f"SELECT DISTINCT statement FROM '{work}/store/citations/*.parquet' "
                    "WHERE url IS NOT NULL AND length(statement) > 40 ORDER BY statement").fetchall()

@@ -44,7 +44,7 @@ console = Console(width=max(shutil.get_terminal_size().columns, 120))
 
 def workload(tmp: Path, docs: int, questions: int, k: int):
     """(question, [Passage]) for the first ``questions`` SciFact claims over a store of ``docs`` documents."""
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.data import CorpusStore, PassageLookup
     from pretriever.index import BM25Index, BM25Options
@@ -53,7 +53,7 @@ def workload(tmp: Path, docs: int, questions: int, k: int):
     subset = tmp / "corpus.jsonl"
     with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f:
         subset.write_text("".join(line for _, line in zip(range(docs), f)), encoding="utf-8")
-    build_corpus(CorpusConfig(input=subset, out=tmp / "store"))
+    corpus_build.run(CorpusConfig(input=subset, out=tmp / "store"))
     store = CorpusStore(tmp / "store")
     bm25 = BM25Index.build(store, BM25Options())
     claims = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").read_text().splitlines()[:questions]]

@@ -59,7 +59,7 @@ console = Console(width=max(shutil.get_terminal_size().columns, 150))
 
 
 def ensure_index(index_dir: Path) -> Path:
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, build_index
     from pretriever.index.dense import INDEX_JSON
@@ -68,7 +68,7 @@ def ensure_index(index_dir: Path) -> Path:
         return index_dir
     store = index_dir.parent / "scifact-store"
     if not (store / "manifest.json").exists():
-        build_corpus(CorpusConfig(input=SCIFACT / "corpus.jsonl", out=store, workers=1, overwrite=True))
+        corpus_build.run(CorpusConfig(input=SCIFACT / "corpus.jsonl", out=store, workers=1, overwrite=True))
     if not (index_dir / INDEX_JSON).exists():
         console.print(f"encoding SciFact into {index_dir} (minutes on a CPU) ...")
         build_index(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pretriever.backends import spark_session
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
 
@@ -35,7 +35,7 @@ def shared(path: Path) -> Path:
 
 
 def build(input: Path, out: Path, **options) -> CorpusStore:
-    result = build_corpus(CorpusConfig(input=input, out=out, **options))
+    result = corpus_build.run(CorpusConfig(input=input, out=out, **options))
     assert result.manifest is not None
     return CorpusStore(out)
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pretriever.cli import app
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
 from pretriever.data.store import CorpusStore, StoreError
@@ -51,9 +51,9 @@ def test_jsonl_chunks_into_100_word_passages(tmp_path):
 def test_resume_after_interruption_gives_identical_tables(tmp_path, workers):
     corpus = write_jsonl(tmp_path / "c.jsonl", 25)
     full = build(corpus, tmp_path / "full", workers=workers, chunk_pages=4)
-    partial = build_corpus(CorpusConfig(input=corpus, out=tmp_path / "resumed", workers=workers,
-                                        chunk_pages=4, max_chunks=3))
-    assert partial.manifest is None and partial.chunks_done == 3
+    partial = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "resumed", workers=workers,
+                                            chunk_pages=4, max_chunks=3))
+    assert partial.stopped and not partial.manifest and partial.chunks_done == 3
     with pytest.raises(StoreError, match="--resume"):
         CorpusStore(tmp_path / "resumed")
     build(corpus, tmp_path / "resumed", workers=workers, chunk_pages=4, resume=True)
@@ -62,16 +62,16 @@ def test_resume_after_interruption_gives_identical_tables(tmp_path, workers):
 
 def test_resume_refuses_other_options(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 10)
-    build_corpus(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=2, max_chunks=1, workers=1))
+    corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=2, max_chunks=1, workers=1))
     with pytest.raises(InputError, match="other input or options"):
-        build_corpus(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=3, resume=True, workers=1))
+        corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=3, resume=True, workers=1))
 
 
 def test_existing_output_needs_overwrite(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 2)
     build(corpus, tmp_path / "s", workers=1)
     with pytest.raises(InputError, match="--overwrite"):
-        build_corpus(CorpusConfig(input=corpus, out=tmp_path / "s", workers=1))
+        corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", workers=1))
     build(corpus, tmp_path / "s", workers=1, overwrite=True)
 
 

@@ -21,7 +21,7 @@ from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.index import index_app, search_command
 from pretriever.config import ConfigError, build_config
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, MergeError, NotAnIndexError,
                               ShardSpecError, build_index, merge_index, parse_shard, read_index_meta)
@@ -52,7 +52,7 @@ def small_store(tmp_path_factory) -> Path:
     lines = (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / "store"
-    assert build_corpus(CorpusConfig(input=folder, out=out, workers=1)).manifest is not None
+    assert corpus_build.run(CorpusConfig(input=folder, out=out, workers=1)).manifest
     return out
 
 
@@ -64,7 +64,7 @@ def tiny_store(tmp_path_factory) -> Path:
     path.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in TINY_DOCS),
                     encoding="utf-8")
     out = folder / "store"
-    assert build_corpus(CorpusConfig(input=path, out=out, workers=1)).manifest is not None
+    assert corpus_build.run(CorpusConfig(input=path, out=out, workers=1)).manifest
     return out
 
 

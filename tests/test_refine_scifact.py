@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def slice_index(tmp_path_factory):
     shared(SCIFACT)
-    from pretriever.corpus.build import build_corpus
+    from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, build_index
 
@@ -47,7 +47,7 @@ def slice_index(tmp_path_factory):
             for q, docs in judged.items():
                 for d, g in docs.items():
                     f.write(f"{q}\t{d}\t{g}\n")
-    build_corpus(CorpusConfig(input=data, out=root / "store", workers=1))
+    corpus_build.run(CorpusConfig(input=data, out=root / "store", workers=1))
     build_index(IndexConfig(corpus=root / "store", out=root / "index"))
     return root, data, {q: queries[q] for q in test}, test
 

@@ -32,7 +32,8 @@ def fail(err: BaseException | str, code: int | None = None) -> NoReturn:
 @contextmanager
 def stage(progress=None) -> Iterator[None]:
     """Run a stage's work: a :class:`PretrieverError`, or a file that cannot be read or written,
-    ends the command with a clear message (after stopping ``progress``, a rich Progress)."""
+    ends the command with a clear message (after stopping ``progress``: a
+    :class:`~pretriever.progress.RichReporter` or a rich Progress, anything with ``stop()``)."""
     try:
         yield
     except (PretrieverError, OSError) as err:

@@ -10,12 +10,11 @@ from rich.table import Table
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.formats import FORMATS
-from pretriever.corpus.formats.base import resolve_input
 from pretriever.data.store import CorpusStore
-from pretriever.progress import byte_progress, console
+from pretriever.progress import RichReporter, console
 
 corpus_app = typer.Typer(
     help=(
@@ -59,7 +58,7 @@ def build(cfg: CorpusConfig) -> None:
       pretriever corpus build scifact/ --out scifact-store/
     """
     result = run_build(cfg)
-    if result.manifest is None:
+    if result.stopped:
         console.print(escape(f"Stopped after {result.chunks_done} chunk(s) as asked (--max-chunks); "
                              f"continue with: pretriever corpus build {cfg.input} --out {cfg.out} --resume"))
         return
@@ -71,24 +70,11 @@ def build(cfg: CorpusConfig) -> None:
         raise typer.Exit(EXIT_PAGE_ERRORS)
 
 
-def run_build(cfg: CorpusConfig):
+def run_build(cfg: CorpusConfig) -> corpus_build.CorpusResult:
     """Run a build under a progress bar; an unreadable input ends it with its message and exit status 4
     (:class:`~pretriever.corpus.model.InputError`)."""
-    source = resolve_input(cfg.input)
-    size = source.stat().st_size if source.is_file() else None
-    with byte_progress() as progress, stage(progress):
-        task = progress.add_task(f"parsing {cfg.input.name}", total=size, items="")
-        pages = 0
-
-        def on_chunk(summary, position):
-            nonlocal pages
-            pages += summary.pages
-            progress.update(task, completed=position if position is not None else 0, items=f"{pages:,} pages")
-
-        result = build_corpus(cfg, on_chunk)
-        if size:
-            progress.update(task, completed=size)
-    return result
+    with RichReporter() as report, stage(report):
+        return corpus_build.run(cfg, report)
 
 
 def print_summary(manifest: dict) -> None:

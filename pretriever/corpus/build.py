@@ -12,11 +12,10 @@ the output).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,26 +30,28 @@ from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import CHUNK_TABLES
 from pretriever.corpus.segment import SegmentOptions
 from pretriever.corpus.spark import SparkEngine
-from pretriever.corpus.summary import ChunkSummary
 from pretriever.io import write_json
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult
 
 WORK = "_work"
 CHECKPOINT = "checkpoint.json"
 
 
 @dataclass
-class BuildResult:
-    manifest: dict[str, Any] | None  # None when the build stopped early (--max-chunks)
+class CorpusResult(StageResult):
+    """A build: the store (``out``, its ``manifest``), or, ``stopped`` early as asked (--max-chunks), the chunks
+    done so far (``manifest`` is then empty: the store is not finished; continue with --resume)."""
+
     chunks_done: int
     seconds: float
+    stopped: bool = False
 
 
-ProgressHook = Callable[[ChunkSummary, int | None], None]
-
-
-def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None, spark_session: Any = None) -> BuildResult:
+def run(cfg: CorpusConfig, report: Reporter = QUIET, spark_session: Any = None) -> CorpusResult:
     """Build (or resume) the store described by ``cfg``; raises :class:`InputError` on fatal input errors.
 
+    ``report`` hears the bytes of the input read so far (task "parsing NAME", with the pages parsed);
     ``spark_session``: a running Spark session to use with ``engine="spark"`` (it is left running).
     """
     started = time.perf_counter()
@@ -64,7 +65,7 @@ def build_corpus(cfg: CorpusConfig, on_chunk: ProgressHook | None = None, spark_
     )
     engine = open_engine(cfg, fmt, spark_session)
     try:
-        return _build(cfg, input_path, fmt, options, engine, on_chunk, started)
+        return _build(cfg, input_path, fmt, options, engine, report, started)
     finally:
         engine.close()
 
@@ -78,11 +79,13 @@ def open_engine(cfg: CorpusConfig, fmt: InputFormat, spark_session: Any = None) 
 
 
 def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: SegmentOptions, engine: BuildEngine,
-           on_chunk: ProgressHook | None, started: float) -> BuildResult:
+           report: Reporter, started: float) -> CorpusResult:
     fmt_cls = type(fmt)
     work = cfg.out / WORK
     fingerprint = _fingerprint(input_path, fmt_cls.name, options, cfg)
     first_chunk = _prepare_output(cfg, work, fingerprint)
+    task, size = f"parsing {input_path.name}", input_path.stat().st_size if input_path.is_file() else None
+    pages = 0
 
     done, finished = first_chunk, set()
     context = fmt.context()
@@ -95,20 +98,22 @@ def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: Segme
             finished.add(summary.index)
             while done in finished:  # the checkpoint counts chunks finished from the first on
                 done += 1
-            write_json(work / CHECKPOINT, {"fingerprint": fingerprint, "chunks_done": done})
-            if on_chunk:
-                on_chunk(summary, read)
+            OutputFolder.save_fingerprint(work / CHECKPOINT, fingerprint, chunks_done=done)
+            pages += summary.pages
+            report.progress(task, read or 0, size, unit="bytes", pages=pages)
     except InputError as err:
         raise InputError(f"{err}\n{done} chunk(s) before the error are saved "
                          f"in {work}; fix the input and run again with --resume to continue.") from err
 
     if cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg, done):
-        return BuildResult(None, done, time.perf_counter() - started)
+        return CorpusResult(out=cfg.out, chunks_done=done, seconds=time.perf_counter() - started, stopped=True)
+    if size:
+        report.progress(task, size, size, unit="bytes", pages=pages)
     manifest = finalize_store(cfg.out, work, _manifest_head(cfg, input_path, fmt_cls, options), engine)
     shutil.rmtree(work)
     manifest["build_seconds"] = round(time.perf_counter() - started, 3)
     write_json(cfg.out / "manifest.json", manifest)
-    return BuildResult(manifest, done, manifest["build_seconds"])
+    return CorpusResult(out=cfg.out, manifest=manifest, chunks_done=done, seconds=manifest["build_seconds"])
 
 
 def _take(chunks: Iterator[Chunk], n: int) -> Iterator[Chunk]:
@@ -122,35 +127,33 @@ def _has_more(fmt: InputFormat, cfg: CorpusConfig, done: int) -> bool:
     return next(iter(fmt.iter_chunks(cfg.chunk_pages, done, cfg.chunk_bytes)), None) is not None
 
 
-def _fingerprint(input_path: Path, fmt_name: str, options: SegmentOptions, cfg: CorpusConfig) -> str:
+def _fingerprint(input_path: Path, fmt_name: str, options: SegmentOptions, cfg: CorpusConfig) -> dict[str, Any]:
     """What must not change between an interrupted build and its --resume."""
-    key = json.dumps([str(input_path.resolve()), fmt_name, options.__dict__, cfg.chunk_pages, cfg.chunk_mb,
-                      str(cfg.multistream_index), __version__])
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+    return {"input": str(input_path.resolve()), "format": fmt_name, **options.__dict__, "chunk_pages": cfg.chunk_pages,
+            "chunk_mb": cfg.chunk_mb, "multistream_index": str(cfg.multistream_index), "pretriever": __version__}
 
 
-def _prepare_output(cfg: CorpusConfig, work: Path, fingerprint: str) -> int:
+def _prepare_output(cfg: CorpusConfig, work: Path, fingerprint: dict[str, Any]) -> int:
     """Make the output folder ready; return the first chunk still to do (0 for a fresh build)."""
-    out = cfg.out
-    if cfg.resume:
-        checkpoint = work / CHECKPOINT
+    out = OutputFolder(cfg.out, holds="a corpus store", markers=("manifest.json", WORK), error=InputError)
+    checkpoint = work / CHECKPOINT
+    if cfg.resume and not cfg.overwrite:
         if not checkpoint.exists():
-            if (out / "manifest.json").exists():
-                raise InputError(f"{out} is already a complete store; nothing to resume")
-            raise InputError(f"{out} has no interrupted build to resume (no {checkpoint})")
-        state = json.loads(checkpoint.read_text())
-        if state["fingerprint"] != fingerprint:
-            raise InputError(f"{out}: the interrupted build used other input or options; "
-                             "run with the same ones, or start afresh with --overwrite")
-        done = int(state["chunks_done"])
+            if (cfg.out / "manifest.json").exists():
+                raise InputError(f"{cfg.out} is already a complete store; nothing to resume")
+            raise InputError(f"{cfg.out} has no interrupted build to resume (no {checkpoint})")
+        out.prepare(resume=True, need_checkpoint=False)
+        out.check_fingerprint(checkpoint, fingerprint, "; the interrupted build used other input or options: "
+                              "run with the same ones, or start afresh with --overwrite")
+        done = int(json.loads(checkpoint.read_text())["chunks_done"])
         for part in work.glob("*/part-*"):  # chunks finished out of order past the checkpoint
             if int(part.name.split("-")[1].split(".")[0]) >= done:
                 part.unlink()
         return done
-    if out.exists() and any(out.iterdir()):
-        if not cfg.overwrite:
-            raise InputError(f"{out} is not empty; pass --overwrite to replace it or --resume to continue")
-        shutil.rmtree(out)
+    if checkpoint.exists() and not cfg.overwrite:
+        raise InputError(f"{cfg.out} holds an interrupted build; pass --resume to continue it or --overwrite to "
+                         "replace it")
+    out.prepare(resume=cfg.resume, overwrite=cfg.overwrite)  # both: refused
     for name in [*CHUNK_TABLES, "summaries"]:
         (work / name).mkdir(parents=True, exist_ok=True)
     return 0

@@ -31,7 +31,7 @@ from pretriever.corpus.summary import ChunkSummary
 from pretriever.io import write_parquet_batches
 
 # (chunk summary, bytes of the input read so far or None) for each chunk as it is done
-Progress = Iterator[tuple[ChunkSummary, int | None]]
+ChunksDone = Iterator[tuple[ChunkSummary, int | None]]
 # Turns a table of one part's rows (plus a ``_row`` column: the row's place in its part) into the output rows
 PartTransform = Callable[[ir.Table], ir.Table]
 
@@ -52,7 +52,7 @@ class BuildEngine:
         """Raise a :class:`~pretriever.errors.PretrieverError` when this engine cannot read ``fmt``'s input."""
 
     def run_chunks(self, chunks: Iterator[Chunk], fmt_cls: type[InputFormat], context: Any,
-                   options: SegmentOptions, work: Path, position: Callable[[], int] | None) -> Progress:
+                   options: SegmentOptions, work: Path, position: Callable[[], int] | None) -> ChunksDone:
         """Parse every chunk into its part files under ``work``; yield each summary as its chunk is done."""
         raise NotImplementedError
 
@@ -93,7 +93,7 @@ class LocalEngine(BuildEngine):
     def __init__(self, workers: int):
         self.workers = workers
 
-    def run_chunks(self, chunks, fmt_cls, context, options, work, position) -> Progress:
+    def run_chunks(self, chunks, fmt_cls, context, options, work, position) -> ChunksDone:
         """Chunks in order, with at most ``2 * workers`` in flight.
 
         The window bounds memory whatever the dump's size: the reader never runs more

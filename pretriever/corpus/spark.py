@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pretriever.backends import lent_or_new_spark_session
-from pretriever.corpus.engine import BuildEngine, Progress, part_files
+from pretriever.corpus.engine import BuildEngine, ChunksDone, part_files
 from pretriever.corpus.formats.base import Chunk, InputFormat
 from pretriever.corpus.model import InputError
 from pretriever.corpus.parse import init_worker, process_chunk, summary_path
@@ -69,7 +69,7 @@ class SparkEngine(BuildEngine):
                 f"--multistream-index), or build this input with --engine local.")
 
     # -- parse ---------------------------------------------------------------------------
-    def run_chunks(self, chunks, fmt_cls, context, options, work, position) -> Progress:
+    def run_chunks(self, chunks, fmt_cls, context, options, work, position) -> ChunksDone:
         """One Spark task per chunk; summaries are yielded as their files appear (in any order)."""
         todo = {chunk.index: chunk for chunk in chunks}
         if not todo:

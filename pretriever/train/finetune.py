@@ -39,7 +39,7 @@ from typing import Any
 
 from pretriever.corpus.build import CHECKPOINT as STORE_CHECKPOINT
 from pretriever.corpus.build import WORK as STORE_WORK
-from pretriever.corpus.build import build_corpus
+from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
 from pretriever.index import IndexConfig, build_index, read_index_meta, recorded_store
@@ -137,7 +137,7 @@ def _store_stage(cfg: FinetuneConfig) -> StageRun:
         return StageRun("corpus store", out, False, 0.0, "built earlier")
     interrupted = (out / STORE_WORK / STORE_CHECKPOINT).exists()
     started = time.perf_counter()
-    build_corpus(CorpusConfig(input=cfg.beir, out=out, resume=interrupted, overwrite=not interrupted))
+    corpus_build.run(CorpusConfig(input=cfg.beir, out=out, resume=interrupted, overwrite=not interrupted))
     return StageRun("corpus store", out, True, round(time.perf_counter() - started, 3),
                     "resumed" if interrupted else f"built from {cfg.beir}")
 

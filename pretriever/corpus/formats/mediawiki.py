@@ -187,10 +187,10 @@ class MediaWikiDump(InputFormat):
 
     Example::
 
-        from pretriever.corpus.build import build_corpus
+        from pretriever.corpus import build as corpus_build
         from pretriever.corpus.config import CorpusConfig
 
-        result = build_corpus(CorpusConfig(input="enwiki.xml.bz2", out="enwiki-store/", workers=1))
+        result = corpus_build.run(CorpusConfig(input="enwiki.xml.bz2", out="enwiki-store/", workers=1))
         print(result.manifest["input"]["format"])  # mediawiki
 
     From the command line: ``pretriever corpus build enwiki.xml.bz2 --out enwiki/``.
