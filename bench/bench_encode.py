@@ -69,7 +69,7 @@ def main() -> None:
 
     import torch
 
-    from pretriever.index import IndexConfig, build_index
+    from pretriever.index import IndexConfig, encode
     from pretriever.data.passages import PassageSource
     from pretriever.models import load_model
 
@@ -100,7 +100,7 @@ def main() -> None:
         cfg = IndexConfig(corpus=store, out=out, model=args.model, batch_size=args.batch_size,
                           max_length=model.max_seq_length, overwrite=True)
         started, cpu = time.perf_counter(), time.process_time()
-        build_index(cfg, model=model)
+        encode.run(cfg, model=model)
         pipeline_s.append(time.perf_counter() - started)
         pipeline_cpu.append(time.process_time() - cpu)
     pipeline_vectors = np.load(out / "embeddings.npy")
@@ -110,7 +110,7 @@ def main() -> None:
     overheads = []
     for _ in range(3):
         started = time.perf_counter()
-        build_index(IndexConfig(corpus=store, out=work / "null-index", batch_size=args.batch_size,
+        encode.run(IndexConfig(corpus=store, out=work / "null-index", batch_size=args.batch_size,
                                 max_length=model.max_seq_length, overwrite=True), model=NullModel(model))
         overheads.append(time.perf_counter() - started)
     overhead = min(overheads)

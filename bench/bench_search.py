@@ -38,7 +38,7 @@ console = Console(width=max(shutil.get_terminal_size().columns, 120))
 def ensure_index(index_dir: Path) -> Path:
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.index import IndexConfig, build_index
+    from pretriever.index import IndexConfig, encode
     from pretriever.index.dense import INDEX_JSON
 
     if (index_dir / INDEX_JSON).exists():
@@ -47,7 +47,7 @@ def ensure_index(index_dir: Path) -> Path:
     if not (store / "manifest.json").exists():
         corpus_build.run(CorpusConfig(input=SCIFACT, out=store, workers=1, overwrite=True))
     console.print(f"encoding SciFact into {index_dir} (minutes on a CPU) ...")
-    build_index(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))
+    encode.run(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))
     return index_dir
 
 

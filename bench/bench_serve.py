@@ -61,7 +61,7 @@ console = Console(width=max(shutil.get_terminal_size().columns, 150))
 def ensure_index(index_dir: Path) -> Path:
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.index import IndexConfig, build_index
+    from pretriever.index import IndexConfig, encode
     from pretriever.index.dense import INDEX_JSON
 
     if (index_dir / INDEX_JSON).exists() and (index_dir / "bm25" / "bm25.json").exists():
@@ -71,7 +71,7 @@ def ensure_index(index_dir: Path) -> Path:
         corpus_build.run(CorpusConfig(input=SCIFACT / "corpus.jsonl", out=store, workers=1, overwrite=True))
     if not (index_dir / INDEX_JSON).exists():
         console.print(f"encoding SciFact into {index_dir} (minutes on a CPU) ...")
-        build_index(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))
+        encode.run(IndexConfig(corpus=store, out=index_dir, resume=(index_dir / "_work").exists()))
     BM25Index.build(store).save(index_dir / "bm25")
     return index_dir
 

@@ -22,7 +22,7 @@ from conftest import SCIFACT, build, shared
 from mine_fixtures import run
 from qac_fixtures import make_refs
 from pretriever.generate import GenerateConfig, import_queries
-from pretriever.index import BM25Index, IndexConfig, build_index
+from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.serve import ServeConfig, create_app
 from pretriever.serve.engine import Engine
 from pretriever.serve.server import uvicorn_options
@@ -86,7 +86,7 @@ def served(tmp_path_factory, cowiki_store, enwiki_store) -> Served:
     store = build(beir / "corpus.jsonl", root / "store", workers=1)  # no worker processes forked from a
     # test process that already runs torch and browser threads
     index = root / "scifact-index"  # the page shows the folder's name (and the screenshots)
-    build_index(IndexConfig(corpus=store.path, out=index))
+    encode.run(IndexConfig(corpus=store.path, out=index))
     BM25Index.build(store).save(index / "bm25")
     run(cowiki_store, root / "pairs", methods=",".join(METHODS), negatives="overlap", seed=0)
     evidence = mine_evidence_pairs(enwiki_store, root)

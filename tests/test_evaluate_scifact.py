@@ -33,10 +33,10 @@ def scifact_test(scifact_store):
 
 @pytest.fixture(scope="module")
 def dense_index_dir(scifact_store, tmp_path_factory) -> Path:
-    from pretriever.index import IndexConfig, build_index
+    from pretriever.index import IndexConfig, encode
 
     out = tmp_path_factory.mktemp("scifact-index") / "minilm"
-    build_index(IndexConfig(corpus=scifact_store, out=out))  # defaults: all-MiniLM-L6-v2, title + text, flat
+    encode.run(IndexConfig(corpus=scifact_store, out=out))  # defaults: all-MiniLM-L6-v2, title + text, flat
     return out
 
 

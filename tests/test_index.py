@@ -24,7 +24,7 @@ from pretriever.config import ConfigError, build_config
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, MergeError, NotAnIndexError,
-                              ShardSpecError, build_index, merge_index, parse_shard, read_index_meta)
+                              ShardSpecError, merge_index, parse_shard, read_index_meta)
 from pretriever.data.passages import PassageSource
 
 APP = cli_app(index=index_app, search=search_command)
@@ -79,8 +79,8 @@ def model():
 def reference(small_store, model, tmp_path_factory) -> Path:
     """The uninterrupted one-process index (flat, float32), work files kept for re-merging."""
     out = tmp_path_factory.mktemp("reference") / "index"
-    result = build_index(IndexConfig(corpus=small_store, out=out, keep_work=True, **SETTINGS), model=model)
-    assert result.meta is not None and result.chunks_encoded == 4 and result.passages_encoded == N_DOCS
+    result = encode_mod.run(IndexConfig(corpus=small_store, out=out, keep_work=True, **SETTINGS), model=model)
+    assert result.manifest and result.chunks_encoded == 4 and result.passages_encoded == N_DOCS
     return out
 
 
@@ -98,8 +98,8 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
     out = tmp_path / "index"
     cfg = dict(corpus=small_store, out=out, **SETTINGS)
     # 1. stop on purpose after one chunk
-    first = build_index(IndexConfig(max_chunks=1, **cfg), model=model)
-    assert first.stopped and first.chunks_encoded == 1 and first.meta is None
+    first = encode_mod.run(IndexConfig(max_chunks=1, **cfg), model=model)
+    assert first.stopped and first.chunks_encoded == 1 and not first.manifest
     with pytest.raises(NotAnIndexError, match="--resume"):
         DenseIndex.load(out)
     # 2. crash while encoding the third chunk (after the second was saved)
@@ -114,16 +114,16 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
 
     monkeypatch.setattr(encode_mod, "encode_texts", flaky)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        build_index(IndexConfig(resume=True, **cfg), model=model)
+        encode_mod.run(IndexConfig(resume=True, **cfg), model=model)
     monkeypatch.setattr(encode_mod, "encode_texts", real)
     work = out / "_work" / "chunks"
     assert sorted(p.name for p in work.glob("*.npy")) == ["chunk-000000.npy", "chunk-000001.npy"]
     assert not list(work.glob("*.tmp"))  # no half-written chunk left behind
     # 3. without --resume the finished chunks are not silently redone or mixed
     with pytest.raises(EncodeStateError, match="--resume"):
-        build_index(IndexConfig(**cfg), model=model)
+        encode_mod.run(IndexConfig(**cfg), model=model)
     # 4. resume: only the two missing chunks are encoded, and the vectors are identical
-    last = build_index(IndexConfig(resume=True, **cfg), model=model)
+    last = encode_mod.run(IndexConfig(resume=True, **cfg), model=model)
     assert last.chunks_encoded == 2 and last.passages_encoded == EVERY + (N_DOCS - 3 * EVERY)
     assert np.array_equal(embeddings(out), embeddings(reference))
     assert ids(out) == ids(reference)
@@ -133,11 +133,11 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
 def test_shards_then_merge_equal_one_process_index(small_store, model, reference, tmp_path):
     dirs = [tmp_path / f"shard{i}" for i in range(3)]
     for i in (0, 1):
-        result = build_index(IndexConfig(corpus=small_store, out=dirs[i], shard=f"{i}/3", **SETTINGS), model=model)
-        assert result.meta is None and not (dirs[i] / "index.json").exists()
+        result = encode_mod.run(IndexConfig(corpus=small_store, out=dirs[i], shard=f"{i}/3", **SETTINGS), model=model)
+        assert not result.manifest and not (dirs[i] / "index.json").exists()
     with pytest.raises(MergeError, match=r"2/3"):
         merge_index(dirs[0], dirs[1:2])
-    result = build_index(IndexConfig(corpus=small_store, out=dirs[2], shard="2/3", **SETTINGS), model=model)
+    result = encode_mod.run(IndexConfig(corpus=small_store, out=dirs[2], shard="2/3", **SETTINGS), model=model)
     assert result.chunks == range(2, 4)  # 4 chunks over 3 shards: [0], [1], [2, 3]
     meta = merge_index(dirs[0], dirs[1:])
     assert meta["count"] == N_DOCS and meta["encode"]["shards"] == [3]
@@ -301,8 +301,8 @@ def test_not_an_index(tmp_path):
 
 def test_merge_refuses_shards_of_another_encode(reference, small_store, model, tmp_path):
     other = tmp_path / "other"
-    build_index(IndexConfig(corpus=small_store, out=other, shard="0/3", max_chunks=0,
-                            **{**SETTINGS, "prepend_title": False}), model=model)
+    encode_mod.run(IndexConfig(corpus=small_store, out=other, shard="0/3", max_chunks=0,
+                               **{**SETTINGS, "prepend_title": False}), model=model)
     copy = tmp_path / "copy"
     shutil.copytree(reference / "_work", copy / "_work")
     with pytest.raises(MergeError, match="prepend_title"):

@@ -22,7 +22,7 @@ def slice_index(tmp_path_factory):
     shared(SCIFACT)
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.index import IndexConfig, build_index
+    from pretriever.index import IndexConfig, encode
 
     root = tmp_path_factory.mktemp("scifact-slice")
     data = root / "beir"
@@ -48,7 +48,7 @@ def slice_index(tmp_path_factory):
                 for d, g in docs.items():
                     f.write(f"{q}\t{d}\t{g}\n")
     corpus_build.run(CorpusConfig(input=data, out=root / "store", workers=1))
-    build_index(IndexConfig(corpus=root / "store", out=root / "index"))
+    encode.run(IndexConfig(corpus=root / "store", out=root / "index"))
     return root, data, {q: queries[q] for q in test}, test
 
 

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running
 from pretriever.cli import app as cli_app
 from pretriever.data import CorpusStore
-from pretriever.index import BM25Index, IndexConfig, build_index
+from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.index.hybrid import HybridOptions, fuse
 from pretriever.mine.methods import METHODS as REGISTERED
 from pretriever.refine import RefineConfig
@@ -362,7 +362,7 @@ def answering(tiny, trained, tmp_path_factory):
     """The six reader-test documents as a dense + BM25 index, served with the trained reader."""
     root, _ = tiny
     index = tmp_path_factory.mktemp("answer") / "tiny-index"
-    build_index(IndexConfig(corpus=root / "store", out=index))
+    encode.run(IndexConfig(corpus=root / "store", out=index))
     BM25Index.build(CorpusStore(root / "store")).save(index / "bm25")
     with local(create_app(ServeConfig(index=index, reader=trained.out, max_read_k=5))) as c:
         yield c

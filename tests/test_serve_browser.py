@@ -17,7 +17,7 @@ import pytest
 
 from serve_fixtures import running
 from pretriever.data import CorpusStore
-from pretriever.index import BM25Index, IndexConfig, build_index
+from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.serve import ServeConfig
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -168,7 +168,7 @@ def test_qac_pairs_highlight_the_answer_and_the_question_word(browser, served):
 def test_the_answer_box_shows_the_readers_span(browser, tiny, trained, tmp_path):
     root, _ = tiny
     index = tmp_path / "tiny-index"
-    build_index(IndexConfig(corpus=root / "store", out=index))
+    encode.run(IndexConfig(corpus=root / "store", out=index))
     BM25Index.build(CorpusStore(root / "store")).save(index / "bm25")
     with running(ServeConfig(index=index, reader=trained.out)) as url, tab(browser, url + "/", 1280, 900) as page:
         page.wait_for_function("() => document.querySelector('#info').textContent.includes('reader')")

@@ -15,12 +15,12 @@ from rich.table import Table
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore
-from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, build_index,
+from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, encode,
                               merge_index, open_system, read_index_meta, recorded_store, tuned_of)
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
-from pretriever.progress import StageProgress, console, count_progress
+from pretriever.progress import RichReporter, console
 
 index_app = typer.Typer(
     help=(
@@ -62,23 +62,23 @@ def build(cfg: IndexConfig) -> None:
     run_build(cfg)
 
 
-def run_build(cfg: IndexConfig):
+def run_build(cfg: IndexConfig) -> encode.IndexResult:
     """Build under progress bars; print what was done and what to run next."""
-    with count_progress() as progress, stage(progress):
-        result = build_index(cfg, on_progress=StageProgress(progress))
+    with RichReporter() as report, stage(report):
+        result = encode.run(cfg, report)
     done_now = f"{result.chunks_encoded} chunk(s), {result.passages_encoded:,} passages in " \
                f"{result.encode_seconds:.1f} s ({result.rate:,.1f} passages/s)"
     if result.stopped:
         console.print(f"Stopped after {done_now} as asked (--max-chunks); continue with --resume.")
         return result
-    if result.meta is None:
+    if not result.manifest:
         console.print(f"Shard {result.shard} done: {done_now}. When every shard is done, run: "
                       f"pretriever index merge {cfg.out} [OTHER_SHARD_OUT_DIRS...]")
         return result
     console.print(f"Encoded {done_now}.")
     if cfg.build_bm25:
         _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
-    print_meta(result.meta, cfg.out)
+    print_meta(result.manifest, cfg.out)
     return result
 
 
@@ -114,9 +114,8 @@ def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
 
       pretriever index merge scifact-shards/ --index-type hnsw
     """
-    with count_progress() as progress, stage(progress):
-        meta = merge_index(cfg.out, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work,
-                           on_progress=StageProgress(progress))
+    with RichReporter() as report, stage(report):
+        meta = merge_index(cfg.out, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work, report)
     if cfg.build_bm25:
         _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
     print_meta(meta, cfg.out)
@@ -139,18 +138,10 @@ def bm25_command(cfg: IndexConfig) -> None:
 
 
 def _build_bm25(corpus: Path, out: Path, options: BM25Options) -> BM25Index:
-    with count_progress() as progress, stage(progress):
-        index = BM25Index.build(CorpusStore(corpus), options, on_progress=lambda d, t: _bm25_progress(progress, d, t))
+    with RichReporter() as report, stage(report):
+        index = BM25Index.build(CorpusStore(corpus), options, report)
         index.save(out)
     return index
-
-
-def _bm25_progress(progress, done: int, total: int) -> None:
-    if not progress.tasks:
-        progress.add_task("BM25 tokenizing", total=total, rate="")
-    task = progress.tasks[0]
-    elapsed = task.elapsed or 0
-    progress.update(task.id, completed=done, rate=f"{done / elapsed:,.0f} passages/s" if elapsed and done else "")
 
 
 @index_app.command("export")

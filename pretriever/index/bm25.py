@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,13 @@ from pretriever.config import option
 from pretriever.data import CorpusStore, PassageSource
 from pretriever.index.errors import NotAnIndexError
 from pretriever.io import write_json, write_parquet
+from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit
 
 BM25_JSON = "bm25.json"
 IDS_FILE = "passage_ids.parquet"
 KIND = "pretriever-bm25-index"
+TOKENIZING = "BM25 tokenizing"  # the Reporter's task while a build tokenizes
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
@@ -122,8 +124,9 @@ class BM25Index:
 
     @classmethod
     def build(cls, store: CorpusStore | Path | str, options: BM25Options | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> BM25Index:
-        """Tokenize every passage of ``store`` (one part file at a time) and index them."""
+              report: Reporter = QUIET) -> BM25Index:
+        """Tokenize every passage of ``store`` (one part file at a time) and index them; ``report`` hears the
+        passages tokenized."""
         options = options or BM25Options()
         source = PassageSource(store)
         started = time.perf_counter()
@@ -131,13 +134,11 @@ class BM25Index:
             ids: list[str] = []
             tokens: list[list[int]] = []
             tokenizer = _tokenizer(options)
-            if on_progress:
-                on_progress(0, source.total)
+            report.progress(TOKENIZING, 0, source.total, unit="passages")
             for part_ids, texts in source.iter_parts(options.prepend_title):
                 ids.extend(part_ids)
                 tokens.extend(tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False))
-                if on_progress:
-                    on_progress(len(ids), source.total)
+                report.progress(TOKENIZING, len(ids), source.total, unit="passages")
         finally:
             source.close()
         meta = {"corpus": {"store": str(source.store.path.resolve()), "n_passages": source.total}}

@@ -37,32 +37,33 @@ import pyarrow.parquet as pq
 
 from pretriever import __version__
 from pretriever.index.config import IndexConfig, Shard
-from pretriever.index.dense import (EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
+from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
                                     finish_dense_index, write_embeddings)
 from pretriever.index.errors import EncodeStateError, MergeError
 from pretriever.index.faiss_index import FaissParams
 from pretriever.data.passages import PassageSource
 from pretriever.io import atomic_path, write_json, write_parquet
 from pretriever.models import load_model
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult, differences
 
 WORK = "_work"
 ENCODE_JSON = "encode.json"
 SUBCALL_BATCHES = 8  # batches per SentenceTransformer.encode call inside a chunk (progress granularity)
-
-# on_progress(stage, done, total): stage is "encode" (passages), "merge" (chunks), "index" (vectors added)
-Progress = Callable[[str, int, int], None]
+# the Reporter's tasks: passages encoded, chunks merged, vectors added to FAISS
+ENCODING, MERGING, ADDING = "encoding", "merging chunks", "adding to FAISS"
 
 
 @dataclass
-class BuildResult:
-    out: Path
+class IndexResult(StageResult):
+    """An encode: ``manifest`` is index.json when the index was merged; empty after a shard or a stop."""
+
     shard: Shard | None
     chunks: range  # the chunks this run is responsible for
     chunks_encoded: int  # encoded by this run (the others were finished before: --resume)
     passages_encoded: int
     encode_seconds: float
     stopped: bool  # stopped early by max_chunks
-    meta: dict[str, Any] | None  # index.json when the index was merged, else None
 
     @property
     def rate(self) -> float:
@@ -118,10 +119,6 @@ def _fingerprint(encoder: dict[str, Any], source: PassageSource, every: int) -> 
     return {**{k: encoder[k] for k in keys}, "checkpoint_every": every, **source.fingerprint()}
 
 
-def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
 def _clear_index_files(out: Path) -> None:
     for name in (INDEX_JSON, IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE):
         (out / name).unlink(missing_ok=True)
@@ -144,13 +141,18 @@ def _chunk_done(work: Path, j: int, rows: int | None = None) -> bool:
         return False
 
 
-def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = None) -> BuildResult:
+def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
     """Encode ``cfg.corpus`` into ``cfg.out`` (one shard with ``cfg.shard``), then merge unless sharded.
 
     Raises :class:`EncodeStateError` when ``cfg.out`` holds other work that ``resume`` or
-    ``overwrite`` would have to be asked for.
+    ``overwrite`` would have to be asked for, or is not ours. ``model``: a loaded encoder to use
+    instead of loading ``cfg.model``; ``report`` hears passages encoded, chunks merged, vectors added.
     """
     out, shard = cfg.out, cfg.shard_spec
+    folder = OutputFolder(out, holds="an index", markers=(INDEX_JSON, WORK, BM25_DIR), error=EncodeStateError)
+    if cfg.resume and cfg.overwrite:
+        folder.prepare(resume=True, overwrite=True)  # refused: one of them
+    folder.check()
     if (out / INDEX_JSON).exists():
         if not cfg.overwrite:
             raise EncodeStateError(f"{out} already holds an index ({INDEX_JSON}); choose another --out or "
@@ -167,7 +169,7 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
                                cfg.passage_prompt, cfg.query_prompt)
         fingerprint = _fingerprint(encoder, source, cfg.checkpoint_every)
         work = out / WORK
-        _prepare_work(work, fingerprint, cfg, shard)
+        _prepare_work(folder, work, fingerprint, cfg, shard)
         state = {"fingerprint": fingerprint, "encoder": encoder, "dim": embedding_dim(model),
                  "corpus": {"store": str(source.store.path.resolve()), "n_passages": source.total},
                  "pretriever_version": __version__}
@@ -193,8 +195,7 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
         total_rows = sum(rows_of[j] for j in todo)
         encoded = passages = 0
         started = time.perf_counter()
-        if on_progress:
-            on_progress("encode", 0, total_rows)
+        report.progress(ENCODING, 0, total_rows, unit="passages")
         # the next chunk is read from the store (DuckDB) while this one is encoded
         reader = ThreadPoolExecutor(max_workers=1)
         read = partial(_read_chunk, source, every, rows_of, cfg.prepend_title)
@@ -206,8 +207,7 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
             def step(count: int) -> None:
                 nonlocal passages
                 passages += count
-                if on_progress:
-                    on_progress("encode", passages, total_rows)
+                report.progress(ENCODING, passages, total_rows, unit="passages")
 
             vectors = encode_texts(model, texts, cfg.batch_size, cfg.normalize, cfg.passage_prompt, step)
             write_parquet(pa.table({"passage_id": pa.array(ids, pa.string())}), chunk_ids_path(work, j))
@@ -220,28 +220,29 @@ def build_index(cfg: IndexConfig, model=None, on_progress: Progress | None = Non
             reader.shutdown(wait=True, cancel_futures=True)
         source.close()
 
-    result = BuildResult(out, shard, chunks, encoded, passages, seconds, stopped, None)
+    result = IndexResult(out=out, shard=shard, chunks=chunks, chunks_encoded=encoded, passages_encoded=passages,
+                         encode_seconds=seconds, stopped=stopped)
     if stopped:
         return result
     if shard is not None:
         write_json(work / "shards" / f"{shard.index}-of-{shard.count}.json",
                    {"shard": str(shard), "chunks": [chunks.start, chunks.stop], "encode_seconds": round(seconds, 3)})
         return result
-    result.meta = merge_index(out, params=cfg.faiss, dtype=cfg.dtype, keep_work=cfg.keep_work,
-                              on_progress=on_progress,
-                              encode_stats={"passages_per_second": round(result.rate, 2)})
+    result.manifest = merge_index(out, params=cfg.faiss, dtype=cfg.dtype, keep_work=cfg.keep_work, report=report,
+                                  encode_stats={"passages_per_second": round(result.rate, 2)})
     return result
 
 
-def _prepare_work(work: Path, fingerprint: dict[str, Any], cfg: IndexConfig, shard: Shard | None) -> None:
+def _prepare_work(folder: OutputFolder, work: Path, fingerprint: dict[str, Any], cfg: IndexConfig,
+                  shard: Shard | None) -> None:
+    """Keep the work of the same encode (resume, other shards); discard other work only with --overwrite."""
     state_path = work / ENCODE_JSON
     if state_path.exists():
         previous = json.loads(state_path.read_text(encoding="utf-8")).get("fingerprint", {})
         if previous != fingerprint:
             if not cfg.overwrite:
-                raise EncodeStateError(
-                    f"{cfg.out} holds an encode with other settings ({'; '.join(_differences(previous, fingerprint))}); "
-                    "use another --out, or --overwrite to discard that work")
+                folder.check_fingerprint(state_path, fingerprint, "; use another --out, or --overwrite to discard "
+                                         "that work")
             shutil.rmtree(work)
         elif cfg.overwrite and shard is None and not cfg.resume:
             shutil.rmtree(work)
@@ -256,7 +257,7 @@ def _work_dir(path: Path) -> Path:
 
 
 def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: FaissParams | None = None,
-                dtype: str = "float32", keep_work: bool = False, on_progress: Progress | None = None,
+                dtype: str = "float32", keep_work: bool = False, report: Reporter = QUIET,
                 encode_stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """Gather the chunks of a sharded encode into the index folder ``out`` and build its FAISS index.
 
@@ -276,7 +277,7 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
                          "(encode shards with `pretriever index build CORPUS_DIR --out DIR --shard i/n`)")
     states = [json.loads((w / ENCODE_JSON).read_text(encoding="utf-8")) for w in works]
     for work, state in zip(works[1:], states[1:]):
-        diff = _differences(states[0]["fingerprint"], state["fingerprint"])
+        diff = differences(states[0]["fingerprint"], state["fingerprint"])
         if diff:
             raise MergeError(f"{work} is part of another encode than {works[0]} ({'; '.join(diff)})")
     state = states[0]
@@ -294,16 +295,14 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
     if missing:
         raise MergeError(_missing_message(missing, total_chunks, works))
 
-    if on_progress:
-        on_progress("merge", 0, total_chunks)
+    report.progress(MERGING, 0, total_chunks, unit="chunks")
     out.mkdir(parents=True, exist_ok=True)
     _clear_index_files(out)
 
     def blocks():
         for j in range(total_chunks):
             yield np.load(chunk_path(found[j], j))
-            if on_progress:
-                on_progress("merge", j + 1, total_chunks)
+            report.progress(MERGING, j + 1, total_chunks, unit="chunks")
 
     write_embeddings(out / EMBEDDINGS_FILE, blocks(), n, dim, dtype)
     ids = pa.chunked_array([pq.read_table(chunk_ids_path(found[j], j)).column("passage_id")
@@ -312,10 +311,9 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
     extra = {"corpus": state["corpus"],
              "encode": {"checkpoint_every": every, "chunks": total_chunks, "shards": shard_counts or [1],
                         **(encode_stats or {})}}
-    if on_progress:
-        on_progress("index", 0, n)
+    report.progress(ADDING, 0, n, unit="vectors")
     meta = finish_dense_index(out, ids.combine_chunks(), state["encoder"], params, dtype, extra,
-                              on_add=(lambda done: on_progress("index", done, n)) if on_progress else None)
+                              on_add=lambda done: report.progress(ADDING, done, n, unit="vectors"))
     if not keep_work and (out / WORK).exists():
         shutil.rmtree(out / WORK)
     return meta

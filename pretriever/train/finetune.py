@@ -2,7 +2,7 @@
 
 Retriever 1 is trained on the judged queries with BM25 negatives (:func:`pretriever.train.run.run`;
 ``--bm25-negatives`` of BM25's top ``--bm25-depth``, 15 of 200 by default, as retriever 2);
-the corpus is indexed with it (:func:`pretriever.index.build_index`); retriever 2 is trained
+the corpus is indexed with it (:func:`pretriever.index.encode.run`); retriever 2 is trained
 from the same starting model with negatives that retriever 1 ranks high
 (``TrainConfig.negatives_from``, see :mod:`pretriever.train.index_negatives`). This module only
 orders those calls, names their folders and skips what is done::
@@ -42,11 +42,11 @@ from pretriever.corpus.build import WORK as STORE_WORK
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
-from pretriever.index import IndexConfig, build_index, read_index_meta, recorded_store
+from pretriever.index import IndexConfig, encode, read_index_meta, recorded_store
 from pretriever.index.dense import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
-from pretriever.progress import QUIET, Reporter, StageProgress
+from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult, differences
 from pretriever.train.config import FinetuneConfig, TrainConfig
 from pretriever.train import run as training
@@ -158,13 +158,7 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, repo
     started = time.perf_counter()
     index_cfg = IndexConfig(corpus=store, out=out, model=str(model), batch_size=cfg.index_batch_size,
                             prepend_title=cfg.prepend_title, resume=resume, overwrite=not resume)
-    within = _Within(report, name)
-
-    def on_progress(task: str, done: int, total: int) -> None:
-        label, unit = StageProgress.LABELS.get(task, (task, "items"))
-        within.progress(label, done, total or None, unit)
-
-    build_index(index_cfg, on_progress=on_progress)
+    encode.run(index_cfg, _Within(report, name))
     return StageRun(name, out, True, round(time.perf_counter() - started, 3),
                     "resumed" if resume else "encoded with retriever 1")
 
