@@ -43,10 +43,10 @@ ENWIKI_LINKS, ENWIKI_PASSAGES = 150_000_000, 22_000_000
 MINE_SNIPPET = """
 import sys
 from pretriever.mine.config import MineConfig
-from pretriever.mine.pipeline import mine
-r = mine(MineConfig(corpus=sys.argv[1], out=sys.argv[2], methods="dl,cm", negatives="random",
-                    engine=sys.argv[3], overwrite=True, memory_limit=sys.argv[4] or None,
-                    max_spill=sys.argv[5] or None))
+from pretriever import mine
+r = mine.run(MineConfig(corpus=sys.argv[1], out=sys.argv[2], methods="dl,cm", negatives="random",
+                        engine=sys.argv[3], overwrite=True, memory_limit=sys.argv[4] or None,
+                        max_spill=sys.argv[5] or None))
 """
 
 

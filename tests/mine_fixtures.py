@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 
 ALL = "dl,cm,ict,wlp,bfs"
 
@@ -164,7 +165,7 @@ def crossing_passage_size(store: PyStore, sizes=range(20, 101)) -> tuple[int, li
 
 def run(store, out: Path, **options):
     options.setdefault("overwrite", True)
-    return mine(MineConfig(corpus=store.path, out=out, **options))
+    return mine.run(MineConfig(corpus=store.path, out=out, **options))
 
 
 def pairs_of(out: Path, method: str) -> list[dict]:

@@ -6,7 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from mine_fixtures import ALL
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 
 pytestmark = pytest.mark.slow
 
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.slow
 def same_pairs(store, out, spark, methods: str, **options):
     """Mine with both engines; the results, and every pairs file, are identical. Returns DuckDB's result."""
     options = dict(corpus=store.path, methods=methods, negatives="overlap", seed=7, **options)
-    duck = mine(MineConfig(out=out / "duckdb", engine="duckdb", **options))
-    sprk = mine(MineConfig(out=out / "spark", engine="spark", **options), spark_session=spark)
+    duck = mine.run(MineConfig(out=out / "duckdb", engine="duckdb", **options))
+    sprk = mine.run(MineConfig(out=out / "spark", engine="spark", **options), spark_session=spark)
     for method in methods.split(","):
         a, b = duck.methods[method], sprk.methods[method]
         assert (a.candidates, a.pairs, a.reason) == (b.candidates, b.pairs, b.reason), method

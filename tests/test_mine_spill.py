@@ -19,7 +19,8 @@ import ibis
 import pyarrow.parquet as pq
 import pytest
 
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 from pretriever.mine.engine import MineError, Part, default_memory_limit, machine_memory, open_engine, size_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -37,8 +38,8 @@ def store(tmp_path_factory) -> Path:
 
 
 def run(store: Path, out: Path, **options):
-    return mine(MineConfig(corpus=store, out=out, methods="dl,cm", threads=1, stats_sample=0,
-                           cm_indegree_percentile=99, **options))
+    return mine.run(MineConfig(corpus=store, out=out, methods="dl,cm", threads=1, stats_sample=0,
+                               cm_indegree_percentile=99, **options))
 
 
 class SpillWatch(threading.Thread):
@@ -110,11 +111,11 @@ def test_parts_for_follows_the_memory_limit(tmp_path, enwiki_store):
 def test_default_memory_limit_is_half_the_machine(tmp_path, enwiki_store):
     limit = default_memory_limit()
     assert limit.endswith("GiB") and abs(float(limit[:-3]) - machine_memory() / 2 / 2**30) < 0.06
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "pairs", methods="dl", stats_sample=0))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "pairs", methods="dl", stats_sample=0))
     assert result.memory_limit == limit and result.manifest["duckdb_memory_limit"] == limit
 
 
 def test_bad_sizes_are_clear_errors(tmp_path, enwiki_store):
     for option, value in (("memory_limit", "lots"), ("max_spill", "big")):
         with pytest.raises(MineError, match=f"--{option.replace('_', '-')} '{value}' is not a size DuckDB understands"):
-            mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / option, methods="dl", **{option: value}))
+            mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / option, methods="dl", **{option: value}))

@@ -9,7 +9,8 @@ import pytest
 
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import scifact_mini
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def tb_pairs(tmp_path_factory):
     root = tmp_path_factory.mktemp("tb")
     beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=30)
     store = build(beir, root / "store", workers=1)
-    result = mine(MineConfig(corpus=store.path, out=root / "pairs", methods="tb", negatives="random", stats_sample=10))
+    result = mine.run(MineConfig(corpus=store.path, out=root / "pairs", methods="tb", negatives="random", stats_sample=10))
     docs = {d["_id"]: d for d in map(json.loads, (beir / "corpus.jsonl").read_text().splitlines())}
     return pq.read_table(root / "pairs" / "tb.parquet").to_pylist(), docs, result
 

@@ -14,7 +14,8 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from pretriever.cli import app
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
@@ -465,7 +466,7 @@ def scifact(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=30, n_queries=8)
     store = build(beir, root / "store", words=60, workers=1)
-    mine(MineConfig(corpus=store.path, out=root / "pairs", methods="cc", negatives="none", stats_sample=10))
+    mine.run(MineConfig(corpus=store.path, out=root / "pairs", methods="cc", negatives="none", stats_sample=10))
     return root, beir, store
 
 

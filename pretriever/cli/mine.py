@@ -11,7 +11,6 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
@@ -19,9 +18,9 @@ from pretriever.io import read_json
 from pretriever.mine.config import MineConfig
 from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.mine.export import FORMATS, export_pairs
-from pretriever.mine.pipeline import mine
+from pretriever import mine
 from pretriever.mine.show import render_pair, stats_table
-from pretriever.progress import console
+from pretriever.progress import RichReporter, console
 
 
 @config_command(MineConfig, "mine", arguments=("corpus",), short={"max_pairs": "-n"},
@@ -68,14 +67,13 @@ def mine_command(cfg: MineConfig) -> None:
       pretriever mine enwiki/ --method cc --cc-max-tokens 128 --out cc-pairs/
           (context passages of whole sentences up to 128 tokens)
     """
-    with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress, stage(progress):
-        task = progress.add_task(escape(f"mining {', '.join(cfg.methods)} on {cfg.engine}"), total=None)
-        result = mine(cfg, step=lambda message: progress.update(task, description=escape(message)))
+    with RichReporter() as report, stage(report):
+        report.message(f"mining {', '.join(cfg.methods)} on {cfg.engine}")
+        result = mine.run(cfg, report)
     print_result(result)
 
 
-def print_result(result) -> None:
+def print_result(result: mine.MineResult) -> None:
     console.print(stats_table(result.stats, result.manifest))
     for name, r in result.methods.items():
         if r.reason:

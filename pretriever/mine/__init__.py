@@ -2,6 +2,6 @@
 
 from pretriever.mine.config import MineConfig
 from pretriever.mine.engine import MineError
-from pretriever.mine.pipeline import MineResult, mine
+from pretriever.mine.pipeline import MineResult, run
 
-__all__ = ["MineConfig", "MineError", "MineResult", "mine"]
+__all__ = ["MineConfig", "MineError", "MineResult", "run"]

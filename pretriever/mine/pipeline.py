@@ -15,9 +15,7 @@ manifest) is written last.
 
 from __future__ import annotations
 
-import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +35,8 @@ from pretriever.mine.methods import METHODS, check_methods
 from pretriever.mine.negatives import Negatives
 from pretriever.mine.schema import CHECKPOINTS, MANIFEST, PAIRS, PLOT, STATS
 from pretriever.mine.stats import compute_stats, plot_overlap
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder, StageResult
 
 WORK = ".work"
 
@@ -52,10 +52,11 @@ class MethodResult:
 
 
 @dataclass
-class MineResult:
+class MineResult(StageResult):
+    """A mining run: ``manifest`` is pairs.json, ``stats`` stats.json, ``methods`` each method's counts."""
+
     config: MineConfig
     methods: dict[str, MethodResult] = field(default_factory=dict)
-    manifest: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     memory_limit: str | None = None  # DuckDB's, as used (the default is computed on the machine)
@@ -64,9 +65,6 @@ class MineResult:
     @property
     def total(self) -> int:
         return sum(m.pairs for m in self.methods.values())
-
-
-Step = Callable[[str], None]
 
 
 def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
@@ -87,22 +85,13 @@ def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
 
 def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
     """Check ``out``; replace earlier pairs with ``overwrite``, or keep what methods checkpointed with ``resume``."""
-    if out.exists() and not out.is_dir():
-        raise MineError(f"{out} exists and is not a folder")
-    if out.exists() and any(out.iterdir()):
-        ours = ((out / MANIFEST).exists() or any(out.glob("*.parquet")) or (out / WORK).exists()
-                or (out / CHECKPOINTS).exists())
-        if not ours:
-            raise MineError(f"{out} is a non-empty folder that does not hold mined pairs; choose another --out")
-        if not (overwrite or resume):
-            raise MineError(f"{out} already holds mined pairs; pass --overwrite to replace them (or --resume to "
-                            "continue an interrupted run)")
-        for path in [out / MANIFEST, out / STATS, out / PLOT, *out.glob("*.parquet")]:
-            path.unlink(missing_ok=True)
-        shutil.rmtree(out / WORK, ignore_errors=True)
-        if not resume:
-            shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = OutputFolder(out, holds="mined pairs", markers=(MANIFEST, "*.parquet", WORK, CHECKPOINTS), error=MineError)
+    if not (overwrite or resume) and (out / CHECKPOINTS).is_dir() and not (out / MANIFEST).exists():
+        folder.check()
+        raise MineError(f"{out} holds an interrupted run; continue it with --resume, or pass --overwrite to replace it")
+    folder.prepare(resume=resume, overwrite=overwrite, need_checkpoint=False)
+    if resume:  # what the methods checkpointed stays; the rest is written again
+        folder.clear(keep=[CHECKPOINTS])
 
 
 NARROW = ("key", "_h", "_dup", "query_doc_id", "positive_doc_id", "query_passage_id")
@@ -188,10 +177,10 @@ def write_pairs(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negat
     return rows
 
 
-def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None) -> MineResult:
-    """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring."""
+def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None) -> MineResult:
+    """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring. ``report`` hears each
+    step ("dl: finding candidate pairs"); ``spark_session``: a running session for ``engine="spark"``."""
     started = time.perf_counter()
-    step = step or (lambda message: None)
     check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     for name in config.methods:
@@ -200,12 +189,12 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
                          memory_limit=config.memory_limit, spark_master=config.spark_master,
                          spark_session=spark_session, max_spill=config.max_spill)  # MineError: no Spark, bad sizes
-    result = MineResult(config)
+    result = MineResult(config, out=config.out)
     try:
         ctx = MineContext(engine, config)
         candidates: dict[str, ir.Table] = {}
         for name in config.methods:
-            step(f"{name}: finding candidate pairs")
+            report.message(f"{name}: finding candidate pairs")
             method = METHODS[name]()
             table = sampled(ctx, name, method.candidates(ctx))
             candidates[name] = table
@@ -221,7 +210,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
         for name in config.methods:
             if quota[name] == 0:
                 continue
-            step(f"{name}: writing {quota[name]:,} pairs")
+            report.message(f"{name}: writing {quota[name]:,} pairs")
             chosen = candidates[name]
             if quota[name] < result.methods[name].candidates:  # else all of them: `finish` sorts anyway
                 first = chosen.select("_h", "key").order_by(["_h", "key"]).limit(quota[name])
@@ -241,7 +230,7 @@ def mine(config: MineConfig, step: Step | None = None, spark_session: Any = None
     finally:
         engine.close()
 
-    step("statistics")
+    report.message("statistics")
     result.stats = compute_stats(config.out, [n for n in config.methods if result.methods[n].pairs],
                                  sample=config.stats_sample, tokenizer=config.tokenizer,
                                  memory_limit=config.memory_limit, work=config.out / WORK, max_spill=config.max_spill)

@@ -42,7 +42,7 @@ class Method:
 
         from pretriever.mine.config import MineConfig
         from pretriever.mine.methods.base import Method, register
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
 
         @register
@@ -60,8 +60,8 @@ class Method:
                                      positive_text=j.text)
 
 
-        result = mine(MineConfig(corpus="scifact-store/", out="lead-pairs/", methods="title-lead",
-                                 negatives="none"))
+        result = mine.run(MineConfig(corpus="scifact-store/", out="lead-pairs/", methods="title-lead",
+                                     negatives="none"))
         print(result.methods["title-lead"].pairs, "pairs")
 
     The strategies here: :class:`~pretriever.mine.methods.dl.DualLink`,

@@ -35,9 +35,9 @@ class BodyFirstSelection(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="bfs-pairs/", methods="bfs"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="bfs-pairs/", methods="bfs"))
         found = result.methods["bfs"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

@@ -94,9 +94,9 @@ class ContextPairs(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="cc-pairs/", methods="cc", cc_max_tokens=128))
+        result = mine.run(MineConfig(corpus="enwiki/", out="cc-pairs/", methods="cc", cc_max_tokens=128))
         found = result.methods["cc"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

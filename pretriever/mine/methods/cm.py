@@ -45,9 +45,9 @@ class CoMention(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="cm-pairs/", methods="cm"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="cm-pairs/", methods="cm"))
         found = result.methods["cm"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

@@ -39,9 +39,9 @@ class DualLink(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="dl-pairs/", methods="dl"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="dl-pairs/", methods="dl"))
         found = result.methods["dl"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

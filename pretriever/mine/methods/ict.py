@@ -45,9 +45,9 @@ class InverseCloze(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="ict-pairs/", methods="ict"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="ict-pairs/", methods="ict"))
         found = result.methods["ict"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

@@ -95,9 +95,9 @@ class QAC(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="qac-links/", methods="qac", context="links"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="qac-links/", methods="qac", context="links"))
         found = result.methods["qac"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

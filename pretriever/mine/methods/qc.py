@@ -38,9 +38,9 @@ class QueryContext(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="qc-pairs/", methods="qc", queries="queries/"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="qc-pairs/", methods="qc", queries="queries/"))
         found = result.methods["qc"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

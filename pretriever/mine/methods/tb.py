@@ -49,9 +49,9 @@ class TitleBody(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="scifact-store/", out="tb-pairs/", methods="tb", negatives="none"))
+        result = mine.run(MineConfig(corpus="scifact-store/", out="tb-pairs/", methods="tb", negatives="none"))
         found = result.methods["tb"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 

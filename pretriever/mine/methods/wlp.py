@@ -52,9 +52,9 @@ class WikiLinkPrediction(Method):
     Example::
 
         from pretriever.mine.config import MineConfig
-        from pretriever.mine.pipeline import mine
+        from pretriever import mine
 
-        result = mine(MineConfig(corpus="enwiki/", out="wlp-pairs/", methods="wlp"))
+        result = mine.run(MineConfig(corpus="enwiki/", out="wlp-pairs/", methods="wlp"))
         found = result.methods["wlp"]
         print(found.pairs, "pairs", found.reason or f"in {found.file}")  # or why none
 
