@@ -26,13 +26,13 @@ from pretriever.data.references import ReferencesError, load_references  # noqa:
 from pretriever.metrics import normalize_answer  # noqa: E402
 from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import PairsDir, PairsError, export_pairs  # noqa: E402
-from pretriever.mine.pipeline import mine  # noqa: E402
+from pretriever import mine  # noqa: E402
 from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, ModelError, balance, build_triplet,  # noqa: E402
                                  content_words, cut_blocks, find_span, leaks, load_ner, make_question,
                                  shared_words, supports)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
-from pretriever.references.fetch import fetch_references  # noqa: E402
+from pretriever.references import fetch as fetching  # noqa: E402
 from pretriever.train.pairs import scan_pairs  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def refs(enwiki_store, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def mined(enwiki_store, refs, tmp_path_factory):
     out = tmp_path_factory.mktemp("qac") / "pairs"
-    result = mine(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     rows = pq.read_table(out / "qac.parquet").to_pylist()
     return result, out, {r["query_doc_id"] + "|" + str(r["query_sentence_idx"]) + "|" + r["reference_url"]: r
                          for r in rows}, rows
@@ -180,8 +180,8 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs,
-                             blocks="32:16,64:32", block_query=block_query))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs,
+                                 blocks="32:16,64:32", block_query=block_query))
     report = result.manifest["methods"]["qac"]
     got = {**report["funnel"], **{k: report[k] for k in ("other_entity", "block_choice_differs",
                                                          "question_block_lacks_answer")}}
@@ -430,16 +430,16 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
 
 def test_same_seed_same_triplets_other_seed_other_choices(enwiki_store, refs, mined, tmp_path):
     _, _, _, rows = mined
-    again = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "a", methods=["qac"], references=refs, seed=0))
+    again = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "a", methods=["qac"], references=refs, seed=0))
     assert pq.read_table(tmp_path / "a" / "qac.parquet").to_pylist() == rows
     assert again.manifest["methods"]["qac"]["funnel"]["candidates"] == len(rows)
-    other = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "b", methods=["qac"], references=refs, seed=1))
+    other = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "b", methods=["qac"], references=refs, seed=1))
     questions = {r["query"] for r in pq.read_table(tmp_path / "b" / "qac.parquet").to_pylist()}
     assert other.methods["qac"].candidates > 0 and questions != {r["query"] for r in rows}
 
 
 def test_other_methods_have_null_qac_columns(enwiki_store, refs, tmp_path):
-    mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["ict", "qac"], references=refs, max_pairs=60))
+    mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["ict", "qac"], references=refs, max_pairs=60))
     ict = pq.read_table(tmp_path / "ict.parquet")
     assert ict.schema.equals(PAIRS) and pq.read_table(tmp_path / "qac.parquet").schema.equals(PAIRS)
     for name in ("answer", "answer_start", "answer_type", "statement", "reference_url", "context_source"):
@@ -484,8 +484,8 @@ def test_dpr_and_squad_exports_and_training_read_qac(mined, tmp_path):
 
 def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_store, refs, mined, tmp_path):
     _, _, _, triplets = mined
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
-                             include_unanswered=True))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
+                                 include_unanswered=True))
     report = result.manifest["methods"]["qac"]
     # the 2 statements without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL)
     assert report["unanswered"] == 4 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 41}
@@ -524,13 +524,13 @@ def test_dpr_reader_export_is_what_dprs_preprocess_retriever_data_reads(mined, t
 
 
 def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):
-    mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["ict"], max_pairs=20))
+    mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["ict"], max_pairs=20))
     with pytest.raises(PairsError, match="no answers"):
         export_pairs(PairsDir(tmp_path / "p"), "squad", tmp_path / "s.json", ["ict"])
 
 
 def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links"))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links"))
     funnel = result.manifest["methods"]["qac"]["funnel"]
     assert funnel == LINKS_FUNNEL
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
@@ -590,7 +590,7 @@ def test_no_fetched_text_says_why(enwiki_store, tmp_path):
             "fetched_at": "2026-01-01T00:00:00Z", "bytes": 0, "title": None, "text": None, "error": "status 404",
             "source": "test", "via_archive": False}
     pq.write_table(pa.Table.from_pylist([gone], schema=REFERENCES), refs / "references.parquet")
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["qac"], references=refs))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["qac"], references=refs))
     assert result.total == 0 and result.manifest["methods"]["qac"]["funnel"]["no_reference_text"] == 7822
     assert "no reference text (7,822 of 7,833)" in result.methods["qac"].reason
     assert "pretriever references fetch" in result.methods["qac"].reason
@@ -604,8 +604,8 @@ def test_spark_gives_the_same_triplets(enwiki_store, refs, mined, tmp_path):
     if shutil.which("java") is None:
         pytest.skip("PySpark needs a Java runtime")
     _, _, _, rows = mined
-    result = mine(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
-                             engine="spark", threads=2))
+    result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
+                                 engine="spark", threads=2))
     assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
     spark_rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     strip = ("negative_passage_id", "negative_doc_id", "negative_title", "negative_text")
@@ -630,17 +630,17 @@ def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, 
     monkeypatch.setattr(method, "build_triplet", interrupted)
     config = dict(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0)
     with pytest.raises(KeyboardInterrupt):
-        mine(MineConfig(**config))
+        mine.run(MineConfig(**config))
     parts = tmp_path / ".checkpoints" / "qac"
     assert json.loads((parts / "_checkpoint.json").read_text())["batches"] == 2
     calls.clear()
     monkeypatch.setattr(method, "build_triplet", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
-    result = mine(MineConfig(**config, resume=True))
+    result = mine.run(MineConfig(**config, resume=True))
     assert len(calls) == 43 - 20  # the two finished batches were not redone
     assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
     assert pq.read_table(tmp_path / "qac.parquet").to_pylist() == rows
     with pytest.raises(Exception, match="other options"):
-        mine(MineConfig(**{**config, "seed": 5}, resume=True))
+        mine.run(MineConfig(**{**config, "seed": 5}, resume=True))
 
 
 # -- the whole route: the real fetcher, then qac --------------------------------------------------
@@ -663,8 +663,8 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     refs = tmp_path / "fetched"
     fake_dns(monkeypatch, {}, default="93.184.216.34")  # behind a proxy every host is still resolved and checked
     with LoopbackServer(routes) as proxy:
-        manifest = fetch_references(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
-                                                host_delay=0.0, archive_fallback=False, concurrency=64))
+        manifest = fetching.run(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
+                                            host_delay=0.0, archive_fallback=False, concurrency=64)).manifest
     assert manifest["funnel"]["with_url"] == 4063
     fetched = pq.read_table(refs / "references.parquet").to_pylist()
     ok = {r["url"]: r for r in fetched if r["status"] == 200}
@@ -676,7 +676,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     assert with_text >= 30 and manifest["funnel"]["fetched"] == len(canned)
     assert manifest["funnel"]["text_extracted"] == with_text
     out = tmp_path / "pairs"
-    mine(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
+    mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())
     expected = sorted((r["query"], r["answer"], r["reference_url"]) for r in mined[3] if r["reference_url"] in canned)
     assert got == expected and len(got) >= 30

@@ -8,10 +8,10 @@ from rich.table import Table
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.progress import count_progress, console
+from pretriever.progress import RichReporter, console
+from pretriever.references import fetch as fetching
+from pretriever.references import warc
 from pretriever.references.config import FetchConfig, ImportConfig
-from pretriever.references.fetch import Progress, fetch_references
-from pretriever.references.warc import import_references
 
 references_app = typer.Typer(
     help=("Stage 1b: fetch the pages that citations point at (or import them from WARC/JSONL crawls) into "
@@ -60,14 +60,9 @@ def fetch(cfg: FetchConfig) -> None:
 
     Without --limit every cited page is fetched; after a crash run the same command with --resume.
     """
-    with count_progress() as bar, stage(bar):
-        task = bar.add_task("fetching", total=None, rate="")
-
-        def on_row(progress: Progress) -> None:
-            bar.update(task, total=progress.total, completed=progress.done, rate=progress.line())
-
-        manifest = fetch_references(cfg, on_row)
-    print_manifest(manifest)
+    with RichReporter() as report, stage(report):
+        result = fetching.run(cfg, report)
+    print_manifest(result.manifest)
 
 
 @references_app.command("import")
@@ -84,8 +79,8 @@ def import_(cfg: ImportConfig) -> None:
       pretriever references import pages.jsonl --corpus enwiki/ --out refs-imported/
           (JSONL of {url, html})
     """
-    with stage():
-        manifest = import_references(cfg)
+    with RichReporter() as report, stage(report):
+        manifest = warc.run(cfg, report).manifest
     console.print("records: " + ", ".join(f"{k} {v:,}" for k, v in manifest["records"].items()))
     for cut in manifest["truncated"]:
         console.print(f"[yellow]truncated:[/yellow] {escape(cut['file'])} ends inside record {cut['record']:,} "

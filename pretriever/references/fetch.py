@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -21,23 +20,31 @@ import pyarrow.compute as pc
 
 from pretriever.data.store import CorpusStore
 from pretriever.io import write_json, write_parquet
+from pretriever.progress import QUIET, Reporter
 from pretriever.references.citations import CitedUrls, cited_urls, load_citation_urls
 from pretriever.references.client import Page, PageClient
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.extract import extract_text
 from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter
+from pretriever.stage import StageResult
+
+FETCHING = "fetching"  # the Reporter's task: pages done of those this run fetches
 
 
 @dataclass
-class Progress:
+class ReferencesResult(StageResult):
+    """A fetch or an import: ``out`` holds references.parquet, ``manifest`` is its manifest.json."""
+
+
+@dataclass
+class Tally:
     """Running figures of a fetch, for the progress line and the manifest."""
 
     total: int = 0
     done: int = 0
     bytes: int = 0
     failures: Counter = field(default_factory=Counter)
-    started: float = field(default_factory=time.monotonic)
 
     def add(self, row: dict[str, Any]) -> None:
         self.done += 1
@@ -45,11 +52,10 @@ class Progress:
         if row["error"]:
             self.failures[row["error"]] += 1
 
-    def line(self) -> str:
-        seconds = max(time.monotonic() - self.started, 1e-9)
+    def tell(self, report: Reporter) -> None:
+        """Pages done (the reporter shows pages/s), MB downloaded and the failures so far."""
         failed = ", ".join(f"{k} {v}" for k, v in self.failures.most_common()) or "none"
-        return (f"{self.done / seconds:.1f} pages/s, {self.bytes / seconds / 1e6:.2f} MB/s, "
-                f"failures: {failed}")
+        report.progress(FETCHING, self.done, self.total, unit="pages", MB=round(self.bytes / 1e6, 2), failures=failed)
 
 
 def now_iso() -> str:
@@ -101,7 +107,7 @@ async def fetch_one(client: PageClient, pool: ThreadPoolExecutor, url: str, arch
 
 
 async def run_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]], writer: ReferenceWriter,
-                    progress: Progress, on_row: Callable[[Progress], None] | None = None) -> None:
+                    tally: Tally, report: Reporter = QUIET) -> None:
     """Fetch ``targets`` not yet in ``writer.done`` with ``cfg.concurrency`` workers."""
     todo = iter([t for t in targets if t[0] not in writer.done])
 
@@ -109,9 +115,8 @@ async def run_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]], wri
         for url, archive in todo:  # one shared iterator: each URL goes to exactly one worker
             row = await fetch_one(client, pool, url, archive, cfg)
             writer.add(row)
-            progress.add(row)
-            if on_row is not None:
-                on_row(progress)
+            tally.add(row)
+            tally.tell(report)
 
     with ThreadPoolExecutor(cfg.extract_workers, thread_name_prefix="extract") as pool:
         async with PageClient(cfg) as client:
@@ -144,20 +149,22 @@ def config_dict(cfg: Any) -> dict[str, Any]:
             for k, v in asdict(cfg).items()}
 
 
-def fetch_cited(cfg: FetchConfig, cited: CitedUrls,
-                on_row: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+def fetch_cited(cfg: FetchConfig, cited: CitedUrls, report: Reporter = QUIET) -> dict[str, Any]:
     """Fetch the URLs of ``cited`` into ``cfg.out`` (resuming when asked); returns the manifest."""
     started = time.monotonic()
     writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows)
     targets = cited.targets[:cfg.limit] if cfg.limit is not None else cited.targets
-    progress = Progress(total=sum(1 for t in targets if t[0] not in writer.done))
-    asyncio.run(run_fetch(cfg, targets, writer, progress, on_row))
+    tally = Tally(total=sum(1 for t in targets if t[0] not in writer.done))
+    tally.tell(report)
+    asyncio.run(run_fetch(cfg, targets, writer, tally, report))
     table = writer.close()
     return write_outputs(config_dict(cfg), cfg.out, cited.mapping, table, cited.funnel,
-                         time.monotonic() - started, this_run={"fetched": progress.done,
-                                                               "failures": dict(progress.failures)})
+                         time.monotonic() - started, this_run={"fetched": tally.done,
+                                                               "failures": dict(tally.failures)})
 
 
-def fetch_references(cfg: FetchConfig, on_row: Callable[[Progress], None] | None = None) -> dict[str, Any]:
-    """``pretriever references fetch``: every cited URL of the store at ``cfg.corpus``."""
-    return fetch_cited(cfg, cited_urls(load_citation_urls(CorpusStore(cfg.corpus))), on_row)
+def run(cfg: FetchConfig, report: Reporter = QUIET) -> ReferencesResult:
+    """``pretriever references fetch``: every cited URL of the store at ``cfg.corpus``; ``report`` hears the
+    pages done, the MB downloaded and the failures."""
+    manifest = fetch_cited(cfg, cited_urls(load_citation_urls(CorpusStore(cfg.corpus))), report)
+    return ReferencesResult(out=cfg.out, manifest=manifest)

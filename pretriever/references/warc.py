@@ -22,13 +22,16 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from pretriever.data.store import CorpusStore
 from pretriever.errors import PretrieverError
+from pretriever.progress import QUIET, Reporter
 from pretriever.references.citations import cited_urls, load_citation_urls
 from pretriever.references.client import Page, media_type
 from pretriever.references.config import ImportConfig
 from pretriever.references.errors import FetchFailure
-from pretriever.references.fetch import config_dict, extract_row, failure_row, now_iso, write_outputs
+from pretriever.references.fetch import ReferencesResult, config_dict, extract_row, failure_row, now_iso, write_outputs
 from pretriever.references.table import CITATIONS_SCHEMA, ReferenceWriter
 from pretriever.references.urls import normalise_url
+
+IMPORTING = "importing"  # the Reporter's task: records read from the files
 
 
 class ImportInputError(PretrieverError):
@@ -149,7 +152,8 @@ def check_page(page: Page, cfg: ImportConfig) -> None:
         raise FetchFailure("too_large", f"{page.url}: over {cfg.max_bytes:,} bytes", status=page.status)
 
 
-async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceWriter) -> tuple[Counter, list]:
+async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceWriter,
+                  report: Reporter) -> tuple[Counter, list]:
     """Records -> rows; returns the record counts and where files were cut (with --allow-truncated)."""
     counts: Counter = Counter()
     truncated: list[dict[str, Any]] = []
@@ -162,6 +166,7 @@ async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceW
                 try:
                     for raw_url, page, source, when in records(path, cfg.max_bytes):
                         counts["records"] += 1
+                        report.progress(IMPORTING, counts["records"], unit="records")
                         url = normalise_url(raw_url)
                         if url is None or (wanted is not None and url not in wanted):
                             counts["not_cited" if url else "bad_url"] += 1
@@ -198,9 +203,9 @@ async def _import(cfg: ImportConfig, wanted: set[str] | None, writer: ReferenceW
     return counts, truncated
 
 
-def import_references(cfg: ImportConfig) -> dict[str, Any]:
-    """Import ``cfg.files`` into ``cfg.out``; returns the manifest (funnel, failures, record counts, and the
-    files cut short when ``cfg.allow_truncated``)."""
+def run(cfg: ImportConfig, report: Reporter = QUIET) -> ReferencesResult:
+    """``pretriever references import``: ``cfg.files`` into ``cfg.out``; the manifest holds the funnel, failures,
+    record counts, and the files cut short when ``cfg.allow_truncated``. ``report`` hears the records read."""
     started = time.monotonic()
     if cfg.corpus is not None:
         cited = cited_urls(load_citation_urls(CorpusStore(cfg.corpus)))
@@ -209,7 +214,7 @@ def import_references(cfg: ImportConfig) -> dict[str, Any]:
         mapping, funnel, wanted = CITATIONS_SCHEMA.empty_table(), {}, None
     writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite)
     try:
-        counts, truncated = asyncio.run(_import(cfg, wanted, writer))
+        counts, truncated = asyncio.run(_import(cfg, wanted, writer, report))
     except ImportInputError as err:
         kept = writer.abandon()
         hint = (f"the {kept:,} references imported before it are kept: run again with --resume (after "
@@ -217,5 +222,6 @@ def import_references(cfg: ImportConfig) -> dict[str, Any]:
         err.args = (f"{err}; {hint}",)
         raise
     table = writer.close()
-    return write_outputs(config_dict(cfg), cfg.out, mapping, table, funnel, time.monotonic() - started,
-                         records=dict(counts), truncated=truncated)
+    manifest = write_outputs(config_dict(cfg), cfg.out, mapping, table, funnel, time.monotonic() - started,
+                             records=dict(counts), truncated=truncated)
+    return ReferencesResult(out=cfg.out, manifest=manifest)
