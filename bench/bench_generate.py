@@ -10,7 +10,7 @@ not the weights'. Random weights almost never emit the end token, so every query
 mean words a query of both tools are printed to show they did the same work.
 
 Passages: the first N of the enwiki sample store (real text, cut at 256 tokens). pretriever:
-``generate(GenerateConfig(...))`` whole (store reading, seeded per-row sampling, Parquet
+``generate.run.run(GenerateConfig(...))`` whole (store reading, seeded per-row sampling, Parquet
 parts), C queries per passage, batch 16. Peer: the same model object's ``generate(do_sample=True,
 top_k=25, top_p=0.95, num_return_sequences=C)`` over the same tokenized batches. The two take
 turns; the best of ``--repeat`` rounds counts. The exponent between sizes says how cost grows.
@@ -48,12 +48,12 @@ def t5_base_random(path: Path) -> Path:
 
 def run_ours(store: Path, model: Path, n: int, args, out: Path) -> tuple[float, int]:
     from pretriever.generate.config import GenerateConfig
-    from pretriever.generate.run import generate
+    from pretriever.generate import run as generation
 
     started = time.perf_counter()
-    result = generate(GenerateConfig(corpus=store, out=out, model=str(model), per_passage=args.per_passage,
-                                     max_output_length=args.max_output_length, limit=n, overwrite=True,
-                                     device="cpu"))
+    result = generation.run(GenerateConfig(corpus=store, out=out, model=str(model), per_passage=args.per_passage,
+                                           max_output_length=args.max_output_length, limit=n, overwrite=True,
+                                           device="cpu"))
     seconds = time.perf_counter() - started
     import pyarrow.parquet as pq
 

@@ -108,13 +108,14 @@ def start() -> None:
 
 
 def run_generate(store, t5: Path, n: int, args) -> float:
-    from pretriever.generate import GenerateConfig, generate
+    from pretriever.generate import GenerateConfig
+    from pretriever.generate import run as generation
 
     with tempfile.TemporaryDirectory() as out:
-        result = generate(GenerateConfig(corpus=store.path, out=Path(out) / "q", model=str(t5), limit=n,
-                                         per_passage=args.per_passage, batch_size=args.batch_size,
-                                         max_input_length=args.max_length, max_output_length=args.max_output,
-                                         device="cpu"))
+        result = generation.run(GenerateConfig(corpus=store.path, out=Path(out) / "q", model=str(t5), limit=n,
+                                               per_passage=args.per_passage, batch_size=args.batch_size,
+                                               max_input_length=args.max_length, max_output_length=args.max_output,
+                                               device="cpu"))
         return result.passages / result.seconds
 
 

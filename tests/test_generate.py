@@ -10,10 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from pretriever.cli import app
-from pretriever.generate import GenerateConfig, GenerateError, generate, import_queries
+from pretriever.generate import GenerateConfig, GenerateError, import_queries
+from pretriever.generate import run as generation
 from pretriever.generate.prefix import model_prefix
 from pretriever.generate.run import QUERIES_FILE, generate_batch
-from pretriever.mine import MineConfig, mine
+from pretriever import mine
+from pretriever.mine import MineConfig
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import scifact_mini, tiny_t5
 
@@ -33,7 +35,7 @@ def store(tmp_path_factory):
 def run(store, t5, out, **kw):
     options = dict(corpus=store.path, out=out, model=str(t5), per_passage=3, max_output_length=6,
                    max_input_length=32, batch_size=4, checkpoint_every=7)
-    return generate(GenerateConfig(**{**options, **kw}))
+    return generation.run(GenerateConfig(**{**options, **kw}))
 
 
 def rows(out):
@@ -219,8 +221,8 @@ def test_cli_generate(store, t5, tmp_path):
 
 def test_mine_qc_and_cc(store, whole, tmp_path):
     queries, _ = whole
-    result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries,
-                             negatives="none", stats_sample=10))
+    result = mine.run(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries,
+                                 negatives="none", stats_sample=10))
     qc = pq.read_table(tmp_path / "pairs" / "qc.parquet").to_pylist()
     generated = {(r["passage_id"], r["candidate"]): r["text"] for r in rows(queries)}
     texts = dict(store.connect().sql("SELECT passage_id, text FROM passages WHERE n_words >= 20").fetchall())
@@ -245,8 +247,8 @@ def test_train_mixes_qc_and_cc(store, whole, tmp_path):
     from pretrain_fixtures import tiny_bert_st
 
     queries, _ = whole
-    mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries, negatives="none",
-                    stats_sample=10))
+    mine.run(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="qc,cc", queries=queries, negatives="none",
+                        stats_sample=10))
     model = tiny_bert_st(tmp_path / "tiny")
     result = CliRunner().invoke(app, ["train", str(tmp_path / "pairs"), "--mix", "qc:0.5,cc:0.5", "--limit", "16",
                                       "--model", str(model), "--batch-size", "4", "--max-steps", "2",
@@ -271,8 +273,8 @@ def test_mine_cc_with_sentence_passages(store, tmp_path):
     from pretriever.mine.stats import load_tokenizer
 
     n = 48
-    result = mine(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="cc", cc_max_tokens=n,
-                             negatives="none", stats_sample=10))
+    result = mine.run(MineConfig(corpus=store.path, out=tmp_path / "pairs", methods="cc", cc_max_tokens=n,
+                                 negatives="none", stats_sample=10))
     cc = pq.read_table(tmp_path / "pairs" / "cc.parquet").to_pylist()
     sentences: dict[str, list[str]] = {}
     for doc_id, text in store.connect().sql("SELECT doc_id, text FROM sentences ORDER BY doc_id, sentence_idx").fetchall():

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import QUERIES_FILE
-from pretriever.generate import GenerateConfig, generate, import_queries
-from pretriever.progress import console, count_progress
+from pretriever.generate import GenerateConfig, import_queries
+from pretriever.generate import run as generation
+from pretriever.progress import RichReporter, console
 
 @config_command(GenerateConfig, "generate", arguments=("corpus",),
                 short={"model": "-m", "per_passage": "-c", "batch_size": "-b", "limit": "-n"},
@@ -35,14 +36,8 @@ def generate_command(cfg: GenerateConfig) -> None:
         with stage():
             result = import_queries(cfg)
     else:
-        with count_progress() as bar, stage(bar):
-            task = bar.add_task("generate", total=None, rate="")
-
-            def step(done: int, total: int) -> None:
-                rate = done / max(bar.tasks[task].elapsed or 1e-9, 1e-9)
-                bar.update(task, completed=done, total=total, rate=f"{rate:,.1f} passages/s")
-
-            result = generate(cfg, progress=step)
+        with RichReporter() as report, stage(report):
+            result = generation.run(cfg, report)
         console.print(result.prefix_note)
     skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in result.skipped.items() if n) or "none"
     console.print(f"{result.passages:,} passages, {result.queries:,} queries in {result.seconds:.1f}s "

@@ -3,6 +3,6 @@
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
 from pretriever.generate.importer import import_queries
-from pretriever.generate.run import QUERIES_FILE, GenerateResult, generate
+from pretriever.generate.run import QUERIES_FILE, GenerateResult
 
-__all__ = ["GenerateConfig", "GenerateError", "GenerateResult", "QUERIES_FILE", "generate", "import_queries"]
+__all__ = ["GenerateConfig", "GenerateError", "GenerateResult", "QUERIES_FILE", "import_queries"]

@@ -122,7 +122,7 @@ def import_queries(cfg: GenerateConfig) -> GenerateResult:
                       "text": [r[2] for r in rows]}, schema=SCHEMA)
     part = cfg.out / "parts" / "part-000000.parquet"
     write_parquet(table, part)
-    result = GenerateResult(cfg, passages=len(queries), queries=len(rows), skipped=skipped)
+    result = GenerateResult(cfg, out=cfg.out, passages=len(queries), queries=len(rows), skipped=skipped)
     result.seconds = time.perf_counter() - started
     finish(cfg, [part], result, len(order), {"imported_from": str(cfg.from_file), "key": key, "skipped": skipped})
     return result

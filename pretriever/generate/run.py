@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,17 +30,21 @@ from pretriever.generate.prefix import resolve_prefix
 from pretriever.generate.sampling import row_seed, seeded_sampler
 from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import StageResult
 
 MANIFEST = "manifest.json"
 PARTS = "parts"
 STATE = "state.json"
 SCHEMA = pa.schema([("passage_id", pa.string()), ("candidate", pa.int32()), ("text", pa.string())])
 
-Progress = Callable[[int, int], None]  # (passages done in this run, passages to do in this run)
+GENERATING = "generating"  # the Reporter's task: passages done of those this run does
 
 
 @dataclass
-class GenerateResult:
+class GenerateResult(StageResult):
+    """A run (or an import): ``manifest`` is manifest.json once every part is there (``complete``), else empty."""
+
     config: GenerateConfig
     passages: int = 0  # passages given queries in this run
     queries: int = 0  # rows written in this run
@@ -49,7 +52,6 @@ class GenerateResult:
     prefix_note: str = ""  # which prefix was used, and why
     seconds: float = 0.0
     complete: bool = False  # generated_queries.parquet was written
-    manifest: dict[str, Any] | None = None
 
     @property
     def rate(self) -> float:
@@ -125,9 +127,11 @@ def generate_batch(tokenizer, model, device: str, ids: list[str], texts: list[st
     return [t.strip() for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
 
 
-def generate(cfg: GenerateConfig, progress: Progress | None = None) -> GenerateResult:
+def run(cfg: GenerateConfig, report: Reporter = QUIET) -> GenerateResult:
     """Generate the queries of ``cfg.corpus`` (or this shard of it) into ``cfg.out``; without ``cfg.prefix``
-    the model's own (:mod:`pretriever.generate.prefix`), recorded in the run's settings and manifest."""
+    the model's own (:mod:`pretriever.generate.prefix`), recorded in the run's settings and manifest (and why, in
+    ``prefix_note``). ``report`` hears the passages done. ``cfg.from_file`` is imported by
+    :func:`pretriever.generate.importer.import_queries` instead."""
     started = time.perf_counter()
     prefix, note = resolve_prefix(str(cfg.model), cfg.prefix)
     cfg = replace(cfg, prefix=prefix)
@@ -139,7 +143,7 @@ def generate(cfg: GenerateConfig, progress: Progress | None = None) -> GenerateR
     chunks = range((total + every - 1) // every)
     mine = [j for j in chunks if cfg.shard is None or j % cfg.shard.count == cfg.shard.index]
     todo = [j for j in mine if not _part(cfg.out, j).exists()]
-    result = GenerateResult(cfg, skipped={"empty_passages": 0}, prefix_note=note)
+    result = GenerateResult(cfg, out=cfg.out, skipped={"empty_passages": 0}, prefix_note=note)
     to_do = sum(min(every, total - j * every) for j in todo)
     if todo:
         tokenizer, model, device = _load_generator(cfg)
@@ -160,8 +164,7 @@ def generate(cfg: GenerateConfig, progress: Progress | None = None) -> GenerateR
                         rows["candidate"].append(c)
                         rows["text"].append(queries[i * cfg.per_passage + c])
             result.passages += len(bids)
-            if progress is not None:
-                progress(result.passages + result.skipped["empty_passages"], to_do)
+            report.progress(GENERATING, result.passages + result.skipped["empty_passages"], to_do, unit="passages")
         write_parquet(pa.table(rows, schema=SCHEMA), _part(cfg.out, j))
         result.queries += len(rows["text"])
     source.close()
