@@ -1,7 +1,7 @@
 """`pretriever tune` on SciFact: every candidate's pseudo and real nDCG@10, Kendall tau, the nDCG@10 the choice
 loses, and the time, beside the time the index's own encode took (the cost the issue compares tune with).
 
-Runs :func:`pretriever.tune.run_tune` in dry-run mode (the index is not written to), with validation on the
+Runs :func:`pretriever.tune.run.run` in dry-run mode (the index is not written to), with validation on the
 judgments given: ``qrels/train.tsv`` to choose the generators' constants, ``qrels/test.tsv`` for the table in
 bench/README.md. The validation never reaches the choice (tests/test_tune.py checks it).
 
@@ -19,7 +19,16 @@ import time
 from pathlib import Path
 
 from pretriever.index import read_index_meta
-from pretriever.tune import TuneConfig, run_tune
+from pretriever.progress import Reporter
+from pretriever.tune import TuneConfig
+from pretriever.tune import run as tuning
+
+
+class Printed(Reporter):
+    """Each step's message on stdout, beside the figures."""
+
+    def message(self, text: str) -> None:
+        print(f"  {text}", flush=True)
 
 
 def main() -> None:
@@ -37,7 +46,7 @@ def main() -> None:
     started = time.perf_counter()
     cfg = TuneConfig(index=args.index, queries_from=args.queries_from, n=args.n, seed=args.seed, dry_run=True,
                      qrels=args.qrels, queries=args.queries)
-    result = run_tune(cfg, say=lambda m: print(f"  {m}", flush=True))
+    result = tuning.run(cfg, Printed())
     wall = time.perf_counter() - started
     meta = read_index_meta(args.index)
     rate = (meta.get("encode") or {}).get("passages_per_second")

@@ -22,13 +22,14 @@ from conftest import build
 from pretriever.cli import app
 from pretriever.evaluate import EvaluateConfig
 from pretriever.evaluate import pipeline as evaluation
-from pretriever.index import BM25Index, IndexConfig, build_index, open_system, tuned_setting
+from pretriever.index import BM25Index, IndexConfig, encode, open_system, tuned_setting
 from pretriever.index.encode import encode_texts
 from pretriever.index.open import index_meta
 from pretriever.reader.config import AnswerConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.serve import ServeConfig, create_app
-from pretriever.tune import TuneConfig, choose, run_tune
+from pretriever.tune import TuneConfig, choose
+from pretriever.tune import run as tuning
 from pretriever.tune.generators import GENERATORS, TuneError
 from pretriever.tune.overlay import MaskedDense, encoder_model, masked_bm25, masked_texts
 
@@ -90,7 +91,7 @@ def _store_and_index(root: Path, docs: list[tuple[str, str, str]]) -> Path:
     src = root / "docs.jsonl"
     src.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in docs), encoding="utf-8")
     store = build(src, root / "store", min_title_chars=0, workers=1)
-    build_index(IndexConfig(corpus=store.path, out=root / "index"))
+    encode.run(IndexConfig(corpus=store.path, out=root / "index"))
     BM25Index.build(store).save(root / "index" / "bm25")
     return root / "index"
 
@@ -107,7 +108,7 @@ def lexical(tmp_path_factory) -> dict:
     (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(10)),
                                     encoding="utf-8")
     before = (index / "index.json").read_bytes()
-    result = run_tune(TuneConfig(index=index, n=30, dry_run=True))
+    result = tuning.run(TuneConfig(index=index, n=30, dry_run=True))
     return {"root": root, "index": index, "docs": docs, "result": result, "index_json": before}
 
 
@@ -131,7 +132,7 @@ def test_a_dry_run_writes_nothing(lexical):
 
 def test_dense_must_win_on_paraphrases(tmp_path):
     index = _store_and_index(tmp_path, [(f"t{i}", title, text) for i, (title, text) in enumerate(PARAPHRASES)])
-    result = run_tune(TuneConfig(index=index, n=16, queries_from=["masked-ict"], dry_run=True))
+    result = tuning.run(TuneConfig(index=index, n=16, queries_from=["masked-ict"], dry_run=True))
     scores = result.choice.scores
     assert result.generators["masked-ict"]["queries"] == 16
     assert result.generators["masked-ict"]["overlap"] < 0.3  # paraphrases: few query words in the positive
@@ -165,8 +166,8 @@ def test_the_masked_ict_positive_lacks_its_sentence_in_the_vectors_and_in_bm25(l
 
 def test_the_choice_does_not_read_the_qrels(lexical):
     root = lexical["root"]
-    validated = run_tune(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=root / "qrels.tsv",
-                                    queries=root / "queries.jsonl"))
+    validated = tuning.run(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=root / "qrels.tsv",
+                                      queries=root / "queries.jsonl"))
     plain = lexical["result"]
     assert validated.choice.label == plain.choice.label and validated.choice.reason == plain.choice.reason
     assert ({c: (s.mean, s.low, s.high) for c, s in validated.choice.scores.items()}

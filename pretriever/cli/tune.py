@@ -10,9 +10,9 @@ from rich.table import Table
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.progress import console
+from pretriever.progress import RichReporter, console
+from pretriever.tune import run as tuning
 from pretriever.tune.config import TuneConfig
-from pretriever.tune.run import TuneResult, run_tune
 
 
 def _names(value: str) -> list[str]:
@@ -57,8 +57,8 @@ def tune_command(cfg: TuneConfig) -> None:
       pretriever tune scifact-index/ -n 40 --queries-from masked-ict,titles --qrels
           scifact/qrels/test.tsv --queries scifact/queries.jsonl
     """
-    with stage():
-        result = run_tune(cfg, say=lambda message: console.print(f"[dim]{escape(message)}[/dim]"))
+    with RichReporter() as report, stage(report):
+        result = tuning.run(cfg, report)
     console.print(result_table(result))
     gens = Table(title="pseudo-queries")
     for column in ("generator", "queries", "masked", "lexical overlap", "best candidate", "seconds"):
@@ -91,7 +91,7 @@ def tune_command(cfg: TuneConfig) -> None:
         console.print("dry run: nothing written")
 
 
-def result_table(result: TuneResult) -> Table:
+def result_table(result: tuning.TuneResult) -> Table:
     """Every candidate: pseudo nDCG@10 with its interval and per generator, and real nDCG@10 when
     validated."""
     scores, choice = result.choice.scores, result.choice

@@ -1,4 +1,4 @@
-"""``pretriever tune`` without the command line: :func:`run_tune` scores every candidate on each generator's
+"""``pretriever tune`` without the command line: :func:`run` scores every candidate on each generator's
 pseudo-queries (over the index with those queries' positives masked), chooses, validates on real judgments when
 given (after the choice, which never sees them), and writes ``INDEX_DIR/tune.json`` and the ``tuned`` entry of
 ``index.json``.
@@ -7,7 +7,6 @@ given (after the choice, which never sees them), and writes ``INDEX_DIR/tune.jso
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ from pretriever.index import bm25_beside, open_system, record_tuned, retriever_k
 from pretriever.index.dense import BM25_DIR
 from pretriever.io import write_json
 from pretriever.metrics import overlap_ratio
+from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Retriever, VectorSearch
+from pretriever.stage import StageResult
 from pretriever.tune.candidates import Candidate, candidates
 from pretriever.tune.choose import Choice, choose, ranking, tau
 from pretriever.tune.config import TuneConfig
@@ -28,11 +29,12 @@ from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked
 
 TUNE_JSON = "tune.json"
 DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
-Say = Callable[[str], None]
 
 
 @dataclass
-class TuneResult:
+class TuneResult(StageResult):
+    """A tune of the index ``out``: ``manifest`` is what tune.json holds (written unless a dry run)."""
+
     choice: Choice
     candidates: list[Candidate]
     generators: dict[str, dict[str, Any]]
@@ -85,18 +87,20 @@ def real_overlap(queries: dict[str, str], qrels: dict[str, dict[str, int]], look
     return sum(ratios) / len(ratios) if ratios else None
 
 
-def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
-    """Tune ``cfg.index`` (see the module docstring); returns the result and, unless ``dry_run``, writes it."""
+def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
+    """Tune ``cfg.index`` (see the module docstring); returns the result and, unless ``dry_run``, writes it.
+    ``report`` hears each step (pseudo-queries made, candidates scored, validation)."""
     started = time.perf_counter()
     if retriever_kind(cfg.index) == "bm25":
         raise TuneError(f"{cfg.index} is a BM25 index: tune chooses between a dense index, its BM25 and their "
                         "fusions; give the dense index folder")
     seconds: dict[str, float] = {}
-    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True, say=say) as system:
+    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True,
+                     say=report.message) as system:
         if not isinstance(system, VectorSearch):
             raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
         lookup = system.lookup
-        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], say=say)
+        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], say=report.message)
         prepend = bool(system.meta.get("encoder", {}).get("prepend_title", True))
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
@@ -107,12 +111,12 @@ def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
             if not pseudo.queries:
                 raise TuneError(f"the {name} generator made no pseudo-query from {lookup.path} "
                                 f"({pseudo.skipped} passages skipped); leave it out with --queries-from")
-            say(f"{name}: {len(pseudo.queries):,} pseudo-queries, encoding {len(pseudo.masked):,} masked passages")
+            report.message(f"{name}: {len(pseudo.queries):,} pseudo-queries, encoding {len(pseudo.masked):,} masked passages")
             dense = MaskedDense(system, masked_texts(pseudo.masked, prepend), cfg.batch_size)
             lexical = Remembered(masked_bm25(lookup, pseudo.masked, bm25.options) if pseudo.masked else bm25, "bm25")
             t1 = time.perf_counter()
             cands = candidates(dense, cfg.prf)
-            say(f"{name}: scoring {len(cands)} candidates")
+            report.message(f"{name}: scoring {len(cands)} candidates")
             per_query[name] = score_candidates(cands, dense, lexical, pseudo.queries, pseudo.qrels, lookup)
             generators[name] = {"queries": len(pseudo.queries), "masked": len(pseudo.masked),
                                 "skipped": pseudo.skipped, "overlap": _round(pseudo.mean_overlap),
@@ -124,12 +128,13 @@ def run_tune(cfg: TuneConfig, say: Say = lambda message: None) -> TuneResult:
         seconds["pseudo_total"] = round(time.perf_counter() - started, 2)
         validation = None
         if cfg.qrels is not None:  # after the choice: nothing above reads it
-            say(f"validating on {cfg.qrels}")
+            report.message(f"validating on {cfg.qrels}")
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
-    result = TuneResult(choice, cands, generators, validation, seconds, source)
+    result = TuneResult(choice, cands, generators, validation, seconds, source, out=cfg.index)
+    result.manifest = result.to_json(cfg)
     if not cfg.dry_run:
-        write_json(cfg.index / TUNE_JSON, result.to_json(cfg))
+        write_json(cfg.index / TUNE_JSON, result.manifest)
         record_tuned(cfg.index, result.setting, TUNE_JSON)
         result.written = [cfg.index / TUNE_JSON, cfg.index / "index.json"]
     return result
