@@ -1,20 +1,14 @@
-"""Rich progress bars with rates, shared by every long-running command."""
+"""Where a stage tells what it does: :class:`Reporter` (one message call, one progress call), :data:`QUIET`
+(says nothing) and :class:`RichReporter` (rich bars with rates on stderr, for every long-running command)."""
 
 from __future__ import annotations
 
 import time
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 console = Console(stderr=True)
-
-
-def count_progress() -> Progress:
-    """Progress over a count of items (total may be unknown)."""
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console)
 
 
 class Reporter:

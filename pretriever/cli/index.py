@@ -222,13 +222,11 @@ def search_command(cfg: SearchConfig) -> None:
           cancer" --hybrid --fusion convex --alpha 0.5
     """
     queries, k = cfg.queries, cfg.k
-    with stage(), open_system(cfg.index_dir, device=cfg.device) as system:
-        tuned = tuned_of(system, cfg.index_dir, say=lambda message: console.print(f"[dim]{message}[/dim]")) \
-            if cfg.tuned else None
+    with RichReporter() as report, stage(report), open_system(cfg.index_dir, device=cfg.device) as system:
+        tuned = tuned_of(system, cfg.index_dir, report) if cfg.tuned else None
         systems = [tuned or system]
         if (cfg.bm25 or cfg.hybrid) and not isinstance(system.retriever, BM25Index):
-            lexical, _ = bm25_system(system.lookup, [cfg.index_dir / BM25_DIR],
-                                     say=lambda message: console.print(f"[dim]{message}[/dim]"))
+            lexical, _ = bm25_system(system.lookup, [cfg.index_dir / BM25_DIR], report=report)
             systems += [lexical] if cfg.bm25 else []
             if cfg.hybrid:
                 systems.append(system.fused(lexical, cfg.fusion))

@@ -73,13 +73,13 @@ def open_systems(cfg: EvaluateConfig, report: Reporter = QUIET) -> Systems:
                      "model": system.meta.get("encoder", {}).get("model"),
                      "index_type": system.meta.get("index", {}).get("type")}
         indexes.append((add(system, described, refined), refined))
-        tuned = tuned_of(system, index_dir, say) if cfg.tuned else None
+        tuned = tuned_of(system, index_dir, report) if cfg.tuned else None
         if tuned is not None:
             add(tuned, {**described, "type": "tuned", "tuned": system.meta.get("tuned")}, refined)
     if cfg.bm25 or cfg.hybrid:
         lookup = indexes[0][0].lookup if indexes else PassageLookup(cfg.corpus)
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]
-        bm25, source = bm25_system(lookup, candidates, cfg.bm25_dir, say)
+        bm25, source = bm25_system(lookup, candidates, cfg.bm25_dir, report)
         if cfg.bm25:
             add(bm25, {"type": "bm25", "store": str(lookup.path), "source": source,
                        "options": bm25.meta.get("options")})

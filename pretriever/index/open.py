@@ -38,11 +38,11 @@ from pretriever.index.hybrid import HybridOptions
 from pretriever.index.system import System
 from pretriever.index.tuned import tuned_setting
 from pretriever.io import read_json
+from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Retriever
 
 ENTRY_POINT_GROUP = "pretriever.retrievers"
 SYSTEM_MODES = ("index", "bm25", "hybrid", "tuned")
-Say = Callable[[str], None]
 Opener = Callable[..., Retriever]
 _OPENERS: dict[str, Opener] = {}
 
@@ -130,7 +130,7 @@ def _open_bm25(path: Path, *, device: str | None = None, model: Any = None) -> B
 
 def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions | None = None,
                 device: str | None = None, model: Any = None, corpus: Path | str | None = None,
-                require_store: bool = False, say: Say = lambda message: None) -> System:
+                require_store: bool = False, report: Reporter = QUIET) -> System:
     """The index folder ``path`` opened as a :class:`System` that searches and returns its passages.
 
     ``mode``: ``index`` (the folder as its kind says: dense, refined or BM25), ``bm25`` (the folder when
@@ -139,7 +139,7 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
     ``pretriever tune`` recorded in index.json, named "tuned: LABEL"; the index as it is when none is recorded,
     and ``fusion`` is then ignored). ``corpus``: the store, when it
     is not where the index says (moved); ``require_store``: refuse an index whose store is not there
-    (else its passages have no text). ``model`` shares an encoder already loaded; ``say`` reports where
+    (else its passages have no text). ``model`` shares an encoder already loaded; ``report`` hears where
     BM25 came from. Close the system (or use it in a ``with`` block) to release the store.
     """
     if mode not in SYSTEM_MODES:
@@ -147,22 +147,22 @@ def open_system(path: Path | str, mode: str = "index", *, fusion: HybridOptions 
     path = Path(path)
     if mode == "tuned":
         system = open_system(path, "index", device=device, model=model, corpus=corpus, require_store=require_store,
-                             say=say)
-        return tuned_of(system, path, say) or system
+                             report=report)
+        return tuned_of(system, path, report) or system
     lexical_folder = _is_bm25(path)
     if mode == "hybrid" and lexical_folder:
         raise NotAnIndexError(f"{path} is a BM25 index: hybrid retrieval fuses a dense (or refined) index with BM25")
     meta = index_meta(path)
     lookup = store_lookup(path, meta, corpus, require_store)
     if mode == "bm25" and not lexical_folder:
-        return bm25_system(lookup, [path / BM25_DIR], say=say)[0]
+        return bm25_system(lookup, [path / BM25_DIR], report=report)[0]
     system = System.of(open_retriever(path, device=device, model=model), lookup, meta)
     if mode == "hybrid":
-        return system.fused(bm25_system(lookup, [path / BM25_DIR], say=say)[0], fusion)
+        return system.fused(bm25_system(lookup, [path / BM25_DIR], report=report)[0], fusion)
     return system
 
 
-def tuned_of(system: System, path: Path | str, say: Say = lambda message: None) -> System | None:
+def tuned_of(system: System, path: Path | str, report: Reporter = QUIET) -> System | None:
     """The setting ``pretriever tune`` recorded for the index ``system`` opened from ``path``, built on it (BM25
     from beside it or its store) and named "tuned: LABEL"; None when the index records none."""
     setting = None if _is_bm25(Path(path)) else tuned_setting(system.meta)
@@ -170,21 +170,21 @@ def tuned_of(system: System, path: Path | str, say: Say = lambda message: None) 
         return None
     if setting.mode == "index":
         return system.renamed(f"tuned: {setting.label}")
-    bm25 = bm25_system(system.lookup, [Path(path) / BM25_DIR], say=say)[0]
+    bm25 = bm25_system(system.lookup, [Path(path) / BM25_DIR], report=report)[0]
     chosen = bm25 if setting.mode == "bm25" else system.fused(bm25, setting.fusion)
     return chosen.renamed(f"tuned: {setting.label}")
 
 
 def bm25_system(lookup: PassageLookup | None, candidates: list[Path], save_to: Path | None = None,
-                say: Say = lambda message: None) -> tuple[System, str]:
+                report: Reporter = QUIET) -> tuple[System, str]:
     """BM25 over the store of ``lookup`` (:func:`bm25_beside`) as a system that reads passages from it, and
     where the BM25 came from."""
-    bm25, source = bm25_beside(lookup.path if lookup is not None else None, candidates, save_to, say)
+    bm25, source = bm25_beside(lookup.path if lookup is not None else None, candidates, save_to, report)
     return System.of(bm25, lookup, bm25.meta), source
 
 
 def bm25_beside(store: Path | str | None, candidates: list[Path], save_to: Path | None = None,
-                say: Say = lambda message: None) -> tuple[BM25Index, str]:
+                report: Reporter = QUIET) -> tuple[BM25Index, str]:
     """BM25 over ``store``: the first of ``candidates`` that is a BM25 folder of that store (of any store when
     ``store`` is None: it is not known), else one built now (and saved to ``save_to`` when given); returns it
     and where it came from."""
@@ -196,12 +196,12 @@ def bm25_beside(store: Path | str | None, candidates: list[Path], save_to: Path 
                 if candidate == save_to:
                     raise NotAnIndexError(f"{candidate} is a BM25 index of {built_on}, not of {store}")
                 continue
-            say(f"loaded BM25 from {candidate}")
+            report.message(f"loaded BM25 from {candidate}")
             return loaded, str(candidate)
     if store is None:
         raise StoreError(f"no BM25 index in {' or '.join(map(str, candidates)) or 'any folder given'}, and no corpus "
                          "store is known to build one from (has the store the index names moved?)")
-    say(f"building BM25 over {store} (save one with `pretriever index bm25 {store} --out DIR` to skip this)")
+    report.message(f"building BM25 over {store} (save one with `pretriever index bm25 {store} --out DIR` to skip this)")
     index = BM25Index.build(CorpusStore(store), BM25Options())
     if save_to is not None:
         index.save(save_to)

@@ -38,7 +38,7 @@ def open_for_reading(source: RetrievalSource, report: Reporter = QUIET) -> Syste
     index's store (or ``source.corpus``)."""
     mode = "tuned" if source.tuned and source.retrieval == "index" else source.retrieval
     system = open_system(source.index, mode, device=source.device, corpus=source.corpus,
-                         require_store=True, say=report.message)
+                         require_store=True, report=report)
     if len(system) == 0:
         system.close()
         raise ReaderError(f"{source.index}: the index holds no passages")

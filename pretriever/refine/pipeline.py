@@ -294,7 +294,7 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
         searcher = PatchedSearcher.of(dense)
         lexical = None
         if cfg.fuse_bm25:
-            bm25, source = bm25_system(lookup, [Path(cfg.index) / BM25_DIR], say=say)
+            bm25, source = bm25_system(lookup, [Path(cfg.index) / BM25_DIR], report=report)
             say(f"labels: the dense ranking fused with BM25 ({cfg.fusion.label}; BM25 {source})")
             lexical = LexicalRanking.of(bm25, feedback.texts, passage_ids, cfg.fusion, cfg.k)
         passage_tables: list[pa.Table] = []

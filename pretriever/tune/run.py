@@ -95,12 +95,11 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
         raise TuneError(f"{cfg.index} is a BM25 index: tune chooses between a dense index, its BM25 and their "
                         "fusions; give the dense index folder")
     seconds: dict[str, float] = {}
-    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True,
-                     say=report.message) as system:
+    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True, report=report) as system:
         if not isinstance(system, VectorSearch):
             raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
         lookup = system.lookup
-        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], say=report.message)
+        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], report=report)
         prepend = bool(system.meta.get("encoder", {}).get("prepend_title", True))
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
