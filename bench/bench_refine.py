@@ -313,7 +313,7 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
 
     # 2. aopt-passage: the paper's settings, and lr / normalisation / rounds chosen on validation
     final("aopt-passage (paper)", method="aopt-passage", **paper)
-    ap = pick("aopt-passage", [dict(method="aopt-passage", lr=lr, normalize=nm, rounds=r)
+    ap = pick("aopt-passage", [dict(method="aopt-passage", learning_rate=lr, normalize=nm, rounds=r)
                                for lr in (0.1, 0.01, 0.001) for nm in (False, True) for r in (1, 2)])
     out["choices"]["aopt-passage"] = ap
     final("aopt-passage (tuned)", **ap)
@@ -321,13 +321,13 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
     # 3. aopt-query, label-free topk feedback at test time: k' (paper lr) and lr x k' chosen on validation
     aq_paper = pick("aopt-query (paper lr)", [dict(method="aopt-query", k_pos=kp, **paper) for kp in (1, 3, 5, 10)])
     final("aopt-query topk (paper lr)", **aq_paper)
-    aq = pick("aopt-query", [dict(method="aopt-query", k_pos=kp, lr=lr) for lr in (0.01, 0.001) for kp in (1, 3, 10)])
+    aq = pick("aopt-query", [dict(method="aopt-query", k_pos=kp, learning_rate=lr) for lr in (0.01, 0.001) for kp in (1, 3, 10)])
     out["choices"]["aopt-query"] = aq
     final("aopt-query topk (tuned)", **aq)
 
     # 4. hybrid: passages, then test-time topk queries against them
     final("hybrid (paper)", method="hybrid", k_pos=aq_paper["k_pos"], **paper)
-    final("hybrid (tuned)", method="hybrid", k_pos=aq["k_pos"], lr=ap["lr"], normalize=ap["normalize"],
+    final("hybrid (tuned)", method="hybrid", k_pos=aq["k_pos"], learning_rate=ap["learning_rate"], normalize=ap["normalize"],
           rounds=ap["rounds"])
 
     # diagnostic: is it the representation or a prior? Scale every passage that is relevant to some

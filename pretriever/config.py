@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from rich.markup import escape
 
 from pretriever.errors import ConfigError
+from pretriever.progress import console
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,7 +32,7 @@ def option(default: Any = _MISSING, help: str = "", *, default_factory: Any = _M
     """A config field whose default and help text live here once (the CLI shows them from here).
 
     ``default_help`` in ``metadata`` replaces the printed default when the value is computed
-    (for example "all cores").
+    (for example "all cores"); ``renamed_from`` lists old TOML keys that still set the field, with a note.
     """
     meta = {"help": help, **metadata}
     if default_factory is not _MISSING:
@@ -83,14 +84,37 @@ def load_section(path: Path | None, section: str) -> dict[str, Any]:
     return table
 
 
+def deprecation_note(old: str, new: str) -> None:
+    """Tell the user (stderr) that a spelling still works but will go: renamed flags and TOML keys alike."""
+    console.print(f"[yellow]{escape(old)} is deprecated and will go: use {escape(new)}[/yellow]")
+
+
+def _renamed(fields: dict[str, dataclasses.Field], values: dict[str, Any], path: Path | None,
+             table: str) -> dict[str, Any]:
+    """``values`` with each old key of a renamed field (``renamed_from``) moved to the field, with a note."""
+    out = dict(values)
+    for f in fields.values():
+        for old in f.metadata.get("renamed_from", ()):
+            if old not in out:
+                continue
+            if f.name in out:
+                raise ConfigError(f"{path or 'options'}: [{table}] sets both {old} and {f.name}; {old} is the old "
+                                  f"name of {f.name}: keep only {f.name}")
+            deprecation_note(f"[{table}] {old}", f.name)
+            out[f.name] = out.pop(old)
+    return out
+
+
 def _is_config(tp: Any) -> bool:
     return dataclasses.is_dataclass(tp) and isinstance(tp, type)
 
 
 def _coerce(cls: type, values: dict[str, Any], path: Path | None, table: str) -> dict[str, Any]:
-    """Paths from strings and nested tables into their dataclasses (``[index.bm25]``)."""
+    """Old key names to their fields, paths from strings and nested tables into their dataclasses
+    (``[index.bm25]``)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    values = _renamed(fields, values, path, table)
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ConfigError(f"{path or 'options'}: unknown key(s) in [{table}]: {', '.join(unknown)}; "

@@ -21,6 +21,31 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # every stage's --precision takes these
+PRECISION_HELP = "auto (bf16 on a GPU that has it, else fp16 on a GPU, fp32 on a CPU), fp32, fp16 or bf16."
+
+
+def check_precision(value: str) -> str:
+    """``value`` lower-cased, or a ValueError worded alike in every stage's config."""
+    value = str(value).lower()
+    if value not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {value!r}")
+    return value
+
+
+def resolve_precision(value: str, device: str | None) -> str:
+    """fp32, fp16 or bf16 for a model on ``device``: ``value`` itself unless it is auto, which means bf16 on a
+    CUDA device that supports it, else fp16 on CUDA, and fp32 elsewhere (CPU, MPS) where half precision is slow."""
+    value = check_precision(value)
+    if value != "auto":
+        return value
+    if device is None or not str(device).startswith("cuda") or not cuda_available():
+        return "fp32"
+    import torch  # lazily: torch is slow to import
+
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
 def checkpoints(folder: Path, prefix: str = "checkpoint-", suffix: str = "",
                 complete: str | None = "trainer_state.json") -> list[Path]:
     """The checkpoints ``{prefix}{step}{suffix}`` in ``folder``, oldest step first.

@@ -61,6 +61,6 @@ def tiny(tmp_path_factory):
 def trained(tiny):
     """MiniLM trained on the eight SQuAD questions (dev = the same questions, to exercise best-checkpoint)."""
     root, squad = tiny
-    cfg = ReaderConfig(data=squad, out=root / "reader", dev=squad, passages=2, max_steps=30, batch_size=4, lr=2e-4,
+    cfg = ReaderConfig(data=squad, out=root / "reader", dev=squad, passages=2, max_steps=30, batch_size=4, learning_rate=2e-4,
                        max_length=64, eval_steps=15, seed=1)
     return train_reader(cfg)

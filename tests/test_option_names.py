@@ -60,3 +60,159 @@ def test_train_takes_the_old_learning_rate_spelling(monkeypatch, tmp_path):
     _, output = _run([*base, "--learning-rate", "4e-5"])
     assert seen[-1].learning_rate == 4e-5
     assert "--learning-rate is deprecated" in output
+
+
+# --- one field name per option in every stage config, and the old TOML keys ---
+
+SHARED = {"learning_rate": "--lr", "gradient_accumulation": "--grad-accum", "precision": "--precision"}
+OLD_FIELD_NAMES = {"lr", "grad_accum", "gradient_accumulation_steps", "learningrate"}
+
+
+def _stage_configs() -> list[type]:
+    """Every config dataclass the CLI is made from (fields declared with ``option``, so they carry help)."""
+    import dataclasses
+    import sys
+
+    found = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("pretriever.") or module is None:
+            continue
+        for value in vars(module).values():
+            if (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == name
+                    and any("help" in f.metadata for f in dataclasses.fields(value))):
+                found.append(value)
+    return found
+
+
+def test_no_stage_config_keeps_an_old_field_name():
+    import dataclasses
+
+    configs = _stage_configs()
+    names = {c.__name__ for c in configs}
+    assert {"ReaderConfig", "RefineConfig", "TrainConfig", "PretrainConfig", "GenerateConfig"} <= names
+    clashes = {f"{c.__module__}.{c.__name__}.{f.name}" for c in configs for f in dataclasses.fields(c)
+               if f.name in OLD_FIELD_NAMES}
+    assert not clashes
+
+
+def _commands(command, path=()):
+    if hasattr(command, "commands"):  # a group (typer's own click)
+        for name, sub in command.commands.items():
+            yield from _commands(sub, (*path, name))
+    else:
+        yield " ".join(path), command
+
+
+def test_shared_fields_have_the_shared_flag_in_every_command():
+    import typer
+
+    seen = {name: [] for name in SHARED}
+    for path, command in _commands(typer.main.get_command(app)):
+        for param in command.params:
+            if param.name in SHARED:
+                assert SHARED[param.name] in param.opts, (path, param.name, param.opts)
+                seen[param.name].append(path)
+    assert {"reader train", "train", "pretrain", "refine run"} <= set(seen["learning_rate"]), seen
+    assert {"reader train", "pretrain"} <= set(seen["gradient_accumulation"]), seen  # train has none
+    assert {"reader train", "train", "generate"} <= set(seen["precision"]), seen
+
+
+def test_reader_train_takes_lr_and_grad_accum(monkeypatch, tmp_path):
+    seen: list = []
+    _reader_stage_stub(monkeypatch, seen)
+    _, output = _run(["reader", "train", str(tmp_path / "d.json"), "--out", str(tmp_path / "r"), "--lr", "3e-5",
+                      "--grad-accum", "2"])
+    assert (seen[-1].learning_rate, seen[-1].gradient_accumulation) == (3e-5, 2)
+    assert "deprecated" not in output
+
+
+def _reader_stage_stub(monkeypatch, seen: list) -> None:
+    import pretriever.reader.train as reader_train
+
+    monkeypatch.setattr(reader_train, "run", _capture(seen))
+
+
+def _toml(tmp_path, text: str):
+    path = tmp_path / "run.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _note(capsys) -> str:
+    return " ".join(capsys.readouterr().err.split())
+
+
+def test_old_toml_keys_still_work_with_a_note(tmp_path, capsys):
+    from pretriever.config import build_config
+    from pretriever.reader.config import ReaderConfig
+    from pretriever.refine.config import RefineConfig
+
+    path = _toml(tmp_path, "[reader]\nlr = 1e-4\ngrad_accum = 3\n\n[refine]\nlr = 0.05\n")
+    cfg = build_config(ReaderConfig, path, "reader", data=tmp_path / "d.json", out=tmp_path / "r")
+    assert (cfg.learning_rate, cfg.gradient_accumulation) == (1e-4, 3)
+    note = _note(capsys)
+    assert "[reader] lr is deprecated and will go: use learning_rate" in note
+    assert "[reader] grad_accum is deprecated and will go: use gradient_accumulation" in note
+    refine = build_config(RefineConfig, path, "refine", index=tmp_path / "i", out=tmp_path / "o")
+    assert refine.learning_rate == 0.05
+    assert "[refine] lr is deprecated" in _note(capsys)
+    new = _toml(tmp_path, "[reader]\nlearning_rate = 1e-4\n")
+    assert build_config(ReaderConfig, new, "reader", data="d", out="r").learning_rate == 1e-4
+    assert "deprecated" not in _note(capsys)
+
+
+def test_old_and_new_toml_key_together_is_an_error(tmp_path):
+    from pretriever.config import build_config
+    from pretriever.errors import ConfigError
+    from pretriever.reader.config import ReaderConfig
+
+    path = _toml(tmp_path, "[reader]\nlr = 1e-4\nlearning_rate = 2e-4\n")
+    with pytest.raises(ConfigError, match="sets both lr and learning_rate"):
+        build_config(ReaderConfig, path, "reader", data="d", out="r")
+    # an old key in the file and the new flag on the command line: also both, so also an error
+    with pytest.raises(ConfigError, match="sets both lr and learning_rate"):
+        build_config(ReaderConfig, _toml(tmp_path, "[reader]\nlr = 1e-4\n"), "reader", data="d", out="r",
+                     learning_rate=3e-4)
+
+
+def test_old_toml_key_through_the_command(monkeypatch, tmp_path):
+    seen: list = []
+    _reader_stage_stub(monkeypatch, seen)
+    path = _toml(tmp_path, "[reader]\nlr = 7e-5\n")
+    _, output = _run(["reader", "train", "d.json", "--out", str(tmp_path / "r"), "--config", str(path)])
+    assert seen[-1].learning_rate == 7e-5
+    assert "lr is deprecated and will go: use learning_rate" in " ".join(output.split())
+
+
+# --- one precision vocabulary ---
+
+def test_resolve_precision():
+    from pretriever.training import PRECISIONS, resolve_precision
+
+    assert PRECISIONS == ("auto", "fp32", "fp16", "bf16")
+    assert resolve_precision("auto", "cpu") == "fp32"
+    assert resolve_precision("AUTO", None) == "fp32"
+    for value in ("fp32", "fp16", "bf16"):
+        assert resolve_precision(value, "cpu") == value
+        assert resolve_precision(value, "cuda") == value
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, fp16, bf16, got 'fp8'"):
+        resolve_precision("fp8", "cpu")
+
+
+def test_every_stage_checks_precision_alike(tmp_path):
+    from pretriever.generate.config import GenerateConfig
+    from pretriever.reader.config import ReaderConfig
+    from pretriever.train.config import TrainConfig
+
+    made = {"train": lambda p: TrainConfig(pairs=tmp_path, out=tmp_path / "m", precision=p),
+            "reader": lambda p: ReaderConfig(data=tmp_path, out=tmp_path / "r", precision=p),
+            "generate": lambda p: GenerateConfig(corpus=tmp_path, out=tmp_path / "q", model="t5", precision=p)}
+    for stage, make in made.items():
+        for value in ("auto", "fp32", "fp16", "bf16"):
+            assert make(value).precision == value, stage
+        with pytest.raises(ValueError) as err:
+            make("half")
+        assert str(err.value) == "precision must be one of auto, fp32, fp16, bf16, got 'half'", stage
+    # the defaults: train stays fp32 (a default must not change results), reader and generate follow the device
+    assert [make("fp32").__class__.__dataclass_fields__["precision"].default for make in made.values()] == \
+        ["fp32", "auto", "auto"]

@@ -135,7 +135,7 @@ def test_presets_set_the_papers_settings_on_options_left_at_their_defaults():
     cpu = ReaderConfig(data=Path("d.json"), out=Path("r"))
     assert (cpu.passages, cpu.max_length, cpu.batch_size) == (4, 256, 4)  # CPU-sized
     dpr = ReaderConfig(data=Path("d.json"), out=Path("r"), preset="dpr")
-    assert (dpr.passages, dpr.max_length, dpr.batch_size, dpr.lr, dpr.epochs) == (24, 350, 16, 2e-5, 2.0)
+    assert (dpr.passages, dpr.max_length, dpr.batch_size, dpr.learning_rate, dpr.epochs) == (24, 350, 16, 2e-5, 2.0)
     cmore = ReaderConfig(data=Path("d.json"), out=Path("r"), preset="cmore", passages=8)
     assert (cmore.passages, cmore.max_length, cmore.batch_size, cmore.epochs) == (8, 350, 16, 3.0)  # 8: given
     with pytest.raises(ValueError, match="preset"):
@@ -386,7 +386,7 @@ def test_evaluate_reports_reader_only_em_on_the_gold_passages(trained, tiny, tmp
 
 def _short_run(squad: Path, out: Path, **options) -> ReaderConfig:
     """Four optimizer steps, a checkpoint every two."""
-    return ReaderConfig(data=squad, out=out, passages=2, max_steps=4, batch_size=4, lr=2e-4, max_length=64,
+    return ReaderConfig(data=squad, out=out, passages=2, max_steps=4, batch_size=4, learning_rate=2e-4, max_length=64,
                         eval_steps=2, seed=1, **options)
 
 

@@ -399,7 +399,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     from pretriever.index import open_retriever, retriever_kind
 
     out = tmp_path / "refined-query"
-    refinement.run(toy_config(toy, out, method="aopt-query", lr=1.0), query_vectors=toy["train_vectors"])
+    refinement.run(toy_config(toy, out, method="aopt-query", learning_rate=1.0), query_vectors=toy["train_vectors"])
     assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     refined = open_retriever(out)
@@ -443,11 +443,11 @@ def test_an_overflowing_vector_is_never_written():
 
 def test_presets_default_does_no_harm_and_paper_is_the_papers(toy, tmp_path):
     default = toy_config(toy, tmp_path / "a")
-    assert (default.preset, default.lr, default.normalize) == ("default", 0.01, True)
+    assert (default.preset, default.learning_rate, default.normalize) == ("default", 0.01, True)
     paper = toy_config(toy, tmp_path / "b", preset="paper")
-    assert (paper.lr, paper.normalize) == (0.1, False)
-    given = toy_config(toy, tmp_path / "c", preset="paper", lr=0.05, normalize=True)  # given values win
-    assert (given.lr, given.normalize) == (0.05, True)
+    assert (paper.learning_rate, paper.normalize) == (0.1, False)
+    given = toy_config(toy, tmp_path / "c", preset="paper", learning_rate=0.05, normalize=True)  # given values win
+    assert (given.learning_rate, given.normalize) == (0.05, True)
     assert toy_config(toy, tmp_path / "d", method="linear").normalize is False  # eq. 9 as the paper writes it
     with pytest.raises(ValueError, match="preset must be one of default, paper"):
         toy_config(toy, tmp_path / "e", preset="fast")

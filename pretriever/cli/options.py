@@ -31,8 +31,7 @@ from typing import Any, Optional
 import typer
 
 from pretriever.cli.common import stage
-from pretriever.config import build_config, help_for
-from pretriever.progress import console
+from pretriever.config import build_config, deprecation_note, help_for
 
 SCALARS = (str, int, float, Path)
 
@@ -109,7 +108,7 @@ def _take_old_spellings(given: dict[str, Any], renamed: dict[str, tuple[tuple[st
         value = given.pop(OLD + name)
         if value is None:
             continue
-        console.print(f"[yellow]{' / '.join(old)} is deprecated and will go: use {new}[/yellow]")
+        deprecation_note(" / ".join(old), new)
         if given.get(name) is None:
             given[name] = value
 

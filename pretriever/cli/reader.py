@@ -46,7 +46,8 @@ def _retrieval(bm25: bool, hybrid: bool) -> str | None:
     return "bm25" if bm25 else "hybrid" if hybrid else None
 
 
-@config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",))
+@config_command(ReaderConfig, "reader", arguments=("data",), short={"model": "-m", "limit": "-n"}, nested=("read",),
+                flags={"learning_rate": Flag("--lr"), "gradient_accumulation": Flag("--grad-accum")})
 def train_command(cfg: ReaderConfig) -> None:
     """Train a reader: 1 positive + (passages-1) negatives per question, drawn anew each epoch (a
     positive among all of the question's, its own negatives reshuffled first); passage-selection

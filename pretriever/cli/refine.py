@@ -69,7 +69,7 @@ _SEARCH_TIME = ("prf_k", "prf_weight")  # HybridOptions' search-time PRF: labels
 @refine_app.command("run")
 @config_command(RefineConfig, "refine", arguments=("index",), short=_SHORT, skip=_GRID + _SEARCH_TIME, nested=("fusion",),
                 flags={"k": Flag(("-k", "--k")), "test_time_queries": Flag("--test-time/--no-test-time"),
-                       "normalize": Flag("--normalize/--no-normalize")})
+                       "normalize": Flag("--normalize/--no-normalize"), "learning_rate": Flag("--lr")})
 def run_command(cfg: RefineConfig) -> None:
     """Refine INDEX_DIR's vectors with feedback and write REFINED_INDEX_DIR (a normal index folder).
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
+from pretriever.training import PRECISION_HELP, check_precision
 from pretriever.data.passages import Shard, parse_shard
 
 KEYS = ("auto", "passage", "doc")
@@ -42,7 +43,7 @@ class GenerateConfig:
     checkpoint_every: int = option(1000, "Passages per checkpoint part (a part is written atomically and skipped "
                                          "on --resume).")
     device: str | None = option(None, "cpu, cuda, cuda:1 ...", default_help="cuda when present, else cpu")
-    precision: str | None = option(None, "fp32 | bf16 | fp16", default_help="bf16 on GPU, fp32 on CPU")
+    precision: str = option("auto", PRECISION_HELP)
     limit: int | None = option(None, "Only the first N passages of the store (for trials).")
     from_file: Path | None = option(None, "Import queries generated elsewhere instead: a TSV (id<TAB>query"
                                           "[<TAB>query...]) or JSONL ({id, queries|predicted_queries|query|text}).")
@@ -71,8 +72,7 @@ class GenerateConfig:
             raise ValueError(f"limit must be at least 1, got {self.limit}")
         if not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.precision is not None and self.precision not in ("fp32", "bf16", "fp16"):
-            raise ValueError(f"precision must be fp32, bf16 or fp16, got {self.precision!r}")
+        self.precision = check_precision(self.precision)
         if self.resume and self.overwrite:
             raise ValueError("--resume continues the run in QUERIES_DIR and --overwrite replaces it: pick one")
 

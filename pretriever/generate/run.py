@@ -32,6 +32,7 @@ from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import StageResult
+from pretriever.training import resolve_precision
 
 MANIFEST = "manifest.json"
 PARTS = "parts"
@@ -101,7 +102,7 @@ def _load_generator(cfg: GenerateConfig):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    precision = cfg.precision or ("bf16" if device.startswith("cuda") else "fp32")
+    precision = resolve_precision(cfg.precision, device)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     try:
         tokenizer = AutoTokenizer.from_pretrained(cfg.model)

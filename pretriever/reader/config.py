@@ -9,16 +9,16 @@ from pathlib import Path
 from pretriever.config import option
 from pretriever.index import SYSTEM_MODES
 from pretriever.metrics import LENIENT_HELP
+from pretriever.training import PRECISION_HELP, check_precision
 
 RANKINGS = ("passage", "span")
 # Reader training settings of the papers. DPR (Karpukhin et al., 2020; the figures issue 22 gives): 24
 # passages per question, 350 tokens, batch 16, lr 2e-5. C-MORE (Yue et al., ACL 2022, section 3.1): reader
 # pre-training for 3 epochs, batch 16, lr 2e-5, otherwise DPR's reader (passages, length).
 PRESETS: dict[str, dict[str, object]] = {
-    "dpr": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5},
-    "cmore": {"passages": 24, "max_length": 350, "batch_size": 16, "lr": 2e-5, "epochs": 3.0},
+    "dpr": {"passages": 24, "max_length": 350, "batch_size": 16, "learning_rate": 2e-5},
+    "cmore": {"passages": 24, "max_length": 350, "batch_size": 16, "learning_rate": 2e-5, "epochs": 3.0},
 }
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 
 
 @dataclass
@@ -65,12 +65,11 @@ class ReaderConfig:
     epochs: float = option(2.0, "Passes over the training questions.")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides --epochs).")
     batch_size: int = option(4, "Questions per device batch (each brings --passages passages).")
-    grad_accum: int = option(1, "Gradient accumulation steps.")
-    lr: float = option(2e-5, "Peak learning rate (linear warm-up and decay).")
+    gradient_accumulation: int = option(1, "Gradient accumulation steps.", renamed_from=("grad_accum",))
+    learning_rate: float = option(2e-5, "Peak learning rate (linear warm-up and decay).", renamed_from=("lr",))
     warmup_ratio: float = option(0.1, "Share of the steps spent warming up.")
     weight_decay: float = option(0.0, "AdamW weight decay.")
-    precision: str = option("auto", "auto (bf16 on a GPU that has it, else fp16 on GPU, fp32 on CPU), fp32, "
-                                    "fp16 or bf16.")
+    precision: str = option("auto", PRECISION_HELP)
     eval_steps: int = option(100, "Measure dev EM every N steps, save a checkpoint then, keep the best.")
     dev_limit: int = option(500, "Dev questions read at each evaluation.")
     save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")
@@ -100,9 +99,8 @@ class ReaderConfig:
             raise ValueError(f"passages must be at least 1, got {self.passages}")
         if not 0.0 <= self.dev_share < 1.0:
             raise ValueError(f"dev_share must be in [0, 1), got {self.dev_share}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        for name in ("max_length", "batch_size", "grad_accum", "eval_steps", "dev_limit"):
+        self.precision = check_precision(self.precision)
+        for name in ("max_length", "batch_size", "gradient_accumulation", "eval_steps", "dev_limit"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 

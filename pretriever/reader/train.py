@@ -36,7 +36,7 @@ from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, resolve_precision
 
 CHECKPOINTS = "checkpoints"
 
@@ -111,16 +111,6 @@ def negative_pool(samples: list[Sample]) -> list[Passage]:
     return list(seen.values())
 
 
-def _precision(cfg: ReaderConfig) -> str:
-    import torch  # lazily: torch is slow to import
-
-    if cfg.precision != "auto":
-        return cfg.precision
-    if not cuda_available():
-        return "fp32"
-    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-
-
 def _prepare_out(cfg: ReaderConfig) -> Path | None:
     """Check READER_DIR (clear it on --overwrite); the checkpoint to resume from."""
     return OutputFolder(cfg.out, holds="a reader or a run", markers=(READER_JSON, CHECKPOINTS, SELECTION_HEAD),
@@ -157,7 +147,7 @@ def _training_args(cfg: ReaderConfig, precision: str, evaluate: bool):
               else {"warmup_ratio": cfg.warmup_ratio})
     return TrainingArguments(
         output_dir=str(cfg.out / CHECKPOINTS), per_device_train_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.grad_accum, learning_rate=cfg.lr, **warmup,
+        gradient_accumulation_steps=cfg.gradient_accumulation, learning_rate=cfg.learning_rate, **warmup,
         weight_decay=cfg.weight_decay, num_train_epochs=cfg.epochs, max_steps=cfg.max_steps or -1,
         logging_steps=max(1, min(cfg.eval_steps, 10)), eval_strategy="steps" if evaluate else "no",
         eval_steps=cfg.eval_steps, save_strategy="steps", save_steps=cfg.eval_steps,
@@ -210,7 +200,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex,
                              cfg.lenient_match)
 
-    precision = _precision(cfg)
+    precision = resolve_precision(cfg.precision, "cuda" if cuda_available() else "cpu")  # where the Trainer puts it
     args = _training_args(cfg, precision, evaluate=bool(dev))
     dataset = InstanceSet(train, pool, cfg.passages, cfg.seed)
     callbacks = [epoch_callback(dataset), progress_callback(report)]
@@ -234,7 +224,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         "loss_curve": loss_curve(history),
         "dev_curve": [{"step": e["step"], "EM": e["eval_em"], "F1": e["eval_f1"]} for e in history if "eval_em" in e],
         "seconds": round(seconds, 2),
-        "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.grad_accum / seconds, 3)
+        "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.gradient_accumulation / seconds, 3)
         if seconds > 0 else None,
     }
     write_json(cfg.out / READER_JSON, manifest)

@@ -22,8 +22,8 @@ def _grid(step: float = 0.1, top: float = 0.9) -> list[float]:
 
 # AOpt settings per preset; "default" was chosen on a 20% validation split of SciFact's training claims
 # (bench/README.md, "Refine"), "paper" is Figure 5's
-PRESETS: dict[str, dict[str, Any]] = {"default": {"lr": 0.01, "normalize": True},
-                                      "paper": {"lr": 0.1, "normalize": False}}
+PRESETS: dict[str, dict[str, Any]] = {"default": {"learning_rate": 0.01, "normalize": True},
+                                      "paper": {"learning_rate": 0.1, "normalize": False}}
 
 
 @dataclass
@@ -61,7 +61,8 @@ class RefineConfig:
                                     "validation split of SciFact's training claims); paper: the paper's (lr 0.1, "
                                     "no renormalisation), which lowers SciFact nDCG@10 from 0.650 to 0.581. "
                                     "--lr and --normalize override either.")
-    lr: float | None = option(None, "AOpt learning rate.", default_help="0.01 (preset paper: 0.1)")
+    learning_rate: float | None = option(None, "AOpt learning rate.", default_help="0.01 (preset paper: 0.1)",
+                                         renamed_from=("lr",))
     max_epochs: int = option(100, "AOpt epochs per round, at most.")
     patience: int = option(5, "AOpt: stop a vector after this many epochs in a row without loss improvement.")
     min_delta: float = option(0.0, "AOpt: an epoch improves when its loss is below the best so far minus this.")
@@ -125,8 +126,8 @@ class RefineConfig:
         for name, value in PRESETS[self.preset].items():
             if getattr(self, name) is None:  # given values win over the preset
                 setattr(self, name, value if self.method != "linear" or name != "normalize" else False)
-        if self.max_epochs < 0 or self.lr < 0 or self.min_delta < 0:
-            raise ValueError("max_epochs, lr and min_delta must not be negative")
+        if self.max_epochs < 0 or self.learning_rate < 0 or self.min_delta < 0:
+            raise ValueError("max_epochs, learning_rate and min_delta must not be negative")
         if self.k_pos >= self.k and (self.feedback == "topk" or self.method in QUERY_METHODS):
             raise ValueError(f"k_pos ({self.k_pos}) must be below k ({self.k}): the rest of the top k are the "
                              "negatives")
@@ -146,8 +147,9 @@ class RefineConfig:
         return self.method in QUERY_METHODS
 
     def aopt_params(self) -> dict[str, Any]:
-        """The AOpt settings recorded in index.json (and used at test time)."""
-        return {"lr": self.lr, "max_epochs": self.max_epochs, "patience": self.patience,
+        """The AOpt settings recorded in index.json (and used at test time; ``lr`` as index folders have always
+        spelt it, and as :func:`~pretriever.refine.ops.aopt` takes it)."""
+        return {"lr": self.learning_rate, "max_epochs": self.max_epochs, "patience": self.patience,
                 "min_delta": self.min_delta, "restore_best": self.restore_best}
 
     def to_json(self) -> dict[str, Any]:

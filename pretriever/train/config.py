@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import option
+from pretriever.training import PRECISION_HELP, check_precision
 
 SIMILARITIES = ("cos", "dot")
 POOLINGS = ("cls", "mean", "max")
 HARD_NEGATIVES = ("bm25", "file", "none")
-PRECISIONS = ("fp32", "fp16", "bf16")
 
 # Settings that decide what a run computes; a --resume must not change them.
 RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives", "bm25_depth", "bm25_negatives",
@@ -156,7 +156,7 @@ class TrainConfig:
                           "of new layers.")
     no_duplicates: bool = option(True, "Never put the same text twice in a batch (a duplicate would be a false "
                                        "in-batch negative).")
-    precision: str = option("fp32", "fp32 | fp16 | bf16 (mixed precision, GPUs).")
+    precision: str = option("fp32", PRECISION_HELP)
     gather_across_devices: bool = option(False, "Multi-GPU: every device's passages are negatives for every query "
                                                 "(a global batch of batch size x GPUs).")
     dataloader_workers: int = option(0, "Processes that load batches (0: the training process itself).")
@@ -191,11 +191,10 @@ class TrainConfig:
         self.similarity = {"cosine": "cos", "dot_product": "dot", "ip": "dot"}.get(str(self.similarity).lower(),
                                                                               str(self.similarity).lower())
         self.hard_negatives = str(self.hard_negatives).lower()
-        self.precision = str(self.precision).lower()
+        self.precision = check_precision(self.precision)
         if self.pooling is not None:
             self.pooling = str(self.pooling).lower()
-        checks = [("similarity", self.similarity, SIMILARITIES), ("hard_negatives", self.hard_negatives, HARD_NEGATIVES),
-                  ("precision", self.precision, PRECISIONS)]
+        checks = [("similarity", self.similarity, SIMILARITIES), ("hard_negatives", self.hard_negatives, HARD_NEGATIVES)]
         if self.pooling is not None:
             checks.append(("pooling", self.pooling, POOLINGS))
         for name, value, allowed in checks:

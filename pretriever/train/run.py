@@ -43,7 +43,7 @@ from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, resolve_precision
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -222,6 +222,7 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
 
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
+    precision = resolve_precision(cfg.precision, "cuda" if cuda_available() else "cpu")  # where the Trainer puts it
     return SentenceTransformerTrainingArguments(
         output_dir=str(output_dir or cfg.out / CHECKPOINTS),
         num_train_epochs=cfg.epochs,
@@ -243,8 +244,8 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
         logging_first_step=True,
         report_to="none",
         disable_tqdm=True,
-        fp16=cfg.precision == "fp16",
-        bf16=cfg.precision == "bf16",
+        fp16=precision == "fp16",
+        bf16=precision == "bf16",
         dataloader_num_workers=cfg.dataloader_workers,
         dataloader_pin_memory=cuda_available(),
         ddp_find_unused_parameters=False,
