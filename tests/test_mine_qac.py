@@ -533,6 +533,13 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links"))
     funnel = result.manifest["methods"]["qac"]["funnel"]
     assert funnel == LINKS_FUNNEL
+    # types from Wikipedia (ours): 28 entities of the statements name a linked article with a kind, 11 of them
+    # retyped (Aristotle GPE/ORG -> PERSON, Apollo ORG -> PERSON, Azerbaijan PERSON -> LOC); of the answers kept,
+    # one ("Afghan", NORP, linked to Afghanistan: a place) has a kind, and agrees with spaCy
+    kinds = {k: result.manifest["methods"]["qac"][k] for k in ("answer_wiki_kind", "kind_overrides",
+                                                             "entities_wiki_kind", "entities_kind_overrides")}
+    assert kinds == {"answer_wiki_kind": 1, "kind_overrides": 0, "entities_wiki_kind": 28,
+                     "entities_kind_overrides": 11}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     export_pairs(PairsDir(tmp_path), "dpr", tmp_path / "dpr.json", ["qac"])
     assert {d["context_source"] for d in json.loads((tmp_path / "dpr.json").read_text())} == {"link"}

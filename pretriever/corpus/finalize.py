@@ -27,7 +27,7 @@ from pretriever.corpus.summary import add_up, summaries
 from pretriever.io import ParquetBatchWriter
 
 MAX_REDIRECT_HOPS = 5
-MOVED_TABLES = ("passages", "sentences", "sections", "citations")
+MOVED_TABLES = ("passages", "sentences", "sections", "citations", "page_tags")
 
 
 def finalize_store(out: Path, work: Path, head: dict[str, Any], engine: BuildEngine) -> dict[str, Any]:

@@ -70,6 +70,10 @@ class CleanDocument:
     given_passages: list[GivenPassage] | None = None
     # (start, end) of each list or indented line: out of passages unless the build keeps lists
     list_lines: list[tuple[int, int]] = field(default_factory=list)
+    # what the page says it is about, for kinds of articles (person, place, ...: mine's qac): its infobox
+    # templates (lower-cased names, "infobox officeholder") and categories ("1809 births"), in page order
+    infoboxes: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

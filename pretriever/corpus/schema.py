@@ -52,17 +52,20 @@ DOCUMENTS = pa.schema([
     ("n_sentences", I32), ("n_links", I32), ("n_citations", I32), ("n_words", I32),
 ])
 
+# What a wiki page says it is about: its infobox templates and its categories (none for other formats).
+PAGE_TAGS = pa.schema([("doc_id", STR), ("tag_idx", I32), ("source", STR), ("name", STR)])
+
 REDIRECTS = pa.schema([("title", STR), ("target_title", STR), ("hops", I32)])
 
 # Tables written chunk by chunk by the workers, in the order they are written.
 CHUNK_TABLES: dict[str, pa.Schema] = {
     "pages": PAGES, "passages": PASSAGES, "sentences": SENTENCES, "sections": SECTIONS,
-    "links_raw": RAW_LINKS, "citations": CITATIONS,
+    "links_raw": RAW_LINKS, "citations": CITATIONS, "page_tags": PAGE_TAGS,
 }
 
 # Tables of a finished store: name -> (schema, stored as a directory of part files?)
 STORE_TABLES: dict[str, tuple[pa.Schema, bool]] = {
     "documents": (DOCUMENTS, False), "pages": (PAGES, False), "redirects": (REDIRECTS, False),
     "passages": (PASSAGES, True), "sentences": (SENTENCES, True), "sections": (SECTIONS, True),
-    "links": (LINKS, True), "citations": (CITATIONS, True),
+    "links": (LINKS, True), "citations": (CITATIONS, True), "page_tags": (PAGE_TAGS, True),
 }

@@ -84,6 +84,9 @@ class ChunkBuffers:
         section_starts = [s.start for s in doc.sections] or [0]
         for idx, section in enumerate(doc.sections):
             self._append("sections", doc_id, idx, section.start, section.title)
+        tags = [("infobox", name) for name in doc.infoboxes] + [("category", name) for name in doc.categories]
+        for idx, (source, name) in enumerate(tags):
+            self._append("page_tags", doc_id, idx, source, name)
 
         sentence_starts: list[int] = []
         sentence_texts: list[str] = []
@@ -188,7 +191,8 @@ def without_lines(doc: CleanDocument) -> CleanDocument:
             citations.append(citation)
     sections = [Section(shift(section.start)[0], section.title) for section in doc.sections]
     kept = "".join(text[b:a] for (_, b), (a, _) in zip([(0, 0), *cuts], [*cuts, (n, n)]))
-    return CleanDocument(kept, links, citations, sections, doc.is_disambiguation, dropped, doc.given_passages)
+    return CleanDocument(kept, links, citations, sections, doc.is_disambiguation, dropped, doc.given_passages,
+                         infoboxes=doc.infoboxes, categories=doc.categories)
 
 
 def _locate(starts: list[int], offset: int) -> int:

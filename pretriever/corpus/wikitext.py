@@ -25,6 +25,8 @@ Conventions (DPR / WikiExtractor-like, plus what retrieval training needs):
   money, ...); every other template is dropped, and the punctuation it strands
   (``( ; , x)``, ``word , next``, ``()``) is tidied. A hole that tidying cannot see is
   left to :func:`pretriever.corpus.hygiene.has_hole`, which flags the sentence.
+* The outermost ``{{Infobox ...}}`` templates' names and the ``[[Category:...]]`` links' names are kept
+  aside (``CleanDocument.infoboxes``, ``categories``): the store's ``page_tags``, what a page is about.
 * Headings are not part of the text; each starts a :class:`Section`.  The content
   of reference-like and bibliography-like sections ("References", "External links",
   "See also", "Notes", "Bibliography", "Selected works", "Discography", ...) is dropped,
@@ -412,8 +414,9 @@ def _parse_citation(position: int, name: str | None, content: str) -> Citation:
 # --------------------------------------------------------------------------- passes
 
 
-def _strip_templates(text: str, refs: _Refs) -> str:
-    """Replace every ``{{...}}`` / ``{{{...}}}`` construct by what it shows (see :func:`_top_template`), mostly nothing."""
+def _strip_templates(text: str, refs: _Refs, infoboxes: list[str] | None = None) -> str:
+    """Replace every ``{{...}}`` / ``{{{...}}}`` construct by what it shows (see :func:`_top_template`), mostly nothing;
+    the names of the outermost ``{{Infobox ...}}`` templates go to ``infoboxes`` when given."""
     stack: list[list[int]] = []  # [position of the brace run, braces still open]
     ranges: list[list] = []  # merged [start, end, replacement]
     strays: list[list] = []
@@ -439,7 +442,7 @@ def _strip_templates(text: str, refs: _Refs) -> str:
                 ranges.pop()
             repl = None
             if not stack:
-                repl = _top_template(text, start, q, refs)
+                repl = _top_template(text, start, q, refs, infoboxes)
             ranges.append([start, q, repl])
         if n:
             strays.append([q, q + n, None])
@@ -448,7 +451,7 @@ def _strip_templates(text: str, refs: _Refs) -> str:
     return _apply_edits(text, ranges + strays if strays else ranges)
 
 
-def _top_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
+def _top_template(text: str, start: int, end: int, refs: _Refs, infoboxes: list[str] | None = None) -> str | None:
     """What an outermost template leaves in the text: a citation marker, rendered words, or nothing (None).
 
     ``{{sfn|...}}`` in prose is a citation and ``{{r|a|b}}`` reuses named refs; a template
@@ -462,6 +465,9 @@ def _top_template(text: str, start: int, end: int, refs: _Refs) -> str | None:
     if not name or len(name) > 40:
         return None
     name = _norm_name(name)
+    if infoboxes is not None and name.startswith("infobox"):
+        infoboxes.append(name)
+        return None
     if name in _SFN_NAMES:
         return refs.add(None, None, text[start:end]) or None
     if name == "r":
@@ -518,13 +524,22 @@ def _pipe_trick(target: str) -> str:
 class _LinkMaker:
     """Classifies link targets (cached) and emits link markers."""
 
-    __slots__ = ("namespaces", "cache", "targets", "dropped")
+    __slots__ = ("namespaces", "cache", "targets", "dropped", "categories")
 
-    def __init__(self, namespaces: Namespaces, dropped) -> None:
+    def __init__(self, namespaces: Namespaces, dropped, categories: list[str]) -> None:
         self.namespaces = namespaces
         self.cache: dict[str, tuple[str, str, bool]] = {}
         self.targets: list[str] = []
         self.dropped = dropped
+        self.categories = categories
+
+    def note_category(self, title: str) -> None:
+        """Keep the category a hidden ``[[Category:Name|sort key]]`` link puts the page in (once, in page order)."""
+        prefix, _, name = title.partition(":")
+        name = name.strip()
+        if (name and self.namespaces.by_name.get(_SPACES_RE.sub(" ", prefix).strip().lower()) == 14
+                and name not in self.categories):
+            self.categories.append(name)
 
     def classify(self, target: str) -> tuple[str, str, bool]:
         """-> (kind, title, hidden); hidden links (file, category, interlanguage) vanish with their text."""
@@ -601,6 +616,8 @@ def _strip_links(text: str, maker: _LinkMaker) -> str:
         end = c + 2
         if hidden:
             dropped[kind] += 1
+            if kind == "namespace":
+                maker.note_category(title)
             edits.append((o, end, None))
             continue
         if sep:
@@ -672,10 +689,10 @@ def _clean(text: str, namespaces: Namespaces) -> CleanDocument:
     if "<" in text:
         text = _extract_tags(text, refs)
     if "{{" in text or "}}" in text:
-        text = _strip_templates(text, refs)
+        text = _strip_templates(text, refs, doc.infoboxes)
     if "{|" in text or "|}" in text:
         text = _strip_tables(text)
-    maker = _LinkMaker(namespaces, doc.dropped_links)
+    maker = _LinkMaker(namespaces, doc.dropped_links, doc.categories)
     if "[[" in text or "]]" in text:
         text = _strip_links(text, maker)
     if "[" in text:

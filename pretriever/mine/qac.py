@@ -321,6 +321,7 @@ class Triplet:
     tries: int = 1  # entities tried: more than 1 when the sampled one leaked or had no span in the block
     question_block: int = 0  # the block BM25 ranks first for the question
     statement_block: int = 0  # ... and for the statement
+    entity_span: tuple[int, int] = (0, 0)  # the answer entity's offsets in the statement
 
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
@@ -387,5 +388,5 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
                            answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
                            block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],
-                           statement_block=candidates[by_statement[0]])
+                           statement_block=candidates[by_statement[0]], entity_span=(start, end))
     return reason

@@ -16,6 +16,10 @@ and triplets are per citation and size.
 reference text takes its block from the articles linked in the statement: the passage,
 among those that mention one of the statement's entities, that BM25 ranks first.
 
+Types from Wikipedia (ours): an entity naming an article its statement links to takes the Table 5 type of
+that article's kind (infoboxes and categories, :mod:`pretriever.mine.kinds`) where spaCy disagrees; the
+report counts the answers with a kind and the overrides beside the funnel.
+
 The work is Python (spaCy, bm25s): rows stream from the engine ordered by citation, are
 processed in batches (``nlp.pipe``), and each batch is written to ``OUT/.checkpoints/qac/``
 with a checkpoint, so ``--resume`` after an interruption redoes at most one batch; the
@@ -46,6 +50,7 @@ from pretriever.io import read_json, write_json, write_parquet
 from pretriever.metrics import normalize_answer
 from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
+from pretriever.mine.kinds import kind_of, parse_links, wiki_typed
 from pretriever.mine.methods.base import Method, register
 from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, Triplet, build_triplet, choose_block, cut_blocks, load_ner,
                                  supports)
@@ -55,14 +60,22 @@ BATCH = 512  # statements per nlp.pipe call
 ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passage_id", pa.string()),
                   ("sentence_idx", pa.int32()), ("statement", pa.string()), ("source", pa.string()),
                   ("ctx_id", pa.string()), ("ctx_doc", pa.string()), ("ctx_title", pa.string()),
-                  ("ctx_text", pa.string())])
+                  ("ctx_text", pa.string()), ("statement_links", pa.string())])
+TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.string())])
+KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
 FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found", "context_unsupported",
            "answer_is_context_title")
 LINKS_ONLY = ("no_linked_passage", "context_unsupported", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
-TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer")
+# answer_wiki_kind: the answer names a linked article with a kind (pretriever.mine.kinds, ours); kind_overrides: of
+# those, the ones whose kind gave another type than spaCy's (and so the wh-phrase)
+TRIPLET_COUNTS = ("other_entity", "block_choice_differs", "question_block_lacks_answer", "answer_wiki_kind",
+                  "kind_overrides")
+# per statement processed, over all its entities (not only answers): how many name a linked article with a kind,
+# and how many of those the kind retyped
+ENTITY_COUNTS = ("entities_wiki_kind", "entities_kind_overrides")
 # --include-unanswered: citations dropped for these reasons still give a retriever pair (statement, its block),
 # counted as "unanswered" beside the funnel (they stay counted at their step)
 UNANSWERED = ("no_entity", "no_entity_in_block")
@@ -150,6 +163,7 @@ class QAC(Method):
         c = c.left_join(flags, (c.doc_id == flags.f_doc) & (c.sentence_idx == flags.f_idx))
         c = c.filter(c.f_clean.fill_null(True)).drop("f_doc", "f_idx", "f_clean")
         self.counts["flagged_statement"] = with_statement - engine.count(c)
+        c = self._with_statement_links(ctx, c)
         if cfg.references is not None:
             refs = load_references(cfg.references)
             if refs.citations is not None:  # the fetcher's own map of citation -> fetched URL
@@ -169,7 +183,7 @@ class QAC(Method):
         ref_rows = with_ref.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
                                    source=ibis.literal("reference"), ctx_id=with_ref.url, ctx_doc=null,
                                    ctx_title=with_ref.r_title, ctx_text=with_ref.r_text,
-                                   ctx_pos=ibis.literal(0, "int32"))
+                                   statement_links=with_ref.statement_links, ctx_pos=ibis.literal(0, "int32"))
         n_ref = engine.count(with_ref)
         without = c.filter(c.r_text.isnull())
         if cfg.context != "links":
@@ -187,12 +201,44 @@ class QAC(Method):
         j = j.join(t, j.l_target == t.t_doc)
         link_rows = j.select("doc_id", "citation_idx", "passage_id", "sentence_idx", "statement",
                              source=ibis.literal("link"), ctx_id=j.p_pid, ctx_doc=j.l_target, ctx_title=j.t_title,
-                             ctx_text=j.p_text, ctx_pos=j.p_pos).distinct()
+                             ctx_text=j.p_text, statement_links=j.statement_links, ctx_pos=j.p_pos).distinct()
         rows = engine.materialize(ref_rows.union(link_rows), "qac-rows")
         with_ctx = engine.count(rows.select("doc_id", "citation_idx").distinct())
         self.counts["no_reference_text"] = engine.count(without)
         self.counts["no_linked_passage"] = self.counts["no_reference_text"] - (with_ctx - n_ref)
         return rows.order_by(["doc_id", "citation_idx", "ctx_doc", "ctx_pos"])
+
+    def _with_statement_links(self, ctx: MineContext, c: ir.Table) -> ir.Table:
+        """``c`` with ``statement_links``: the statement's links to articles of the store that have a kind
+        (:func:`pretriever.mine.kinds.kind_of` of their infoboxes and categories), as
+        :func:`pretriever.mine.kinds.parse_links` reads them (offsets in the statement), or null."""
+        engine = ctx.engine
+        s = engine.table("sentences").select(s_doc="doc_id", s_idx="sentence_idx", s_start="start")
+        links = engine.table("links")
+        links = links.filter(links.target_doc_id.notnull())
+        links = links.semi_join(c, (links.doc_id == c.doc_id) & (links.sentence_idx == c.sentence_idx))
+        links = engine.materialize(links.select("doc_id", "sentence_idx", "start", "end", "target_doc_id",
+                                                "target_title"), "qac-statement-links")
+        tags = engine.table("page_tags")
+        tags = tags.semi_join(links, tags.doc_id == links.target_doc_id).order_by(["doc_id", "tag_idx"])
+        found: dict[str, tuple[list[str], list[str]]] = {}
+        for batch in engine.batches(tags.select("doc_id", "source", "name"), TAGS):
+            for row in batch.to_pylist():
+                infoboxes, categories = found.setdefault(row["doc_id"], ([], []))
+                (infoboxes if row["source"] == "infobox" else categories).append(row["name"])
+        kinds = {doc: kind for doc, tags_of in found.items() if (kind := kind_of(*tags_of)) is not None}
+        path = engine.work / "qac-kinds.parquet"
+        write_parquet(pa.Table.from_pydict({"k_doc": list(kinds), "k_kind": list(kinds.values())}, schema=KINDS_TABLE),
+                      path)
+        k = engine.read(path, "qac_kinds")
+        j = links.join(k, links.target_doc_id == k.k_doc)
+        j = j.join(s, (j.doc_id == s.s_doc) & (j.sentence_idx == s.s_idx))
+        sep = ibis.literal("\x1f")
+        record = ((j.start - j.s_start).cast("string") + sep + (j.end - j.s_start).cast("string") + sep + j.k_kind
+                  + sep + j.target_title)
+        agg = j.group_by(a_doc=j.doc_id, a_idx=j.sentence_idx).aggregate(statement_links=record.group_concat("\x1e"))
+        c = c.left_join(agg, (c.doc_id == agg.a_doc) & (c.sentence_idx == agg.a_idx))
+        return c.drop("a_doc", "a_idx")
 
     def _groups(self, ctx: MineContext, rows: ir.Table) -> Iterator[list[dict[str, Any]]]:
         """Rows of one citation at a time, in citation order."""
@@ -217,7 +263,7 @@ class QAC(Method):
             write_parquet(pa.Table.from_pylist(out, schema=CANDIDATE),
                           parts / f"part-{done:06d}.parquet")
             done += 1
-            kept = (*FILTERS, *TRIPLET_COUNTS, "unanswered")
+            kept = (*FILTERS, *TRIPLET_COUNTS, *ENTITY_COUNTS, "unanswered")
             write_json(parts / CHECKPOINT, {"options": self._options(cfg), "batches": done,
                                             "counts": {k: self.counts[k] for k in kept}})
         if done == 0:  # no citation to process: one empty part, so there is a table to read
@@ -262,6 +308,11 @@ class QAC(Method):
         # page twice gives the same triplet, which the shared dedup then counts as a duplicate
         choice = f"{first['statement']}|{first['ctx_id'] if first['source'] == 'reference' else 'links'}"
         entities = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+        # the kind of a linked article types the entity that names it (ours): overrides spaCy where they disagree
+        entities, kinds = wiki_typed(entities, parse_links(first["statement_links"]), first["statement"])
+        self.counts["entities_wiki_kind"] += len(kinds)
+        self.counts["entities_kind_overrides"] += sum(e[1] != kinds[e[2], e[3]][1] for e in entities
+                                                      if (e[2], e[3]) in kinds)
         phrases = HOW_MANY if cfg.how_many else WH_PHRASES
         if first["source"] == "reference":
             sizes = cfg.granularities()
@@ -279,6 +330,9 @@ class QAC(Method):
                 self.counts["other_entity"] += result.tries > 1
                 self.counts["block_choice_differs"] += result.question_block != result.statement_block
                 self.counts["question_block_lacks_answer"] += result.question_block != result.block_idx
+                if (kind := kinds.get(result.entity_span)) is not None:
+                    self.counts["answer_wiki_kind"] += 1
+                    self.counts["kind_overrides"] += kind[1] != result.answer_type
                 idx, query, block = result.block_idx, result.question, result.block
                 answer = {"answer": result.answer, "answer_start": result.answer_start,
                           "answer_end": result.answer_end, "answer_type": result.answer_type,
@@ -332,7 +386,7 @@ class QAC(Method):
         steps = [k for k in FUNNEL if k not in LINKS_ONLY or ctx.config.context == "links"]
         return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
                 "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
-                **{k: int(counts.get(k, 0)) for k in TRIPLET_COUNTS},
+                **{k: int(counts.get(k, 0)) for k in (*TRIPLET_COUNTS, *ENTITY_COUNTS)},
                 **({"unanswered": int(counts.get("unanswered", 0))} if ctx.config.include_unanswered else {})}
 
     def why_empty(self, ctx: MineContext) -> str:
