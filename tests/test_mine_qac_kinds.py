@@ -131,3 +131,21 @@ def test_a_linked_persons_kind_makes_the_question_ask_who(enwiki_store, tmp_path
         questions.append(triplet["query"])
     tail = " and Plato, who would be her greatest influence and counter-influence, respectively?"
     assert questions == [f"{RAND[:-20]} who{tail}", f"{RAND[:-20]} what country{tail}"]
+
+
+def test_a_store_built_before_page_tags_still_opens_and_mines_with_spacys_types(enwiki_store, tmp_path):
+    import json
+    import shutil
+
+    from pretriever.data.store import CorpusStore
+    from pretriever.mine import pipeline
+
+    old = tmp_path / "store"
+    shutil.copytree(enwiki_store.path, old)
+    shutil.rmtree(old / "page_tags")
+    store = CorpusStore(old)
+    assert not store.has_table("page_tags") and store.has_table("links")
+    assert store.connect().execute("SELECT count(*) FROM citations").fetchone()[0] == 7833
+    pipeline.run(MineConfig(corpus=old, out=tmp_path / "p", methods=["qac"], context="links"))
+    qac = json.loads((tmp_path / "p" / "pairs.json").read_text())["methods"]["qac"]
+    assert qac["wiki_kinds"] is False and qac["answer_wiki_kind"] == 0 and qac["funnel"]["citations"] == 7833

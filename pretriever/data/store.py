@@ -19,6 +19,10 @@ from pretriever.errors import PretrieverError
 from pretriever.io import read_json
 
 
+# Tables added after stores were first built: a store without one still opens (rebuild it to get it).
+OPTIONAL_TABLES = frozenset({"page_tags"})
+
+
 class StoreError(PretrieverError):
     """The folder is not a usable corpus store."""
 
@@ -33,7 +37,14 @@ class CorpusStore:
                              "build one with `pretriever corpus build INPUT --out DIR`")
         self.manifest: dict[str, Any] = read_json(manifest, StoreError)
         for name in STORE_TABLES:
+            if name in OPTIONAL_TABLES and not self.has_table(name):
+                continue  # a store built before the table existed: what reads it does without
             self.check_table(name)
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store holds table ``name`` (an older store may lack an :data:`OPTIONAL_TABLES` one)."""
+        path, is_dir = self.table_path(name)
+        return any(path.glob("*.parquet")) if is_dir else path.exists()
 
     def table_path(self, name: str) -> tuple[Path, bool]:
         """Where table ``name`` lives: (a folder of part files, True) or (one Parquet file, False)."""
@@ -67,7 +78,7 @@ class CorpusStore:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with one view per table (``documents``, ``passages``, ``links``, ...)."""
         con = duckdb.connect()
-        for name in STORE_TABLES:
+        for name in filter(self.has_table, STORE_TABLES):
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{self.table_glob(name)}')")
         return con
 

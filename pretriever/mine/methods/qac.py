@@ -213,6 +213,8 @@ class QAC(Method):
         (:func:`pretriever.mine.kinds.kind_of` of their infoboxes and categories), as
         :func:`pretriever.mine.kinds.parse_links` reads them (offsets in the statement), or null."""
         engine = ctx.engine
+        if not engine.store.has_table("page_tags"):
+            return c.mutate(statement_links=ibis.null("string"))
         s = engine.table("sentences").select(s_doc="doc_id", s_idx="sentence_idx", s_start="start")
         links = engine.table("links")
         links = links.filter(links.target_doc_id.notnull())
@@ -387,6 +389,8 @@ class QAC(Method):
         return {"funnel": {k: int(counts.get(k, 0)) for k in steps},
                 "block_query": ctx.config.block_query, "blocks": [f"{n}:{m}" for n, m in ctx.config.granularities()],
                 **{k: int(counts.get(k, 0)) for k in (*TRIPLET_COUNTS, *ENTITY_COUNTS)},
+                # False: a store built before page_tags (rebuild it): spaCy's types alone
+                "wiki_kinds": ctx.engine.store.has_table("page_tags"),
                 **({"unanswered": int(counts.get("unanswered", 0))} if ctx.config.include_unanswered else {})}
 
     def why_empty(self, ctx: MineContext) -> str:
