@@ -55,6 +55,7 @@ SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
 OUT_DIR = REPO / "bench" / "out"
 MODES = ("dense", "bm25", "hybrid")
 CONCURRENCY = (1, 8, 32)
+RAW_TIMEOUT = 60.0  # seconds a raw request may take (httpx: its own timeout)
 console = Console(width=max(shutil.get_terminal_size().columns, 150))
 
 
@@ -144,27 +145,91 @@ class Floor:
         return summary(latencies, time.perf_counter() - started)
 
 
+class RawConnection(asyncio.Protocol):
+    """One kept-alive HTTP/1.1 connection that sends prepared request bytes and reads a Content-Length response:
+    the least a Python client can do per request, so the load generator takes as little of the cores it shares
+    with the server as it can (httpx spends 2-3 ms of CPU a request, about what the server spends)."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future | None = None
+        self.end: int | None = None  # where the response being read ends in the buffer
+        self.body_at = 0
+        self.status = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if self.end is None:
+            head_end = self.buffer.find(b"\r\n\r\n")
+            if head_end < 0:
+                return
+            head = bytes(self.buffer[:head_end]).lower()
+            self.status = int(head[9:12])
+            at = head.find(b"\r\ncontent-length:")
+            if at < 0:
+                self._fail(ConnectionError(f"a response without Content-Length: {head[:200]!r}"))
+                return
+            line_end = head.find(b"\r\n", at + 2)
+            length = int(head[at + 17:line_end if line_end > 0 else len(head)])
+            self.body_at, self.end = head_end + 4, head_end + 4 + length
+        if len(self.buffer) >= self.end:
+            body = bytes(self.buffer[self.body_at:self.end])
+            del self.buffer[:self.end]
+            self.end = None
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_result((self.status, body))
+
+    def _fail(self, err: Exception) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(err)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(ConnectionError(f"the server closed the connection ({exc})"))
+
+    async def send(self, request: bytes) -> tuple[int, bytes]:
+        """Status and body of the response to ``request`` (bytes of one whole HTTP/1.1 request)."""
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return await asyncio.wait_for(self.waiter, RAW_TIMEOUT)
+
+
+def raw_request(port: int, query: str, k: int, mode: str) -> bytes:
+    """POST /search for ``query`` as bytes on the wire."""
+    body = json.dumps({"q": query, "k": k, "mode": mode}).encode()
+    return (f"POST /search HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n").encode() + body
+
+
+async def raw_connections(port: int, n: int) -> list[RawConnection]:
+    loop = asyncio.get_running_loop()
+    return [(await loop.create_connection(RawConnection, "127.0.0.1", port))[1] for _ in range(n)]
+
+
 async def replay(call, queries: list[str], concurrency: int, budget: float) -> tuple[dict, list[float]]:
-    """Run ``call(query)`` for every query with ``concurrency`` workers: the summary of the latencies (ms)
-    and what each call returned (the server's took_ms); failures counted."""
+    """Run ``call(query, worker)`` for every query with ``concurrency`` workers (numbered from 0): the summary of
+    the latencies (ms) and what each call returned (the server's took_ms); failures counted."""
     todo = list(queries)
     latencies: list[float] = []
     took: list[float] = []
     failures: list[str] = []
     deadline = time.perf_counter() + budget
 
-    async def worker():
+    async def worker(slot: int):
         while todo and time.perf_counter() < deadline:
             query = todo.pop(0)
             started = time.perf_counter()
             try:
-                took.append(await call(query))
+                took.append(await call(query, slot))
                 latencies.append((time.perf_counter() - started) * 1000)
             except Exception as err:  # noqa: BLE001 - a benchmark counts every failure
                 failures.append(f"{type(err).__name__}: {err}"[:200])
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
     return summary(latencies, time.perf_counter() - started, len(failures) + len(todo), failures), took
 
 
@@ -180,12 +245,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(index: Path, port: int, code: Path, extra: list[str]) -> subprocess.Popen:
-    """`pretriever serve INDEX` with the package from the checkout ``code``."""
+def cpu_list(text: str) -> set[int] | None:
+    """CPUs from "0", "0,1" or "0-3" (taskset's notation); None for ""."""
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus or None
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of process ``pid`` (and the threads it starts later) onto ``cpus``."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), cpus)
+
+
+def start_server(index: Path, port: int, code: Path, extra: list[str], cpus: set[int] | None) -> subprocess.Popen:
+    """`pretriever serve INDEX` with the package from the checkout ``code``, on ``cpus`` (None: any)."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     proc = subprocess.Popen([sys.executable, "-c", "from pretriever.cli import main; main()", "serve", str(index),
                              "--host", "127.0.0.1", "--port", str(port), *extra], env=env, cwd=code,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     for _ in range(600):
         if proc.poll() is not None:
             raise SystemExit(f"the server exited: {proc.stderr.read().decode()[-2000:]}")
@@ -204,19 +285,40 @@ async def encoding(client: httpx.AsyncClient) -> dict | None:
     return (await client.get("/info")).json()["encoding"]
 
 
-async def http_cells(port: int, server_pid: int, queries: list[str], ks: list[int], modes: list[str], budget: float) -> dict:
+def searcher(client: httpx.AsyncClient, connections: list[RawConnection] | None, port: int, queries: list[str],
+             k: int, mode: str) -> Callable:
+    """``call(query, worker)`` -> the server's took_ms for one POST /search: through ``client`` (httpx), or, with
+    ``connections``, as prepared bytes on the worker's own raw connection."""
+    if connections is None:
+        async def call(q: str, slot: int) -> float:
+            r = await client.post("/search", json={"q": q, "k": k, "mode": mode})
+            r.raise_for_status()
+            body = r.json()
+            assert len(body["hits"]) > 0
+            return body["took_ms"]
+        return call
+    prepared = {q: raw_request(port, q, k, mode) for q in queries}
+
+    async def raw_call(q: str, slot: int) -> float:
+        status, raw = await connections[slot].send(prepared[q])
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
+        body = json.loads(raw)
+        assert len(body["hits"]) > 0
+        return body["took_ms"]
+    return raw_call
+
+
+async def http_cells(port: int, server_pid: int, queries: list[str], ks: list[int], modes: list[str], budget: float,
+                     raw: bool) -> dict:
     limits = httpx.Limits(max_connections=max(CONCURRENCY), max_keepalive_connections=max(CONCURRENCY))
     out = {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
+        connections = await raw_connections(port, max(CONCURRENCY)) if raw else None
         for k in ks:
             for mode in modes:
+                call = searcher(client, connections, port, queries, k, mode)
                 for c in CONCURRENCY:
-                    async def call(q, mode=mode, k=k):
-                        r = await client.post("/search", json={"q": q, "k": k, "mode": mode})
-                        r.raise_for_status()
-                        body = r.json()
-                        assert len(body["hits"]) > 0
-                        return body["took_ms"]
                     await replay(call, queries[:c], c, budget)  # warm the connections
                     before = await encoding(client)
                     cpu = time.process_time(), cpu_seconds(server_pid), time.perf_counter()
@@ -229,6 +331,8 @@ async def http_cells(port: int, server_pid: int, queries: list[str], ks: list[in
                     out[(k, mode, c)] = {**stats, **cores, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
                                          "mean_batch": (after["queries"] - before["queries"]) / batches
                                          if batches else None}
+        for conn in connections or []:
+            conn.transport.close()
     return out
 
 
@@ -295,36 +399,54 @@ def main() -> None:
                         help="the checkout whose `pretriever serve` is measured (default: this one)")
     parser.add_argument("--server-arg", action="append", default=[],
                         help="an argument for `pretriever serve` (repeatable), e.g. --server-arg=--batch-wait-ms=0")
-    parser.add_argument("--floor-threads", default=f"1,{os.cpu_count()}",
-                        help="torch intra-op thread counts the floor is measured with; each cell keeps the best")
+    parser.add_argument("--floor-threads", default="",
+                        help="torch intra-op thread counts the floor is measured with; each cell keeps the best "
+                             "(default: 1 and every core the floor may use)")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw",
+                        help="the load generator: raw (prepared bytes on kept-alive asyncio connections, the "
+                             "lightest) or httpx (AsyncClient, 2-3 ms of CPU a request)")
+    parser.add_argument("--server-cpus", default="",
+                        help="CPUs (taskset notation: 0,1 or 0-3) for the server and for the floor, so the floor "
+                             "is measured with the cores the server gets (default: any)")
+    parser.add_argument("--client-cpus", default="", help="CPUs for the load generator (default: any)")
     parser.add_argument("--label", default="", help="a name for this run in the table and the JSON")
     parser.add_argument("--json", type=Path, default=OUT_DIR / "serve.json")
     args = parser.parse_args()
     if not SCIFACT.exists():
         sys.exit(f"SciFact not found at {SCIFACT}")
     ks, modes = [int(k) for k in args.k.split(",")], args.modes.split(",")
+    server_cpus, client_cpus = cpu_list(args.server_cpus), cpu_list(args.client_cpus)
     index = ensure_index(args.index)
     queries = test_claims()[:args.queries or None]
-    console.print(f"{len(queries)} SciFact test claims; index {index}; cores: {os.cpu_count()}; "
-                  f"load average {os.getloadavg()[0]:.2f}")
+    load = [os.getloadavg()[0]]
+    console.print(f"{len(queries)} SciFact test claims; index {index}; cores: {os.cpu_count()}; server and floor "
+                  f"CPUs: {sorted(server_cpus) if server_cpus else 'any'}; client CPUs: "
+                  f"{sorted(client_cpus) if client_cpus else 'any'} ({args.client}); load average {load[0]:.2f}")
 
+    if server_cpus:
+        pin(os.getpid(), server_cpus)
     floor = Floor(index, HybridOptions())
-    threads = sorted({int(n) for n in args.floor_threads.split(",")})
+    threads = sorted({int(n) for n in (args.floor_threads or f"1,{len(os.sched_getaffinity(0))}").split(",")})
     floors, stages = floor_cells(floor, queries, ks, modes, threads)
     del floor
+    pin(os.getpid(), client_cpus or set(range(os.cpu_count())))  # the client's CPUs, not the floor's
     port = free_port()
-    server = start_server(index, port, args.server_path.resolve(), args.server_arg)
+    server = start_server(index, port, args.server_path.resolve(), args.server_arg, server_cpus)
     try:
-        http = asyncio.run(http_cells(port, server.pid, queries, ks, modes, args.budget))
+        http = asyncio.run(http_cells(port, server.pid, queries, ks, modes, args.budget, args.client == "raw"))
     finally:
         server.terminate()
         server.wait(30)
+    load.append(os.getloadavg()[0])
 
     rows = report(http, floors, stages, f"pretriever serve on SciFact ({len(queries)} test claims) against the "
                   f"floor" + (f": {args.label}" if args.label else ""))
     args.json.parent.mkdir(parents=True, exist_ok=True)
+    console.print(f"load average {load[0]:.2f} at the start, {load[1]:.2f} at the end")
     args.json.write_text(json.dumps({"label": args.label, "queries": len(queries), "index": str(index),
                                      "server": str(args.server_path), "server_args": args.server_arg,
+                                     "client": args.client, "server_cpus": sorted(server_cpus or []),
+                                     "client_cpus": sorted(client_cpus or []), "load_average": load,
                                      "cores": os.cpu_count(), "floor_stages_p50_ms": stages, "rows": rows},
                                     indent=1), encoding="utf-8")
     failed = sum(r["http"]["failures"] for r in rows)
