@@ -12,8 +12,14 @@ The SciFact index (5,183 abstracts, all-MiniLM-L6-v2, flat, with bm25/) is built
 * **The server.** ``pretriever serve`` started in a subprocess on 127.0.0.1 (loopback only), from this
   checkout or from ``--server-path`` (another checkout: the "before" of a change, measured in the same
   locked run), with ``--server-arg`` passed on. The test claims (queries of ``qrels/test.tsv``) are replayed
-  once per cell by ``concurrency`` workers on an ``httpx.AsyncClient``: the client's wall time, and the
-  server's own ``took_ms`` from each response.
+  once per cell by ``concurrency`` workers, each on its own kept-alive connection: by default as prepared
+  bytes on raw asyncio connections (``--client raw``: about 0.15 ms of CPU a request), or through an
+  ``httpx.AsyncClient`` (``--client httpx``: 2-3 ms a request, taken from the cores the server shares). The
+  client's wall time, and the server's own ``took_ms`` from each response.
+* **Interleaved.** Each cell's floor is measured just before the cell, not all floors first: on a machine
+  shared with other jobs the load changes by the minute, and floor and server should see the same.
+* **Cores.** ``--server-cpus`` pins the server and the floor to the same CPUs (the floor is measured with
+  the cores the server gets), ``--client-cpus`` the load generator; the table gives the CPU each used.
 * **Ratios.** Each row's p50 (the server's ``took_ms`` and the HTTP wall time) over the lone-query floor's
   p50, and its throughput over the floor's at the same batch size (concurrency 1: one at a time).
 
@@ -21,7 +27,8 @@ Bounded: every request has a timeout, every cell a time budget; a failed request
 run exit non-zero.
 
     python bench/bench_serve.py [--index bench/out/scifact-index] [--k 10] [--server-path DIR]
-        [--server-arg=--batch-wait-ms=0] [--label NAME] [--json bench/out/serve.json]
+        [--server-arg=--batch-wait-ms=0] [--client raw|httpx] [--server-cpus 1 --client-cpus 0]
+        [--label NAME] [--json bench/out/serve.json]
 """
 
 from __future__ import annotations
@@ -192,6 +199,8 @@ class RawConnection(asyncio.Protocol):
 
     async def send(self, request: bytes) -> tuple[int, bytes]:
         """Status and body of the response to ``request`` (bytes of one whole HTTP/1.1 request)."""
+        if self.transport.is_closing():
+            raise ConnectionError("the connection was closed (uvicorn closes one idle for 5 s)")
         self.waiter = asyncio.get_running_loop().create_future()
         self.transport.write(request)
         return await asyncio.wait_for(self.waiter, RAW_TIMEOUT)
@@ -309,55 +318,66 @@ def searcher(client: httpx.AsyncClient, connections: list[RawConnection] | None,
     return raw_call
 
 
-async def http_cells(port: int, server_pid: int, queries: list[str], ks: list[int], modes: list[str], budget: float,
-                     raw: bool) -> dict:
+async def http_cell(client: httpx.AsyncClient, call: Callable, connections: list[RawConnection] | None, port: int,
+                    server_pid: int, queries: list[str], c: int, budget: float) -> dict:
+    """One cell against the server: every query by ``c`` workers, with the cores used and the mean batch."""
+    if connections is not None:  # new ones per cell: the server closes those idle over 5 s
+        for conn in connections:
+            conn.transport.close()
+        connections[:] = await raw_connections(port, c)
+    await replay(call, queries[:c], c, budget)  # warm the connections
+    before = await encoding(client)
+    cpu = time.process_time(), cpu_seconds(server_pid), time.perf_counter()
+    stats, took = await replay(call, queries, c, budget)
+    wall = time.perf_counter() - cpu[2]
+    cores = {"client_cores": (time.process_time() - cpu[0]) / wall,
+             "server_cores": (cpu_seconds(server_pid) - cpu[1]) / wall}
+    after = await encoding(client)
+    batches = after["batches"] - before["batches"] if before else 0
+    return {**stats, **cores, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
+            "mean_batch": (after["queries"] - before["queries"]) / batches if batches else None}
+
+
+def floor_cell(floor: Floor, queries: list[str], k: int, mode: str, c: int, threads: list[int]) -> tuple[dict, dict]:
+    """The floor of one cell, the best over torch's intra-op ``threads`` (throughput; the p50 for lone queries),
+    and its stages (p50 ms)."""
+    import torch
+
+    best, stages = None, {}
+    for n in threads:
+        torch.set_num_threads(n)
+        floor.cell(queries[:c], k, mode, c)  # warm
+        floor.stages.clear()
+        got = {**floor.cell(queries, k, mode, c), "torch_threads": n}
+        if best is None or (got["p50_ms"] < best["p50_ms"] if c == 1 else got["qps"] > best["qps"]):
+            best = got
+            stages = {"torch_threads": n, **{s: float(np.percentile(v, 50)) for s, v in floor.stages.items()}}
+    return best, stages
+
+
+async def cells(floor: Floor, port: int, server_pid: int, queries: list[str], ks: list[int], modes: list[str],
+                budget: float, raw: bool, threads: list[int], floor_cpus: set[int], client_cpus: set[int]
+                ) -> tuple[dict, dict, dict]:
+    """Every cell, its floor measured just before it (each on its CPUs), so both see the same load from whatever
+    else runs on the machine: (HTTP cells, floors, the lone queries' floor stages at the first k)."""
     limits = httpx.Limits(max_connections=max(CONCURRENCY), max_keepalive_connections=max(CONCURRENCY))
-    out = {}
+    http, floors, stages = {}, {}, {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
-        connections = await raw_connections(port, max(CONCURRENCY)) if raw else None
+        connections: list[RawConnection] | None = [] if raw else None
         for k in ks:
             for mode in modes:
                 call = searcher(client, connections, port, queries, k, mode)
                 for c in CONCURRENCY:
-                    await replay(call, queries[:c], c, budget)  # warm the connections
-                    before = await encoding(client)
-                    cpu = time.process_time(), cpu_seconds(server_pid), time.perf_counter()
-                    stats, took = await replay(call, queries, c, budget)
-                    wall = time.perf_counter() - cpu[2]
-                    cores = {"client_cores": (time.process_time() - cpu[0]) / wall,
-                             "server_cores": (cpu_seconds(server_pid) - cpu[1]) / wall}
-                    after = await encoding(client)
-                    batches = after["batches"] - before["batches"] if before else 0
-                    out[(k, mode, c)] = {**stats, **cores, "took_p50_ms": float(np.percentile(took, 50)) if took else None,
-                                         "mean_batch": (after["queries"] - before["queries"]) / batches
-                                         if batches else None}
+                    pin(os.getpid(), floor_cpus)
+                    floors[(k, mode, c)], stage = floor_cell(floor, queries, k, mode, c, threads)
+                    if c == 1 and k == ks[0]:
+                        stages[mode] = stage
+                    pin(os.getpid(), client_cpus)
+                    http[(k, mode, c)] = await http_cell(client, call, connections, port, server_pid, queries, c,
+                                                         budget)
         for conn in connections or []:
             conn.transport.close()
-    return out
-
-
-def floor_cells(floor: Floor, queries: list[str], ks: list[int], modes: list[str],
-                threads: list[int]) -> tuple[dict, dict]:
-    """The floor of every cell: the best over torch's intra-op ``threads`` (throughput, and the p50 of the
-    lone-query cells), and the lone queries' stages (p50 ms) at the first k with that thread count."""
-    import torch
-
-    out, stages = {}, {}
-    for n in threads:
-        torch.set_num_threads(n)
-        for k in ks:
-            for mode in modes:
-                for c in CONCURRENCY:
-                    floor.cell(queries[:c], k, mode, c)  # warm
-                    floor.stages.clear()
-                    got = {**floor.cell(queries, k, mode, c), "torch_threads": n}
-                    best = out.get((k, mode, c))
-                    if best is None or (got["p50_ms"] < best["p50_ms"] if c == 1 else got["qps"] > best["qps"]):
-                        out[(k, mode, c)] = got
-                        if c == 1 and k == ks[0]:
-                            stages[mode] = {"torch_threads": n, **{s: float(np.percentile(v, 50))
-                                                                   for s, v in floor.stages.items()}}
-    return out, stages
+    return http, floors, stages
 
 
 def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
@@ -369,12 +389,12 @@ def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
     rows = []
     for (k, mode, c), h in http.items():
         f = floors[(k, mode, c)]
-        ratios = {"took_over_floor_p50": h["took_p50_ms"] / f["p50_ms"],
+        ratios = {"took_over_floor_p50": (h["took_p50_ms"] or float("nan")) / f["p50_ms"],
                   "http_over_floor_p50": h["p50_ms"] / f["p50_ms"], "qps_over_floor": h["qps"] / f["qps"]}
         rows.append({"k": k, "mode": mode, "concurrency": c, "floor": f, "http": h, **ratios})
         batch = f"{h['mean_batch']:.1f}" if h["mean_batch"] else "-"
         table.add_row(str(k), mode, str(c), f"{f['qps']:.1f}", f"{f['p50_ms']:.1f}", str(f["torch_threads"]),
-                      f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}", f"{h['took_p50_ms']:.1f}", batch,
+                      f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}", f"{h['took_p50_ms'] or float('nan'):.1f}", batch,
                       f"{h['server_cores']:.2f} / {h['client_cores']:.2f}",
                       *(f"{ratios[r]:.2f}x" for r in ratios), str(h["failures"]))
     console.print(table)
@@ -423,17 +443,16 @@ def main() -> None:
                   f"CPUs: {sorted(server_cpus) if server_cpus else 'any'}; client CPUs: "
                   f"{sorted(client_cpus) if client_cpus else 'any'} ({args.client}); load average {load[0]:.2f}")
 
-    if server_cpus:
-        pin(os.getpid(), server_cpus)
-    floor = Floor(index, HybridOptions())
-    threads = sorted({int(n) for n in (args.floor_threads or f"1,{len(os.sched_getaffinity(0))}").split(",")})
-    floors, stages = floor_cells(floor, queries, ks, modes, threads)
-    del floor
-    pin(os.getpid(), client_cpus or set(range(os.cpu_count())))  # the client's CPUs, not the floor's
+    every = set(range(os.cpu_count()))
     port = free_port()
     server = start_server(index, port, args.server_path.resolve(), args.server_arg, server_cpus)
     try:
-        http = asyncio.run(http_cells(port, server.pid, queries, ks, modes, args.budget, args.client == "raw"))
+        pin(os.getpid(), server_cpus or every)
+        floor = Floor(index, HybridOptions())
+        threads = sorted({int(n) for n in (args.floor_threads or f"1,{len(server_cpus or every)}").split(",")})
+        http, floors, stages = asyncio.run(cells(floor, port, server.pid, queries, ks, modes, args.budget,
+                                                 args.client == "raw", threads, server_cpus or every,
+                                                 client_cpus or every))
     finally:
         server.terminate()
         server.wait(30)
