@@ -445,7 +445,10 @@ def main() -> None:
 
     every = set(range(os.cpu_count()))
     port = free_port()
-    server = start_server(index, port, args.server_path.resolve(), args.server_arg, server_cpus)
+    extra = list(args.server_arg)
+    if server_cpus and not any(a.startswith("--encode-threads") for a in extra):
+        extra.append(f"--encode-threads={len(server_cpus)}")  # torch threads for the cores it is pinned to
+    server = start_server(index, port, args.server_path.resolve(), extra, server_cpus)
     try:
         pin(os.getpid(), server_cpus or every)
         floor = Floor(index, HybridOptions())

@@ -101,12 +101,11 @@ class ServeConfig:
     encode_batch: int = option(32, "Most queries encoded together (micro-batch across concurrent requests).")
     batch_wait_ms: float = option(2.0, "How long a batch that holds queries of several requests waits for more "
                                        "to join. A lone request is encoded at once.")
-    encode_threads: int = option(len(os.sched_getaffinity(0)) or 1, "Torch threads of the query encoder, which "
-                                 "encodes one batch at a time (the only torch user in the server). On a machine of its "
-                                 "own the encoder is the server's work, so it gets every core it may run on; on one "
-                                 "shared with other jobs give fewer: more threads than cores free at the time stall "
-                                 "at every step of the model.",
-                                 default_help="the cores the server may run on (its CPU affinity: taskset, cpusets)")
+    encode_threads: int = option(os.cpu_count() or 1, "Torch threads of the query encoder, which encodes one batch "
+                                 "at a time (the only torch user in the server). On a machine of its own the encoder "
+                                 "is the server's work, so it gets every core; on one shared with other jobs give "
+                                 "fewer: more threads than cores free at the time stall at every step of the model.",
+                                 default_help="all cores")
     passages_mb: int = option(1024, "Read the store's passages into memory at start when their text takes at "
                                          "most this many MB (about twice that in memory), so a request's passages "
                                          "are a dict lookup; else each request queries the store. 0: never.")
