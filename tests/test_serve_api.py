@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import socket
-import statistics
 import time
 from urllib.parse import quote
 
@@ -127,14 +126,16 @@ def test_a_lone_request_is_not_held_for_the_batch_wait(served):
         started = time.perf_counter()
         assert c.post("/search/batch", json={"queries": [COLD, ALBENDAZOLE], "k": 3}).status_code == 200
         took.append(time.perf_counter() - started)
-    assert statistics.median(took) < 0.15, took  # not 200 ms and more
-    assert (waiting.batches, waiting.texts) == (6, 7)
+    # none waited: counted, not timed (on a loaded 2-core machine a lone encode alone took 0.4 s); the
+    # times are printed for a person (on a quiet machine 20-60 ms, not 200 ms and more)
+    print("lone requests took", [round(t, 3) for t in took])
+    assert (waiting.batches, waiting.texts, waiting.waits) == (6, 7, 0)
 
     async def together():
         return await asyncio.gather(*(engine.search([q], 3, "dense") for q in (COLD, ALBENDAZOLE, "sleep")))
 
     asyncio.run(together())
-    assert (waiting.batches, waiting.texts) == (7, 10)
+    assert (waiting.batches, waiting.texts, waiting.waits) == (7, 10, 1)
 
 
 def test_the_batcher_leaves_no_task_behind(served, caplog):

@@ -71,6 +71,7 @@ class MicroBatcher:
         self._worker: asyncio.Task | None = None
         self.batches = 0
         self.texts = 0
+        self.waits = 0  # batches that waited for company (a lone request never does)
 
     async def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         """The top ``k`` hits of each of ``queries`` (one request's), encoded with the queries queued beside them."""
@@ -110,6 +111,7 @@ class MicroBatcher:
                 batch = self._fill([])
                 if self.max_wait > 0 and len(batch) < self.max_batch and (
                         self._shared or len({q.request for q in batch}) > 1):
+                    self.waits += 1
                     batch = await self._wait_for_more(batch)
                 self._shared = len({q.request for q in batch}) > 1
                 live = [q for q in batch if not q.future.done()]  # a caller that went away is skipped
