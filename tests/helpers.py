@@ -41,6 +41,17 @@ def table_bytes(store_dir: Path) -> dict[str, bytes]:
     return {str(p.relative_to(store_dir)): p.read_bytes() for p in sorted(store_dir.rglob("*.parquet"))}
 
 
+def dump_head(dump: Path, out: Path, pages: int) -> Path:
+    """The first ``pages`` pages of a bz2 MediaWiki dump (header and footer kept) written to ``out``: the same
+    real articles, in fewer of them, where a test checks that commands run rather than what the whole sample
+    holds."""
+    xml = bz2.decompress(dump.read_bytes())
+    found = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))
+    assert len(found) > pages, f"{dump} has only {len(found)} pages"
+    out.write_bytes(bz2.compress(xml[: found[pages].start()] + xml[found[-1].end():]))
+    return out
+
+
 def make_multistream(xml: bytes, folder: Path, pages_per_stream: int) -> tuple[Path, Path]:
     """Write ``xml`` as Wikipedia does: a header stream, then bz2 streams of N pages, plus the index."""
     pages = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))
