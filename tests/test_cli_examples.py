@@ -1,8 +1,8 @@
 """Every example in `pretriever ... --help` runs as written, in pipeline order, against small real data.
 
-The workspace holds what the examples name: the enwiki sample dump (as ``enwiki.xml.bz2``), a
-200-document SciFact subset in BEIR layout (``scifact/``, with its test and train judgments), the
-NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
+The workspace holds what the examples name: the enwiki sample dump's first pages (as ``enwiki.xml.bz2``, see
+:data:`ENWIKI_PAGES`), a 200-document SciFact subset in BEIR layout (``scifact/``, with its test and train
+judgments), the NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
 a tiny randomly initialised T5 saved as ``doc2query/all-with-prefix-t5-base-v1`` (no doc2query weights
 are offline; a local folder of that name is found before any hub lookup, so the generate example runs
 as written). Every other folder an example reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
