@@ -31,7 +31,8 @@ from pretriever.cli import PIPELINE_ORDER, app
 from pretrain_fixtures import tiny_t5
 from references_server import LoopbackServer, fake_dns, send
 
-ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged
+ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged,
+ENWIKI_ALSO = ("586", "659")  # and ASCII, whose statement citing ANSI (linked) is the sample's one qac-links pair
 _EXAMPLE = re.compile(r"^(?:Examples?:)?\s*((?:[A-Z_][A-Z0-9_]*=\S+\s+)*pretriever\s.*?)(?:\s{3,}\(.*\))?\s*$")
 
 
@@ -107,7 +108,7 @@ def workspace(tmp_path_factory) -> Path:
         if not needed.exists():
             pytest.skip(f"real test data not found: {needed}")
     root = tmp_path_factory.mktemp("examples")
-    dump_head(DUMP, root / "enwiki.xml.bz2", pages=ENWIKI_PAGES)
+    dump_head(DUMP, root / "enwiki.xml.bz2", pages=ENWIKI_PAGES, also=ENWIKI_ALSO)
     for name in ("nq-open-dev.jsonl", "curatedtrec-test.jsonl"):
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
