@@ -41,6 +41,19 @@ def table_bytes(store_dir: Path) -> dict[str, bytes]:
     return {str(p.relative_to(store_dir)): p.read_bytes() for p in sorted(store_dir.rglob("*.parquet"))}
 
 
+def dump_head(dump: Path, out: Path, pages: int, also: tuple[str, ...] = ()) -> Path:
+    """The first ``pages`` pages of a bz2 MediaWiki dump, and the later pages whose ids are in ``also`` (header
+    and footer kept), written to ``out``: the same real articles, in fewer of them, where a test checks that
+    commands run rather than what the whole sample holds."""
+    xml = bz2.decompress(dump.read_bytes())
+    found = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))
+    assert len(found) > pages, f"{dump} has only {len(found)} pages"
+    extra = [p.group() for p in found[pages:] if re.search(rb"<id>(\d+)</id>", p.group()).group(1).decode() in also]
+    assert len(extra) == len(also), f"{dump}: not every page of {also} is after the first {pages}"
+    out.write_bytes(bz2.compress(xml[: found[pages].start()] + b"".join(extra) + xml[found[-1].end():]))
+    return out
+
+
 def make_multistream(xml: bytes, folder: Path, pages_per_stream: int) -> tuple[Path, Path]:
     """Write ``xml`` as Wikipedia does: a header stream, then bz2 streams of N pages, plus the index."""
     pages = list(re.finditer(rb"  <page>.*?</page>\n", xml, re.S))

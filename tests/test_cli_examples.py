@@ -1,8 +1,8 @@
 """Every example in `pretriever ... --help` runs as written, in pipeline order, against small real data.
 
-The workspace holds what the examples name: the enwiki sample dump (as ``enwiki.xml.bz2``), a
-200-document SciFact subset in BEIR layout (``scifact/``, with its test and train judgments), the
-NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
+The workspace holds what the examples name: the enwiki sample dump's first pages (as ``enwiki.xml.bz2``, see
+:data:`ENWIKI_PAGES`), a 200-document SciFact subset in BEIR layout (``scifact/``, with its test and train
+judgments), the NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
 a tiny randomly initialised T5 saved as ``doc2query/all-with-prefix-t5-base-v1`` (no doc2query weights
 are offline; a local folder of that name is found before any hub lookup, so the generate example runs
 as written). Every other folder an example reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
@@ -26,10 +26,13 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import ENWIKI as DUMP, QA, SCIFACT
+from helpers import dump_head
 from pretriever.cli import PIPELINE_ORDER, app
 from pretrain_fixtures import tiny_t5
 from references_server import LoopbackServer, fake_dns, send
 
+ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged,
+ENWIKI_ALSO = ("586", "659")  # and ASCII, whose statement citing ANSI (linked) is the sample's one qac-links pair
 _EXAMPLE = re.compile(r"^(?:Examples?:)?\s*((?:[A-Z_][A-Z0-9_]*=\S+\s+)*pretriever\s.*?)(?:\s{3,}\(.*\))?\s*$")
 
 
@@ -105,7 +108,7 @@ def workspace(tmp_path_factory) -> Path:
         if not needed.exists():
             pytest.skip(f"real test data not found: {needed}")
     root = tmp_path_factory.mktemp("examples")
-    (root / "enwiki.xml.bz2").symlink_to(DUMP)
+    dump_head(DUMP, root / "enwiki.xml.bz2", pages=ENWIKI_PAGES, also=ENWIKI_ALSO)
     for name in ("nq-open-dev.jsonl", "curatedtrec-test.jsonl"):
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
