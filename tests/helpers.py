@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import bz2
 import io
+import os
 import re
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -94,3 +98,47 @@ def warc_bytes(records: list[tuple[str, int, str, bytes]]) -> bytes:
         writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
                                                       http_headers=headers))
     return buffer.getvalue()
+
+
+def probe_instead_of_serving(served: list[dict]):
+    """A stand-in for ``uvicorn.run``: the app a command built answers /health and a search, then returns."""
+    from fastapi.testclient import TestClient
+
+    def run(app, **_):
+        key = os.environ.get("PRETRIEVER_API_KEY")  # an example that binds off loopback sets one
+        with TestClient(app, base_url="http://127.0.0.1", headers={"X-API-Key": key} if key else {}) as client:
+            health = client.get("/health")
+            assert health.status_code == 200, health.text
+            search = client.get("/search", params={"q": "cancer prognosis", "k": 3})
+            assert search.status_code == 200, search.text
+            served.append(search.json())
+
+    return run
+
+
+@contextmanager
+def offline_cli(monkeypatch, workspace: Path, served: list[dict]) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    """The CLI as a person runs it in ``workspace``, offline; yields ``invoke(words, env) -> (exit code, output,
+    traceback)``.
+
+    ``serve`` answers a probe instead of listening (its search goes to ``served``); every host resolves to a
+    public address and every request goes to a loopback proxy that answers 404.
+    """
+    from references_server import LoopbackServer, fake_dns, send
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+
+    monkeypatch.chdir(workspace)
+    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", probe_instead_of_serving(served))
+    fake_dns(monkeypatch, {}, default="93.184.216.34")  # fetching resolves its hosts before the proxy
+    runner = CliRunner()
+    with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
+        base = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}
+
+        def invoke(words: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
+            result = runner.invoke(app, words, env={**base, **(env or {})})
+            trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+            return result.exit_code, result.output, trace
+
+        yield invoke

@@ -13,23 +13,18 @@ tunnels, so they run their whole course (politeness, retries, the table) offline
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shlex
-import traceback
 from pathlib import Path
 
 import pytest
 import typer
-from fastapi.testclient import TestClient
-from typer.testing import CliRunner
 
 from conftest import ENWIKI as DUMP, QA, SCIFACT
-from helpers import dump_head
+from helpers import dump_head, offline_cli
 from pretriever.cli import PIPELINE_ORDER, app
 from pretrain_fixtures import tiny_t5
-from references_server import LoopbackServer, fake_dns, send
 
 ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged,
 ENWIKI_ALSO = ("586", "659")  # and ASCII, whose statement citing ANSI (linked) is the sample's one qac-links pair
@@ -123,39 +118,18 @@ def workspace(tmp_path_factory) -> Path:
     return root
 
 
-def _probe_instead_of_serving(served: list[dict]):
-    """A stand-in for ``uvicorn.run``: the app the example built answers /health and a search, then returns."""
-
-    def run(app, **_):
-        key = os.environ.get("PRETRIEVER_API_KEY")  # an example that binds off loopback sets one
-        with TestClient(app, base_url="http://127.0.0.1", headers={"X-API-Key": key} if key else {}) as client:
-            health = client.get("/health")
-            assert health.status_code == 200, health.text
-            search = client.get("/search", params={"q": "cancer prognosis", "k": 3})
-            assert search.status_code == 200, search.text
-            served.append(search.json())
-
-    return run
-
-
 @pytest.mark.slow
 def test_every_help_example_runs_as_written(workspace, monkeypatch):
-    monkeypatch.chdir(workspace)
     served: list[dict] = []
-    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", _probe_instead_of_serving(served))
-    fake_dns(monkeypatch, {}, default="93.184.216.34")  # the fetch example resolves its hosts before the proxy
-    runner = CliRunner()
     ran = []
-    with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
-        env = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}
+    with offline_cli(monkeypatch, workspace, served) as invoke:
         for path, example in help_examples():
             words = shlex.split(example)
             at = words.index("pretriever")
             given = dict(word.split("=", 1) for word in words[:at])  # VAR=value before the command
-            result = runner.invoke(app, words[at + 1:], env={**env, **given})
-            trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
-            assert result.exit_code == 0, (f"`{example}` (from `pretriever {path} --help`) failed:\n"
-                                           f"{result.output[-3000:]}\n{trace[-3000:]}")
+            code, output, trace = invoke(words[at + 1:], given)
+            assert code == 0, (f"`{example}` (from `pretriever {path} --help`) failed:\n"
+                               f"{output[-3000:]}\n{trace[-3000:]}")
             ran.append(example)
     assert len(ran) >= 20 and any(example.startswith("PRETRIEVER_API_KEY=") for example in ran)
     assert served and all(len(answer["hits"]) == 3 for answer in served)  # the serve examples built a working app

@@ -23,18 +23,14 @@ import glob
 import json
 import re
 import shlex
-import traceback
 from pathlib import Path
 
 import pytest
 from pretrain_fixtures import tiny_bert_st, tiny_t5
-from references_server import LoopbackServer, fake_dns, send
 from conftest import ENWIKI as DUMP, QA, SCIFACT
-from helpers import warc_bytes
-from test_cli_examples import _probe_instead_of_serving, _scifact_subset
-from typer.testing import CliRunner
+from helpers import offline_cli, warc_bytes
+from test_cli_examples import _scifact_subset
 
-from pretriever.cli import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PAGES = Path(__file__).parent / "data" / "cmore_pages"
@@ -126,24 +122,18 @@ def workspace(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_every_readme_command_runs_as_printed(workspace, monkeypatch):
-    monkeypatch.chdir(workspace)
     served: list[dict] = []
-    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", _probe_instead_of_serving(served))
-    fake_dns(monkeypatch, {}, default="93.184.216.34")  # references fetch resolves its hosts before the proxy
-    runner = CliRunner()
     ran, done = [], set()
-    with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
-        env = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}
+    with offline_cli(monkeypatch, workspace, served) as invoke:
         for section, command in readme_commands():
             todo = [] if section in done else [f"pretriever {c}" for c in SETUP.get(section, [])]
             done.add(section)
             for cmd in (*todo, command):
                 words = _words(cmd, workspace)
                 _set_aside(words, workspace)
-                result = runner.invoke(app, words, env=env)
-                trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
-                assert result.exit_code == 0, (f"README ({section}): `{command}` ran as {words} and failed:\n"
-                                               f"{result.output[-3000:]}\n{trace[-3000:]}")
+                code, output, trace = invoke(words)
+                assert code == 0, (f"README ({section}): `{command}` ran as {words} and failed:\n"
+                                   f"{output[-3000:]}\n{trace[-3000:]}")
                 ran.append(cmd)
     assert served and all(len(answer["hits"]) == 3 for answer in served)  # both serve lines built a working app
     assert (workspace / "qac" / "pairs.json").exists() and (workspace / "nq-reader").is_dir()
