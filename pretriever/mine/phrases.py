@@ -94,7 +94,7 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     ``label`` between ``head`` and ``tail`` (the statement's text before and after it); () when none fits.
 
     Table 5's phrases that cannot ask for it go: a CARDINAL that counts a noun ("15 continental states": "what"
-    asks which), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a noun
+    asks which), an ORDINAL before its noun ("the what rank movie"), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a noun
     ("the 2006 census"), a date with no digit, month or era ("today", "each year": no answer a reader can give),
     "what country" for a GPE that is no country (:func:`is_country`). ``ours`` puts its own phrases there.
     """
@@ -103,6 +103,8 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     ours = phrases == "ours"
     table = PHRASE_SETS[phrases][label]
     text = text.strip()
+    if label == "ORDINAL" and _WORD_AFTER.match(tail):  # "the first movie": "what rank movie", "what movie" misread
+        return ()
     if label == "CARDINAL" and _WORD_AFTER.match(tail):  # a count of the noun after it
         return ("how many",) if ours and not _NAME_BEFORE.search(head) else ()
     if label in ("DATE", "TIME"):
@@ -122,7 +124,8 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     if label == "PERSON" and _NAME_BEFORE.search(head) and not TITLE.search(head) and head.strip():
         return ()  # part of a longer name spaCy cut ("Mercè Pons" as "Pons"): "Mercè who" reads wrong
     if label == "NORP" and _WORD_AFTER.match(tail):  # "English ancestry": "what ancestry", not "what groups ancestry"
-        return tuple(p for p in table if p == "what")
+        # but "The 2015 what film": after a number no phrase reads
+        return () if re.search(r"\d\s+$", head) else tuple(p for p in table if p == "what")
     if label == "GPE" and not is_country(text):
         return ("where", "what place") if ours else tuple(p for p in table if p != "what country")
     return table

@@ -346,7 +346,8 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
 
     Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``
     (none in the context, or in the statement's block), ``no_fitting_phrase`` (no phrase of the set
-    ``phrases`` can ask for it where it stands: :func:`pretriever.mine.phrases.alternatives`),
+    ``phrases`` can ask for it where it stands: :func:`pretriever.mine.phrases.alternatives`, or a number
+    counts it: "approximately 50 Oscars"),
     ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
     ``answer_span_not_found`` (no word-bounded occurrence), ``context_unsupported`` (each block holding the
     answer holds fewer than ``min_other`` of the statement's other entities, or fewer than all of them when it
@@ -377,7 +378,10 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     first = pick(kept, seed, "qac-answer", key)
     reason = None
     for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
-        fitting = alternatives(text, label, statement[:start], statement[end:], phrases)
+        # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
+        counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
+                      for e in entities)
+        fitting = () if counted else alternatives(text, label, statement[:start], statement[end:], phrases)
         drawn = pick(fitting, seed, "qac-phrase", key) if fitting else ""
         question = make_question(statement, start, end, drawn, fitting) if fitting else None
         if question is None:
