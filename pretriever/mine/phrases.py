@@ -86,6 +86,9 @@ _POSSESSIVE_BEFORE = re.compile("(?:['\u2019]s|s['\u2019])\\s+$")  # "Welles' 19
 # "14 of the men"), not a preposition, conjunction or verb that starts the rest of the clause
 _WORD_AFTER = re.compile(r"^\s+(?!(?:in|on|at|by|to|from|and|or|but|as|for|with|than|while|when|since|until|after|"
                          r"before|during|per|is|was|were|are|be|been|he|she|it|they|we|i|you)\b)[A-Za-z]", re.I)
+# a determiner and a number before a name, which the phrase would leave stranded: "the 1997 Stockholm ... Festival"
+_STRANDED = re.compile(r"(?i)(?:^|[\s(\"\u201c])(?:the|a|an|this|its|his|her|their)\s+(?:\d[\d,.]*\s+)+$")
+NUMERIC = ("CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME")
 _NAME_BEFORE = re.compile(r"(?:^|[\s(\"\u201c])[A-Z][\w.-]*\s+$")  # a capitalised word just before: "Apollo 11", "Section 5"
 
 
@@ -94,7 +97,7 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     ``label`` between ``head`` and ``tail`` (the statement's text before and after it); () when none fits.
 
     Table 5's phrases that cannot ask for it go: a CARDINAL that counts a noun ("15 continental states": "what"
-    asks which), an ORDINAL before its noun ("the what rank movie"), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a noun
+    asks which), a name after a determiner and a number ("at the 1997 what"), an ORDINAL before its noun ("the what rank movie"), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a noun
     ("the 2006 census"), a date with no digit, month or era ("today", "each year": no answer a reader can give),
     "what country" for a GPE that is no country (:func:`is_country`). ``ours`` puts its own phrases there.
     """
@@ -121,6 +124,8 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
                 return ("which year's",) if ours else ()
             if ours:
                 return ("when", "what year")
+    if label not in NUMERIC and _STRANDED.search(head):  # "at the 1997 what": the determiner cannot go
+        return ()
     if label == "PERSON" and _NAME_BEFORE.search(head) and not TITLE.search(head) and head.strip():
         return ()  # part of a longer name spaCy cut ("Mercè Pons" as "Pons"): "Mercè who" reads wrong
     if label == "NORP" and _WORD_AFTER.match(tail):  # "English ancestry": "what ancestry", not "what groups ancestry"
