@@ -192,7 +192,8 @@ class MineConfig:
         self.block_query = str(self.block_query).lower()
         if self.block_query not in BLOCK_QUERIES:
             raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {self.block_query!r}")
-        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words", "min_other_entities"):
+        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words",
+                     "min_other_entities"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
         self.phrases = str(self.phrases).lower()

@@ -60,7 +60,8 @@ OURS_NOTE = ('"how many" for a CARDINAL (the paper\'s Figure 1 example); "how ma
              'FAC')
 
 PERSON_PHRASES = ("who", "which person")
-# a title or rank just before a name goes with it (:func:`pretriever.mine.qac.fit_phrase`): "led by Colonel which person" -> "led by which person"
+# a title or rank just before a name goes with it (:func:`pretriever.mine.qac.fit_phrase`): "led by Colonel which
+# person" -> "led by which person"
 TITLE = re.compile(r"(?:^|(?<=[\s(\"\u201c]))(?:Colonel|Col\.|General|Gen\.|Lieutenant|Lt\.|Major|Maj\.|Captain|"
                     r"Capt\.|Admiral|Commander|Sergeant|Marshal|President|Vice President|Prime Minister|Minister|"
                     r"Chancellor|Senator|Sen\.|Governor|Gov\.|Mayor|Judge|Justice|King|Queen|Prince|Princess|Emperor|"
@@ -89,7 +90,8 @@ _WORD_AFTER = re.compile(r"^\s+(?!(?:in|on|at|by|to|from|and|or|but|as|for|with|
 # a determiner and a number before a name, which the phrase would leave stranded: "the 1997 Stockholm ... Festival"
 _STRANDED = re.compile(r"(?i)(?:^|[\s(\"\u201c])(?:the|a|an|this|its|his|her|their)\s+(?:\d[\d,.]*\s+)+$")
 NUMERIC = ("CARDINAL", "DATE", "MONEY", "ORDINAL", "PERCENT", "QUANTITY", "TIME")
-_NAME_BEFORE = re.compile(r"(?:^|[\s(\"\u201c])[A-Z][\w.-]*\s+$")  # a capitalised word just before: "Apollo 11", "Section 5"
+# a capitalised word just before: "Apollo 11", "Section 5", "Mercè Pons"
+_NAME_BEFORE = re.compile(r"(?:^|[\s(\"\u201c])[A-Z][\w.-]*\s+$")
 
 
 def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "table5") -> tuple[str, ...]:
@@ -97,8 +99,9 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     ``label`` between ``head`` and ``tail`` (the statement's text before and after it); () when none fits.
 
     Table 5's phrases that cannot ask for it go: a CARDINAL that counts a noun ("15 continental states": "what"
-    asks which), a name after a determiner and a number ("at the 1997 what"), an ORDINAL before its noun ("the what rank movie"), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a noun
-    ("the 2006 census"), a date with no digit, month or era ("today", "each year": no answer a reader can give),
+    asks which), a name after a determiner and a number ("at the 1997 what"), an ORDINAL before its noun ("the
+    what rank movie"), a duration ("2.2 years": when/what time/what date ask for a moment), a year modifying a
+    noun ("the 2006 census"), a date with no digit, month or era ("today", "each year": no answer a reader can give),
     "what country" for a GPE that is no country (:func:`is_country`). ``ours`` puts its own phrases there.
     """
     if phrases not in PHRASE_SETS:
@@ -113,7 +116,8 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     if label in ("DATE", "TIME"):
         if (duration := DURATION.match(text)) is not None:
             unit = duration.group(1).lower()
-            unit = {"century": "centuries", "millennium": "millennia"}.get(unit, unit if unit.endswith("s") else unit + "s")
+            plural = {"century": "centuries", "millennium": "millennia"}
+            unit = plural.get(unit, unit if unit.endswith("s") else unit + "s")
             return ((f"how many {unit}" if not text.lower().endswith(" old") else "how old"),) if ours else ()
         if not _ANSWERABLE_DATE.search(text):  # "today", "each year", "the following year"
             return ()

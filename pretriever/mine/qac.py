@@ -173,9 +173,10 @@ _POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
 ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
 TIME_NOUNS = ("what time", "what date", "what year")  # after a preposition, "when" stands instead
 _CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5]\s*$")
-_CLAUSE_GOES_ON = re.compile(r"(?i)\s*(?:[,.;:!?()[\]\"\u201d]|$|(?:and|or|but|that|which|who|whom|when|where|while|with|"
-                             r"for|to|from|in|on|at|by|as|after|before|since|until|during|because|although|though|"
-                             r"if|than|so|into|onto|near|under|over|between|among|against|via|per|until)\b)")
+_CLAUSE_GOES_ON = re.compile(r"(?i)\s*(?:[,.;:!?()[\]\"\u201d]|$|(?:and|or|but|that|which|who|whom|when|where|"
+                             r"while|with|for|to|from|in|on|at|by|as|after|before|since|until|during|because|"
+                             r"although|though|if|than|so|into|onto|near|under|over|between|among|against|via|"
+                             r"per)\b)")
 _OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
@@ -250,7 +251,8 @@ def fit_phrase(head: str, phrase: str, tail: str,
         # mid-sentence, "in Alabama" -> "where" only ends a clause or goes before a function word: "the people in
         # Alabama identified" would read "the people where identified"
         adverbial = not dropped.strip() or _CLAUSE_GOES_ON.match(tail) is not None
-        if not modifier and adverbial and (dropped != head or (clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail))):
+        ends = clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail)
+        if not modifier and adverbial and (dropped != head or ends):
             head = dropped
         else:
             phrase = _noun_phrase(alternatives, phrase)
@@ -306,10 +308,11 @@ def supports(statement: str, answer: str, context: str, min_words: int, min_shar
 
 
 def others_held(others: Sequence[Entity], answer: str, block: str) -> tuple[int, int]:
-    """How many of the statement's ``others`` entities the block names, and how many there are (as :func:`normalize_answer` reads them:
-    "the United States of America Standards Institute" in "... became United States of America Standards
-    Institute (USASI)"), leaving out those that read as the answer: a context about Alabama holds the
-    year of "As of 2011, 50.7% of Alaska's population ..." but none of its other entities."""
+    """How many of the statement's ``others`` entities the block names, and how many there are (as
+    :func:`normalize_answer` reads them: "the United States of America Standards Institute" in "... became
+    United States of America Standards Institute (USASI)"), leaving out those that read as the answer: a context
+    about Alabama holds the year of "As of 2011, 50.7% of Alaska's population ..." but none of its other
+    entities."""
     said = normalize_answer(answer, lenient=True)
     norm = f" {normalize_answer(block, lenient=True)} "
     names = {n for e in others if (n := normalize_answer(e[0], lenient=True)) and n != said}

@@ -7,10 +7,10 @@ text (statements with a hole where markup stood, or from a list, are skipped and
 ``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
 per size, or ``block_words``:``block_stride``); spaCy NER (``ner_model``) finds the statement's
 entities; one that also occurs in the page is sampled (seeded) and replaced in the statement by an
-interrogative phrase for its type (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`); a
-block must name one of the statement's other entities (``--min-other-entities``, ours); BM25 with that question
-picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that question, positive = the
-block, answer = the entity with its offsets in the block. With several sizes the filter counts
+interrogative phrase for its type (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`);
+a block must name one of the statement's other entities (``--min-other-entities``, ours); BM25 with that
+question picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that
+question, positive = the block, answer = the entity with its offsets in the block. With several sizes the filter counts
 and triplets are per citation and size.
 
 ``--context links`` (pretriever's own fallback, not the paper's): a citation without
@@ -64,8 +64,8 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
 TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.string())])
 KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
-FILTERS = ("no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question", "answer_span_not_found", "context_unsupported",
-           "answer_is_context_title")
+FILTERS = ("no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question", "answer_span_not_found",
+           "context_unsupported", "answer_is_context_title")
 LINKS_ONLY = ("no_linked_passage", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
