@@ -27,9 +27,9 @@ from pretriever.metrics import normalize_answer  # noqa: E402
 from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever import mine  # noqa: E402
-from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, ModelError, balance, build_triplet,  # noqa: E402
-                                 content_words, cut_blocks, find_span, leaks, load_ner, make_question,
-                                 shared_words, supports)
+from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
+from pretriever.mine.qac import (ModelError, balance, build_triplet, content_words, cut_blocks,  # noqa: E402
+                                 find_span, leaks, load_ner, make_question, others_held, shared_words, supports)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.references import fetch as fetching  # noqa: E402
@@ -59,10 +59,10 @@ def test_table5_covers_the_18_ontonotes_types_of_the_model():
     assert WH_PHRASES["LOC"] == ("where", "what location", "which place", "what place")
     assert WH_PHRASES["ORG"] == ("which organization", "what organization", "what")
     assert WH_PHRASES["PERSON"] == ("who", "which person") and WH_PHRASES["DATE"][0] == "when"
-    # Table 5 as written: CARDINAL gets "what"; "how many" (the paper's Figure 1) is ours, behind --how-many
-    assert WH_PHRASES["CARDINAL"] == ("what",) and HOW_MANY["CARDINAL"] == ("how many", "what")
-    assert {k: v for k, v in HOW_MANY.items() if k != "CARDINAL"} == {k: v for k, v in WH_PHRASES.items()
-                                                                      if k != "CARDINAL"}
+    # Table 5 as written: CARDINAL gets "what"; "how many" (the paper's Figure 1) is ours, behind --phrases ours
+    assert WH_PHRASES["CARDINAL"] == ("what",) and OURS["CARDINAL"] == ("how many", "what")
+    assert {k: v for k, v in OURS.items() if k not in ("CARDINAL", "FAC")} == {
+        k: v for k, v in WH_PHRASES.items() if k not in ("CARDINAL", "FAC")}
 
 
 def test_blocks_have_n_words_and_stride_m_and_end_at_the_text_end():
@@ -82,7 +82,7 @@ def test_span_is_word_bounded_and_question_replaces_the_entity():
     assert make_question("(It was in the works of Aristotle.)", 24, 33, "what") == "(It was in the works of what)?"
     assert make_question("It is in the Alps (near Bern.", 9, 17, "where", WH_PHRASES["LOC"]) == "It is where near Bern?"
     # "14" occurs only inside "2014" in the block: kept by string matching, then no word-bounded span
-    assert build_triplet("They freed 14 men.", [("14", "CARDINAL", 11, 13)], ["It was 2014."], 0, "k") \
+    assert build_triplet("They freed 14.", [("14", "CARDINAL", 11, 13)], ["It was 2014."], 0, "k") \
         == "answer_span_not_found"
     assert build_triplet("Nothing here.", [], ["x"], 0, "k") == "no_entity"
 
@@ -105,13 +105,28 @@ def test_qac_needs_references_or_links(enwiki_store, tmp_path):
         MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"])
 
 
-def test_how_many_only_behind_the_option():
-    def phrases(table):
-        return {build_triplet("They freed 14 men.", [("14", "CARDINAL", 11, 13)], ["In 2014 they freed 14 men."],
-                              seed, "k", phrases=table).question for seed in range(12)}
+def test_how_many_only_behind_the_option(enwiki_store, tmp_path):
+    def questions(statement, entity, phrases):
+        start = statement.index(entity[0])
+        ents = [(entity[0], entity[1], start, start + len(entity[0]))]
+        return {t.question if not isinstance(t := build_triplet(statement, ents, [statement], seed, "k",
+                                                                phrases=phrases), str) else t for seed in range(12)}
 
-    assert phrases(WH_PHRASES) == {"They freed what men?"}
-    assert phrases(HOW_MANY) == {"They freed what men?", "They freed how many men?"}
+    # Table 5's "what" would ask which men: the count is not asked (the statement's other entities are tried)
+    assert questions("They freed 14 men.", ("14", "CARDINAL"), "table5") == {"no_fitting_phrase"}
+    assert questions("They freed 14 men.", ("14", "CARDINAL"), "ours") == {"They freed how many men?"}
+    # a number that ends its clause reads with Table 5's "what"; ours draws "how many" too
+    assert questions("The figure is closer to 500,000.", ("500,000", "CARDINAL"), "table5") == {
+        "The figure is closer to what?"}
+    assert questions("The figure is closer to 500,000.", ("500,000", "CARDINAL"), "ours") == {
+        "The figure is closer to what?", "The figure is closer to how many?"}
+    with pytest.raises(ValueError, match="phrases"):
+        build_triplet("They freed 14 men.", [("14", "CARDINAL", 11, 13)], ["x 14"], 0, "k", phrases="how-many")
+    # --how-many is a deprecated alias of --phrases ours
+    config = dict(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links")
+    assert MineConfig(**config).phrases == "table5" and MineConfig(**config, how_many=True).phrases == "ours"
+    with pytest.raises(ValueError, match="phrases must be one of table5, ours"):
+        MineConfig(**config, phrases="paper")
 
 
 def test_brackets_and_quotes_are_balanced():
@@ -171,12 +186,14 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 6 triplets and lacks the answer for 16
-    ("question", {"no_entity": 4, "no_entity_in_block": 4, "answer_in_question": 2, "answer_span_not_found": 2,
-                  "triplets": 74, "other_entity": 6, "block_choice_differs": 6, "question_block_lacks_answer": 16}),
+    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 9
+    ("question", {"no_entity": 4, "no_entity_in_block": 4, "no_fitting_phrase": 10, "answer_in_question": 2,
+                  "answer_span_not_found": 2, "context_unsupported": 2, "triplets": 62, "other_entity": 20,
+                  "block_choice_differs": 5, "question_block_lacks_answer": 9}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "answer_in_question": 3, "answer_span_not_found": 0,
-                   "triplets": 71, "other_entity": 8, "block_choice_differs": 7, "question_block_lacks_answer": 7}),
+    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "no_fitting_phrase": 8, "answer_in_question": 4,
+                   "answer_span_not_found": 0, "context_unsupported": 4, "triplets": 58, "other_entity": 19,
+                   "block_choice_differs": 4, "question_block_lacks_answer": 4}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -235,13 +252,12 @@ GRAMMAR_CASES = [
      "In 2009, the graduating class had 100 percent graduation rate and expected what percent college "
      "acceptance rate?"),
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.",
-     "Alabama", "GPE", "where",
-     "In 2011, 46.6% of what country's population younger than age 1 were minorities?"),
+     "Alabama", "GPE", "where",  # no country: Table 5's "what country's" would be wrong, and "where's" reads wrong
+     None),
     ("Borman started the first sleep shift, but between the constant radio chatter and mechanical noises, he "
      "found sleep difficult.",
-     "first", "ORDINAL", "what rank",
-     "Borman started what rank sleep shift, but between the constant radio chatter and mechanical noises, he "
-     "found sleep difficult?"),
+     "first", "ORDINAL", "what rank",  # "Borman started what rank sleep shift": not asked
+     None),
     ("Pakistan's Chief of Army Staff, Pervez Musharraf, began sending thousands of Pakistanis to help the "
      "Taliban defeat the Northern Alliance.",
      "Pakistan", "GPE", "where",
@@ -317,11 +333,168 @@ GRAMMAR_CASES = [
 ]
 
 
+# Real statements of the enwiki sample whose triplets (on the canned pages) failed the judgement of 2026-11-27
+# (bench/README.md, "Triplets judged by hand"), each failure class with the question it gets now, per phrase set
+# (ours: --phrases ours); None: no phrase fits there, so the entity is not asked (no_fitting_phrase). The phrase
+# is the one drawn; the question shows the one that reads there.
+PHRASE_CASES = [
+    # a CARDINAL counting a noun: Table 5's "what" asks which
+    ("Kenji Tomiki toured with a delegation of various martial arts through 15 continental states of the United "
+     "States in 1953.", "15", "CARDINAL", "table5", None, None),
+    ("Kenji Tomiki toured with a delegation of various martial arts through 15 continental states of the United "
+     "States in 1953.", "15", "CARDINAL", "ours", "how many",
+     "Kenji Tomiki toured with a delegation of various martial arts through how many continental states of the "
+     "United States in 1953?"),
+    ("From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by Illinois manufacturer R.S. Owens "
+     "& Company.", "approximately 50", "CARDINAL", "ours", "how many",
+     "From 1983 to 2015, how many Oscars were made each year in Chicago by Illinois manufacturer R.S. Owens & "
+     "Company?"),
+    # a duration tagged DATE: when/what time/what date ask for a moment
+    ("As of 2008, the man with the longest cumulative time in space is Sergei K. Krikalev, who has spent 803 days, "
+     "9 hours and 39 minutes, or 2.2 years, in space.", "2.2 years", "DATE", "table5", None, None),
+    ("As of 2008, the man with the longest cumulative time in space is Sergei K. Krikalev, who has spent 803 days, "
+     "9 hours and 39 minutes, or 2.2 years, in space.", "2.2 years", "DATE", "ours", "how many years",
+     "As of 2008, the man with the longest cumulative time in space is Sergei K. Krikalev, who has spent 803 days, "
+     "9 hours and 39 minutes, or how many years, in space?"),
+    ("In 2008, the 80th Academy Awards telecast was watched by 31.76 million viewers on average with an 18.66% "
+     "household rating, the lowest rated and least watched ceremony to date, in spite of celebrating 80 years of "
+     "the Academy Awards.", "80 years", "DATE", "ours", "how many years",
+     "In 2008, the 80th Academy Awards telecast was watched by 31.76 million viewers on average with an 18.66% "
+     "household rating, the lowest rated and least watched ceremony to date, in spite of celebrating how many "
+     "years of the Academy Awards?"),
+    # a year modifying a noun: "what date census"
+    ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
+     "to $60,270 in Canada as a whole).", "2006", "DATE", "table5", None, None),
+    ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
+     "to $60,270 in Canada as a whole).", "2006", "DATE", "ours", "which year's",
+     "According to which year's census, the median annual family income after taxes was $70,986 in Alberta "
+     "(compared to $60,270 in Canada as a whole)?"),
+    ("It was also shown at the 1997 Stockholm International Film Festival.", "1997", "DATE", "ours",
+     "which year's", "It was also shown at which year's Stockholm International Film Festival?"),
+    ("The Children's Book Council of Australia designated Animalia a 1987 Picture Book of the Year: Honour Book.",
+     "1987", "DATE", "ours", "which year's",
+     "The Children's Book Council of Australia designated Animalia which year's Picture Book of the Year: Honour "
+     "Book?"),
+    ("In December 2011, Orson Welles' 1941 Oscar for Citizen Kane (Best Original Screenplay) was put up for auction, "
+     "after his heirs won a 2004 court decision contending that Welles did not sign any agreement to return the "
+     "statue to the Academy.", "1941", "DATE", "ours", None, None),  # after a possessive no phrase reads
+    # a bare year that is no modifier: ours asks "what year" where Table 5 has "what date"
+    ("The Economy of Angola is one of the fastest-growing economies in the world, with reported annual average GDP "
+     "growth of 11.1 percent for the period from 2001 to 2010.", "2001", "DATE", "ours", "when",
+     "The Economy of Angola is one of the fastest-growing economies in the world, with reported annual average GDP "
+     "growth of 11.1 percent for the period from what year to 2010?"),
+    # a date a reader cannot give
+    ("According to a 2010 survey, religion today plays an important role in the lives of only 39% of Albanians, and "
+     "Albania is ranked among the least religious countries in the world.", "today", "DATE", "ours", None, None),
+    # a GPE that is no country (a US state, an island): "what country" is wrong
+    ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
+     "largest ethnic group at the time.", "Alabama", "GPE", "table5", "where", None),  # "the people where identified"
+    ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
+     "largest ethnic group at the time.", "Alabama", "GPE", "ours", "where",
+     "In the 1980 census, 41% of the people in what place identified as being of English ancestry, making them the "
+     "largest ethnic group at the time?"),
+    ("Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
+     "the island of Utö, Sweden.", "Utö", "GPE", "ours", "what place",
+     "Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
+     "the island of what place, Sweden?"),
+    ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "Alabama", "GPE", "ours", "where",
+     "In 2011, 46.6% of what place's population younger than age 1 were minorities?"),
+    # a person's title goes with the name; a name spaCy cut is not asked
+    ("In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection led by "
+     "Colonel Surat Huseynov, which resulted in the rise to power of the former leader of Soviet Azerbaijan, Heydar "
+     "Aliyev.", "Surat Huseynov", "PERSON", "table5", "which person",
+     "In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection led by "
+     "which person, which resulted in the rise to power of the former leader of Soviet Azerbaijan, Heydar Aliyev?"),
+    ("In order to prepare herself to play a role commemorating the life of legendary actress Empar Ribera, young "
+     "actress (Mercè Pons) interviews three established actresses who had been the Ribera's pupils: the "
+     "international diva Glòria Marc (Núria Espert), the television star Assumpta Roca (Rosa Maria Sardà), and "
+     "dubbing director Maria Caminal (Anna Lizaran).", "Pons", "PERSON", "table5", None, None),
+    # a determiner and a year before the name: "It was also shown at the 1997 what?"
+    ("It was also shown at the 1997 Stockholm International Film Festival.", "Stockholm International Film Festival",
+     "EVENT", "table5", None, None),
+    # an ordinal before its noun: "what rank movie"
+    ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
+     'performing opposite a human actor".', "first", "ORDINAL", "table5", None, None),
+    # a nationality modifying a noun: Table 5's "what", not "what groups"
+    ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
+     "largest ethnic group at the time.", "English", "NORP", "table5", "what",
+     "In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the "
+     "largest ethnic group at the time?"),
+    ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
+     'performing opposite a human actor".', "Japanese", "NORP", "table5", None, None),  # not "The 2015 what film"
+    # a facility: Table 5's plural "what buildings"; ours "which building"
+    ("They invested in PURE, a nightclub at Caesars Palace, which opened in 2004, and sold it to Angel Management "
+     "Group in 2010.", "Caesars Palace", "FAC", "ours", "which building",
+     "They invested in PURE, a nightclub at which building, which opened in 2004, and sold it to Angel Management "
+     "Group in 2010?"),
+    # money: the currency sign before the entity goes
+    ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
+     "to $60,270 in Canada as a whole).", "70,986", "MONEY", "table5", "how much money",
+     "According to the 2006 census, the median annual family income after taxes was how much money in Alberta "
+     "(compared to $60,270 in Canada as a whole)?"),
+]
+
+
+def _question(statement: str, entity: str, label: str, phrases: str, phrase: str | None):
+    start = statement.rindex(entity) if label == "PERCENT" else statement.index(entity)
+    fitting = alternatives(entity, label, statement[:start], statement[start + len(entity):], phrases)
+    if phrase is None or phrase not in fitting:
+        return fitting, None
+    return fitting, make_question(statement, start, start + len(entity), phrase, fitting)
+
+
 @pytest.mark.parametrize("statement, entity, label, phrase, question", GRAMMAR_CASES)
 def test_questions_read_well_on_real_statements(statement, entity, label, phrase, question):
-    start = statement.rindex(entity) if label == "PERCENT" else statement.index(entity)
-    assert make_question(statement, start, start + len(entity), phrase, WH_PHRASES[label]) == question
-    assert phrase in WH_PHRASES[label]
+    fitting, got = _question(statement, entity, label, "table5", phrase)
+    assert got == question and set(fitting) <= set(WH_PHRASES[label])
+
+
+@pytest.mark.parametrize("statement, entity, label, phrases, phrase, question", PHRASE_CASES)
+def test_phrases_fit_the_entity_where_it_stands(statement, entity, label, phrases, phrase, question):
+    fitting, got = _question(statement, entity, label, phrases, phrase)
+    assert got == question
+    if phrase is None:
+        assert fitting == ()
+    if phrases == "table5":
+        assert set(fitting) <= set(WH_PHRASES[label])  # Table 5's own phrases, less those that do not fit
+
+
+def test_a_counted_noun_is_not_asked():
+    """spaCy tags the counted "Oscars" ORG: "approximately 50 which organization were made" (table5), asked never."""
+    statement = ("From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by Illinois manufacturer "
+                 "R.S. Owens & Company.")
+    ents = [(t, label, statement.index(t), statement.index(t) + len(t)) for t, label in
+            (("approximately 50", "CARDINAL"), ("Oscars", "ORG"))]
+    block = "The company has made the statuettes since 1983, casting approximately 50 Oscars each year."
+    assert build_triplet(statement, ents, [block], 0, "k") == "no_fitting_phrase"  # nor the count, with Table 5
+    assert build_triplet(statement, ents, [block], 0, "k", phrases="ours").question.startswith(
+        "From 1983 to 2015, how many Oscars were made")
+
+
+def test_countries_are_cldrs_and_common_names():
+    assert all(is_country(n) for n in ("the United States", "U.S.", "Sweden", "Canada", "Burma", "the Soviet Union"))
+    assert not any(is_country(n) for n in ("Alabama", "Utö", "Alberta", "European Union", "Antarctica"))
+
+
+def test_a_context_must_name_another_entity_of_the_statement():
+    """The Alabama page for a statement on Alaska (tests/data/cmore_pages): it holds the year, nothing else."""
+    statement = ("As of 2011, 50.7% of Alaska's population younger than one year of age belonged to minority groups "
+                 "(i.e., did not have two parents of non-Hispanic white ancestry).")
+    block = ("In Alabama, 46.6 percent of the population younger than age 1 were minorities in 2011, compared with "
+             "26.9 percent in Ohio.")
+    ents = [(t, label, statement.index(t), statement.index(t) + len(t)) for t, label in
+            (("2011", "DATE"), ("50.7%", "PERCENT"), ("Alaska", "GPE"), ("non-Hispanic", "NORP"))]
+    assert others_held(ents[1:], "2011", block) == (0, 3)
+    assert build_triplet(statement, ents[:1] + ents[2:3], [block], 0, "k", min_other=1) == "context_unsupported"
+    assert build_triplet(statement, ents[:1] + ents[2:3], [block], 0, "k", min_other=0).answer == "2011"
+    # the ASA statement and its ANSI passage: articles and punctuation aside, the passage names the USASI
+    statement = ("The ASA became the United States of America Standards Institute or USASI and ultimately the "
+                 "American National Standards Institute.")
+    usasi = "the United States of America Standards Institute"
+    ents = [("ASA", "ORG", 4, 7), (usasi, "ORG", statement.index(usasi), statement.index(usasi) + len(usasi))]
+    block = "In 1966, the ASA was reorganized and became United States of America Standards Institute (USASI)."
+    assert others_held(ents[1:], "ASA", block) == (1, 1)
+    assert build_triplet(statement, ents, [block], 0, "k", min_other=1).answer == "ASA"
 
 
 def test_grammar_cases_are_real_statements_of_the_sample(enwiki_store):
@@ -343,7 +516,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 3
+    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 9
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -355,12 +528,16 @@ def test_funnel_counts_are_exact(mined, refs):
 # Alaska, two, non-Hispanic: none on the Plain Dealer page) and "Morihei Ueshiba's" (the page: "Morihei
 # Ueshiba, later"); span not found: "Japan" occurs in the aikido block only inside "Japanese"; answer in the
 # question: "Shodokan aikido, however, was controversial, ... contrary to the spirit of aikido" (its only
-# entity). The other 37 give triplets, no two the same; 3 of them by another entity than the sampled one,
-# which leaked ("Canon Inc." beside "the Canon EOS", "the Kodak Theatre" beside "the Dolby Theatre",
-# "Joseph Déjacque" beside "Pierre Joseph Proudhon").
+# entity). No Table 5 phrase fits (table5, the default) any entity of 5: "the 1997 Stockholm International Film
+# Festival" (neither the year nor the festival), "Animalia a 1987 Picture Book", "or 2.2 years, in space",
+# "celebrating 80 years" ...; "the 2006 census" gives its "$70,986" instead. Context unsupported: the Alabama
+# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 31 give
+# triplets, no two the same; 9 of them by another entity than the sampled one, which leaked ("Canon Inc."
+# beside "the Canon EOS") or had no fitting phrase ("15 continental states": Kenji Tomiki is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7779,
-                   "no_entity": 2, "no_entity_in_block": 2, "answer_in_question": 1, "answer_span_not_found": 1,
-                   "triplets": 37, "duplicate": 0, "candidates": 37}
+                   "no_entity": 2, "no_entity_in_block": 2, "no_fitting_phrase": 5, "answer_in_question": 1,
+                   "answer_span_not_found": 1, "context_unsupported": 1, "triplets": 31, "duplicate": 0,
+                   "candidates": 31}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -405,10 +582,10 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
     '664|63|http://www.astronautix.com/astros/tamendez.htm':
         ('Patrick Baudry', 'PERSON',
          'The first person born in Africa to fly in space was who (France), in 1985?'),
-    '713|89|http://variety.com/2015/film/asia/sayonara-filmmakers-debate-future-of-robot-actors-1201626092/':
-        ('first', 'ORDINAL',
-         'The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "what rank movie to '
-         'feature an android performing opposite a human actor"?'),
+    '303|238|https://books.google.com/books?id=SVoAXh-dNuYC&pg=PA57&dq=Sharing+the+dream:+white+males+in+multicultural+America++english+ancestry&cd=1#v=onepage&q=&f=false':
+        ('English', 'NORP',  # "Alabama" (no country) and "41%" (not on the page as such) are not asked
+         'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '
+         'largest ethnic group at the time?'),
     '738|336|http://www.lonelyplanet.com/albania/travel-tips-and-articles/76164':
         ('Albania', 'GPE',
          'In 2011, what country was recommended as a top travel destination, by Lonely Planet?'),
@@ -419,11 +596,11 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
     '746|109|http://www.nationsencyclopedia.com/World-Leaders-2003/Azerbaijan-RISE-TO-POWER.html':
         ('Surat Huseynov', 'PERSON',
          'In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection '
-         'led by Colonel which person, which resulted in the rise to power of the former leader of Soviet '
+         'led by which person, which resulted in the rise to power of the former leader of Soviet '
          'Azerbaijan, Heydar Aliyev?'),
     '751|42|http://www.aikidojournal.com/article.php?articleID=626':
-        ('15', 'CARDINAL',
-         'Kenji Tomiki toured with a delegation of various martial arts through what continental states of the '
+        ('Kenji Tomiki', 'PERSON',  # "15 continental states": Table 5's "what" would ask which states
+         'Which person toured with a delegation of various martial arts through 15 continental states of the '
          'United States in 1953?'),
 }
 
@@ -488,7 +665,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
                                  include_unanswered=True))
     report = result.manifest["methods"]["qac"]
     # the 2 statements without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL)
-    assert report["unanswered"] == 4 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 41}
+    assert report["unanswered"] == 4 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 35}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
     assert len(unanswered) == 4 and len(rows) == len(triplets) + 4
@@ -564,7 +741,7 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 # article Aristotle).
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                 "no_reference_text": 7822, "no_linked_passage": 7775, "no_entity": 7, "no_entity_in_block": 10,
-                "answer_in_question": 3, "answer_span_not_found": 4, "context_unsupported": 9,
+                "no_fitting_phrase": 1, "answer_in_question": 3, "answer_span_not_found": 4, "context_unsupported": 8,
                 "answer_is_context_title": 13, "triplets": 1, "duplicate": 0, "candidates": 1}
 
 

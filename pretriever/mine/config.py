@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import deprecation_note, option
 from pretriever.data import generated_queries_path
+from pretriever.mine.phrases import OURS_NOTE, PHRASE_SETS
 
 ENGINES = ("duckdb", "spark")
 NEGATIVES = ("random", "overlap", "none")
@@ -128,9 +129,17 @@ class MineConfig:
         False, "QAC: a statement with no answer entity (none found, or none in its context) still gives a "
                "retriever pair: the statement as the query, the block BM25 ranks first for it as the positive (C-MORE "
                "pre-trains its retriever on these too). Counted as `unanswered`; no answer, so readers skip them.")
-    how_many: bool = option(False, "QAC, ours (not the paper's Table 5, which gives CARDINAL only \"what\"): a "
-                                   "CARDINAL answer may also become \"how many\", as in the paper's Figure 1 "
-                                   "example.")
+    phrases: str = option(
+        "table5", "QAC: the wh-phrases. table5: C-MORE's Table 5 as written, less the phrases that cannot ask for the "
+                  "entity where it stands (\"what\" for the count in \"15 states\", \"what time\" for the duration "
+                  "\"2.2 years\", \"what date census\", \"what country\" for Alabama): such an entity is not asked, "
+                  f"counted as no_fitting_phrase. ours (not the paper's): Table 5 plus {OURS_NOTE}.")
+    min_other_entities: int = option(
+        1, "QAC (ours): a block is a context only when it names at least this many of the statement's other "
+           "entities besides the answer (all of them when it has fewer; 0: off); else context_unsupported. 1, "
+           "chosen on the canned reference pages: the one context naming none (an Alabama page for \"As of 2011, "
+           "50.7% of Alaska's population ...\") did not answer its question; every other context named one.")
+    how_many: bool = option(False, "Deprecated: --phrases ours (which gives a CARDINAL \"how many\", and more).")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
@@ -183,9 +192,16 @@ class MineConfig:
         self.block_query = str(self.block_query).lower()
         if self.block_query not in BLOCK_QUERIES:
             raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {self.block_query!r}")
-        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words"):
+        for name in ("min_query_words", "min_passage_words", "stats_sample", "min_shared_words",
+                     "min_other_entities"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        self.phrases = str(self.phrases).lower()
+        if self.how_many:
+            deprecation_note("--how-many / how_many", "--phrases ours")
+            self.phrases = "ours"
+        if self.phrases not in PHRASE_SETS:
+            raise ValueError(f"phrases must be one of {', '.join(PHRASE_SETS)}, got {self.phrases!r}")
         if not 0 <= self.min_shared_share <= 1:
             raise ValueError(f"min_shared_share must be between 0 and 1, got {self.min_shared_share}")
 

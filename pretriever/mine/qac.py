@@ -9,7 +9,8 @@ Steps, each a pure function here so they can be tested and benchmarked alone:
    context (string matching, as the paper);
 2. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
 3. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
-   (:data:`WH_PHRASES`, the paper's Appendix Table 5), a seeded choice among the candidates, with the
+   (:data:`~pretriever.mine.phrases.WH_PHRASES`, the paper's Appendix Table 5, less the phrases that cannot ask
+   for it where it stands, or ours: :func:`pretriever.mine.phrases.alternatives`), a seeded choice, with the
    words around it fitted (:func:`fit_phrase`: "the what country" -> "what country", "in when" ->
    "when") and brackets and quotes balanced (:func:`balance`);
 4. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
@@ -41,34 +42,7 @@ import bm25s
 from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
-
-# C-MORE Appendix Table 5: entity type -> candidate question phrases. The PDF text of the table is
-# scrambled (continuation lines appear as rows "EVENI", "LUC", "UKU"); they belong to EVENT, LOC and
-# ORG. CARDINAL's row reads only "what", as here; the paper's running example (section 1, Figure 1)
-# replaces the CARDINAL "14" by "how many", which is ours behind ``--how-many`` (:data:`HOW_MANY`).
-WH_PHRASES: dict[str, tuple[str, ...]] = {
-    "CARDINAL": ("what",),
-    "DATE": ("when", "what time", "what date"),
-    "EVENT": ("what event", "what", "which event"),
-    "FAC": ("where", "what buildings"),
-    "GPE": ("where", "what country"),
-    "LANGUAGE": ("what language", "which language"),
-    "LAW": ("which law", "what law"),
-    "LOC": ("where", "what location", "which place", "what place"),
-    "MONEY": ("how much money", "how much"),
-    "NORP": ("what", "what groups", "where"),
-    "ORDINAL": ("what rank", "what"),
-    "ORG": ("which organization", "what organization", "what"),
-    "PERCENT": ("what percent", "what percentage"),
-    "PERSON": ("who", "which person"),
-    "PRODUCT": ("what", "what product"),
-    "QUANTITY": ("how many", "how much"),
-    "TIME": ("when", "what time"),
-    "WORK_OF_ART": ("what", "what title"),
-}
-
-# ours, not Table 5 (``--how-many``): CARDINAL may also become "how many", as in the paper's Figure 1
-HOW_MANY: dict[str, tuple[str, ...]] = {**WH_PHRASES, "CARDINAL": ("how many", "what")}
+from pretriever.mine.phrases import PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives
 
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
@@ -197,7 +171,12 @@ _DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|th
 _PREPOSITION = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:in|on|at|during)\s+$")
 _POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
 ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
-TIME_NOUNS = ("what time", "what date")  # after a preposition, Table 5's "when" stands instead
+TIME_NOUNS = ("what time", "what date", "what year")  # after a preposition, "when" stands instead
+_CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5]\s*$")
+_CLAUSE_GOES_ON = re.compile(r"(?i)\s*(?:[,.;:!?()[\]\"\u201d]|$|(?:and|or|but|that|which|who|whom|when|where|"
+                             r"while|with|for|to|from|in|on|at|by|as|after|before|since|until|during|because|"
+                             r"although|though|if|than|so|into|onto|near|under|over|between|among|against|via|"
+                             r"per)\b)")
 _OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
@@ -228,13 +207,18 @@ def balance(text: str) -> str:
     return _SPACE.sub(" ", "".join(ch for i, ch in enumerate(text) if i not in drop)).strip()
 
 
-def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str:
-    """The first "what/which + noun" among the type's phrases ("what country" for GPE), else ``phrase``."""
-    return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), phrase)
+def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str | None:
+    """The first "what/which + noun" among the entity's phrases ("what country" for GPE), else ``phrase`` when
+    none is given (a bare call), else None: no phrase reads there."""
+    if not alternatives:
+        return phrase
+    return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), None)
 
 
-def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = ()) -> tuple[str, str, str]:
-    """(head, phrase, tail) with the words around the wh-phrase made to read right.
+def fit_phrase(head: str, phrase: str, tail: str,
+               alternatives: Sequence[str] = ()) -> tuple[str, str | None, str]:
+    """(head, phrase, tail) with the words around the wh-phrase made to read right; the phrase is None when none
+    of ``alternatives`` reads there (a place that is no country, in a noun's slot, has only "where").
 
     * a determiner before it goes: "the what country" -> "what country";
     * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
@@ -242,32 +226,47 @@ def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = 
       where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
       years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
     * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
-      noun phrase ("Alabama's" -> "what country's").
+      noun phrase ("Pakistan's" -> "what country's");
+    * a person's title goes with the name: "led by Colonel which person" -> "led by which person".
     """
+    if phrase in PERSON_PHRASES:
+        head = TITLE.sub("", head)
     if _POSSESSIVE.match(tail):
         if phrase == "who":
             phrase, tail = "whose", tail[2:]
         elif phrase in ADVERBS:
             phrase = _noun_phrase(alternatives, phrase)
+            if phrase is None:
+                return head, None, tail
     bare = _DETERMINER.sub("", head)
     modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
     head = bare
     if phrase in TIME_NOUNS and "when" in alternatives and _PREPOSITION.search(head):
         phrase = "when"  # "in what time, the Kodak Theatre became" reads wrong: "when" takes the "in"
+    if phrase.startswith("how much"):
+        head = _CURRENCY.sub("", head)  # "$70,986" is the entity "70,986": "$how much money" reads wrong
     if phrase in ADVERBS:
         dropped = _PREPOSITION.sub("", head)
         clause_edge = not head.strip() or head.rstrip().endswith(",")
-        if not modifier and (dropped != head or (clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail))):
+        # mid-sentence, "in Alabama" -> "where" only ends a clause or goes before a function word: "the people in
+        # Alabama identified" would read "the people where identified"
+        adverbial = not dropped.strip() or _CLAUSE_GOES_ON.match(tail) is not None
+        ends = clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail)
+        if not modifier and adverbial and (dropped != head or ends):
             head = dropped
         else:
             phrase = _noun_phrase(alternatives, phrase)
     return head, phrase, tail
 
 
-def make_question(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str] = ()) -> str:
+def make_question(statement: str, start: int, end: int, phrase: str,
+                  alternatives: Sequence[str] = ()) -> str | None:
     """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
-    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark."""
+    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark; None when no
+    phrase of ``alternatives`` reads there."""
     head, phrase, tail = fit_phrase(statement[:start], phrase, statement[end:], alternatives)
+    if phrase is None:
+        return None
     if not head.strip():  # the phrase opens the question: no comma after it ("In 1990, he" -> "When he")
         head, phrase, tail = "", phrase[:1].upper() + phrase[1:], re.sub(r"^\s*,", "", tail)
     return _END.sub("", balance(head + phrase + tail)) + "?"
@@ -308,6 +307,18 @@ def supports(statement: str, answer: str, context: str, min_words: int, min_shar
     return shared >= min_words and shared >= min_share * len(content_words(statement) - content_words(answer))
 
 
+def others_held(others: Sequence[Entity], answer: str, block: str) -> tuple[int, int]:
+    """How many of the statement's ``others`` entities the block names, and how many there are (as
+    :func:`normalize_answer` reads them: "the United States of America Standards Institute" in "... became
+    United States of America Standards Institute (USASI)"), leaving out those that read as the answer: a context
+    about Alabama holds the year of "As of 2011, 50.7% of Alaska's population ..." but none of its other
+    entities."""
+    said = normalize_answer(answer, lenient=True)
+    norm = f" {normalize_answer(block, lenient=True)} "
+    names = {n for e in others if (n := normalize_answer(e[0], lenient=True)) and n != said}
+    return sum(f" {n} " in norm for n in names), len(names)
+
+
 @dataclass
 class Triplet:
     question: str
@@ -325,9 +336,8 @@ class Triplet:
 
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
-                  key: str, mentioning: bool = False, phrases: dict[str, tuple[str, ...]] = WH_PHRASES,
-                  block_query: str = "question",
-                  accept: Callable[[int, str], str | None] | None = None) -> Triplet | str:
+                  key: str, mentioning: bool = False, phrases: str = "table5", block_query: str = "question",
+                  accept: Callable[[int, str], str | None] | None = None, min_other: int = 0) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
     ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
@@ -337,10 +347,14 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     the statement picks the block first and only entities in it are answers (its answer words help
     the choice: ours, kept for comparison).
 
-    Filters, in order: ``no_entity`` (spaCy found none of the ``phrases`` types), ``no_entity_in_block``
-    (none in the context, or in the statement's block), ``answer_in_question`` (the rest of the
-    statement still holds a token of the answer: :func:`leaks`), ``answer_span_not_found`` (no
-    word-bounded occurrence). The entity is sampled (seeded); when it fails a filter, the statement's
+    Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``
+    (none in the context, or in the statement's block), ``no_fitting_phrase`` (no phrase of the set
+    ``phrases`` can ask for it where it stands: :func:`pretriever.mine.phrases.alternatives`, or a number
+    counts it: "approximately 50 Oscars"),
+    ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
+    ``answer_span_not_found`` (no word-bounded occurrence), ``context_unsupported`` (each block holding the
+    answer holds fewer than ``min_other`` of the statement's other entities, or fewer than all of them when it
+    has fewer: :func:`others_held`). The entity is sampled (seeded); when it fails a filter, the statement's
     other entities are tried in order before the citation is dropped, and the reason given is the
     sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
     entities compete. ``accept(block index, answer)`` may refuse a block by naming a filter (the links
@@ -349,7 +363,9 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     """
     if block_query not in BLOCK_QUERIES:
         raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {block_query!r}")
-    entities = [e for e in entities if e[1] in phrases]
+    if phrases not in PHRASE_SETS:
+        raise ValueError(f"phrases must be one of {', '.join(PHRASE_SETS)}, got {phrases!r}")
+    entities = [e for e in entities if e[1] in WH_PHRASES]
     if not entities:
         return "no_entity"
     candidates = [i for i, b in enumerate(blocks) if not mentioning or entities_in_block(entities, b)]
@@ -365,8 +381,16 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     first = pick(kept, seed, "qac-answer", key)
     reason = None
     for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
-        drawn = pick(phrases[label], seed, "qac-phrase", key)
-        question = make_question(statement, start, end, drawn, phrases[label])
+        # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
+        counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
+                      for e in entities)
+        fitting = () if counted else alternatives(text, label, statement[:start], statement[end:], phrases)
+        drawn = pick(fitting, seed, "qac-phrase", key) if fitting else ""
+        question = make_question(statement, start, end, drawn, fitting) if fitting else None
+        if question is None:
+            reason = reason or "no_fitting_phrase"
+            continue
+        others = [e for e in entities if e[3] <= start or e[2] >= end]
         by_question = ranker.ranking(question)
         order = by_question if block_query == "question" else by_statement[:1]
         found, refused = None, None
@@ -374,6 +398,9 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             if (span := find_span(text, texts[j])) is None:
                 continue
             why = accept(candidates[j], texts[j][span[0]:span[1]]) if accept is not None else None
+            if why is None and min_other > 0:
+                held, named = others_held(others, text, texts[j])
+                why = "context_unsupported" if held < min(min_other, named) else None
             if why is None:
                 found = (j, span)
                 break
@@ -384,7 +411,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             reason = reason or refused or "answer_span_not_found"
         else:
             j, span = found
-            phrase = fit_phrase(statement[:start], drawn, statement[end:], phrases[label])[1]  # as it reads
+            phrase = fit_phrase(statement[:start], drawn, statement[end:], fitting)[1]  # as it reads
             return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
                            answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
                            block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],

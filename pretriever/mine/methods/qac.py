@@ -7,9 +7,10 @@ text (statements with a hole where markup stood, or from a list, are skipped and
 ``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
 per size, or ``block_words``:``block_stride``); spaCy NER (``ner_model``) finds the statement's
 entities; one that also occurs in the page is sampled (seeded) and replaced in the statement by an
-interrogative phrase for its type (Table 5); BM25 with that question picks the block (section 3.1;
-``--block-query statement``: with the statement, first). Query = that question, positive = the
-block, answer = the entity with its offsets in the block. With several sizes the filter counts
+interrogative phrase for its type (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`);
+a block must name one of the statement's other entities (``--min-other-entities``, ours); BM25 with that
+question picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that
+question, positive = the block, answer = the entity with its offsets in the block. With several sizes the filter counts
 and triplets are per citation and size.
 
 ``--context links`` (pretriever's own fallback, not the paper's): a citation without
@@ -52,8 +53,7 @@ from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.kinds import kind_of, parse_links, wiki_typed
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import (HOW_MANY, WH_PHRASES, Triplet, build_triplet, choose_block, cut_blocks, load_ner,
-                                 supports)
+from pretriever.mine.qac import Triplet, build_triplet, choose_block, cut_blocks, load_ner, supports
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -64,9 +64,9 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
 TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.string())])
 KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
-FILTERS = ("no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found", "context_unsupported",
-           "answer_is_context_title")
-LINKS_ONLY = ("no_linked_passage", "context_unsupported", "answer_is_context_title")
+FILTERS = ("no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question", "answer_span_not_found",
+           "context_unsupported", "answer_is_context_title")
+LINKS_ONLY = ("no_linked_passage", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
 # answer_wiki_kind: the answer names a linked article with a kind (pretriever.mine.kinds, ours); kind_overrides: of
@@ -80,8 +80,9 @@ ENTITY_COUNTS = ("entities_wiki_kind", "entities_kind_overrides")
 # counted as "unanswered" beside the funnel (they stay counted at their step)
 UNANSWERED = ("no_entity", "no_entity_in_block")
 FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
-          "no_linked_passage", "no_entity", "no_entity_in_block", "answer_in_question", "answer_span_not_found",
-          "context_unsupported", "answer_is_context_title", "triplets", "duplicate", "candidates")
+          "no_linked_passage", "no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question",
+          "answer_span_not_found", "context_unsupported", "answer_is_context_title", "triplets", "duplicate",
+          "candidates")
 
 
 @register
@@ -279,7 +280,8 @@ class QAC(Method):
         """What the triplets depend on: a resumed run must have the same."""
         return {"references": str(cfg.references), "context": cfg.context, "block_words": cfg.block_words,
                 "block_stride": cfg.block_stride, "ner_model": cfg.ner_model, "seed": cfg.seed,
-                "skip_disambiguation": cfg.skip_disambiguation, "how_many": cfg.how_many,
+                "skip_disambiguation": cfg.skip_disambiguation, "phrases": cfg.phrases,
+                "min_other_entities": cfg.min_other_entities,
                 "blocks": [f"{n}:{m}" for n, m in cfg.granularities()], "block_query": cfg.block_query,
                 "min_shared_words": cfg.min_shared_words,
                 "min_shared_share": cfg.min_shared_share, "include_unanswered": cfg.include_unanswered}
@@ -315,7 +317,6 @@ class QAC(Method):
         self.counts["entities_wiki_kind"] += len(kinds)
         self.counts["entities_kind_overrides"] += sum(e[1] != kinds[e[2], e[3]][1] for e in entities
                                                       if (e[2], e[3]) in kinds)
-        phrases = HOW_MANY if cfg.how_many else WH_PHRASES
         if first["source"] == "reference":
             sizes = cfg.granularities()
             contexts = [(cut_blocks(first["ctx_text"], n, m), n, m, False) for n, m in sizes]
@@ -327,7 +328,8 @@ class QAC(Method):
             accept = None if not mentioning else self._links_filter(first["statement"], group, cfg.min_shared_words,
                                                                      cfg.min_shared_share)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
-                                   phrases=phrases, block_query=cfg.block_query, accept=accept)
+                                   phrases=cfg.phrases, block_query=cfg.block_query, accept=accept,
+                                   min_other=cfg.min_other_entities)
             if isinstance(result, Triplet):
                 self.counts["other_entity"] += result.tries > 1
                 self.counts["block_choice_differs"] += result.question_block != result.statement_block
