@@ -555,6 +555,18 @@ def test_a_fronted_entity_with_no_safe_inversion_is_not_asked_and_counted():
     assert triplet.question == f"Before 1095, {triplet.phrase} did not" + statement[28:-1] + "?"
 
 
+@pytest.mark.parametrize("statement, question", [
+    ("In 2002, he did not live in Paris.", "When did he not live in Paris?"),
+    ("In 2002, they can live in Paris.", "When can they live in Paris?"),
+    ("In 2002, he didn't live in Paris.", None),  # "did" cannot leave its "n't"
+    ("In 2002, he's been living in Paris.", None),  # nor "'s" its subject
+])
+def test_inversion_moves_whole_auxiliaries_only(statement, question):
+    start = statement.index("2002")
+    doc = load_ner("en_core_web_sm")(statement)
+    assert make_question(statement, start, start + 4, "when", ("when",), doc) == question
+
+
 def test_countries_are_cldrs_and_common_names():
     assert all(is_country(n) for n in ("the United States", "U.S.", "Sweden", "Canada", "Burma", "the Soviet Union"))
     assert not any(is_country(n) for n in ("Alabama", "Utö", "Alberta", "European Union", "Antarctica"))

@@ -74,7 +74,8 @@ def question_order(doc, start: int, end: int) -> list[Edit] | str:
     auxes = sorted((c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i), key=lambda t: t.i)
     if auxes:
         aux = auxes[0]
-        if aux.i < first or aux.tag_ == "TO" or (aux.i + 1 < len(doc) and doc[aux.i + 1].lower_ == "n't"):
+        if (aux.i < first or aux.tag_ == "TO" or aux.text[:1] in "'\u2019"  # "he's been": the "'s" cannot move
+                or (aux.i + 1 < len(doc) and doc[aux.i + 1].lower_ in ("n't", "n\u2019t"))):
             return UNSAFE
         return [(*gap, f" {aux.lower_} "), (aux.idx, aux.idx + len(aux.text_with_ws), "")]
     if root.tag_ not in _DO or root.i <= last:
