@@ -188,11 +188,11 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
     # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 9
     ("question", {"no_entity": 4, "no_entity_in_block": 4, "no_fitting_phrase": 10, "answer_in_question": 2,
-                  "answer_span_not_found": 2, "context_unsupported": 2, "triplets": 62, "other_entity": 20,
+                  "answer_span_not_found": 2, "context_unsupported": 4, "triplets": 60, "other_entity": 20,
                   "block_choice_differs": 5, "question_block_lacks_answer": 9}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "no_fitting_phrase": 8, "answer_in_question": 4,
-                   "answer_span_not_found": 0, "context_unsupported": 4, "triplets": 58, "other_entity": 19,
+    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "no_fitting_phrase": 10, "answer_in_question": 4,
+                   "answer_span_not_found": 0, "context_unsupported": 4, "triplets": 56, "other_entity": 21,
                    "block_choice_differs": 4, "question_block_lacks_answer": 4}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
@@ -244,8 +244,8 @@ GRAMMAR_CASES = [
     ("During the late 1970s her activities within the Objectivist movement declined, especially after the death "
      "of her husband on November 9, 1979.",
      "the late 1970s", "DATE", "when",
-     "When her activities within the Objectivist movement declined, especially after the death of her husband on "
-     "November 9, 1979?"),
+     "When did her activities within the Objectivist movement decline, especially after the death of her husband "
+     "on November 9, 1979?"),
     ("In 2009, the graduating class had 100 percent graduation rate and expected a 100 percent college "
      "acceptance rate.",
      "100 percent", "PERCENT", "what percent",  # the second "100 percent", after "a"
@@ -313,13 +313,13 @@ GRAMMAR_CASES = [
      "American army?"),
     ("In 1990, he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera.",
      "1990", "DATE", "when",  # no comma after an opening wh-phrase
-     "When he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?"),
+     "When did he appear in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?"),
     ("In 2002, the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the presentation.",
      "2002", "DATE", "what time",  # not "In what time, the Kodak Theatre"
-     "When the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the presentation?"),
+     "When did the Kodak Theatre (now known as the Dolby Theatre) become the current venue of the presentation?"),
     ("In July 1627 two pirate ships from Algiers sailed as far as Iceland, raiding and capturing slaves.",
      "July 1627", "DATE", "what date",
-     "When two pirate ships from Algiers sailed as far as Iceland, raiding and capturing slaves?"),
+     "When did two pirate ships from Algiers sail as far as Iceland, raiding and capturing slaves?"),
     ("However, it was shown in the time of Pausanias in the 2nd century AD.",
      "the 2nd century AD", "DATE", "when",
      "However, it was shown in the time of Pausanias when?"),
@@ -330,6 +330,65 @@ GRAMMAR_CASES = [
      "Earth", "LOC", "where",
      "Clouds keep what location cool by reflecting sunlight, but they can also serve as blankets to trap "
      "warmth?"),
+    # A wh-phrase before the main clause's subject takes the auxiliary after it, or "do" in the verb's tense (the
+    # coordinator's judgement of 2026-11-27: "When Einstein applied ...?" reads as a subordinate clause); where the
+    # parse gives no safe inversion the entity is not asked (None); in a subordinate clause it stays in place.
+    ("In 1917, Einstein applied the general theory of relativity to model the large-scale structure of the "
+     "universe.", "1917", "DATE", "when",
+     "When did Einstein apply the general theory of relativity to model the large-scale structure of the "
+     "universe?"),
+    ("In 1866, August Wilhelm von Hofmann suggested systematizing nomenclature by using the whole sequence of "
+     "vowels a, e, i, o and u to create suffixes -ane, -ene, -ine (or -yne), -one, -une, for the hydrocarbons "
+     "CnH2n+2, CnH2n, CnH2n\u22122, CnH2n\u22124, CnH2n\u22126.", "1866", "DATE", "when",
+     "When did August Wilhelm von Hofmann suggest systematizing nomenclature by using the whole sequence of "
+     "vowels a, e, i, o and u to create suffixes -ane, -ene, -ine (or -yne), -one, -une, for the hydrocarbons "
+     "CnH2n+2, CnH2n, CnH2n\u22122, CnH2n\u22124, CnH2n\u22126?"),
+    ("Between 1999 and 2013, in the U.S., the CDC recorded 531 such deaths for newborns, approximately 4 per "
+     "100,000 abortions.", "U.S.", "GPE", "what country",
+     "Between 1999 and 2013, in what country did the CDC record 531 such deaths for newborns, approximately 4 per "
+     "100,000 abortions?"),
+    ("In China, a historical preference for a male child has been exacerbated by the one-child policy, which was "
+     "enacted in 1979.", "China", "GPE", "what country",
+     "In what country has a historical preference for a male child been exacerbated by the one-child policy, "
+     "which was enacted in 1979?"),
+    ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "2011", "DATE", "when",
+     "When were 46.6% of Alabama's population younger than age 1 minorities?"),
+    ("According to Soviet data, 100 percent of males and females (ages nine to forty-nine) were literate in 1970.",
+     "Soviet", "NORP", "what",
+     "According to what data were 100 percent of males and females (ages nine to forty-nine) literate in 1970?"),
+    ("In 2011, Albania was recommended as a top travel destination, by Lonely Planet.", "2011", "DATE", "when",
+     "When was Albania recommended as a top travel destination, by Lonely Planet?"),
+    ("In 2011, Albania was recommended as a top travel destination, by Lonely Planet.", "Albania", "GPE",
+     "what country",  # the subject: no inversion
+     "In 2011, what country was recommended as a top travel destination, by Lonely Planet?"),
+    ("In 1844 in Germany the post-hegelian philosopher Max Stirner published the book, The Ego and Its Own, which "
+     "would later be considered an influential early text of individualist anarchism.", "Germany", "GPE",
+     "what country",
+     "In 1844 in what country did the post-hegelian philosopher Max Stirner publish the book, The Ego and Its Own, "
+     "which would later be considered an influential early text of individualist anarchism?"),
+    ("Between 1940 and 1943, more than 89,000 people moved into the city to work for war-related industries.",
+     "Between 1940 and 1943", "DATE", "what time",  # the DATE holds its preposition: "when"
+     "When did more than 89,000 people move into the city to work for war-related industries?"),
+    ("Before 1095, Andorra did not have any type of military protection and the Bishop of Urgell, who knew that "
+     "the Count of Urgell wanted to reclaim the Andorran valleys, asked the Lord of Caboet for help and "
+     "protection.", "1095", "DATE", "when",  # a coordinated clause with its own verb: no safe inversion
+     None),
+    ("After gaining independence in 1991, Azerbaijan became a member of the International Monetary Fund, the World "
+     "Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
+     "Development Bank.", "1991", "DATE", "when",  # in a subordinate clause: in place
+     "After gaining independence when, Azerbaijan became a member of the International Monetary Fund, the World "
+     "Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
+     "Development Bank?"),
+    # the entity's parenthetical goes with it
+    ("The first person born in Africa to fly in space was Patrick Baudry (France), in 1985.", "Patrick Baudry",
+     "PERSON", "who", "The first person born in Africa to fly in space was who, in 1985?"),
+    # a date in a list of elliptical "NAME in YEAR" items is not asked; in coordinated clauses it is
+    ("They both endorsed Deutsche Telekom in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in 2007, and "
+     "Nintendo Wii and Wii Fit U and Longines in 2013.", "2002", "DATE", "when", None),
+    ("The first edition of the standard was published during 1963, underwent a major revision during 1967, and "
+     "experienced its most recent update during 1986.", "1967", "DATE", "when",
+     "The first edition of the standard was published during 1963, underwent a major revision when, and "
+     "experienced its most recent update during 1986?"),
 ]
 
 
@@ -367,7 +426,7 @@ PHRASE_CASES = [
      "to $60,270 in Canada as a whole).", "2006", "DATE", "table5", None, None),
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "2006", "DATE", "ours", "which year's",
-     "According to which year's census, the median annual family income after taxes was $70,986 in Alberta "
+     "According to which year's census was the median annual family income after taxes $70,986 in Alberta "
      "(compared to $60,270 in Canada as a whole)?"),
     ("It was also shown at the 1997 Stockholm International Film Festival.", "1997", "DATE", "ours",
      "which year's", "It was also shown at which year's Stockholm International Film Festival?"),
@@ -427,6 +486,11 @@ PHRASE_CASES = [
      "Group in 2010.", "Caesars Palace", "FAC", "ours", "which building",
      "They invested in PURE, a nightclub at which building, which opened in 2004, and sold it to Angel Management "
      "Group in 2010?"),
+    # Table 5's "what buildings" in the number of the name it replaces
+    ("They invested in PURE, a nightclub at Caesars Palace, which opened in 2004, and sold it to Angel Management "
+     "Group in 2010.", "Caesars Palace", "FAC", "table5", "what buildings",
+     "They invested in PURE, a nightclub at what building, which opened in 2004, and sold it to Angel Management "
+     "Group in 2010?"),
     # money: the currency sign before the entity goes
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "70,986", "MONEY", "table5", "how much money",
@@ -436,11 +500,13 @@ PHRASE_CASES = [
 
 
 def _question(statement: str, entity: str, label: str, phrases: str, phrase: str | None):
+    """The question as mining makes it: with spaCy's parse of the statement (the word order)."""
     start = statement.rindex(entity) if label == "PERCENT" else statement.index(entity)
     fitting = alternatives(entity, label, statement[:start], statement[start + len(entity):], phrases)
     if phrase is None or phrase not in fitting:
         return fitting, None
-    return fitting, make_question(statement, start, start + len(entity), phrase, fitting)
+    doc = load_ner("en_core_web_sm")(statement)
+    return fitting, make_question(statement, start, start + len(entity), phrase, fitting, doc)
 
 
 @pytest.mark.parametrize("statement, entity, label, phrase, question", GRAMMAR_CASES)
@@ -469,6 +535,36 @@ def test_a_counted_noun_is_not_asked():
     assert build_triplet(statement, ents, [block], 0, "k") == "no_fitting_phrase"  # nor the count, with Table 5
     assert build_triplet(statement, ents, [block], 0, "k", phrases="ours").question.startswith(
         "From 1983 to 2015, how many Oscars were made")
+
+
+def test_a_fronted_entity_with_no_safe_inversion_is_not_asked_and_counted():
+    """With the parse, "Before 1095, Andorra did not have ... and the Bishop ... asked ..." has no safe inversion
+    (a coordinated clause keeps its own verb): 1095 is not asked, Andorra is; without it, the old order."""
+    statement = ("Before 1095, Andorra did not have any type of military protection and the Bishop of Urgell, who "
+                 "knew that the Count of Urgell wanted to reclaim the Andorran valleys, asked the Lord of Caboet for "
+                 "help and protection.")
+    doc = load_ner("en_core_web_sm")(statement)
+    year = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents if e.text == "1095"]
+    block = ("Before 1095 Andorra had no military protection, and the Bishop of Urgell asked the Lord of Caboet for "
+             "help.")
+    assert build_triplet(statement, year, [block], 0, "k", doc=doc) == "no_fitting_phrase"
+    assert build_triplet(statement, year, [block], 0, "k").question.startswith("Before what time, Andorra did not")
+    both = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents if e.text in ("1095", "Andorra")]
+    triplet = build_triplet(statement, both, [block], 0, "k", doc=doc)
+    assert triplet.answer == "Andorra" and triplet.tries == 2  # the subject: asked in place (spaCy says ORG)
+    assert triplet.question == f"Before 1095, {triplet.phrase} did not" + statement[28:-1] + "?"
+
+
+@pytest.mark.parametrize("statement, question", [
+    ("In 2002, he did not live in Paris.", "When did he not live in Paris?"),
+    ("In 2002, they can live in Paris.", "When can they live in Paris?"),
+    ("In 2002, he didn't live in Paris.", None),  # "did" cannot leave its "n't"
+    ("In 2002, he's been living in Paris.", None),  # nor "'s" its subject
+])
+def test_inversion_moves_whole_auxiliaries_only(statement, question):
+    start = statement.index("2002")
+    doc = load_ner("en_core_web_sm")(statement)
+    assert make_question(statement, start, start + 4, "when", ("when",), doc) == question
 
 
 def test_countries_are_cldrs_and_common_names():
@@ -516,7 +612,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 9
+    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 10
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -532,8 +628,9 @@ def test_funnel_counts_are_exact(mined, refs):
 # Festival" (neither the year nor the festival), "Animalia a 1987 Picture Book", "or 2.2 years, in space",
 # "celebrating 80 years" ...; "the 2006 census" gives its "$70,986" instead. Context unsupported: the Alabama
 # page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 31 give
-# triplets, no two the same; 9 of them by another entity than the sampled one, which leaked ("Canon Inc."
-# beside "the Canon EOS") or had no fitting phrase ("15 continental states": Kenji Tomiki is asked).
+# triplets, no two the same; 10 of them by another entity than the sampled one, which leaked ("Canon Inc."
+# beside "the Canon EOS") or had no fitting phrase ("15 continental states": Kenji Tomiki is asked; "Deutsche
+# Telekom in 2002, Genworth Financial ... in 2004": the year is an item of a list, Deutsche Telekom is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7779,
                    "no_entity": 2, "no_entity_in_block": 2, "no_fitting_phrase": 5, "answer_in_question": 1,
                    "answer_span_not_found": 1, "context_unsupported": 1, "triplets": 31, "duplicate": 0,
@@ -545,7 +642,7 @@ def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
     assert rows
     for r in rows:
         assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
-        assert r["answer_phrase"] in WH_PHRASES[r["answer_type"]] + ("whose",)
+        assert r["answer_phrase"] in WH_PHRASES[r["answer_type"]] + ("whose", "what building")  # in the name's number
         assert r["answer_phrase"].lower() in r["query"].lower() and r["query"].endswith("?")
         assert not leaks(r["answer"], r["query"], 0, 0) and r["answer_phrase"] != "how many"
         assert r["context_source"] == "reference" and r["positive_title"] == r["reference_title"]
@@ -570,18 +667,18 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'since; its current contract with the Academy runs through 2020?'),
     '595|240|http://www.lasvegassun.com/news/2011/mar/16/agassi-graf-lawsuit-over/':
         ('Caesars Palace', 'FAC',
-         'They invested in PURE, a nightclub at what buildings, which opened in 2004, and sold it to Angel '
+         'They invested in PURE, a nightclub at what building, which opened in 2004, and sold it to Angel '
          'Management Group in 2010?'),
     '595|263|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
         ('1990', 'DATE',  # "Canon Inc." was sampled first but leaks ("the Canon EOS")
-         'When he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?'),
+         'When did he appear in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?'),
     '595|272|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
-        ('2002', 'DATE',
-         'They both endorsed Deutsche Telekom when, Genworth Financial and Canon Inc. in 2004, LVMH in '
+        ('Deutsche Telekom', 'ORG',  # "2002" was sampled first, but it is an item of a list: "Deutsche Telekom when,"
+         'They both endorsed which organization in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in '
          '2007, and Nintendo Wii and Wii Fit U and Longines in 2013?'),
     '664|63|http://www.astronautix.com/astros/tamendez.htm':
         ('Patrick Baudry', 'PERSON',
-         'The first person born in Africa to fly in space was who (France), in 1985?'),
+         'The first person born in Africa to fly in space was who, in 1985?'),  # "(France)" went with the name
     '303|238|https://books.google.com/books?id=SVoAXh-dNuYC&pg=PA57&dq=Sharing+the+dream:+white+males+in+multicultural+America++english+ancestry&cd=1#v=onepage&q=&f=false':
         ('English', 'NORP',  # "Alabama" (no country) and "41%" (not on the page as such) are not asked
          'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '

