@@ -18,6 +18,7 @@ from pretriever import mine
 from pretriever.mine import MineConfig
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
+from pretriever.pretrain.objectives.base import mlm_loss, mlm_losses, run_layers
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.objectives.cotmae import window_mask
 from pretriever.pretrain.run import build_objective
@@ -86,6 +87,37 @@ def test_cocondenser_loss_by_hand(tiny, tmp_path):
     assert terms["cl"].item() == pytest.approx(cl.item(), rel=1e-5)
     assert terms["loss"].item() == pytest.approx((mlm + aux + cl).item(), rel=1e-5)
     assert abs(terms["mlm"].item() - terms["aux"].item()) > 1e-6  # the head is not the encoder
+
+
+def test_the_last_layer_at_the_masked_positions_is_the_whole_layer_there(tiny, tmp_path):
+    """run_layers with targets (the Condenser head, CoT-MAE's MLM decoder) computes the last layer's attention
+    output and feed-forward at the masked positions only: the states there and every gradient are those of the
+    whole layers; mlm_losses (one head call for the encoder's and the head's states) equals one mlm_loss each."""
+    objective, _ = objective_for(tiny, tmp_path, objective="cocondenser", head_layers=2)
+    objective.eval()
+    torch.manual_seed(3)
+    hidden = torch.randn(3, 7, 32, requires_grad=True)
+    mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2, [1] * 3 + [0] * 4])
+    targets = torch.zeros(3, 7, dtype=torch.bool)
+    targets[0, [1, 4]] = targets[1, 2] = targets[2, 1] = True
+    labels = torch.full((3, 7), -100)
+    labels[targets] = torch.tensor([5, 17, 2000, 42])
+
+    def grads(loss):
+        params = [hidden, *objective.condenser.parameters(), *objective.mlm_head.parameters()]
+        return torch.autograd.grad(loss, params, allow_unused=True)
+
+    whole = run_layers(objective.condenser, hidden, mask)
+    part = run_layers(objective.condenser, hidden, mask, targets)
+    assert part.shape == (4, 32) and torch.allclose(part, whole[targets], atol=1e-6)
+    assert not torch.allclose(whole[targets], hidden[targets], atol=1e-3)  # the layers did something
+    expected = mlm_loss(objective.mlm_head, hidden, labels) + 2 * mlm_loss(objective.mlm_head, whole, labels)
+    mlm, head = mlm_losses(objective.mlm_head, [hidden[targets], part], labels[targets])
+    assert mlm.item() == pytest.approx(mlm_loss(objective.mlm_head, hidden, labels).item(), rel=1e-6)
+    assert (mlm + 2 * head).item() == pytest.approx(expected.item(), rel=1e-6)
+    for got, want in zip(grads(mlm + 2 * head), grads(expected)):
+        assert (got is None) == (want is None)
+        assert got is None or torch.allclose(got, want, rtol=1e-4, atol=1e-6)
 
 
 def test_cocondenser_contrastive_loss_is_the_official_2b_by_2b_one():
@@ -307,16 +339,14 @@ def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
     torch.manual_seed(4)
     inputs = objective.prepare(XS, YS)
     seen = {}
-    layer = objective.decoder[0]
-    pre = layer.register_forward_pre_hook(lambda m, args, kwargs: seen.update(hidden=args[0], **kwargs),
-                                          with_kwargs=True)
-    post = layer.register_forward_hook(lambda m, args, out: seen.update(out=out))
+    layer = objective.decoder[0]  # one layer, the last: its attention reads every position (run_layers)
+    pre = layer.attention.self.register_forward_pre_hook(
+        lambda m, args, kwargs: seen.update(hidden=args[0], **kwargs), with_kwargs=True)
     with torch.no_grad():
         terms = objective(**inputs)
         x_last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
         y_embedded = objective.encoder.embeddings(input_ids=inputs["y_ids"])
     pre.remove()
-    post.remove()
     hidden = seen["hidden"]
     # the decoder reads y's positions only: x's [CLS] vector in place of y's [CLS], then masked y's embeddings
     assert hidden.shape[:2] == inputs["y_ids"].shape
@@ -329,7 +359,8 @@ def test_cotmae_loss_by_hand_and_what_the_decoder_sees(tiny, tmp_path):
     assert (inputs["y_ids"][labels != -100] != labels[labels != -100]).any()  # the targets are hidden from it
     assert (inputs["y_ids"] == tok.mask_token_id).sum() > 0
     mlm = ce_by_hand(phi(objective, x_last), inputs["x_labels"])
-    ctx = ce_by_hand(phi(objective, seen["out"]), labels)
+    with torch.no_grad():  # the whole layer at every position, as eq. 10 reads
+        ctx = ce_by_hand(phi(objective, layer(hidden, attention_mask=pad)), labels)
     assert terms["mlm"].item() == pytest.approx(mlm.item(), rel=1e-5)
     assert terms["ctx_mlm"].item() == pytest.approx(ctx.item(), rel=1e-5)
     assert terms["loss"].item() == pytest.approx((mlm + ctx).item(), rel=1e-5)

@@ -8,6 +8,7 @@ import torch
 
 from pretriever.pretrain import PretrainConfig
 from pretriever.pretrain.gradcache import gradcache_step
+from pretriever.pretrain.objectives.base import rows_of
 from pretriever.pretrain.run import build_objective
 from pretriever.pretrain.run import run as pretrain
 from pretrain_fixtures import tiny_bert_st
@@ -70,31 +71,74 @@ def test_gradcache_gives_the_gradients_of_the_whole_batch(tiny, tmp_path, object
 
 @pytest.mark.parametrize("objective", ["cocondenser", "cotmae"])
 def test_gradcache_replays_dropout_in_its_second_pass(tiny, tmp_path, objective):
-    """Dropout on: each chunk's second encoding (with a graph) is its first (without), as the cached gradient
-    assumes; the step gives a finite loss and gradients."""
+    """Dropout on: each chunk encoded without a graph is encoded again with one, identically, as the cached
+    gradient assumes; the widest chunk is encoded once, with its graph, which the second pass reuses. The step
+    gives a finite loss and gradients."""
     model = objective_for(tiny, tmp_path, objective=objective).train()
     torch.manual_seed(1)
     inputs = model.prepare(XS, YS, METHODS)
-    seen: list[tuple[bool, torch.Tensor]] = []
+    seen: dict[tuple[int, ...], list[tuple[bool, torch.Tensor]]] = {}
     encode = model.encode
+    ids, mask = model.encoder_rows[0][0], model.encoder_rows[1]
 
     def recording(chunk):
         h, state = encode(chunk)
-        seen.append((torch.is_grad_enabled(), h.detach().clone()))
+        seen.setdefault(tuple(chunk[ids][0].tolist()), []).append((torch.is_grad_enabled(), h.detach().clone()))
         return h, state
 
     model.encode = recording
     out = gradcache_step(model, inputs, 4)
-    first = [h for grad, h in seen if not grad]
-    second = [h for grad, h in seen if grad]
-    assert len(first) == len(second) == 3  # 12 rows (coCondenser), 9 (CoT-MAE: 6 x and 3 symmetric y) in 4s
-    for a, b in zip(first, second):
-        assert torch.equal(a, b)
+    assert len(seen) == 3  # 12 rows (coCondenser), 9 (CoT-MAE: 6 x and 3 symmetric y) in 4s
+    once = [calls for calls in seen.values() if len(calls) == 1]
+    twice = [calls for calls in seen.values() if len(calls) == 2]
+    assert len(once) == 1 and once[0][0][0]  # encoded once, with a graph
+    width = {i: int(inputs[mask][i:i + 4].any(0).nonzero().max()) + 1 for i in range(0, len(inputs[ids]), 4)}
+    widest = max(width, key=lambda i: len(inputs[ids][i:i + 4]) * width[i])
+    assert len(seen[tuple(inputs[ids][widest, :width[widest]].tolist())]) == 1
+    for (first_grad, first), (second_grad, second) in twice:
+        assert not first_grad and second_grad
+        assert torch.equal(first, second)
     again = encode({k: inputs[k][:4] for k in model.encoder_rows[0]})[0]
-    assert not torch.allclose(again, first[0])  # dropout is on: another draw gives another embedding
+    assert not torch.allclose(again, next(iter(seen.values()))[0][1])  # dropout is on: another draw differs
     assert torch.isfinite(out["loss"]) and out["loss"] > 0
     grads = gradients(model)
     assert grads and all(torch.isfinite(g).all() for g in grads.values())
+
+
+def test_the_kept_chunk_draws_what_encoding_it_again_would_have(tiny, tmp_path):
+    """Dropout on: the step's loss terms and gradients with the widest chunk's graph kept equal those of encoding
+    every chunk twice (the random state of its Condenser head too), chunk by chunk."""
+    model = objective_for(tiny, tmp_path, objective="cocondenser").train()
+    torch.manual_seed(2)
+    inputs = model.prepare(XS, YS, METHODS)
+    torch.manual_seed(5)
+    kept = gradcache_step(model, inputs, 4)
+    got = gradients(model)
+    from sentence_transformers.base.losses.gradcache import RandContext
+
+    torch.manual_seed(5)  # by hand: every chunk without a graph, then again with one under its random state
+    chunks = [{k: inputs[k][i:i + 4] for k in model.encoder_rows[0]} for i in range(0, 12, 4)]
+    chunks = [rows_of(c, model.encoder_rows, slice(None)) for c in chunks]
+    counts = model.counts(inputs)
+    states, hs = [], []
+    with torch.no_grad():
+        for c in chunks:
+            states.append(RandContext(*c.values()))
+            hs.append(model.encode(c)[0])
+    h = torch.cat(hs).requires_grad_()
+    model.weighted(model.batch_terms(h, inputs, counts)).backward()
+    terms = {}
+    for i, (c, state) in enumerate(zip(chunks, states)):
+        with state:
+            h_c, st = model.encode(c)
+            part = model.row_terms(h_c, st, c, counts)
+        (model.weighted(part) + torch.dot(h_c.flatten(), h.grad[4 * i:4 * i + 4].flatten())).backward()
+        terms = {k: terms.get(k, 0) + v.detach() for k, v in part.items()}
+    expected = gradients(model)
+    for name in ("mlm", "aux"):
+        assert kept[name].item() == pytest.approx(terms[name].item(), rel=1e-5)
+    for name, grad in expected.items():
+        assert torch.allclose(got[name], grad, rtol=1e-4, atol=1e-6), name
 
 
 def test_pretrain_with_mini_batch_size_steps_and_records_it(tiny, tmp_path):

@@ -37,11 +37,23 @@ def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor,
     """Cross-entropy of ``head(hidden)`` summed over the masked positions (labels -100 elsewhere) and divided by
     ``count``, by default their number: the mean of eqs 4, 6, 10. Given the whole batch's count, the terms of its
     chunks (GradCache) add up to the batch's mean. Only masked positions go through the head: the vocabulary
-    projection is the costly part."""
+    projection is the costly part. ``hidden`` may hold only those positions' states already, in order
+    (:func:`run_layers` with ``targets``)."""
     keep = labels != -100
-    logits = head(hidden[keep])
-    total = nn.functional.cross_entropy(logits.float(), labels[keep], reduction="sum")
-    return total / (keep.sum() if count is None else count)
+    if hidden.dim() == labels.dim() + 1:
+        hidden = hidden[keep]
+    return mlm_losses(head, [hidden], labels[keep], count)[0]
+
+
+def mlm_losses(head: nn.Module, states: list[torch.Tensor], targets: torch.Tensor,
+               count: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """:func:`mlm_loss` of several sets of states (one row per target each) that predict the same ``targets``
+    (coCondenser's encoder and Condenser head), through the head in one call: one vocabulary projection and one
+    gradient of its weight instead of one per set. Each loss is its own sum divided by ``count``."""
+    logits = head(torch.cat(states) if len(states) > 1 else states[0])
+    losses = nn.functional.cross_entropy(logits.float(), targets.repeat(len(states)), reduction="none")
+    denominator = len(targets) if count is None else count
+    return list(losses.view(len(states), len(targets)).sum(1) / denominator)  # a chunk may have no targets: 0
 
 
 def masked(labels: torch.Tensor) -> torch.Tensor:
@@ -72,12 +84,23 @@ def new_layers(mlm_model, n: int) -> nn.ModuleList:
     return layers
 
 
-def run_layers(layers: nn.ModuleList, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def run_layers(layers: nn.ModuleList, hidden: torch.Tensor, mask: torch.Tensor,
+               targets: torch.Tensor | None = None) -> torch.Tensor:
+    """``layers`` over ``hidden`` (padding, ``mask`` 0, never attended). With ``targets`` (bool, like ``mask``) only
+    the states at those positions are returned (as ``hidden[targets]``), and the last layer computes only them
+    after its self-attention (which reads every position): its attention output projection and feed-forward,
+    most of a layer's cost, run on the masked tokens (about 15%) instead of all. The values are those of the
+    whole layer at those positions; with dropout on, the last layer draws only for them."""
     ext = additive_mask(mask, hidden.dtype)
-    for layer in layers:
+    whole = layers if targets is None else layers[:-1]
+    for layer in whole:
         out = layer(hidden, attention_mask=ext)
         hidden = out[0] if isinstance(out, tuple) else out
-    return hidden
+    if targets is None:
+        return hidden
+    last = layers[-1]  # BertLayer: attention (self + output: dense, dropout, residual, LayerNorm), feed-forward
+    attended = last.attention.self(hidden, attention_mask=ext)[0]
+    return last.feed_forward_chunk(last.attention.output(attended[targets], hidden[targets]))
 
 
 class Tokenized(dict):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pretriever.pretrain.objectives.base import Objective, masked, mlm_loss, new_layers, register, run_layers
+from pretriever.pretrain.objectives.base import Objective, masked, mlm_losses, new_layers, register, run_layers
 
 
 def contrastive_loss(embeddings: torch.Tensor, scale: float, similarity: str = "cos") -> torch.Tensor:
@@ -115,7 +115,7 @@ class CoCondenser(Objective):
 
     def counts(self, inputs):
         n = masked(inputs["labels"])
-        return {"mlm": n, "aux": n}
+        return {"mlm": n, "aux": n}  # the same masked tokens: row_terms divides both by "mlm"
 
     def weights(self):
         return {"mlm": self.mlm_weight, "aux": self.mlm_weight, "cl": 1.0}
@@ -127,12 +127,14 @@ class CoCondenser(Objective):
         return self.sentence_embedding(last, inputs["attention_mask"]), (last, out.hidden_states[self.from_layer])
 
     def row_terms(self, h, state, inputs, counts):
+        """L_mlm and L_aux: the head's last layer computes only the masked positions (:func:`run_layers`), and
+        both read the vocabulary through one call of the MLM head (:func:`mlm_losses`)."""
         last, middle = state
+        targets = inputs["labels"] != -100
         with torch.set_grad_enabled(torch.is_grad_enabled() and self.mlm_weight > 0):  # w = 0: logged, not trained
-            mlm = mlm_loss(self.mlm_head, last, inputs["labels"], counts["mlm"])
             head_in = torch.cat([h.unsqueeze(1).to(last.dtype), middle[:, 1:]], dim=1)
-            aux = mlm_loss(self.mlm_head, run_layers(self.condenser, head_in, inputs["attention_mask"]),
-                           inputs["labels"], counts["aux"])
+            head_out = run_layers(self.condenser, head_in, inputs["attention_mask"], targets)
+            mlm, aux = mlm_losses(self.mlm_head, [last[targets], head_out], inputs["labels"][targets], counts["mlm"])
         return {"mlm": mlm, "aux": aux}
 
     def batch_terms(self, h, inputs, counts):

@@ -206,7 +206,8 @@ class CoTMAE(Objective):
         """The decoders' terms: each decoder row reads the embedding of its source row (``y_src``, ``ar_src``)."""
         ctx = ar = h.new_zeros((), dtype=torch.float32)
         if "y_ids" in inputs:
-            decoded = run_layers(self.decoder, self.decoder_input(h[inputs["y_src"]], inputs["y_ids"]), inputs["y_mask"])
+            decoded = run_layers(self.decoder, self.decoder_input(h[inputs["y_src"]], inputs["y_ids"]), inputs["y_mask"],
+                                 inputs["y_labels"] != -100)  # the masked positions' states only
             ctx = mlm_loss(self.mlm_head, decoded, inputs["y_labels"], counts["ctx_mlm"])
         if "ar_ids" in inputs:
             ar = self.ar_loss(h[inputs["ar_src"]], inputs["ar_ids"], inputs["ar_mask"], counts["ar"])
