@@ -152,21 +152,26 @@ def postprocess_qa_predictions(examples: list[SquadExample], meta: list[dict[str
 
 
 class StepClock:
-    """Times the optimizer steps: the seconds from the end of the first step to the end of the last one,
-    so model loading, the first step's warm-up and the checkpoint written at the end do not count."""
+    """Times the optimizer steps: wall and process CPU seconds (all threads) from the end of the first step to
+    the end of the last one, so model loading, the first step's warm-up and the checkpoint written at the end
+    do not count. CPU seconds barely move with other processes' load on a shared machine; wall seconds do."""
 
     def __init__(self) -> None:
-        self.marks: list[tuple[int, float]] = []
+        self.marks: list[tuple[int, float, float]] = []
 
     def mark(self, step: int) -> None:
         if step > 0 and (not self.marks or step > self.marks[-1][0]):
-            self.marks.append((step, time.perf_counter()))
+            self.marks.append((step, time.perf_counter(), time.process_time()))
 
     def timed(self) -> tuple[int, float]:
-        """(steps timed, seconds): steps 2..N."""
+        """(steps timed, wall seconds): steps 2..N."""
         if len(self.marks) < 2:
             return 0, 0.0
         return self.marks[-1][0] - self.marks[0][0], self.marks[-1][1] - self.marks[0][1]
+
+    def cpu_seconds(self) -> float:
+        """Process CPU seconds over the same steps."""
+        return self.marks[-1][2] - self.marks[0][2] if len(self.marks) >= 2 else 0.0
 
 
 @dataclass
@@ -177,6 +182,7 @@ class RecipeResult:
     steps: int
     timed_steps: int
     timed_seconds: float
+    cpu_seconds: float
     loss_curve: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -193,10 +199,10 @@ class _Features:
         return self.rows[i]
 
 
-def train_and_predict(train: list[SquadExample], test: list[SquadExample], model_path: str, settings: RecipeSettings,
-                      out_dir: str) -> RecipeResult:
+def train_and_predict(train: list[SquadExample], test: list[SquadExample] | None, model_path: str,
+                      settings: RecipeSettings, out_dir: str) -> RecipeResult:
     """Fine-tune ``model_path`` with ``AutoModelForQuestionAnswering`` + ``Trainer`` on ``train`` and predict
-    ``test`` (run_qa's steps; the step times come from a callback, see :class:`StepClock`)."""
+    ``test`` (none: training only; run_qa's steps; the step times come from a callback, see :class:`StepClock`)."""
     from transformers import (AutoModelForQuestionAnswering, AutoTokenizer, DataCollatorWithPadding, Trainer,
                               TrainerCallback, TrainingArguments, set_seed)
     from transformers.utils import logging as hf_logging
@@ -220,11 +226,14 @@ def train_and_predict(train: list[SquadExample], test: list[SquadExample], model
     trainer = Trainer(model=model, args=args, train_dataset=_Features(features),
                       data_collator=DataCollatorWithPadding(tokenizer), callbacks=[Clock()])
     trainer.train()
-    inputs, meta = prepare_validation_features(tokenizer, test, settings)
-    output = trainer.predict(_Features(inputs))
-    start_logits, end_logits = output.predictions[:2] if isinstance(output.predictions, tuple) else output.predictions
-    predictions = postprocess_qa_predictions(test, meta, start_logits, end_logits, settings.n_best,
-                                             settings.max_answer_length)
+    predictions = {}
+    if test:
+        inputs, meta = prepare_validation_features(tokenizer, test, settings)
+        output = trainer.predict(_Features(inputs))
+        start_logits, end_logits = output.predictions[:2]
+        predictions = postprocess_qa_predictions(test, meta, start_logits, end_logits, settings.n_best,
+                                                 settings.max_answer_length)
     steps, seconds = clock.timed()
     curve = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
-    return RecipeResult(predictions, len(train), len(features), trainer.state.global_step, steps, seconds, curve)
+    return RecipeResult(predictions, len(train), len(features), trainer.state.global_step, steps, seconds,
+                        clock.cpu_seconds(), curve)
