@@ -6,21 +6,10 @@
 set -euo pipefail
 export HF_HUB_OFFLINE=1
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-DUMP=$REPO/../shared/data/wiki/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2
 OUT=${1:-$REPO/bench/out/reader-qac}
-mkdir -p "$OUT" && cd "$OUT"
 t() { local s=$(date +%s); "$@"; echo "TIME $(( $(date +%s) - s ))s: $*"; }
-t pretriever corpus build "$DUMP" --out store --overwrite
-python - "$REPO" <<'PY'
-import json, pathlib, sys
-pages = pathlib.Path(sys.argv[1]) / "tests" / "data" / "cmore_pages"
-with open("pages.jsonl", "w") as f:
-    for url, name in json.loads((pages / "index.json").read_text()).items():
-        f.write(json.dumps({"url": url, "html": (pages / name).read_text()}) + "\n")
-PY
-t pretriever references import pages.jsonl --corpus store --out refs --overwrite
-t pretriever mine store --method qac --references refs --context links --out qac --overwrite
-t pretriever pairs export qac --format squad --out qac-squad.json
+bash "$REPO/bench/qac_triplets.sh" "$OUT"   # store, refs, qac, qac-squad.json
+cd "$OUT"
 t pretriever index build store --out dense --bm25 --overwrite
 python - <<'PY'
 import json, zlib
