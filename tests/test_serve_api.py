@@ -157,15 +157,15 @@ class ThreadRecorder:
 def test_bm25_runs_on_the_event_loop_only_while_it_is_cheaper_than_a_thread_hop(served):
     """The first BM25 search runs in the pool and is timed; once the searches take at most bm25_inline_ms a query,
     the next run on the event loop's own thread. A batch expected to take longer, a slow index, and
-    bm25_inline_ms = 0 stay in the pool, so the loop is never held long."""
+    bm25_inline_ms = 0 stay in the pool, so the loop is never held long; so does hybrid's, beside the encode."""
 
-    def threads(pause: float, batches: list[int], **options) -> list[str]:
+    def threads(pause: float, batches: list[int], mode: str = "bm25", **options) -> list[str]:
         recorder = ThreadRecorder(served.engine.bm25, pause)
         engine = dataclasses.replace(served.engine, config=served.config(**options), bm25=recorder, bm25_ms=None)
 
         async def run() -> None:
             for n in batches:
-                hits = await engine.search([COLD] * n, 5, "bm25")
+                hits = await engine.search([COLD] * n, 5, mode)
                 assert len(hits) == n and all(hits)
         asyncio.run(run())
         return ["loop" if name == threading.current_thread().name else "pool" for name in recorder.threads]
@@ -175,6 +175,7 @@ def test_bm25_runs_on_the_event_loop_only_while_it_is_cheaper_than_a_thread_hop(
     assert threads(0.0, [1, 1, 1], bm25_inline_ms=0) == ["pool", "pool", "pool"]
     assert threads(0.05, [1, 1], bm25_inline_ms=10) == ["pool", "pool"]  # 50 ms a query: too slow for the loop
     assert threads(0.005, [1, 40, 1], bm25_inline_ms=100) == ["pool", "pool", "loop"]  # 40 x 5 ms > 100 ms
+    assert threads(0.0, [1, 1, 1], "hybrid", bm25_inline_ms=100) == ["pool", "pool", "pool"]
 
 
 def test_the_batcher_leaves_no_task_behind(served, caplog):

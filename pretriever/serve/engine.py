@@ -13,9 +13,9 @@ event loop.
 * Threads, on purpose: the encoder has one thread (:data:`ENCODER_THREADS`), so encodes never overlap and
   torch's intra-op threads (``encode_threads``) are the encoder's only parallelism, never multiplied by a
   pool; store queries and pairs run in the pool (``threads``), never on the event loop.
-* BM25 runs on the event loop while its searches so far took at most ``bm25_inline_ms`` a query (SciFact's:
-  0.16 ms, less than the 0.2 ms a hop to a worker thread and back adds), else in the pool, so a large
-  index never holds the loop (:meth:`Engine._bm25`).
+* BM25 (mode bm25) runs on the event loop while its searches so far took at most ``bm25_inline_ms`` a query
+  (SciFact's: 0.16 ms, less than the 0.2 ms a hop to a worker thread and back adds), else in the pool, so a
+  large index never holds the loop (:meth:`Engine._bm25`). Hybrid's BM25 runs in the pool, beside the encode.
 * Passages come from memory when the store fits (``passages_mb``,
   :meth:`pretriever.data.PassageLookup.hold`), read on the event loop; else from the store, in the pool.
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
@@ -277,7 +277,9 @@ class Engine:
             return await self._bm25(queries, k)
         options = self.fusion
         depth = options.depth_for(k)
-        dense, sparse = await asyncio.gather(self._dense(queries, depth), self._bm25(queries, depth))
+        # BM25 in the pool even when cheap: there it overlaps the encode (torch lets go of the GIL), on the loop
+        # it would delay handing the queries to the encoder
+        dense, sparse = await asyncio.gather(self._dense(queries, depth), self.run(self._timed_bm25, queries, depth))
         return [fuse(d, s, options, k) for d, s in zip(dense, sparse)]
 
     async def passages(self, ids: list[str]) -> dict[str, Passage]:
