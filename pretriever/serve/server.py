@@ -1,8 +1,9 @@
 """How ``pretriever serve`` runs uvicorn: its options, its HTTP protocol, and the read deadlines uvicorn lacks.
 
 The protocol is uvicorn's httptools one (the C parser of Node's llhttp; uvicorn's own choice when httptools is
-installed): on SciFact BM25 it answered 10% sooner at concurrency 1 and 20-28% more requests a second at 8 and
-32 than uvicorn's pure-Python h11 protocol (bench/README.md, 2026-11-27).
+installed): on SciFact BM25 it answered 9-12% sooner at concurrency 1 and 18-32% more requests a second at 8 and
+32 than uvicorn's pure-Python h11 protocol, in one interleaved run on a loaded machine (bench/README.md,
+2026-11-27).
 
 uvicorn closes an idle kept-alive connection after ``timeout_keep_alive``, but sets no deadline for
 reading a request: a client that connects and sends nothing, or sends its headers or its body a byte
