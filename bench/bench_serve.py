@@ -20,8 +20,13 @@ The SciFact index (5,183 abstracts, all-MiniLM-L6-v2, flat, with bm25/) is built
   shared with other jobs the load changes by the minute, and floor and server should see the same.
 * **Cores.** ``--server-cpus`` pins the server and the floor to the same CPUs (the floor is measured with
   the cores the server gets), ``--client-cpus`` the load generator; the table gives the CPU each used.
+* **The HTTP floor.** The cheapest request the same server answers (``GET /health``: uvicorn, the middleware,
+  the router, a two-key JSON reply), by the same client at the same concurrency, measured in the same run: what
+  the HTTP stack costs a request whatever the route does. BM25's work (bm25s, 0.2 ms a query) is below it.
 * **Ratios.** Each row's p50 (the server's ``took_ms`` and the HTTP wall time) over the lone-query floor's
-  p50, and its throughput over the floor's at the same batch size (concurrency 1: one at a time).
+  p50, and its throughput over the floor's at the same batch size (concurrency 1: one at a time); and the HTTP
+  p50 and throughput against the floor the stack allows: max(floor p50, HTTP floor p50), min(floor q/s, HTTP
+  floor q/s).
 
 Bounded: every request has a timeout, every cell a time budget; a failed request is reported and makes the
 run exit non-zero.
@@ -213,6 +218,21 @@ def raw_request(port: int, query: str, k: int, mode: str) -> bytes:
             f"content-length: {len(body)}\r\n\r\n").encode() + body
 
 
+def health_caller(client: httpx.AsyncClient, connections: list[RawConnection] | None, port: int) -> Callable:
+    """``call(query, worker)`` for GET /health (the query is ignored; 0.0 for took_ms), by the same client."""
+    prepared = f"GET /health HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+    async def call(q: str, slot: int) -> float:
+        if connections is None:
+            (await client.get("/health")).raise_for_status()
+            return 0.0
+        status, raw = await connections[slot].send(prepared)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
+        return 0.0
+    return call
+
+
 async def raw_connections(port: int, n: int) -> list[RawConnection]:
     loop = asyncio.get_running_loop()
     return [(await loop.create_connection(RawConnection, "127.0.0.1", port))[1] for _ in range(n)]
@@ -359,15 +379,22 @@ async def cells(floor: Floor, port: int, server_pid: int, queries: list[str], ks
                 budget: float, raw: bool, threads: list[int], floor_cpus: set[int], client_cpus: set[int]
                 ) -> tuple[dict, dict, dict]:
     """Every cell, its floor measured just before it (each on its CPUs), so both see the same load from whatever
-    else runs on the machine: (HTTP cells, floors, the lone queries' floor stages at the first k)."""
+    else runs on the machine; the HTTP floor (GET /health) at each concurrency just before BM25's cell (or the
+    first mode's): (HTTP cells, floors, HTTP floors by concurrency, the lone queries' floor stages at the first
+    k)."""
     limits = httpx.Limits(max_connections=max(CONCURRENCY), max_keepalive_connections=max(CONCURRENCY))
-    http, floors, stages = {}, {}, {}
+    http, floors, http_floors, stages = {}, {}, {}, {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60, limits=limits) as client:
         connections: list[RawConnection] | None = [] if raw else None
+        health = health_caller(client, connections, port)
         for k in ks:
             for mode in modes:
                 call = searcher(client, connections, port, queries, k, mode)
                 for c in CONCURRENCY:
+                    if k == ks[0] and mode == ("bm25" if "bm25" in modes else modes[0]):
+                        pin(os.getpid(), client_cpus)
+                        http_floors[c] = {**await http_cell(client, health, connections, port, server_pid, queries,
+                                                            c, budget), "took_p50_ms": None}
                     pin(os.getpid(), floor_cpus)
                     floors[(k, mode, c)], stage = floor_cell(floor, queries, k, mode, c, threads)
                     if c == 1 and k == ks[0]:
@@ -377,31 +404,41 @@ async def cells(floor: Floor, port: int, server_pid: int, queries: list[str], ks
                                                          budget)
         for conn in connections or []:
             conn.transport.close()
-    return http, floors, stages
+    return http, floors, http_floors, stages
 
 
-def report(http: dict, floors: dict, stages: dict, title: str) -> list[dict]:
-    """Print each cell beside its floor, with the ratios, and return the rows."""
+def report(http: dict, floors: dict, http_floors: dict, stages: dict, title: str) -> list[dict]:
+    """Print each cell beside its floor and the HTTP floor, with the ratios, and return the rows."""
     table = Table(title=title)
     for col in ("k", "mode", "conc.", "floor q/s", "floor p50", "floor thr.", "HTTP q/s", "HTTP p50", "HTTP p99",
-                "took p50", "batch", "cores: server / client", "took / floor p50", "HTTP / floor p50", "q/s / floor q/s", "failed"):
+                "took p50", "batch", "cores: server / client", "took / floor p50", "HTTP / floor p50", "q/s / floor q/s",
+                "HTTP / stack floor p50", "q/s / stack floor q/s", "failed"):
         table.add_column(col, justify="right")
+    for c, h in http_floors.items():
+        table.add_row("-", "GET /health", str(c), "-", "-", "-", f"{h['qps']:.1f}", f"{h['p50_ms']:.2f}",
+                      f"{h['p99_ms']:.1f}", "-", "-", f"{h['server_cores']:.2f} / {h['client_cores']:.2f}",
+                      "-", "-", "-", "-", "-", str(h["failures"]))
     rows = []
     for (k, mode, c), h in http.items():
-        f = floors[(k, mode, c)]
+        f, hf = floors[(k, mode, c)], http_floors.get(c)
         ratios = {"took_over_floor_p50": (h["took_p50_ms"] or float("nan")) / f["p50_ms"],
-                  "http_over_floor_p50": h["p50_ms"] / f["p50_ms"], "qps_over_floor": h["qps"] / f["qps"]}
-        rows.append({"k": k, "mode": mode, "concurrency": c, "floor": f, "http": h, **ratios})
+                  "http_over_floor_p50": h["p50_ms"] / f["p50_ms"], "qps_over_floor": h["qps"] / f["qps"],
+                  "http_over_stack_floor_p50": h["p50_ms"] / max(f["p50_ms"], hf["p50_ms"]) if hf else float("nan"),
+                  "qps_over_stack_floor": h["qps"] / min(f["qps"], hf["qps"]) if hf else float("nan")}
+        rows.append({"k": k, "mode": mode, "concurrency": c, "floor": f, "http": h, "http_floor": hf, **ratios})
         batch = f"{h['mean_batch']:.1f}" if h["mean_batch"] else "-"
-        table.add_row(str(k), mode, str(c), f"{f['qps']:.1f}", f"{f['p50_ms']:.1f}", str(f["torch_threads"]),
-                      f"{h['qps']:.1f}", f"{h['p50_ms']:.1f}", f"{h['p99_ms']:.1f}", f"{h['took_p50_ms'] or float('nan'):.1f}", batch,
+        table.add_row(str(k), mode, str(c), f"{f['qps']:.1f}", f"{f['p50_ms']:.2f}", str(f["torch_threads"]),
+                      f"{h['qps']:.1f}", f"{h['p50_ms']:.2f}", f"{h['p99_ms']:.1f}",
+                      f"{h['took_p50_ms'] or float('nan'):.2f}", batch,
                       f"{h['server_cores']:.2f} / {h['client_cores']:.2f}",
                       *(f"{ratios[r]:.2f}x" for r in ratios), str(h["failures"]))
     console.print(table)
     console.print("floor = in-process encode + search + passages from a dict, one query at a time (conc. 1) or in "
                   "batches of conc. (its p50: the batch's time), the best over torch threads --floor-threads (floor "
-                  "thr.); batch = mean queries per encoder call in the server; took = the server's took_ms; cores = CPU "
-                  "seconds per second of the server process and of this bench's client while the cell ran; ms.")
+                  "thr.); GET /health = the HTTP floor, the cheapest request the server answers, same client and "
+                  "concurrency; stack floor = max(floor, HTTP floor) p50, min(floor, HTTP floor) q/s; batch = mean "
+                  "queries per encoder call in the server; took = the server's took_ms; cores = CPU seconds per "
+                  "second of the server process and of this bench's client while the cell ran; ms.")
     for mode, times in stages.items():
         console.print(f"lone {mode} query, floor stages (p50 ms, torch threads {times['torch_threads']}): "
                       + ", ".join(f"{s} {t:.2f}" for s, t in times.items() if s != "torch_threads"))
@@ -453,7 +490,7 @@ def main() -> None:
         pin(os.getpid(), server_cpus or every)
         floor = Floor(index, HybridOptions())
         threads = sorted({int(n) for n in (args.floor_threads or f"1,{len(server_cpus or every)}").split(",")})
-        http, floors, stages = asyncio.run(cells(floor, port, server.pid, queries, ks, modes, args.budget,
+        http, floors, http_floors, stages = asyncio.run(cells(floor, port, server.pid, queries, ks, modes, args.budget,
                                                  args.client == "raw", threads, server_cpus or every,
                                                  client_cpus or every))
     finally:
@@ -461,7 +498,7 @@ def main() -> None:
         server.wait(30)
     load.append(os.getloadavg()[0])
 
-    rows = report(http, floors, stages, f"pretriever serve on SciFact ({len(queries)} test claims) against the "
+    rows = report(http, floors, http_floors, stages, f"pretriever serve on SciFact ({len(queries)} test claims) against the "
                   f"floor" + (f": {args.label}" if args.label else ""))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     console.print(f"load average {load[0]:.2f} at the start, {load[1]:.2f} at the end")
@@ -469,7 +506,8 @@ def main() -> None:
                                      "server": str(args.server_path), "server_args": args.server_arg,
                                      "client": args.client, "server_cpus": sorted(server_cpus or []),
                                      "client_cpus": sorted(client_cpus or []), "load_average": load,
-                                     "cores": os.cpu_count(), "floor_stages_p50_ms": stages, "rows": rows},
+                                     "cores": os.cpu_count(), "floor_stages_p50_ms": stages,
+                                     "http_floor": {str(c): h for c, h in http_floors.items()}, "rows": rows},
                                     indent=1), encoding="utf-8")
     failed = sum(r["http"]["failures"] for r in rows)
     if failed:

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 import socket
+import threading
 import time
 from urllib.parse import quote
 
@@ -136,6 +137,45 @@ def test_a_lone_request_is_not_held_for_the_batch_wait(served):
 
     asyncio.run(together())
     assert (waiting.batches, waiting.texts, waiting.waits) == (7, 10, 1)
+
+
+class ThreadRecorder:
+    """A system whose searches record the thread they ran on (and take ``pause`` seconds a query)."""
+
+    def __init__(self, system, pause: float = 0.0) -> None:
+        self.system, self.pause, self.threads = system, pause, []
+
+    def search(self, queries: list[str], k: int):
+        self.threads.append(threading.current_thread().name)
+        time.sleep(self.pause * len(queries))
+        return self.system.search(queries, k)
+
+    def __getattr__(self, name: str):
+        return getattr(self.system, name)
+
+
+def test_bm25_runs_on_the_event_loop_only_while_it_is_cheaper_than_a_thread_hop(served):
+    """The first BM25 search runs in the pool and is timed; once the searches take at most bm25_inline_ms a query,
+    the next run on the event loop's own thread. A batch expected to take longer, a slow index, and
+    bm25_inline_ms = 0 stay in the pool, so the loop is never held long; so does hybrid's, beside the encode."""
+
+    def threads(pause: float, batches: list[int], mode: str = "bm25", **options) -> list[str]:
+        recorder = ThreadRecorder(served.engine.bm25, pause)
+        engine = dataclasses.replace(served.engine, config=served.config(**options), bm25=recorder, bm25_ms=None)
+
+        async def run() -> None:
+            for n in batches:
+                hits = await engine.search([COLD] * n, 5, mode)
+                assert len(hits) == n and all(hits)
+        asyncio.run(run())
+        return ["loop" if name == threading.current_thread().name else "pool" for name in recorder.threads]
+
+    # limits far from the times (a search of 300 abstracts takes about 0.1 ms), so a loaded machine cannot flip them
+    assert threads(0.0, [1, 1, 1], bm25_inline_ms=100) == ["pool", "loop", "loop"]
+    assert threads(0.0, [1, 1, 1], bm25_inline_ms=0) == ["pool", "pool", "pool"]
+    assert threads(0.05, [1, 1], bm25_inline_ms=10) == ["pool", "pool"]  # 50 ms a query: too slow for the loop
+    assert threads(0.005, [1, 40, 1], bm25_inline_ms=100) == ["pool", "pool", "loop"]  # 40 x 5 ms > 100 ms
+    assert threads(0.0, [1, 1, 1], "hybrid", bm25_inline_ms=100) == ["pool", "pool", "pool"]
 
 
 def test_the_batcher_leaves_no_task_behind(served, caplog):

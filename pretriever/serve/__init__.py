@@ -7,7 +7,8 @@ no stage imports it.
 
 * :mod:`~pretriever.serve.config` - :class:`ServeConfig` (the ``[serve]`` TOML table);
 * :mod:`~pretriever.serve.engine` - :class:`Engine`: the model loaded once, query encoding
-  micro-batched across concurrent requests, FAISS/BM25 search in a thread pool, hybrid by
+  micro-batched across concurrent requests and searched with FAISS on the encoder's thread, BM25 on the event loop
+  when it is cheaper than a thread hop (else in the pool), hybrid by
   :func:`pretriever.index.hybrid.fuse` (RRF or convex, ``[serve.hybrid]``);
 * :mod:`~pretriever.serve.pairs` - :class:`PairsView`: pages of mined pairs with their spans;
 * :mod:`~pretriever.serve.judged` - the qrels and answer sets requests name (command line, or recorded by

@@ -117,6 +117,11 @@ class ServeConfig:
                                "--no-tuned: dense by default, --fusion as given.")
     threads: int = option(4, "Worker threads for BM25 searches, store queries and pairs (the encoder has its "
                              "own thread).")
+    bm25_inline_ms: float = option(1.0, "A mode=bm25 search expected to take at most this many ms (by the searches so "
+                                        "far, per query) runs on the event loop: handing it to a worker thread costs "
+                                        "about 0.2 ms, more than a small index's search. Slower ones run in the pool, "
+                                        "so a large index never holds the loop; so does hybrid's BM25, which overlaps "
+                                        "the encode there. 0: always in the pool.")
     header_timeout: float = option(10.0, "Seconds a client has to send a request's line and headers (from "
                                          "connecting, or from the request's first byte); then the socket is closed.")
     body_timeout: float = option(30.0, "Seconds a client has to send a request's body once its headers are in; "
@@ -135,7 +140,7 @@ class ServeConfig:
                      "max_read_k", "encode_batch", "encode_threads", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("batch_wait_ms", "passages_mb"):
+        for name in ("batch_wait_ms", "passages_mb", "bm25_inline_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
         for name in ("header_timeout", "body_timeout"):

@@ -12,7 +12,10 @@ event loop.
   encoding 32 on a CPU, so under load this is where throughput comes from.
 * Threads, on purpose: the encoder has one thread (:data:`ENCODER_THREADS`), so encodes never overlap and
   torch's intra-op threads (``encode_threads``) are the encoder's only parallelism, never multiplied by a
-  pool; BM25 searches, store queries and pairs run in the pool (``threads``), never on the event loop.
+  pool; store queries and pairs run in the pool (``threads``), never on the event loop.
+* BM25 (mode bm25) runs on the event loop while its searches so far took at most ``bm25_inline_ms`` a query
+  (SciFact's: 0.16 ms, less than the 0.2 ms a hop to a worker thread and back adds), else in the pool, so a
+  large index never holds the loop (:meth:`Engine._bm25`). Hybrid's BM25 runs in the pool, beside the encode.
 * Passages come from memory when the store fits (``passages_mb``,
   :meth:`pretriever.data.PassageLookup.hold`), read on the event loop; else from the store, in the pool.
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
@@ -22,6 +25,7 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -182,6 +186,7 @@ class Engine:
     encoder: ThreadPoolExecutor | None = None
     batcher: MicroBatcher | None = None
     tuned: TunedSetting | None = None  # what `pretriever tune` chose (index.json), unless --no-tuned
+    bm25_ms: float | None = None  # a BM25 search's time per query so far (moving average); None: none yet
 
     @classmethod
     def open(cls, config: ServeConfig) -> Engine:
@@ -245,8 +250,21 @@ class Engine:
     async def _dense(self, queries: list[str], k: int) -> list[list[Hit]]:
         return await self.batcher.search(queries, k)
 
+    def _timed_bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
+        started = time.perf_counter()
+        found = self.bm25.search(queries, k)
+        ms = (time.perf_counter() - started) * 1000 / len(queries)
+        self.bm25_ms = ms if self.bm25_ms is None else 0.8 * self.bm25_ms + 0.2 * ms
+        return found
+
     async def _bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
-        return await self.run(self.bm25.search, queries, k)
+        """BM25 on the event loop when the searches so far say these take at most ``bm25_inline_ms`` (a thread hop
+        would cost more than the search), else in the pool; the first search runs in the pool and sets the
+        estimate, and every search, wherever it runs, updates it."""
+        limit = self.config.bm25_inline_ms
+        if limit > 0 and self.bm25_ms is not None and self.bm25_ms * len(queries) <= limit:
+            return self._timed_bm25(queries, k)
+        return await self.run(self._timed_bm25, queries, k)
 
     async def search(self, queries: list[str], k: int, mode: str) -> list[list[Hit]]:
         """The top ``k`` hits of each query in ``mode`` (dense, bm25 or hybrid)."""
@@ -259,7 +277,9 @@ class Engine:
             return await self._bm25(queries, k)
         options = self.fusion
         depth = options.depth_for(k)
-        dense, sparse = await asyncio.gather(self._dense(queries, depth), self._bm25(queries, depth))
+        # BM25 in the pool even when cheap: there it overlaps the encode (torch lets go of the GIL), on the loop
+        # it would delay handing the queries to the encoder
+        dense, sparse = await asyncio.gather(self._dense(queries, depth), self.run(self._timed_bm25, queries, depth))
         return [fuse(d, s, options, k) for d, s in zip(dense, sparse)]
 
     async def passages(self, ids: list[str]) -> dict[str, Passage]:
@@ -283,7 +303,9 @@ class Engine:
             "model": encoder.get("model_label") or encoder.get("model"),
             "index_type": (meta.get("index") or {}).get("type") if self.dense is not None else "bm25",
             "dim": meta.get("dim"), "passages": len(self.system),
-            "bm25": {"passages": len(self.bm25), "source": self.bm25_source} if self.bm25 is not None else None,
+            "bm25": {"passages": len(self.bm25), "source": self.bm25_source,
+                     "search_ms": round(self.bm25_ms, 4) if self.bm25_ms is not None else None,
+                     "inline_ms": self.config.bm25_inline_ms} if self.bm25 is not None else None,
             "store": str(self.lookup.path) if self.lookup is not None else None,
             "encoding": {"batches": self.batcher.batches, "queries": self.batcher.texts,
                          "max_batch": self.config.encode_batch} if self.batcher else None,

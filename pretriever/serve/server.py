@@ -1,9 +1,14 @@
-"""How ``pretriever serve`` runs uvicorn: its options, and the read deadlines uvicorn lacks.
+"""How ``pretriever serve`` runs uvicorn: its options, its HTTP protocol, and the read deadlines uvicorn lacks.
+
+The protocol is uvicorn's httptools one (the C parser of Node's llhttp; uvicorn's own choice when httptools is
+installed): on SciFact BM25 it answered 9-12% sooner at concurrency 1 and 18-32% more requests a second at 8 and
+32 than uvicorn's pure-Python h11 protocol, in one interleaved run on a loaded machine (bench/README.md,
+2026-11-27).
 
 uvicorn closes an idle kept-alive connection after ``timeout_keep_alive``, but sets no deadline for
 reading a request: a client that connects and sends nothing, or sends its headers or its body a byte
 at a time, holds the socket (and, while a body trickles in, a request task) as long as it likes.
-:class:`ReadDeadlines` is uvicorn's h11 protocol with two: the request line and headers must arrive
+:class:`ReadDeadlines` is that protocol with two: the request line and headers must arrive
 within ``header_timeout`` seconds of connecting (or of the request's first byte, on a kept-alive
 connection), and the body within ``body_timeout`` seconds of the headers; else the socket is closed.
 """
@@ -14,16 +19,18 @@ import asyncio
 import logging
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from pretriever.serve.config import ServeConfig
 
 log = logging.getLogger(__name__)
 
 
-class ReadDeadlines(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request headers or body come too slowly."""
+class ReadDeadlines(HttpToolsProtocol):
+    """uvicorn's httptools protocol, closing a connection whose request headers or body come too slowly. The
+    parser's callbacks say where a request is: its first byte (headers due), its headers complete (body due),
+    the whole request in (nothing due while the application has it, nor between requests, where uvicorn's
+    keep-alive timeout runs)."""
 
     header_timeout = 10.0
     body_timeout = 30.0
@@ -34,28 +41,21 @@ class ReadDeadlines(H11Protocol):
         super().connection_made(transport)
         self._expect("headers")  # nothing has come yet
 
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        self._follow(received=True)
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._expect("headers")
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._follow(received=bool(self.conn.trailing_data[0]))  # a pipelined request may be half in
+    def on_headers_complete(self) -> None:
+        self._expect("body")  # before the application starts: a request without a body completes at once
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._expect(None)
+        super().on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._expect(None)
         super().connection_lost(exc)
-
-    def _follow(self, received: bool) -> None:
-        """Keep the deadline of the part of a request being read; none while the application has the request
-        (or, between requests, while uvicorn's keep-alive timeout runs)."""
-        state = self.conn.their_state
-        if state is h11.SEND_BODY:
-            self._expect("body")
-        elif state is h11.IDLE and (received or self._reading == "headers"):
-            self._expect("headers")
-        else:
-            self._expect(None)
 
     def _expect(self, part: str | None) -> None:
         if part == self._reading:
