@@ -8,6 +8,7 @@ import io
 import os
 import re
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -116,13 +117,47 @@ def probe_instead_of_serving(served: list[dict]):
     return run
 
 
+class _FastClock(types.ModuleType):
+    """A stand-in for the ``time`` or ``asyncio`` module: ``overrides`` replace some names, the rest are the real
+    module's."""
+
+    def __init__(self, real: types.ModuleType, **overrides) -> None:
+        super().__init__(real.__name__)
+        self.__dict__.update(overrides)
+        self._real = real
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+def fast_clock(monkeypatch, module: str, factor: float = 20.0) -> None:
+    """``time.monotonic`` and ``asyncio.sleep`` as ``module`` sees them run ``factor`` times fast: its waits
+    (politeness between two requests to one host, back-off before a retry) come in the same order and
+    proportions, in a ``factor``-th of the wall time. Timeouts (``asyncio.wait_for``) stay real."""
+    import asyncio
+    import importlib
+    import time
+
+    target = importlib.import_module(module)
+    real_sleep, real_monotonic = asyncio.sleep, time.monotonic
+
+    async def sleep(delay: float, result=None):
+        return await real_sleep(delay / factor, result)
+
+    monkeypatch.setattr(target, "time", _FastClock(time, monotonic=lambda: real_monotonic() * factor))
+    monkeypatch.setattr(target, "asyncio", _FastClock(asyncio, sleep=sleep))
+
+
 @contextmanager
 def offline_cli(monkeypatch, workspace: Path, served: list[dict]) -> Iterator[Callable[..., tuple[int, str, str]]]:
     """The CLI as a person runs it in ``workspace``, offline; yields ``invoke(words, env) -> (exit code, output,
     traceback)``.
 
     ``serve`` answers a probe instead of listening (its search goes to ``served``); every host resolves to a
-    public address and every request goes to a loopback proxy that answers 404.
+    public address and every request goes to a loopback proxy that answers 404. The fetcher's clock runs 20
+    times fast (:func:`fast_clock`): a sample's failed pages fall back to their web.archive.org copies, one
+    host that politeness allows one request a second, 25 s of waiting for `references fetch --limit 100` on a
+    real clock.
     """
     from references_server import LoopbackServer, fake_dns, send
     from typer.testing import CliRunner
@@ -132,6 +167,7 @@ def offline_cli(monkeypatch, workspace: Path, served: list[dict]) -> Iterator[Ca
     monkeypatch.chdir(workspace)
     monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", probe_instead_of_serving(served))
     fake_dns(monkeypatch, {}, default="93.184.216.34")  # fetching resolves its hosts before the proxy
+    fast_clock(monkeypatch, "pretriever.references.client")
     runner = CliRunner()
     with LoopbackServer({"*": lambda handler: send(handler, 404, b"not found", "text/plain")}) as proxy:
         base = {"COLUMNS": "160", "HTTP_PROXY": proxy.url(""), "HTTPS_PROXY": proxy.url("")}

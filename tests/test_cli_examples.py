@@ -1,13 +1,14 @@
 """Every example in `pretriever ... --help` runs as written, in pipeline order, against small real data.
 
 The workspace holds what the examples name: the enwiki sample dump's first pages (as ``enwiki.xml.bz2``, see
-:data:`ENWIKI_PAGES`), a 200-document SciFact subset in BEIR layout (``scifact/``, with its test and train
-judgments), the NQ-open and CuratedTREC question files, a JSONL of crawled pages, a JSONL of queries made elsewhere, and
-a tiny randomly initialised T5 saved as ``doc2query/all-with-prefix-t5-base-v1`` (no doc2query weights
-are offline; a local folder of that name is found before any hub lookup, so the generate example runs
-as written). Every other folder an example reads was written by an earlier example. Nothing leaves the machine: the fetch examples go through
-a proxy on 127.0.0.1 (``$HTTP_PROXY``, ``$HTTPS_PROXY``) that answers every page with 404 and refuses
-tunnels, so they run their whole course (politeness, retries, the table) offline.
+:data:`ENWIKI_PAGES`), a 200-document SciFact subset in BEIR layout, each abstract cut to its first 32 words
+(``scifact/``, with its test and train judgments), the NQ-open and CuratedTREC question files, a JSONL of crawled
+pages, a JSONL of queries made elsewhere, and a tiny randomly initialised T5 saved as ``doc2query/all-with-
+prefix-t5-base-v1`` (no doc2query weights are offline; a local folder of that name is found before any hub lookup,
+so the generate example runs as written). Every other folder an example reads was written by an earlier example.
+Nothing leaves the machine: the fetch examples go through a proxy on 127.0.0.1 (``$HTTP_PROXY``, ``$HTTPS_PROXY``)
+that answers every page with 404 and refuses tunnels, so they run their whole course (politeness, retries, the
+table) offline.
 """
 
 from __future__ import annotations
@@ -59,8 +60,12 @@ def test_every_command_but_the_simplest_has_an_example():
     assert not missing, f"commands without an example in their help: {missing}"
 
 
-def _scifact_subset(folder: Path, n_docs: int = 200) -> None:
-    """The SciFact documents judged for the first 20 test and 20 train claims, plus others up to n_docs."""
+def _scifact_subset(folder: Path, n_docs: int = 200, words: int = 32) -> None:
+    """The SciFact documents judged for the first 20 test and 20 train claims, plus others up to n_docs, each
+    abstract cut to its first ``words`` words: the examples check that commands run, and whole abstracts (241
+    MiniLM tokens on average, most cut at 256) pad every encode and training batch of the SciFact examples to 256
+    tokens, their first 32 words to at most 111 (68 on average); most still hold two sentences, as masked-ICT's
+    sentence-out queries need."""
     qrels = {}
     for split in ("test", "train"):
         rows = (SCIFACT / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]
@@ -72,7 +77,8 @@ def _scifact_subset(folder: Path, n_docs: int = 200) -> None:
         for line in f:
             doc = json.loads(line)
             if doc["_id"] in wanted or len(docs) < n_docs - len(wanted):
-                docs.append(line)
+                doc["text"] = " ".join(doc["text"].split()[:words])
+                docs.append(json.dumps(doc, ensure_ascii=False) + "\n")
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(docs), encoding="utf-8")
     (folder / "queries.jsonl").write_text((SCIFACT / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")

@@ -3,7 +3,8 @@ serve sections are read from README.md and each command runs through the CLI, in
 real data laid out under the names the README uses:
 
 * ``enwiki-latest-pages-articles-multistream.xml.bz2``: the shortened enwiki sample dump;
-* ``beir/scifact``: a 200-abstract SciFact subset with the judgments of 20 test and 20 training claims;
+* ``beir/scifact``: a 200-abstract SciFact subset with the judgments of 20 test and 20 training claims, each
+  abstract cut to its first 32 words;
 * ``bert-base-uncased``, ``doc2query/all-with-prefix-t5-base-v1``: tiny random models saved under those names
   (a local folder is found before any hub lookup; no weights are offline);
 * ``nq-open-dev.jsonl``: the real NQ-open dev questions; ``CC-MAIN-2026-test.warc.gz``: a WARC of canned pages
