@@ -10,8 +10,14 @@ them; `pretriever mine store --method qac --references refs --context links` wit
 
     python bench/judge_qac_2026-11-27b.py bench/qac_judged_2026-11-27b.jsonl
 """
-import json, random, sys
+import random
+import sys
+from pathlib import Path
+
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from qac_judging import print_rates, record, write  # noqa: E402
 
 # (answer, start of question) -> (answerable, type fits, grammatical, why)
 OK = (True, True, True, "")
@@ -124,23 +130,6 @@ for run, folder, route in [("before (4d15036, table5 as first written)", "qac-be
     rows = [r for r in pq.read_table(folder + "/qac.parquet").to_pylist() if r["context_source"] == route]
     rows.sort(key=lambda r: r["pair_id"])
     draw = random.Random(0).sample(rows, min(30, len(rows)))
-    for i, r in enumerate(draw):
-        ans, typ, gram, why = judge(r)
-        b, s, e = r["positive_text"], r["answer_start"], r["answer_end"]
-        out.append({"route": route, "run": run, "draw": i, "judged_sample": i < 20, "question": r["query"],
-                    "answer": r["answer"], "answer_type": r["answer_type"], "phrase": r["answer_phrase"],
-                    "context": ("..." if s > 200 else "") + b[max(0, s - 200):e + 150] + ("..." if e + 150 < len(b) else ""),
-                    "answerable": ans, "type_fits": typ, "grammatical": gram, "pass": ans and typ and gram, "why": why,
-                    "grammar_doubtful": r["query"].startswith(DOUBTFUL)})
-with open(sys.argv[1], "w") as f:
-    for o in out:
-        f.write(json.dumps(o, ensure_ascii=False) + "\n")
-from collections import defaultdict
-agg = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0, 0])  # n, pass, answerable, type, grammar, strict pass
-for o in out:
-    for key in ((o["run"], o["route"], "20"), (o["run"], o["route"], "all")):
-        if key[2] == "20" and not o["judged_sample"]:
-            continue
-        a = agg[key]; a[0] += 1; a[1] += o["pass"]; a[2] += o["answerable"]; a[3] += o["type_fits"]; a[4] += o["grammatical"]; a[5] += o["pass"] and not o["grammar_doubtful"]
-for k, a in agg.items():
-    print(k, f"n={a[0]} pass={a[1]} ({a[1]/a[0]:.0%}) answerable={a[2]} type={a[3]} grammar={a[4]} strict={a[5]} ({a[5]/a[0]:.0%})")
+    out += [record(r, run, judge(r), DOUBTFUL, draw=i, judged_sample=i < 20) for i, r in enumerate(draw)]
+write(sys.argv[1], out)
+print_rates(out, lambda o: [(o["run"], o["route"], "all")] + ([(o["run"], o["route"], "20")] if o["judged_sample"] else []))

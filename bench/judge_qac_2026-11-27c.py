@@ -11,11 +11,13 @@ Run in a folder holding the mined outputs (store and refs as bench/exp_reader_qa
 
     python bench/judge_qac_2026-11-27c.py bench/qac_judged_2026-11-27c.jsonl
 """
-import json
 import sys
-from collections import defaultdict
+from pathlib import Path
 
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from qac_judging import print_rates, record, write  # noqa: E402
 
 OK = (True, True, True, "")
 # (answer, start of question) -> (answerable, type fits, grammatical, why)
@@ -84,23 +86,6 @@ out = []
 for run, folder in [("after the word-order fix, --phrases table5 (the default)", "qac-table5"),
                     ("after the word-order fix, --phrases ours", "qac-ours")]:
     rows = sorted(pq.read_table(folder + "/qac.parquet").to_pylist(), key=lambda r: r["pair_id"])
-    for r in rows:
-        ans, typ, gram, why = judge(r)
-        b, s, e = r["positive_text"], r["answer_start"], r["answer_end"]
-        out.append({"route": r["context_source"], "run": run, "question": r["query"], "statement": r["statement"],
-                    "answer": r["answer"], "answer_type": r["answer_type"], "phrase": r["answer_phrase"],
-                    "context": ("..." if s > 200 else "") + b[max(0, s - 200):e + 150] + ("..." if e + 150 < len(b) else ""),
-                    "answerable": ans, "type_fits": typ, "grammatical": gram, "pass": ans and typ and gram, "why": why,
-                    "grammar_doubtful": r["query"].startswith(DOUBTFUL)})
-with open(sys.argv[1], "w") as f:
-    for o in out:
-        f.write(json.dumps(o, ensure_ascii=False) + "\n")
-agg = defaultdict(lambda: [0] * 6)  # n, pass, answerable, type, grammar, pass and not doubtful
-for o in out:
-    for key in ((o["run"], o["route"]), (o["run"], "all")):
-        a = agg[key]
-        a[0] += 1; a[1] += o["pass"]; a[2] += o["answerable"]; a[3] += o["type_fits"]; a[4] += o["grammatical"]
-        a[5] += o["pass"] and not o["grammar_doubtful"]
-for k, a in agg.items():
-    print(k, f"n={a[0]} pass={a[1]} ({a[1]/a[0]:.1%}) answerable={a[2]} type={a[3]} grammar={a[4]} "
-             f"pass, doubtful in-place failed={a[5]} ({a[5]/a[0]:.1%})")
+    out += [record(r, run, judge(r), DOUBTFUL, with_statement=True) for r in rows]
+write(sys.argv[1], out)
+print_rates(out, lambda o: [(o["run"], o["route"]), (o["run"], "all")], digits=1)
