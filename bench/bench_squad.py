@@ -21,9 +21,12 @@ default normalisation, which tests/test_squad_bench.py checks against evaluate-v
    (all-MiniLM-L6-v2, new span heads drawn after the same seed), steps, batch, max length, lr, warm-up
    share and seed. Throughput: training questions (pretriever) and features (recipe) per second over
    optimizer steps 2..N (the end of step 1 to the end of step N), so model loading, warm-up and the
-   checkpoint written at the end are left out of both. **Timing** then repeats short runs of both, taking
-   turns (``--timing-rounds`` x ``--timing-steps``), and compares the best round of each: the first run in a
-   process pays one-time costs that the second does not. Each is given by wall time and by process CPU time
+   checkpoint written at the end are left out of both. pretriever batches questions of similar length together
+   (its default, ``group_by_length``); the recipe runs as run_qa does, with random batches. **Timing** then
+   repeats short runs of four arms, taking turns (``--timing-rounds`` x ``--timing-steps``): pretriever with and
+   without length grouping, the recipe without and with the Trainer's ``group_by_length``, so that the defaults
+   and like with like are both compared; the best round of each arm counts: the first run in a process pays
+   one-time costs that the second does not. Each is given by wall time and by process CPU time
    (all threads): on the shared machine other jobs' load moves wall time by 2x between runs, CPU time much less.
 2. **C-MORE's claim, small.** The same fine-tuning with and without reader pre-training on qac triplets
    (``bench/qac_triplets.sh``: the enwiki sample's links route plus the canned reference pages), seeds
@@ -97,8 +100,10 @@ def score(predictions: dict[str, str], test: list[SquadExample]) -> dict[str, fl
     return {"EM": 100 * em, "F1": 100 * f1, "questions": len(test)}
 
 
-def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, model: str | None = None) -> dict:
-    """pretriever's reader trained as part 1 says; its counts, step timing and folder."""
+def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, model: str | None = None,
+               group_by_length: bool = True) -> dict:
+    """pretriever's reader trained as part 1 says (batches grouped by length, its default, unless
+    ``group_by_length`` is false); its counts, step timing and folder."""
     from pretriever.reader.config import ReaderConfig, ReadOptions
     from pretriever.reader.train import run
 
@@ -106,7 +111,7 @@ def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, mode
     cfg = ReaderConfig(data=data, out=out, model=model, passages=1, max_length=settings.max_length,
                        batch_size=settings.batch_size, max_steps=steps, learning_rate=settings.learning_rate,
                        warmup_ratio=settings.warmup_ratio, seed=settings.seed, dev_share=0.0, eval_steps=steps,
-                       save_total_limit=1, overwrite=True,
+                       save_total_limit=1, overwrite=True, group_by_length=group_by_length,
                        read=ReadOptions(max_answer_length=settings.max_answer_length, max_length=settings.max_length))
     result = run(cfg, ClockReporter(clock))
     timed_steps, seconds = clock.timed()
@@ -164,33 +169,56 @@ def compare(data_path: Path, train: list[SquadExample], test: list[SquadExample]
             "em_difference": ours["test"]["EM"] - anchor["test"]["EM"]}
 
 
+TIMING_ARMS = {  # name: (system, batches grouped by length)
+    "pretriever": ("ours", True), "pretriever_random": ("ours", False),
+    "recipe": ("recipe", False), "recipe_grouped": ("recipe", True)}
+
+
 def timing(data_path: Path, train: list[SquadExample], model: str, settings: RecipeSettings, steps: int,
            rounds: int, out: Path) -> dict:
-    """Training throughput alone: ``rounds`` short runs of each, taking turns (pretriever, recipe, ...), the best
-    round of each counts: a process's first run pays one-time costs (kernels for new shapes) and the machine's
-    load changes, which a single run of each would credit to whichever ran second or at a quiet moment."""
+    """Training throughput alone: ``rounds`` short runs of each arm, taking turns, the best round of each counts:
+    a process's first run pays one-time costs (kernels for new shapes) and the machine's load changes, which a
+    single run of each would credit to whichever ran second or at a quiet moment. Arms: pretriever by default
+    (batches grouped by length) and with random batches; the recipe as run_qa runs (random batches) and with the
+    Trainer's length grouping, so each default is compared and like with like."""
     console.rule(f"timing: {rounds} rounds of {steps} steps each, taking turns")
-    s = RecipeSettings(**{**asdict(settings), "max_steps": steps})
     rounds_out = []
     for r in range(rounds):
-        run = train_ours(data_path, out / "timing-reader", s, steps)
-        recipe = train_and_predict(train, None, model, s, str(out / "timing-recipe"))
-        row = {"pretriever_qps": rate(run["timed_steps"], run["timed_seconds"], s.batch_size),
-               "recipe_fps": rate(recipe.timed_steps, recipe.timed_seconds, s.batch_size),
-               "pretriever_q_per_cpu_s": rate(run["timed_steps"], run["cpu_seconds"], s.batch_size),
-               "recipe_f_per_cpu_s": rate(recipe.timed_steps, recipe.cpu_seconds, s.batch_size)}
+        row = {}
+        for arm, (system, grouped) in TIMING_ARMS.items():
+            s = RecipeSettings(**{**asdict(settings), "max_steps": steps, "group_by_length": grouped})
+            if system == "ours":
+                run = train_ours(data_path, out / "timing-reader", s, steps, group_by_length=grouped)
+                timed_steps, wall, cpu = run["timed_steps"], run["timed_seconds"], run["cpu_seconds"]
+            else:
+                recipe = train_and_predict(train, None, model, s, str(out / "timing-recipe"))
+                timed_steps, wall, cpu = recipe.timed_steps, recipe.timed_seconds, recipe.cpu_seconds
+            row[arm] = {"per_second": rate(timed_steps, wall, s.batch_size),
+                        "per_cpu_second": rate(timed_steps, cpu, s.batch_size)}
         rounds_out.append(row)
-        console.print(f"  round {r + 1}: pretriever {row['pretriever_qps']:.2f} q/s ({row['pretriever_q_per_cpu_s']:.2f} "
-                      f"per CPU s), recipe {row['recipe_fps']:.2f} features/s ({row['recipe_f_per_cpu_s']:.2f} per CPU s)")
+        console.print(f"  round {r + 1}: " + ", ".join(f"{arm} {v['per_second']:.2f}/s ({v['per_cpu_second']:.2f} "
+                                                        "per CPU s)" for arm, v in row.items()))
     shutil.rmtree(out / "timing-reader", ignore_errors=True)
 
-    def best(key: str) -> float:
-        return max(row[key] for row in rounds_out)
+    def best(arm: str, key: str) -> float:
+        return max(row[arm][key] for row in rounds_out)
 
-    result = {"steps": steps, "rounds": rounds_out, "ratio_best_wall": best("pretriever_qps") / best("recipe_fps"),
-              "ratio_best_cpu": best("pretriever_q_per_cpu_s") / best("recipe_f_per_cpu_s")}
-    console.print(f"  best rounds: ratio {result['ratio_best_wall']:.2f}x by wall time, "
-                  f"{result['ratio_best_cpu']:.2f}x by CPU time")
+    ratios = {f"{ours}/{recipe}": {"wall": best(ours, "per_second") / best(recipe, "per_second"),
+                                   "cpu": best(ours, "per_cpu_second") / best(recipe, "per_cpu_second")}
+              for ours, recipe in (("pretriever", "recipe"), ("pretriever_random", "recipe"),
+                                   ("pretriever", "recipe_grouped"))}
+    result = {"steps": steps, "rounds": rounds_out,
+              "best": {arm: {k: best(arm, k) for k in ("per_second", "per_cpu_second")} for arm in TIMING_ARMS},
+              "ratios": ratios,
+              # the defaults against each other, under the names earlier runs' JSON used
+              "ratio_best_wall": ratios["pretriever/recipe"]["wall"],
+              "ratio_best_cpu": ratios["pretriever/recipe"]["cpu"]}
+    table = Table(title=f"training throughput, best of {rounds} rounds of {steps} steps (items/s)")
+    for col in ("pair", "by wall time", "by CPU time"):
+        table.add_column(col, justify="right")
+    for pair, r in ratios.items():
+        table.add_row(pair, f"{r['wall']:.2f}x", f"{r['cpu']:.2f}x")
+    console.print(table)
     return result
 
 

@@ -52,6 +52,7 @@ class RecipeSettings:
     learning_rate: float = 5e-5
     warmup_ratio: float = 0.1
     seed: int = 13
+    group_by_length: bool = False  # run_qa's default: random batches; True: the Trainer's LengthGroupedSampler
     n_best: int = 20
     max_answer_length: int = 30
     eval_batch_size: int = 64
@@ -222,7 +223,8 @@ def train_and_predict(train: list[SquadExample], test: list[SquadExample] | None
                              per_device_eval_batch_size=settings.eval_batch_size, learning_rate=settings.learning_rate,
                              warmup_steps=settings.warmup_ratio, max_steps=settings.max_steps, seed=settings.seed,
                              logging_steps=10, save_strategy="no", report_to="none", disable_tqdm=True,
-                             dataloader_num_workers=0, use_cpu=True)
+                             dataloader_num_workers=0, use_cpu=True,
+                             train_sampling_strategy="group_by_length" if settings.group_by_length else "random")
     trainer = Trainer(model=model, args=args, train_dataset=_Features(features),
                       data_collator=DataCollatorWithPadding(tokenizer), callbacks=[Clock()])
     trainer.train()

@@ -162,6 +162,45 @@ def test_a_training_run_draws_its_instances_anew_each_epoch(tmp_path, monkeypatc
     assert sorted(set(epochs)) == [0, 1, 2] and len(epochs) == 12
 
 
+def test_samples_record_their_input_length(tokenizer):
+    """The length batches are grouped by: word pieces of the question with its positive, as tokenized for
+    training (title included, cut at max_length)."""
+    examples = [e for e in load_reading_file(shared(QA / "squad2-dev-5articles.json")) if e.answers][:40]
+    samples, _ = build_samples(examples, tokenizer, 256)
+    for s in samples:
+        p = s.positive
+        full = len(tokenizer(s.question, f"{p.title} {tokenizer.sep_token} {p.text}")["input_ids"])
+        assert s.length == min(full, 256)
+    assert len({s.length for s in samples}) > 5 and max(s.length for s in samples) == 256  # Normans: long ones cut
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("grouped", [True, False])
+def test_batches_are_grouped_by_length_unless_turned_off(tmp_path, monkeypatch, grouped):
+    import transformers.trainer_pt_utils as pt_utils
+
+    given = []
+
+    class Spy(pt_utils.LengthGroupedSampler):
+        def __init__(self, batch_size, dataset=None, lengths=None, **kwargs):
+            given.append((batch_size, list(lengths)))
+            super().__init__(batch_size, dataset, lengths, **kwargs)
+
+    monkeypatch.setattr(pt_utils, "LengthGroupedSampler", Spy)
+    words = ["short", "a much longer context that goes on and on about the capital of France and more"]
+    data = [{"title": "France", "paragraphs": [{"context": f"Paris is the capital, {words[i % 2]}.", "qas": [
+        {"id": str(i), "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}
+        for i in range(4)]
+    (tmp_path / "s.json").write_text(json.dumps({"version": "v1.1", "data": data}), encoding="utf-8")
+    train_reader(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=1, max_steps=2, batch_size=2,
+                              max_length=48, dev_share=0.0, group_by_length=grouped))
+    if not grouped:
+        assert given == []
+        return
+    (batch, lengths), = given
+    assert batch == 2 and len(lengths) == 4 and lengths[0] < lengths[1] and lengths[0] == lengths[2]
+
+
 def test_squad_v2_unanswerable_questions_are_skipped_and_counted(tokenizer):
     examples = load_reading_file(shared(QA / "squad2-dev-5articles.json"))
     assert len(examples) == 1407 and sum(1 for e in examples if e.answers) == 705  # SQuAD 2.0 dev, 5 articles

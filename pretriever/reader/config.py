@@ -66,6 +66,10 @@ class ReaderConfig:
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides --epochs).")
     batch_size: int = option(4, "Questions per device batch (each brings --passages passages).")
     gradient_accumulation: int = option(1, "Gradient accumulation steps.", renamed_from=("grad_accum",))
+    group_by_length: bool = option(True, "Batch questions whose inputs (question with its positive) are of similar "
+                                         "length, as transformers' LengthGroupedSampler does (shuffled, then sorted "
+                                         "within mega-batches of up to 50 batches): less padding to compute (SQuAD: "
+                                         "30% fewer tokens). --no-group-by-length: plain random batches, as DPR.")
     learning_rate: float = option(2e-5, "Peak learning rate (linear warm-up and decay).", renamed_from=("lr",))
     warmup_ratio: float = option(0.1, "Share of the steps spent warming up.")
     weight_decay: float = option(0.0, "AdamW weight decay.")

@@ -36,6 +36,7 @@ class Sample:
     spans: list[list[CharSpan]]  # the answer occurrences of each positive
     negatives: list[Passage]
     group: str  # the first positive's document (title): the dev split holds out whole documents
+    length: int = 0  # word pieces of the question with its longest kept positive (batches by length use it)
 
     @property
     def positive(self) -> Passage:
@@ -96,16 +97,18 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
         candidates.append((ex, [p for p, _ in found], [spans for _, spans in found]))
     flat = [(c, i) for c, (_, positives, _) in enumerate(candidates) for i in range(len(positives))]
     kept: dict[int, list[int]] = {}
+    lengths: dict[int, int] = {}
     for lo in range(0, len(flat), 64):
         chunk = flat[lo:lo + 64]
         enc = encode(tokenizer, [candidates[c][0].question for c, _ in chunk],
                      [candidates[c][1][i].title for c, i in chunk], [candidates[c][1][i].text for c, i in chunk],
                      max_length, return_tensors=None)
-        for (c, i), offsets in zip(chunk, enc.offsets):
+        for (c, i), offsets, mask in zip(chunk, enc.offsets, enc.features["attention_mask"]):
             survived, dropped = token_spans(offsets, candidates[c][2][i])
             counts.truncated_spans += dropped
             if survived:
                 kept.setdefault(c, []).append(i)
+                lengths[c] = max(lengths.get(c, 0), sum(mask))
     samples = []
     for c, (ex, positives, spans) in enumerate(candidates):
         if c not in kept:
@@ -114,7 +117,7 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
         chosen = [Passage(positives[i].title, positives[i].text, positives[i].passage_id) for i in kept[c]]
         negatives = [Passage(p.title, p.text, p.passage_id) for p in ex.passages if not p.positive]
         samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i in kept[c]], negatives,
-                              chosen[0].title or chosen[0].passage_id))
+                              chosen[0].title or chosen[0].passage_id, lengths[c]))
     counts.kept = len(samples)
     return samples, counts
 

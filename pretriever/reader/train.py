@@ -2,7 +2,8 @@
 
 Batches hold ``batch_size`` questions x ``passages`` passages (1 positive, the rest negatives), drawn
 anew every epoch: a positive sampled from all of the question's, its own negatives reshuffled first
-(:func:`~pretriever.reader.samples.instance`);
+(:func:`~pretriever.reader.samples.instance`); questions of similar input length share a batch unless
+``group_by_length`` is off (less padding computed);
 the loss is :func:`~pretriever.reader.model.reader_loss`. Precision follows the device (bf16 or
 fp16 on a GPU, fp32 on CPU) unless set; gradient accumulation, warm-up and decay are the
 Trainer's. Every ``eval_steps`` the dev split (given, or documents held out of the training
@@ -169,9 +170,20 @@ def _trainer_class():
     class ReaderTrainer(Trainer):
         """The Trainer with the dev metric of a reader: EM of its answers on the dev questions."""
 
-        def __init__(self, *args, dev_eval: Callable[[Any], dict[str, float]], **kwargs):
+        def __init__(self, *args, dev_eval: Callable[[Any], dict[str, float]], lengths: list[int] | None = None,
+                     **kwargs):
             super().__init__(*args, **kwargs)
-            self.dev_eval = dev_eval
+            self.dev_eval, self.lengths = dev_eval, lengths
+
+        def _get_train_sampler(self, train_dataset=None):
+            """transformers' LengthGroupedSampler over the samples' lengths (the Trainer's own one would
+            tokenize every instance to learn them), or the Trainer's random order."""
+            if self.lengths is None:
+                return super()._get_train_sampler(train_dataset)
+            from transformers.trainer_pt_utils import LengthGroupedSampler
+
+            return LengthGroupedSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps,
+                                        lengths=self.lengths)
 
         def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
             scores = self.dev_eval(self.model)
@@ -207,7 +219,8 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
     trainer = _trainer_class()(model=module, args=args, train_dataset=dataset,
                                eval_dataset=dev or None,  # read by dev_eval, not by the Trainer
                                data_collator=lambda batch: collate(batch, tokenizer, cfg.max_length),
-                               callbacks=callbacks, dev_eval=dev_eval)
+                               callbacks=callbacks, dev_eval=dev_eval,
+                               lengths=[s.length for s in train] if cfg.group_by_length else None)
     quiet(trainer)
     before = dev_eval(trainer.model) if dev and not resume_from else None  # the starting model, for comparison
     t0 = time.perf_counter()
