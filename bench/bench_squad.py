@@ -30,7 +30,9 @@ default normalisation, which tests/test_squad_bench.py checks against evaluate-v
    (all threads): on the shared machine other jobs' load moves wall time by 2x between runs, CPU time much less.
 2. **C-MORE's claim, small.** The same fine-tuning with and without reader pre-training on qac triplets
    (``bench/qac_triplets.sh``: the enwiki sample's links route plus the canned reference pages), seeds
-   ``--seeds``: pre-training (``--qac-steps``, seed s) then fine-tuning (seed s); mean +- sd of test EM/F1.
+   ``--seeds``: pre-training (``--qac-steps``, seed s) then fine-tuning (seed s); mean +- sd of test EM/F1 and
+   paired randomisation tests, over the test questions (each question's score averaged over the seeds) and over
+   the seeds.
    The seed of part 1 is the first seed of the no-pre-training arm.
 3. **End to end.** ``bash bench/exp_squad_e2e.sh``: a corpus of the test articles' paragraphs, a dense
    index, ``pretriever answer`` for 5 test questions and ``pretriever reader evaluate`` over all of them,
@@ -61,7 +63,7 @@ from rich.table import Table  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from squad_recipe import RecipeSettings, SquadExample, StepClock, squad_examples, train_and_predict  # noqa: E402
 
-from pretriever.metrics import exact_match, f1_score  # noqa: E402
+from pretriever.metrics import exact_match, f1_score, paired_randomisation  # noqa: E402
 from pretriever.progress import Reporter  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,11 +95,29 @@ def write_split(data: dict, out: Path) -> Path:
     return path
 
 
-def score(predictions: dict[str, str], test: list[SquadExample]) -> dict[str, float]:
-    """SQuAD v1.1 EM and F1 (x100, max over the gold answers) of ``predictions`` on ``test``."""
-    em = sum(exact_match(predictions.get(e.qid, ""), e.answers) for e in test) / len(test)
-    f1 = sum(f1_score(predictions.get(e.qid, ""), e.answers) for e in test) / len(test)
-    return {"EM": 100 * em, "F1": 100 * f1, "questions": len(test)}
+def score(predictions: dict[str, str], test: list[SquadExample]) -> dict:
+    """SQuAD v1.1 EM and F1 (x100, max over the gold answers) of ``predictions`` on ``test``, with each
+    question's (in ``test``'s order, for paired tests)."""
+    em = [exact_match(predictions.get(e.qid, ""), e.answers) for e in test]
+    f1 = [f1_score(predictions.get(e.qid, ""), e.answers) for e in test]
+    return {"EM": 100 * sum(em) / len(test), "F1": 100 * sum(f1) / len(test), "questions": len(test),
+            "per_question": {"EM": em, "F1": [round(x, 4) for x in f1]}}
+
+
+def brief(scores: dict) -> str:
+    return f"EM {scores['EM']:.1f}, F1 {scores['F1']:.1f} ({scores['questions']} questions)"
+
+
+def paired_over_questions(with_runs: list[dict], without_runs: list[dict]) -> dict[str, dict[str, float]]:
+    """Each question's EM and F1 averaged over the seeds of each arm; the mean difference (x100) and the paired
+    randomisation test's two-sided p over the questions."""
+    out = {}
+    for metric in ("EM", "F1"):
+        arms = [[statistics.mean(q) for q in zip(*(r["per_question"][metric] for r in runs))]
+                for runs in (with_runs, without_runs)]
+        out[metric] = {"difference": 100 * statistics.mean(arms[0]) - 100 * statistics.mean(arms[1]),
+                       "p": paired_randomisation(arms[0], arms[1])}
+    return out
 
 
 def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, model: str | None = None,
@@ -142,7 +162,7 @@ def compare(data_path: Path, train: list[SquadExample], test: list[SquadExample]
     ours = train_ours(data_path, out / f"reader-s{settings.seed}", settings, settings.max_steps)
     ours["test"] = score(read_ours(Path(ours["out"]), test, settings), test)
     ours["examples_per_second"] = rate(ours["timed_steps"], ours["timed_seconds"], settings.batch_size)
-    console.print(f"  pretriever: {time.perf_counter() - t0:.0f} s, test {ours['test']}")
+    console.print(f"  pretriever: {time.perf_counter() - t0:.0f} s, test {brief(ours['test'])}")
     t0 = time.perf_counter()
     recipe = train_and_predict(train, test, model, settings, str(out / "recipe"))
     anchor = {"train_examples": recipe.train_examples, "train_features": recipe.train_features,
@@ -152,7 +172,7 @@ def compare(data_path: Path, train: list[SquadExample], test: list[SquadExample]
               "loss_curve": recipe.loss_curve, "test": score(recipe.predictions, test)}
     # an example is 1.0 + (windows - 1) features: the recipe's examples/s is its features/s over that share
     anchor["examples_per_second"] = anchor["features_per_second"] * recipe.train_examples / recipe.train_features
-    console.print(f"  recipe: {time.perf_counter() - t0:.0f} s, test {anchor['test']}")
+    console.print(f"  recipe: {time.perf_counter() - t0:.0f} s, test {brief(anchor['test'])}")
     table = Table(title=f"SQuAD 2.0 dev, train {'+'.join(TRAIN_TITLES)} ({len(train)} q), test "
                         f"{'+'.join(TEST_TITLES)} ({len(test)} q); {settings.max_steps} steps x {settings.batch_size}, "
                         f"length {settings.max_length}, lr {settings.learning_rate}")
@@ -241,7 +261,7 @@ def qac_claim(data_path: Path, test: list[SquadExample], settings: RecipeSetting
         run = train_ours(data_path, out / f"qac-squad-reader-s{seed}", s, s.max_steps, model=pre["out"])
         rows["with"].append({"seed": seed, "qac_kept": pre["counts"]["kept"],
                              **score(read_ours(Path(run["out"]), test, s), test)})
-        console.print(f"  seed {seed}: without {rows['without'][-1]}, with {rows['with'][-1]}")
+        console.print(f"  seed {seed}: without {brief(rows['without'][-1])}, with {brief(rows['with'][-1])}")
     summary = {}
     table = Table(title=f"qac pre-training ({n_triplets} triplets, {qac_steps} steps) then SQuAD fine-tuning, "
                         f"seeds {seeds}: test EM/F1 mean +- sd")
@@ -253,8 +273,15 @@ def qac_claim(data_path: Path, test: list[SquadExample], settings: RecipeSetting
                         "F1_mean": statistics.mean(f1), "F1_sd": statistics.stdev(f1) if len(f1) > 1 else 0.0}
         table.add_row(f"{arm} qac pre-training", f"{summary[arm]['EM_mean']:.1f} +- {summary[arm]['EM_sd']:.1f}",
                       f"{summary[arm]['F1_mean']:.1f} +- {summary[arm]['F1_sd']:.1f}", " / ".join(f"{x:.1f}" for x in em))
+    paired = {"questions": paired_over_questions(rows["with"], rows["without"]),
+              "seeds": {m: {"difference": statistics.mean(w[m] - o[m] for w, o in zip(rows["with"], rows["without"])),
+                            "p": paired_randomisation([r[m] for r in rows["with"]], [r[m] for r in rows["without"]])}
+                        for m in ("EM", "F1")}}
     console.print(table)
-    return {"triplets": n_triplets, "qac_steps": qac_steps, "runs": rows, "summary": summary}
+    for level, tests in paired.items():
+        console.print(f"  paired randomisation over the {level}: " + ", ".join(
+            f"{m} {t['difference']:+.1f} (p = {t['p']:.3f})" for m, t in tests.items()))
+    return {"triplets": n_triplets, "qac_steps": qac_steps, "runs": rows, "summary": summary, "paired": paired}
 
 
 def end_to_end(test: list[SquadExample], reader_dir: Path, out: Path) -> dict:

@@ -180,3 +180,35 @@ def f1_score(prediction: str, golds: Sequence[str], regex: bool = False, lenient
     if regex:
         return exact_match(prediction, golds, regex=True)
     return max((_token_f1(prediction, g, lenient) for g in golds), default=0.0)
+
+
+def paired_randomisation(a: Sequence[float], b: Sequence[float], resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided p-value of the paired randomisation (sign-flip) test that ``mean(a - b) = 0``.
+
+    ``a[i]`` and ``b[i]`` are two systems' scores on the same item (a query, a question): under the null
+    hypothesis each difference is as likely negative as positive, so the observed ``|mean(a - b)|`` is compared
+    with the means of the differences under random sign flips. Exact (every one of the ``2^n`` sign patterns)
+    for ``n <= 16``; otherwise ``resamples`` random patterns and ``(hits + 1) / (resamples + 1)``, which never
+    reports 0. The test IR evaluations recommend for per-query scores (Smucker, Allan and Carterette, "A
+    Comparison of Statistical Significance Tests for Information Retrieval Evaluation", CIKM 2007).
+
+    Example::
+
+        p = paired_randomisation([0.5, 0.7, 0.9], [0.4, 0.6, 0.8])  # every difference +0.1: p = 2/8
+    """
+    import numpy as np  # lazily, as the rest of this module imports nothing heavy at import time
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape or len(a) == 0:
+        raise ValueError(f"a and b must be equally long, non-empty lists (got shapes {a.shape} and {b.shape})")
+    d = a - b
+    observed = abs(d.mean()) - 1e-12  # a tie with the observed mean counts as a hit
+    if len(d) <= 16:
+        signs = 1 - 2 * ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1)
+        return float((np.abs((signs * d).mean(axis=1)) >= observed).mean())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, resamples, 1000):
+        signs = rng.choice((-1.0, 1.0), size=(min(1000, resamples - start), len(d)))
+        hits += int((np.abs((signs * d).mean(axis=1)) >= observed).sum())
+    return (hits + 1) / (resamples + 1)

@@ -295,3 +295,17 @@ def test_cli_multihop_by_title_from_toml_config(chunked_store, tmp_path):
     assert data["systems"]["bm25"] == {"Acc@2": 0.5, "Acc@5": 0.5, "queries": 2}
     assert data["dataset"]["gold_by"] == "title" and "plots" not in data and not (out / "overlap.png").exists()
     assert data["per_query"]["bm25"]["1"] == {"all_gold_rank": None}
+
+
+def test_paired_randomisation_counts_sign_patterns_as_by_hand():
+    from pretriever.metrics import paired_randomisation
+
+    # 3 differences of +0.1: only all-plus and all-minus reach |mean| 0.1, 2 of the 8 patterns
+    assert paired_randomisation([0.5, 0.7, 0.9], [0.4, 0.6, 0.8]) == pytest.approx(2 / 8)
+    # differences 1, -1, 2, 0 (mean 0.5): |s1 - s2 + 2 s3| >= 2 for 6 of the 8 (s1, s2, s3), either s4: 12/16
+    assert paired_randomisation([1, 0, 2, 0], [0, 1, 0, 0]) == pytest.approx(12 / 16)
+    assert paired_randomisation([0.3] * 40, [0.3] * 40) == 1.0  # no difference at all
+    shifted = paired_randomisation([i / 40 + 0.2 for i in range(40)], [i / 40 for i in range(40)], resamples=999)
+    assert shifted == pytest.approx(1 / 1000)  # no sign pattern but all-plus (and all-minus) reaches 0.2
+    with pytest.raises(ValueError, match="equally long"):
+        paired_randomisation([1, 2], [1])
