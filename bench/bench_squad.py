@@ -121,9 +121,11 @@ def paired_over_questions(with_runs: list[dict], without_runs: list[dict]) -> di
 
 
 def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, model: str | None = None,
-               group_by_length: bool = True) -> dict:
+               group_by_length: bool = True, reuse: bool = False) -> dict:
     """pretriever's reader trained as part 1 says (batches grouped by length, its default, unless
-    ``group_by_length`` is false); its counts, step timing and folder."""
+    ``group_by_length`` is false); its counts, step timing and folder. With ``reuse``, a reader already in
+    ``out`` whose reader.json records exactly these settings is taken as it is (no timing then): training
+    is seeded and deterministic, so a rerun would give the same reader."""
     from pretriever.reader.config import ReaderConfig, ReadOptions
     from pretriever.reader.train import run
 
@@ -133,11 +135,28 @@ def train_ours(data: Path, out: Path, settings: RecipeSettings, steps: int, mode
                        warmup_ratio=settings.warmup_ratio, seed=settings.seed, dev_share=0.0, eval_steps=steps,
                        save_total_limit=1, overwrite=True, group_by_length=group_by_length,
                        read=ReadOptions(max_answer_length=settings.max_answer_length, max_length=settings.max_length))
+    if reuse and (done := _same_run(cfg)) is not None:
+        console.print(f"  reused {out} (same settings)")
+        return {"out": str(out), "counts": done["data"], "steps": done["steps"], "timed_steps": 0,
+                "timed_seconds": 0.0, "cpu_seconds": 0.0, "loss_curve": done["loss_curve"], "reused": True}
     result = run(cfg, ClockReporter(clock))
     timed_steps, seconds = clock.timed()
     shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the final model is in `out`
     return {"out": str(out), "counts": result.counts, "steps": result.manifest["steps"], "timed_steps": timed_steps,
             "timed_seconds": seconds, "cpu_seconds": clock.cpu_seconds(), "loss_curve": result.manifest["loss_curve"]}
+
+
+def _same_run(cfg) -> dict | None:
+    """reader.json of the reader in ``cfg.out`` if it was trained with ``cfg``'s settings, else None."""
+    manifest = cfg.out / "reader.json"
+    if not manifest.is_file():
+        return None
+    done = json.loads(manifest.read_text())
+    wanted = json.loads(json.dumps(asdict(cfg), default=str))
+    ignore = ("overwrite", "resume")
+    same = {k: v for k, v in wanted.items() if k not in ignore} == {
+        k: v for k, v in done.get("config", {}).items() if k not in ignore}
+    return done if same else None
 
 
 def read_ours(reader_dir: Path, test: list[SquadExample], settings: RecipeSettings) -> dict[str, str]:
@@ -242,26 +261,51 @@ def timing(data_path: Path, train: list[SquadExample], model: str, settings: Rec
     return result
 
 
+QAC_ARMS = {  # arm: how it starts its SQuAD fine-tuning
+    "without": "the start model (no reader pre-training)",
+    "with": "a reader pre-trained on the qac triplets",
+    "shuffled": "a reader pre-trained on the same triplets with each question moved to the next triplet (contexts "
+                "and answers kept): the same steps and span-extraction practice, questions that do not ask for "
+                "the answer"}
+
+
+def shuffled_questions(triplets: Path) -> Path:
+    """The control's data: ``triplets`` (SQuAD JSON) with every question moved one place along (the last to the
+    first), so no question asks for its own answer while contexts, answers and their number stay."""
+    data = json.loads(triplets.read_text())
+    qas = [qa for article in data["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    questions = [qa["question"] for qa in qas]
+    for qa, question in zip(qas, questions[-1:] + questions[:-1]):
+        qa["question"] = question
+    path = triplets.with_name(triplets.stem + "-shuffled.json")
+    path.write_text(json.dumps(data))
+    return path
+
+
 def qac_claim(data_path: Path, test: list[SquadExample], settings: RecipeSettings, seeds: list[int],
               qac_steps: int, out: Path, first: dict) -> dict:
+    """C-MORE's claim, small: the arms of :data:`QAC_ARMS`, each seed's readers reused when already trained."""
     console.rule("part 2: with and without reader pre-training on qac triplets")
     triplets = out / "qac" / "qac-squad.json"
     if not triplets.is_file():
         subprocess.run(["bash", str(REPO / "bench" / "qac_triplets.sh"), str(out / "qac")], check=True)
     n_triplets = sum(len(p["qas"]) for a in json.loads(triplets.read_text())["data"] for p in a["paragraphs"])
-    rows: dict[str, list[dict]] = {"without": [], "with": []}
+    pre_data = {"with": triplets, "shuffled": shuffled_questions(triplets)}
+    rows: dict[str, list[dict]] = {arm: [] for arm in QAC_ARMS}
     for seed in seeds:
         s = RecipeSettings(**{**asdict(settings), "seed": seed})
         if seed == settings.seed and first:
             rows["without"].append({"seed": seed, **first["test"]})
         else:
-            run = train_ours(data_path, out / f"reader-s{seed}", s, s.max_steps)
+            run = train_ours(data_path, out / f"reader-s{seed}", s, s.max_steps, reuse=True)
             rows["without"].append({"seed": seed, **score(read_ours(Path(run["out"]), test, s), test)})
-        pre = train_ours(triplets, out / f"qac-reader-s{seed}", s, qac_steps)
-        run = train_ours(data_path, out / f"qac-squad-reader-s{seed}", s, s.max_steps, model=pre["out"])
-        rows["with"].append({"seed": seed, "qac_kept": pre["counts"]["kept"],
-                             **score(read_ours(Path(run["out"]), test, s), test)})
-        console.print(f"  seed {seed}: without {brief(rows['without'][-1])}, with {brief(rows['with'][-1])}")
+        for arm, prefix in (("with", "qac"), ("shuffled", "shuffled-qac")):
+            pre = train_ours(pre_data[arm], out / f"{prefix}-reader-s{seed}", s, qac_steps, reuse=True)
+            run = train_ours(data_path, out / f"{prefix}-squad-reader-s{seed}", s, s.max_steps, model=pre["out"],
+                             reuse=True)
+            rows[arm].append({"seed": seed, "qac_kept": pre["counts"]["kept"],
+                              **score(read_ours(Path(run["out"]), test, s), test)})
+        console.print(f"  seed {seed}: " + ", ".join(f"{arm} {brief(rows[arm][-1])}" for arm in QAC_ARMS))
     summary = {}
     table = Table(title=f"qac pre-training ({n_triplets} triplets, {qac_steps} steps) then SQuAD fine-tuning, "
                         f"seeds {seeds}: test EM/F1 mean +- sd")
@@ -271,16 +315,18 @@ def qac_claim(data_path: Path, test: list[SquadExample], settings: RecipeSetting
         em, f1 = [r["EM"] for r in runs], [r["F1"] for r in runs]
         summary[arm] = {"EM_mean": statistics.mean(em), "EM_sd": statistics.stdev(em) if len(em) > 1 else 0.0,
                         "F1_mean": statistics.mean(f1), "F1_sd": statistics.stdev(f1) if len(f1) > 1 else 0.0}
-        table.add_row(f"{arm} qac pre-training", f"{summary[arm]['EM_mean']:.1f} +- {summary[arm]['EM_sd']:.1f}",
+        table.add_row(arm, f"{summary[arm]['EM_mean']:.1f} +- {summary[arm]['EM_sd']:.1f}",
                       f"{summary[arm]['F1_mean']:.1f} +- {summary[arm]['F1_sd']:.1f}", " / ".join(f"{x:.1f}" for x in em))
-    paired = {"questions": paired_over_questions(rows["with"], rows["without"]),
-              "seeds": {m: {"difference": statistics.mean(w[m] - o[m] for w, o in zip(rows["with"], rows["without"])),
-                            "p": paired_randomisation([r[m] for r in rows["with"]], [r[m] for r in rows["without"]])}
-                        for m in ("EM", "F1")}}
+    paired = {f"with/{other}": {
+        "questions": paired_over_questions(rows["with"], rows[other]),
+        "seeds": {m: {"difference": statistics.mean(w[m] - o[m] for w, o in zip(rows["with"], rows[other])),
+                      "p": paired_randomisation([r[m] for r in rows["with"]], [r[m] for r in rows[other]])}
+                  for m in ("EM", "F1")}} for other in ("without", "shuffled")}
     console.print(table)
-    for level, tests in paired.items():
-        console.print(f"  paired randomisation over the {level}: " + ", ".join(
-            f"{m} {t['difference']:+.1f} (p = {t['p']:.3f})" for m, t in tests.items()))
+    for pair, levels in paired.items():
+        for level, tests in levels.items():
+            console.print(f"  {pair}, paired randomisation over the {level}: " + ", ".join(
+                f"{m} {t['difference']:+.1f} (p = {t['p']:.3f})" for m, t in tests.items()))
     return {"triplets": n_triplets, "qac_steps": qac_steps, "runs": rows, "summary": summary, "paired": paired}
 
 
