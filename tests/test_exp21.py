@@ -1,0 +1,145 @@
+"""bench/exp21_scifact.py's pure parts: the paired randomisation test against hand-computed p-values, the report's
+aggregation over seeds and claims, the validation split of the train claims, and the resume logic (a finished
+arm-seed is skipped, run-next's order). No training here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import exp21_scifact as exp  # noqa: E402
+
+
+def test_randomisation_exact_p_by_hand():
+    # d = (1, 2, 3): the 8 sign patterns give |mean| 2, 4/3, 2/3, 0, 0, 2/3, 4/3, 2; two reach the observed 2
+    assert exp.paired_randomisation([2, 3, 4], [1, 1, 1]) == pytest.approx(2 / 8)
+    # d = (1, -1): observed mean 0, every pattern reaches it
+    assert exp.paired_randomisation([1, 0], [0, 1]) == 1.0
+    # d = (3, 1, 1, 1): |sum| over the 16 patterns: 6 (x2), 4 (x6), 2 (x6), 0 (x2): 2 of 16 reach 6
+    assert exp.paired_randomisation([3, 1, 1, 1], [0, 0, 0, 0]) == pytest.approx(2 / 16)
+
+
+def test_randomisation_sampled_p():
+    same = np.full(300, 0.01)
+    assert exp.paired_randomisation(same, np.zeros(300), resamples=2000) == pytest.approx(1 / 2001)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=300)
+    p = exp.paired_randomisation(noise, noise[::-1], resamples=2000)
+    assert 0.05 < p <= 1.0  # the same values in another order: no consistent difference
+    with pytest.raises(ValueError):
+        exp.paired_randomisation([], [])
+
+
+def row(arm, seed, per_query_stage2, zero=0.5, wall=100.0):
+    claims = {str(i): v for i, v in enumerate(per_query_stage2)}
+    mean = float(np.mean(per_query_stage2))
+    return {"arm": arm, "seed": seed, "mlm_weight": None if arm == "none" else 0.3, "wall_seconds": wall,
+            "zero_shot": {"nDCG@10": zero, "Recall@100": 0.9}, "stage1": {"nDCG@10": mean, "Recall@100": 0.9},
+            "stage2": {"nDCG@10": mean, "Recall@100": 0.9},
+            "per_query": {"zero_shot": {q: zero for q in claims}, "stage1": claims, "stage2": claims}}
+
+
+def test_aggregate_means_sds_and_the_test_on_seed_averaged_claims():
+    rows = {("none", 0): row("none", 0, [0.0, 0.0, 0.0], wall=60), ("none", 1): row("none", 1, [0.2, 0.2, 0.2], wall=80),
+            ("cocondenser-cc", 0): row("cocondenser-cc", 0, [1.0, 0.0, 1.0]),
+            ("cocondenser-cc", 1): row("cocondenser-cc", 1, [1.0, 0.4, 1.0]),
+            ("cotmae-cc", 2): row("cotmae-cc", 2, [1.0, 1.0, 1.0])}  # no "none" of seed 2: no test
+    arms = exp.aggregate(rows)
+    assert list(arms) == ["none", "cocondenser-cc", "cotmae-cc"]  # the arms' order, not the rows'
+    assert arms["none"]["wall_seconds"] == 70
+    mean, sd = arms["cocondenser-cc"]["stage2"]["nDCG@10"]
+    assert mean == pytest.approx((2 / 3 + 2.4 / 3) / 2) and sd == pytest.approx(np.std([2 / 3, 0.8], ddof=1))
+    assert arms["cotmae-cc"]["stage2"]["nDCG@10"][1] is None and "vs_none" not in arms["cotmae-cc"]
+    vs = arms["cocondenser-cc"]["vs_none"]
+    # per claim, averaged over seeds 0 and 1: arm (1.0, 0.2, 1.0), none (0.1, 0.1, 0.1): d = (0.9, 0.1, 0.9);
+    # sign patterns reaching |mean| 1.9/3: both with all signs equal: 2 of 8
+    assert vs["seeds"] == [0, 1] and vs["stage2"]["difference"] == pytest.approx(1.9 / 3)
+    assert vs["stage2"]["p"] == pytest.approx(2 / 8)
+    assert vs["zero_shot"]["difference"] == 0 and vs["zero_shot"]["p"] == 1.0
+    table = exp.table_rows(arms)
+    assert table[1][0] == "cocondenser-cc" and table[1][9].startswith("+0.6333 (p 0.250)")
+
+
+def test_validation_split_is_a_seeded_fifth_of_the_train_claims(tmp_path):
+    train = tmp_path / "train.tsv"
+    lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{100 + q}\t1" for q in range(20)] + ["3\t999\t1"]
+    train.write_text("\n".join(lines) + "\n")
+    text = exp.validation_qrels(train, 0.2)
+    assert text == exp.validation_qrels(train, 0.2)
+    body = text.splitlines()
+    assert body[0] == lines[0]
+    claims = {line.split("\t")[0] for line in body[1:]}
+    assert len(claims) == 4  # 20% of 20 claims, with every judgment of each
+    assert len(body) - 1 == 4 + ("3" in claims)
+
+
+def fake_work(tmp_path, done=(), weight=None):
+    work = exp.Work(tmp_path, exp.Settings(seeds=2, mlm_candidates=(1.0, 0.3)), data=tmp_path / "no-data")
+    for arm, seed in done:
+        exp.append_line(work.results, row(arm, seed, [0.5]))
+    if weight is not None:
+        (tmp_path / "mlm-weight.json").write_text(json.dumps({"weight": weight}))
+    return work
+
+
+def test_run_next_order_and_what_is_skipped(tmp_path):
+    work = fake_work(tmp_path)
+    units = exp.pending(work)
+    assert units[:3] == [("run", ("none", 0)), ("choose", 1.0), ("choose", 0.3)]
+    assert units[3] == ("run", ("cocondenser-cc", 0)) and units[-1] == ("run", ("contrastive-cc", 1))
+    assert len(units) == 3 + 2 * len(exp.ARMS) - 1
+    (tmp_path / "choose-mlm" / "w1").mkdir(parents=True)
+    (tmp_path / "choose-mlm" / "w1" / "result.json").write_text("{}")
+    work = fake_work(tmp_path, done=[("none", 0), ("cocondenser-cc", 0)])
+    assert exp.pending(work)[:2] == [("choose", 0.3), ("run", ("cocondenser-title", 0))]
+    (tmp_path / "mlm-weight.json").write_text(json.dumps({"weight": 0.3}))
+    assert exp.pending(work)[0] == ("run", ("cocondenser-title", 0))
+
+
+def test_a_finished_arm_seed_is_skipped_without_running_anything(tmp_path, monkeypatch):
+    work = fake_work(tmp_path, done=[("cotmae-ict", 1)], weight=0.3)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a step ran")
+
+    monkeypatch.setattr(exp, "run_step", boom)
+    monkeypatch.setattr(exp, "prepare", boom)
+    assert exp.run_arm_seed(work, "cotmae-ict", 1) is None
+    with pytest.raises(AssertionError, match="a step ran"):  # an unfinished one does run
+        exp.run_arm_seed(work, "cotmae-ict", 0)
+
+
+def test_a_step_whose_output_is_there_is_skipped(tmp_path, monkeypatch):
+    work = fake_work(tmp_path)
+    monkeypatch.setattr(exp.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    done = tmp_path / "out" / "index.json"
+    done.parent.mkdir()
+    done.write_text("{}")
+    assert exp.run_step(work, tmp_path, "index", ["index", "build"], done) == 0.0
+    assert not (tmp_path / "steps.jsonl").exists()
+    assert exp.resumable(tmp_path / "out", "index.json", "_work") == []
+    (tmp_path / "part" / "_work").mkdir(parents=True)
+    assert exp.resumable(tmp_path / "part", "index.json", "_work") == ["--resume"]
+    (tmp_path / "empty").mkdir()
+    assert exp.resumable(tmp_path / "empty", "index.json", "_work") == ["--overwrite"]
+
+
+def test_the_arms_share_steps_batch_length_and_seed():
+    s = exp.Settings()
+    options = {name: arm.pretrain_options(s, 2, 0.3) for name, arm in exp.ARMS.items() if arm.objective}
+
+    def value(opts, flag):
+        return opts[opts.index(flag) + 1]
+
+    for flag in ("--max-length", "--batch-size", "--seed", "--lr"):
+        assert len({value(o, flag) for o in options.values()}) == 1, flag
+    assert {value(o, "--max-steps") for n, o in options.items() if n != "contrastive-cc"} == {"500"}
+    assert value(options["contrastive-cc"], "--max-steps") == "300"  # the same joint steps, no warm-up
+    assert value(options["contrastive-cc"], "--mlm-weight") == "0.0"
+    assert value(options["cotmae-title"], "--decoder") == "ar" and "--decoder" not in options["cotmae-cc"]
+    assert value(options["cocondenser-title"], "--mix") == "tb:1"
