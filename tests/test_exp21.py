@@ -39,6 +39,7 @@ def row(arm, seed, per_query_stage2, zero=0.5, wall=100.0):
     claims = {str(i): v for i, v in enumerate(per_query_stage2)}
     mean = float(np.mean(per_query_stage2))
     return {"arm": arm, "seed": seed, "mlm_weight": None if arm == "none" else 0.3, "wall_seconds": wall,
+            "steps": {} if arm == "none" else {"pretrain": wall / 2, "finetune": wall / 2},
             "zero_shot": {"nDCG@10": zero, "Recall@100": 0.9}, "stage1": {"nDCG@10": mean, "Recall@100": 0.9},
             "stage2": {"nDCG@10": mean, "Recall@100": 0.9},
             "per_query": {"zero_shot": {q: zero for q in claims}, "stage1": claims, "stage2": claims}}
@@ -51,7 +52,8 @@ def test_aggregate_means_sds_and_the_test_on_seed_averaged_claims():
             ("cotmae-cc", 2): row("cotmae-cc", 2, [1.0, 1.0, 1.0])}  # no "none" of seed 2: no test
     arms = exp.aggregate(rows)
     assert list(arms) == ["none", "cocondenser-cc", "cotmae-cc"]  # the arms' order, not the rows'
-    assert arms["none"]["wall_seconds"] == 70
+    assert arms["none"]["wall_seconds"] == 70 and arms["none"]["pretrain_seconds"] == 0
+    assert arms["cocondenser-cc"]["pretrain_seconds"] == 50
     mean, sd = arms["cocondenser-cc"]["stage2"]["nDCG@10"]
     assert mean == pytest.approx((2 / 3 + 2.4 / 3) / 2) and sd == pytest.approx(np.std([2 / 3, 0.8], ddof=1))
     assert arms["cotmae-cc"]["stage2"]["nDCG@10"][1] is None and "vs_none" not in arms["cotmae-cc"]
