@@ -54,6 +54,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -224,16 +225,20 @@ def run_step(work: Work, folder: Path, name: str, args: list[str], done: Path) -
         fcntl.flock(lock, fcntl.LOCK_EX)
         waited = time.perf_counter() - waited
         load, started = os.getloadavg()[0], time.perf_counter()
-        with (folder / "logs" / f"{name}.log").open("a") as log:
-            log.write(f"\n$ pretriever {' '.join(args)}\n")
-            log.flush()
-            rc = subprocess.run(["nice", "-n", "5", *pretriever(), *args], stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1"}).returncode
-        seconds = time.perf_counter() - started
-    append_line(folder / "steps.jsonl", {"step": name, "command": "pretriever " + " ".join(args), "rc": rc,
-                                         "seconds": round(seconds, 1), "lock_wait_seconds": round(waited, 1),
-                                         "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2),
-                                         "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        rc: int | str = "interrupted"  # stopped (Ctrl-C, SIGTERM): subprocess.run kills the step, its time is kept
+        try:
+            with (folder / "logs" / f"{name}.log").open("a") as log:
+                log.write(f"\n$ pretriever {' '.join(args)}\n")
+                log.flush()
+                rc = subprocess.run(["nice", "-n", "5", *pretriever(), *args], stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, "HF_HUB_OFFLINE": "1"}).returncode
+        finally:
+            seconds = time.perf_counter() - started
+            append_line(folder / "steps.jsonl", {
+                "step": name, "command": "pretriever " + " ".join(args), "rc": rc, "seconds": round(seconds, 1),
+                "lock_wait_seconds": round(waited, 1), "load_before": round(load, 2),
+                "load_after": round(os.getloadavg()[0], 2),
+                "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     if rc != 0 or not done.exists():
         raise SystemExit(f"step {name} failed (exit {rc}); see {folder / 'logs' / (name + '.log')}")
     print(f"  {name}: {seconds:,.0f} s (waited {waited:,.0f} s for the lock, load {load:.1f})", flush=True)
@@ -368,7 +373,7 @@ def choose_mlm_weight(work: Work) -> float:
 
 
 def step_seconds(folder: Path) -> dict[str, float]:
-    """Each step's wall time: the sum over its runs (an interrupted step that was resumed counts both parts)."""
+    """Each step's wall time: the sum over its runs (an interrupted step that was resumed counts every part)."""
     seconds: dict[str, float] = {}
     path = folder / "steps.jsonl"
     for line in path.read_text().splitlines() if path.exists() else []:
@@ -596,6 +601,10 @@ def smoke_data(folder: Path, source: Path = SCIFACT, n_test: int = 6, n_train: i
     return folder
 
 
+def stop(signum: int, frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}; run again to continue")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=WORK, help="where every output goes (never the repository)")
@@ -613,6 +622,7 @@ def main(argv: list[str] | None = None) -> None:
     rep.add_argument("--json", type=Path)
     rep.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, stop)  # a stopped runner records the interrupted step's time, and kills it
     work = Work(args.work.resolve(), SMOKE if args.smoke else Settings(), lock=args.lock)
     if args.smoke:
         work.data = smoke_data(work.root / "smoke-data")

@@ -145,3 +145,31 @@ def test_the_arms_share_steps_batch_length_and_seed():
     assert value(options["contrastive-cc"], "--mlm-weight") == "0.0"
     assert value(options["cotmae-title"], "--decoder") == "ar" and "--decoder" not in options["cotmae-cc"]
     assert value(options["cocondenser-title"], "--mix") == "tb:1"
+
+
+def test_an_interrupted_step_keeps_its_time_and_counts_with_its_rerun(tmp_path, monkeypatch):
+    work = fake_work(tmp_path)
+    work.lock = tmp_path / "lock"
+
+    def stopped(*args, **kwargs):
+        raise SystemExit("stopped by signal 15")
+
+    monkeypatch.setattr(exp.subprocess, "run", stopped)
+    with pytest.raises(SystemExit):
+        exp.run_step(work, tmp_path, "pretrain", ["pretrain"], tmp_path / "pt" / "pretrain.json")
+    (first,) = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert first["rc"] == "interrupted"
+
+    class Done:
+        returncode = 0
+
+    def finishes(*args, **kwargs):
+        (tmp_path / "pt").mkdir()
+        (tmp_path / "pt" / "pretrain.json").write_text("{}")
+        return Done()
+
+    monkeypatch.setattr(exp.subprocess, "run", finishes)
+    exp.run_step(work, tmp_path, "pretrain", ["pretrain", "--resume"], tmp_path / "pt" / "pretrain.json")
+    rows = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert [r["rc"] for r in rows] == ["interrupted", 0]
+    assert exp.step_seconds(tmp_path)["pretrain"] == pytest.approx(rows[0]["seconds"] + rows[1]["seconds"], abs=0.11)
