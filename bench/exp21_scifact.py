@@ -40,8 +40,12 @@ from their checkpoints. An arm-seed's line is appended to WORK/results.jsonl onl
 Order of run-next: none seed 0 (the fine-tuning cost, no MLM weight needed), the MLM-weight candidates, then
 seed by seed every arm (seed 0 first), so that an interrupted experiment has whole seeds.
 
-Cost, measured 2026-11-27 on the shared 2-core machine (see bench/README.md for the commands and the load):
-MEASURED
+Cost, measured 2026-11-27 on the shared 2-core machine, wall time without the wait for the lock, load 1.5-2.1
+(bench/README.md has the table): shared steps once 2 min (the base index 89 s); `none` 661 s a seed
+(`finetune --two-stage` 551 s, retriever 2's index 81 s, three evaluations ~10 s each); coCondenser's
+pre-training 777 s (500 steps of 16 pairs, 10.4 pairs/s), its zero-shot index 79 s. A pre-trained arm-seed
+is about 25 min, one seed of all eight arms about 3 hours, the whole design (3 seeds, the MLM-weight
+choice) about 10 hours of lock time (coCondenser the dearest objective: an upper estimate).
 """
 
 from __future__ import annotations
