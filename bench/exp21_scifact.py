@@ -53,7 +53,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import random
@@ -68,6 +67,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+
+from pretriever.metrics import paired_randomisation
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
@@ -470,26 +471,6 @@ def run_next(work: Work, count: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------------- the report
-
-
-def paired_randomisation(a: np.ndarray | list[float], b: np.ndarray | list[float], resamples: int = 10000,
-                         seed: int = 0) -> float:
-    """Two-sided p-value of the paired randomisation (sign-flip) test of mean(a - b) = 0: under the null each
-    pair's difference is as likely negative as positive. Exact (all 2^n sign patterns) for n <= 16, otherwise
-    ``resamples`` random patterns, with (hits + 1) / (resamples + 1) (Smucker et al., CIKM 2007)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if d.ndim != 1 or len(d) == 0:
-        raise ValueError("a and b must be two equally long, non-empty lists")
-    observed = abs(d.mean()) - 1e-12
-    if len(d) <= 16:
-        signs = 1 - 2 * ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1)
-        return float((np.abs((signs * d).mean(1)) >= observed).mean())
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for start in range(0, resamples, 1000):
-        signs = rng.choice((-1.0, 1.0), size=(min(1000, resamples - start), len(d)))
-        hits += int((np.abs((signs * d).mean(1)) >= observed).sum())
-    return (hits + 1) / (resamples + 1)
 
 
 def mean_sd(values: list[float]) -> tuple[float, float | None]:
