@@ -210,6 +210,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out`` (see the module docstring); ``report`` hears
     the optimizer steps (task ``pretraining``, with the last loss terms)."""
     import torch  # heavy
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     resume_from = _folder(cfg.out).prepare(resume=cfg.resume, overwrite=cfg.overwrite)
