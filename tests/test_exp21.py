@@ -153,3 +153,17 @@ def test_an_interrupted_step_keeps_its_time_and_counts_with_its_rerun(tmp_path, 
     rows = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
     assert [r["rc"] for r in rows] == ["interrupted", 0]
     assert exp.step_seconds(tmp_path)["pretrain"] == pytest.approx(rows[0]["seconds"] + rows[1]["seconds"], abs=0.11)
+
+
+def test_pairs_holding_a_claim_are_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "1", "text": "Aspirin prevents cancer."}) + "\n")
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    pq.write_table(pa.table({"query": ["A title."], "positive_text": ["A passage."]}), pairs / "tb.parquet")
+    assert exp.check_no_claims(pairs, tmp_path)["texts_checked"] == {"tb.parquet": 2}
+    pq.write_table(pa.table({"query": [" aspirin prevents cancer. "], "positive_text": ["x"]}), pairs / "ict.parquet")
+    with pytest.raises(SystemExit, match="ict.parquet: 1 texts are SciFact claims"):
+        exp.check_no_claims(pairs, tmp_path)
