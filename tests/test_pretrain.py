@@ -585,3 +585,54 @@ def test_pretrain_train_index_evaluate(scifact, tmp_path):
     (metrics,) = results["systems"].values()
     assert results["dataset"]["queries"] == 8
     assert 0.0 <= metrics["nDCG@10"] <= 1.0
+
+
+@pytest.mark.parametrize("objective", ["cocondenser", "cotmae"])
+def test_head_warmup_trains_the_heads_on_a_frozen_encoder(tiny, scifact, tmp_path, objective):
+    """--head-warmup-steps: a run that stops inside the warm-up leaves the encoder exactly as it was and has moved
+    the heads; the same run continued past the warm-up moves the encoder too. The warm-up's checkpoint resumes
+    frozen: interrupted at step 3 of a 4-step warm-up (checkpoint at 2), resumed, the encoder is still unchanged."""
+    root, _, _ = scifact
+    options = dict(pairs=root / "pairs", objective=objective, model=str(tiny), batch_size=4, max_length=48,
+                   head_warmup_steps=4, head_lr=1e-3, learning_rate=1e-3, logging_steps=1)
+    before = load_file(tiny / "model.safetensors")
+
+    def checkpoint_state(out):
+        return torch.load(sorted((out / "checkpoints").glob("step-*.pt"))[-1], weights_only=True)["model"]
+
+    warm = tmp_path / "warm"  # 4 warm-up steps, interrupted after step 3: its checkpoint is step 2, inside
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, **options), Interrupt(3, "pretraining"))
+    at_start = build_objective(PretrainConfig(out=tmp_path / "x", **options), "cpu")[1].state_dict()
+    state = checkpoint_state(warm)
+    encoder = [k for k in state if k.startswith("mlm.") and not k.startswith(("mlm.cls.", "mlm.lm_head."))]
+    heads = [k for k in state if k not in encoder]
+    assert encoder and heads
+    assert all(torch.equal(state[k], at_start[k]) for k in encoder)
+    assert any(not torch.equal(state[k], at_start[k]) for k in heads)
+    # resumed inside the warm-up, stopped at its end (step 4 of 6): the encoder is still the starting one
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options),
+                 Interrupt(5, "pretraining"))
+    state = checkpoint_state(warm)
+    assert sorted((warm / "checkpoints").glob("step-*.pt"))[-1].name == "step-4.pt"
+    assert all(torch.equal(state[k], at_start[k]) for k in encoder)
+    # a run whose steps are all warm-up saves the starting encoder; with joint steps after it, the encoder moves
+    only = tmp_path / "only"
+    pretrain(PretrainConfig(out=only, max_steps=4, **options))
+    saved = load_file(only / "model.safetensors")
+    assert all(torch.equal(saved[k], before[k]) for k in before)
+    report = json.loads((only / "pretrain.json").read_text())
+    assert report["model"]["head_warmup"]["steps"] == 4 and report["options"]["head_lr"] == 1e-3
+    assert all(p["learning_rate"] == 0.0 and p["head_learning_rate"] > 0 for p in report["loss_curve"][:3])
+    pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options))
+    moved = load_file(warm / "model.safetensors")
+    assert not torch.equal(moved["embeddings.word_embeddings.weight"], before["embeddings.word_embeddings.weight"])
+    curve = json.loads((warm / "pretrain.json").read_text())["loss_curve"]
+    # each point shows the rate of the step after it (steps 0-3 warm-up, 4-5 joint, decaying to 0 after 5)
+    assert [p["learning_rate"] > 0 for p in curve] == [False] * 3 + [True, True, False]
+
+
+def test_head_warmup_refuses_a_contrastive_only_cocondenser(tmp_path):
+    with pytest.raises(ValueError, match="nothing to warm up"):
+        PretrainConfig(pairs=tmp_path, out=tmp_path / "m", mlm_weight=0, head_warmup_steps=10)

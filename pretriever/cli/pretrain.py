@@ -39,7 +39,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     with RichReporter() as report, stage(report):
         result = pretraining.run(cfg, report)
     last = result.curve[-1] if result.curve else {}
-    terms = " ".join(f"{k} {v:.3f}" for k, v in last.items() if k not in ("step", "epoch", "learning_rate"))
+    terms = " ".join(f"{k} {v:.3f}" for k, v in last.items()
+                     if k not in ("step", "epoch", "learning_rate", "head_learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
     if result.manifest["pairs"]["unlisted_files"]:

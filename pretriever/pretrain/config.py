@@ -74,7 +74,23 @@ class PretrainConfig:
                                            "(each pass scores its own batch only; the papers' 2,048+ sequences share "
                                            "one batch: use --mini-batch-size), so the run warns.")
     learning_rate: float = option(1e-4, "Peak learning rate of AdamW (coCondenser: 1e-4).")
-    warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0.")
+    warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0 (with "
+                                      "--head-warmup-steps, within each of the two phases).")
+    head_warmup_steps: int = option(0, "Train only the new pieces for the first N optimizer steps (of --max-steps or "
+                                       "the epochs' steps: both phases count): the Condenser head, the CoT-MAE "
+                                       "decoders and the MLM head's transform and bias, with the encoder frozen (no "
+                                       "gradient, no weight decay; the MLM head's output matrix, tied to the input "
+                                       "embeddings, stays frozen with it), at --head-lr; then everything trains "
+                                       "together at --lr, each phase with its own warm-up and decay. Why: fresh heads "
+                                       "start random, and their first gradients un-train an encoder that is already a "
+                                       "retriever (bench/README, \"Pre-training on SciFact\"; issue 21: about 200 "
+                                       "steps, then jointly at 2e-5). Needs a term that reads a head (not "
+                                       "coCondenser with --mlm-weight 0).", default_help="0: off, all weights "
+                                                                                         "train from the first step")
+    head_lr: float = option(1e-4, "Peak learning rate of the heads during --head-warmup-steps (then --lr for all). "
+                                  "1e-4, the papers' rate for these heads trained from scratch: a fine-tuning-sized "
+                                  "--lr (2e-5) barely moves random layers in 200 steps, and the frozen encoder "
+                                  "cannot suffer from a larger one.")
     weight_decay: float = option(0.01, "AdamW weight decay.")
     seed: int = option(0, "Batch order, candidate choice, masking, dropout and new layers' initialisation.")
     device: str | None = option(None, "cpu, cuda, ...", default_help="cuda when present, else cpu")
@@ -99,8 +115,13 @@ class PretrainConfig:
         for name in ("max_steps", "mini_batch_size"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not self.epochs > 0 or not self.scale > 0 or not self.learning_rate > 0:
-            raise ValueError("epochs, scale and learning_rate must be positive")
+        if not self.epochs > 0 or not self.scale > 0 or not self.learning_rate > 0 or not self.head_lr > 0:
+            raise ValueError("epochs, scale, learning_rate and head_lr must be positive")
+        if self.head_warmup_steps < 0:
+            raise ValueError(f"head_warmup_steps must be at least 0, got {self.head_warmup_steps}")
+        if self.head_warmup_steps and self.mlm_weight == 0 and self.objective == "cocondenser":
+            raise ValueError("--head-warmup-steps with coCondenser at --mlm-weight 0: no trained term reads the "
+                             "Condenser or MLM head, so the frozen encoder leaves nothing to warm up (use 0)")
         if self.pooling is not None:
             self.pooling = str(self.pooling).lower()
             if self.pooling not in POOLINGS:

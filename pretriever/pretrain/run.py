@@ -4,7 +4,9 @@ The encoder is loaded with its MLM head (created and tied to the input embedding
 checkpoint has none, as for the packaged MiniLM), wrapped by the objective (whose Condenser
 head or decoder starts from ``model.pt`` beside the encoder when the checkpoint has one, as
 Luyu/condenser's do: :func:`load_head`), and trained with AdamW, a linear warm-up then
-linear decay (``get_linear_schedule_with_warmup``) and gradient accumulation. Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
+linear decay (as ``get_linear_schedule_with_warmup``) and gradient accumulation; with
+``--head-warmup-steps`` the new heads first train alone on a frozen encoder
+(:func:`make_optimizer`). Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
 optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
 ``--resume`` continues from the newest. At the end the encoder's weights are copied back
 into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
@@ -208,7 +210,6 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out`` (see the module docstring); ``report`` hears
     the optimizer steps (task ``pretraining``, with the last loss terms)."""
     import torch  # heavy
-    from transformers import get_linear_schedule_with_warmup
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
@@ -223,16 +224,13 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                             f"negatives: each contrastive term still scores {cfg.batch_size} pairs (for more, raise "
                             "--batch-size with --mini-batch-size: GradCache)")
         log.warning(notes["warning"])
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
-    params = [p for p in objective.parameters() if p.requires_grad]
-    decay = [p for n, p in objective.named_parameters() if p.requires_grad and not any(k in n for k in no_decay)]
-    decay_ids = {id(p) for p in decay}
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": [p for p in params if id(p) not in decay_ids], "weight_decay": 0.0}],
-                                  lr=cfg.learning_rate, fused=torch.device(device).type in ("cpu", "cuda"))
-    # fused: one kernel over all parameters instead of a Python loop of ~10 tensor operations per parameter (the
-    # same AdamW; what transformers' Trainer uses by default, adamw_torch_fused)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
+    encoder_params, optimizer, scheduler = make_optimizer(cfg, objective, total_steps, device)
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    if cfg.head_warmup_steps:
+        notes["head_warmup"] = {"steps": min(cfg.head_warmup_steps, total_steps), "head_lr": cfg.head_lr,
+                                "frozen_parameters": sum(p.numel() for p in encoder_params),
+                                "trained_parameters": sum(p.numel() for p in params) - sum(
+                                    p.numel() for p in encoder_params)}
     result = PretrainResult(out=cfg.out, config=cfg)
     step, micro, seconds_before = 0, 0, 0.0
     if resume_from is not None:
@@ -256,6 +254,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     batches: tuple[int, list] = (-1, [])
     loop_start, cpu_start = time.perf_counter(), time.process_time()
     while step < total_steps:
+        freeze(encoder_params, step < cfg.head_warmup_steps)  # set at every step: a resumed run inside the warm-up too
         epoch, index = divmod(micro, per_epoch)
         if batches[0] != epoch:
             batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
@@ -283,8 +282,11 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         step += 1
         terms = {k: v / count for k, v in sums.items()}
         if step % cfg.logging_steps == 0 or step == total_steps:
+            lrs = dict(zip((g["name"] for g in optimizer.param_groups), scheduler.get_last_lr()))
             result.curve.append({"step": step, "epoch": round(micro / per_epoch, 3),
-                                 "learning_rate": scheduler.get_last_lr()[0], **terms})
+                                 "learning_rate": lrs.get("encoder", lrs.get("encoder-no-decay", 0.0)),
+                                 **({"head_learning_rate": lrs.get("heads", lrs.get("heads-no-decay", 0.0))}
+                                    if cfg.head_warmup_steps else {}), **terms})
             sums, count = {}, 0
         report.progress("pretraining", step, total_steps, unit="steps", **terms)
         if step % cfg.save_steps == 0 and step < total_steps:
@@ -299,6 +301,57 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     write_json(cfg.out / REPORT, result.manifest)
     shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
     return result
+
+
+def make_optimizer(cfg: PretrainConfig, objective: Objective, total_steps: int, device: str):
+    """(the encoder's parameters, AdamW, its schedule). The parameters fall in four groups, named: ``encoder`` and
+    ``heads`` (the objective's other weights: MLM head, Condenser head, decoders), each with and without weight
+    decay (biases and LayerNorm weights: none). The schedule is linear warm-up then linear decay; with
+    ``head_warmup_steps`` W it runs twice: over steps 0..W for the heads at ``head_lr`` (the encoder at 0, and
+    frozen by :func:`freeze`), then over W..total for every group at ``learning_rate``."""
+    import torch  # heavy
+
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    encoder_ids = {id(p) for m in (objective.encoder, objective.pooling) for p in m.parameters()}
+    groups: dict[str, list] = {"encoder": [], "encoder-no-decay": [], "heads": [], "heads-no-decay": []}
+    for name, p in objective.named_parameters():  # a tied weight (the MLM output matrix) is listed once
+        if p.requires_grad:
+            side = "encoder" if id(p) in encoder_ids else "heads"
+            groups[side + ("-no-decay" if any(k in name for k in no_decay) else "")].append(p)
+    warm = min(cfg.head_warmup_steps, total_steps)
+    head_lr = cfg.head_lr if warm else cfg.learning_rate
+    optimizer = torch.optim.AdamW(
+        [{"params": ps, "name": name, "lr": head_lr if name.startswith("heads") else cfg.learning_rate,
+          "weight_decay": 0.0 if name.endswith("no-decay") else cfg.weight_decay}
+         for name, ps in groups.items() if ps],
+        fused=torch.device(device).type in ("cpu", "cuda"))
+    # fused: one kernel over all parameters instead of a Python loop of ~10 tensor operations per parameter (the
+    # same AdamW; what transformers' Trainer uses by default, adamw_torch_fused)
+
+    def linear(step: int, start: int, end: int) -> float:
+        """transformers' get_linear_schedule_with_warmup over steps start..end."""
+        length, at = end - start, step - start
+        up = int(cfg.warmup_ratio * length)
+        if at < up:
+            return at / max(1, up)
+        return max(0.0, (end - step) / max(1, length - up))
+
+    def encoder_factor(step: int) -> float:
+        return 0.0 if step < warm else linear(step, warm, total_steps)
+
+    def head_factor(step: int) -> float:
+        return linear(step, 0, warm) if step < warm else linear(step, warm, total_steps) * cfg.learning_rate / head_lr
+
+    factors = [head_factor if g["name"].startswith("heads") else encoder_factor for g in optimizer.param_groups]
+    encoder = groups["encoder"] + groups["encoder-no-decay"]
+    return encoder, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
+
+
+def freeze(params: list, frozen: bool) -> None:
+    """Freeze (or thaw) the encoder: no gradient is computed for it, and AdamW skips a weight without one (no
+    update, no weight decay, no moment), so during the head warm-up the encoder stays exactly as it was."""
+    for p in params:
+        p.requires_grad_(not frozen)
 
 
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "step", "micro", "curve", "pairs_seen", "seconds",
