@@ -33,7 +33,7 @@ from their checkpoints. An arm-seed's line is appended to WORK/results.jsonl onl
     python bench/exp21_scifact.py run cocondenser-title 1
     python bench/exp21_scifact.py choose-mlm-weight      (also done by run-next, first)
     python bench/exp21_scifact.py status
-    python bench/exp21_scifact.py report [--json OUT] [--markdown OUT]
+    python bench/exp21_scifact.py report [--json OUT] [--markdown OUT]   (and WORK/report.png)
     python bench/exp21_scifact.py --smoke --work /tmp/exp21-smoke run-next --count 99   (the whole chain on a
         tiny subset, a few steps each: checks the plumbing, measures nothing)
 
@@ -527,6 +527,37 @@ HEADER = ["arm", "seeds", "MLM w", "zero-shot nDCG@10", "zero-shot R@100", "2 st
           "1 stage nDCG@10", "zero-shot vs none", "2 stages vs none", "pre-train min", "wall min"]
 
 
+def plot(rows: dict[tuple[str, int], dict[str, Any]], path: Path) -> Path:
+    """nDCG@10 of every arm-seed, zero-shot and after both fine-tuning stages, a dot per seed and a bar at the
+    mean; the dashed line is "none"'s mean, so an arm above it helped on average."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [a for a in ARMS if any(arm == a for arm, _ in rows)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    for ax, (e, title) in zip(axes, (("zero_shot", "straight after pre-training"), ("stage2", "after 2 stages"))):
+        for x, name in enumerate(names):
+            values = [r[e]["nDCG@10"] for (arm, _), r in sorted(rows.items()) if arm == name]
+            ax.scatter([x] * len(values), values, s=14, color="C0" if name == "none" else "C1", zorder=3)
+            ax.hlines(np.mean(values), x - 0.3, x + 0.3, color="black", linewidth=1.5)
+        base = [r[e]["nDCG@10"] for (arm, _), r in rows.items() if arm == "none"]
+        if base:
+            ax.axhline(np.mean(base), color="C0", linestyle="--", linewidth=1, label='"none", mean')
+            ax.legend(loc="best", fontsize="small")
+        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+        ax.set_ylabel("nDCG@10, SciFact test claims")
+        ax.set_title(title)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
 def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict[str, Any]:
     from rich.console import Console
     from rich.table import Table
@@ -549,6 +580,8 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     write_atomic(json_out or work.root / "report.json", json.dumps(out, indent=1) + "\n")
     write_atomic(markdown_out or work.root / "report.md", md + "\n" + note)
     print(note, end="")
+    if work.finished():
+        print(f"plot: {plot(work.finished(), work.root / 'report.png')}")
     return out
 
 

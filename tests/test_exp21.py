@@ -167,3 +167,10 @@ def test_pairs_holding_a_claim_are_refused(tmp_path):
     pq.write_table(pa.table({"query": [" aspirin prevents cancer. "], "positive_text": ["x"]}), pairs / "ict.parquet")
     with pytest.raises(SystemExit, match="ict.parquet: 1 texts are SciFact claims"):
         exp.check_no_claims(pairs, tmp_path)
+
+
+def test_the_plot_is_written_whole_as_a_png(tmp_path):
+    rows = {("none", 0): row("none", 0, [0.1, 0.2]), ("cotmae-ict", 0): row("cotmae-ict", 0, [0.3, 0.2]),
+            ("cotmae-ict", 1): row("cotmae-ict", 1, [0.4, 0.2])}
+    out = exp.plot(rows, tmp_path / "report.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob("*.tmp"))
