@@ -510,6 +510,11 @@ def fmt(value: tuple[float, float | None]) -> str:
     return f"{mean:.4f}" + (f" ± {sd:.4f}" if sd is not None else "")
 
 
+def p_text(p: float) -> str:
+    """10,000 sign flips cannot tell p below 0.001 apart: say so rather than print 0.000."""
+    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
+
+
 def table_rows(arms: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, a in arms.items():
@@ -517,7 +522,7 @@ def table_rows(arms: dict[str, Any]) -> list[list[str]]:
         rows.append([name, str(len(a["seeds"])), "" if a["mlm_weight"] is None else f"{a['mlm_weight']:g}",
                      fmt(a["zero_shot"]["nDCG@10"]), fmt(a["zero_shot"]["Recall@100"]),
                      fmt(a["stage2"]["nDCG@10"]), fmt(a["stage2"]["Recall@100"]), fmt(a["stage1"]["nDCG@10"]),
-                     *(f"{vs[e]['difference']:+.4f} (p {vs[e]['p']:.3f})" if e in vs else "–"
+                     *(f"{vs[e]['difference']:+.4f} ({p_text(vs[e]['p'])})" if e in vs else "–"
                        for e in ("zero_shot", "stage2")),
                      f"{a['pretrain_seconds'] / 60:,.1f}", f"{a['wall_seconds'] / 60:,.1f}"])
     return rows
@@ -567,7 +572,7 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     claims = next((r["per_query"]["stage2"] for r in work.finished().values()), {})
     table = Table(title=f"SciFact, {len(claims)} test claims, mean ± sd over seeds ({work.root})")
     for h in HEADER:
-        table.add_column(h, justify="left" if h == "arm" else "right")
+        table.add_column(h, justify="left" if h == "arm" else "right", no_wrap=h == "arm")
     for r in rows:
         table.add_row(*r)
     Console(width=max(160, shutil.get_terminal_size().columns)).print(table)

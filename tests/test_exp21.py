@@ -174,3 +174,7 @@ def test_the_plot_is_written_whole_as_a_png(tmp_path):
             ("cotmae-ict", 1): row("cotmae-ict", 1, [0.4, 0.2])}
     out = exp.plot(rows, tmp_path / "report.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_p_below_what_the_flips_resolve_is_not_printed_as_zero():
+    assert exp.p_text(0.00009) == "p < 0.001" and exp.p_text(0.0432) == "p 0.043"
