@@ -68,6 +68,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pretriever.io import atomic_path
 from pretriever.metrics import paired_randomisation
 
 REPO = Path(__file__).resolve().parents[1]
@@ -183,10 +184,8 @@ class Work:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def append_line(path: Path, row: dict[str, Any]) -> None:
@@ -541,7 +540,7 @@ def plot(rows: dict[tuple[str, int], dict[str, Any]], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     names = [a for a in ARMS if any(arm == a for arm, _ in rows)]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, (e, title) in zip(axes, (("zero_shot", "straight after pre-training"), ("stage2", "after 2 stages"))):
         for x, name in enumerate(names):
             values = [r[e]["nDCG@10"] for (arm, _), r in sorted(rows.items()) if arm == name]
@@ -556,10 +555,9 @@ def plot(rows: dict[tuple[str, int], dict[str, Any]], path: Path) -> Path:
         ax.set_title(title)
         ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, format="png", dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)
-    os.replace(tmp, path)
     return path
 
 
@@ -567,9 +565,10 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     from rich.console import Console
     from rich.table import Table
 
-    arms = aggregate(work.finished())
+    finished = work.finished()
+    arms = aggregate(finished)
     rows = table_rows(arms)
-    claims = next((r["per_query"]["stage2"] for r in work.finished().values()), {})
+    claims = next((r["per_query"]["stage2"] for r in finished.values()), {})
     table = Table(title=f"SciFact, {len(claims)} test claims, mean ± sd over seeds ({work.root})")
     for h in HEADER:
         table.add_column(h, justify="left" if h == "arm" else "right", no_wrap=h == "arm")
@@ -585,8 +584,8 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     write_atomic(json_out or work.root / "report.json", json.dumps(out, indent=1) + "\n")
     write_atomic(markdown_out or work.root / "report.md", md + "\n" + note)
     print(note, end="")
-    if work.finished():
-        print(f"plot: {plot(work.finished(), work.root / 'report.png')}")
+    if finished:
+        print(f"plot: {plot(finished, work.root / 'report.png')}")
     return out
 
 

@@ -173,7 +173,7 @@ def test_the_plot_is_written_whole_as_a_png(tmp_path):
     rows = {("none", 0): row("none", 0, [0.1, 0.2]), ("cotmae-ict", 0): row("cotmae-ict", 0, [0.3, 0.2]),
             ("cotmae-ict", 1): row("cotmae-ict", 1, [0.4, 0.2])}
     out = exp.plot(rows, tmp_path / "report.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not list(tmp_path.glob("*.tmp"))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and [f.name for f in tmp_path.iterdir()] == ["report.png"]
 
 
 def test_a_p_below_what_the_flips_resolve_is_not_printed_as_zero():
