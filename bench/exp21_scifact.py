@@ -124,6 +124,15 @@ class Arm:
             options += ["--decoder", "ar"]  # the query-like context decoded as qc is (caskcsg's cotmae-qc)
         return options
 
+    @property
+    def baseline(self) -> str | None:
+        """The arm this one must beat: `none` for every pre-trained arm, and for a query-like context (title, ICT
+        sentence) also the same objective on cc, the comparison that decides whether the context's being
+        query-like is what helps."""
+        if self.objective and self.method != "cc" and not self.contrastive_only:
+            return f"{self.objective}-cc"
+        return None
+
 
 ARMS = {a.name: a for a in [
     Arm("none"),
@@ -479,7 +488,8 @@ def mean_sd(values: list[float]) -> tuple[float, float | None]:
 def aggregate(rows: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
     """Per arm: seeds, mean and sd over seeds of each evaluation's metrics, mean wall time; against "none", on the
     seeds both have, the per-claim nDCG@10 averaged over those seeds, its mean difference and the paired
-    randomisation test's p over the claims (zero-shot and after each fine-tuning stage)."""
+    randomisation test's p over the claims (zero-shot and after each fine-tuning stage); a query-like context's
+    arm the same against its objective's cc arm ("vs_cc", see :attr:`Arm.baseline`)."""
     arms: dict[str, Any] = {}
     for name in ARMS:
         seeds = sorted(seed for arm, seed in rows if arm == name)
@@ -491,17 +501,29 @@ def aggregate(rows: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
                                  "mlm_weight": runs[0]["mlm_weight"]}
         for e in EVALS:
             entry[e] = {m: mean_sd([r[e][m] for r in runs]) for m in METRICS}
-        common = [s for s in seeds if ("none", s) in rows]
-        if name != "none" and common:
-            entry["vs_none"] = {"seeds": common}
-            for e in EVALS:
-                claims = sorted(rows[("none", common[0])]["per_query"][e])
-                mine = np.mean([[rows[(name, s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
-                base = np.mean([[rows[("none", s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
-                entry["vs_none"][e] = {"claims": len(claims), "difference": float(np.mean(mine - base)),
-                                       "p": paired_randomisation(mine, base)}
+        for key, base in (("vs_none", "none" if name != "none" else None), ("vs_cc", ARMS[name].baseline)):
+            compared = paired_against(rows, name, base, seeds) if base else None
+            if compared:
+                entry[key] = compared
         arms[name] = entry
     return arms
+
+
+def paired_against(rows: dict[tuple[str, int], dict[str, Any]], name: str, base: str,
+                   seeds: list[int]) -> dict[str, Any] | None:
+    """On the seeds both arms have, each claim's nDCG@10 averaged over those seeds; per evaluation the mean
+    difference (arm minus base) and the paired randomisation test's two-sided p over the claims."""
+    common = [s for s in seeds if (base, s) in rows]
+    if not common:
+        return None
+    out: dict[str, Any] = {"against": base, "seeds": common}
+    for e in EVALS:
+        claims = sorted(rows[(base, common[0])]["per_query"][e])
+        mine = np.mean([[rows[(name, s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
+        theirs = np.mean([[rows[(base, s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
+        out[e] = {"claims": len(claims), "difference": float(np.mean(mine - theirs)),
+                  "p": paired_randomisation(mine, theirs)}
+    return out
 
 
 def fmt(value: tuple[float, float | None]) -> str:
@@ -517,18 +539,20 @@ def p_text(p: float) -> str:
 def table_rows(arms: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, a in arms.items():
-        vs = a.get("vs_none", {})
+        compared = [(a.get(key, {}), e) for key, e in (("vs_none", "zero_shot"), ("vs_none", "stage2"),
+                                                         ("vs_cc", "stage2"))]
         rows.append([name, str(len(a["seeds"])), "" if a["mlm_weight"] is None else f"{a['mlm_weight']:g}",
                      fmt(a["zero_shot"]["nDCG@10"]), fmt(a["zero_shot"]["Recall@100"]),
                      fmt(a["stage2"]["nDCG@10"]), fmt(a["stage2"]["Recall@100"]), fmt(a["stage1"]["nDCG@10"]),
                      *(f"{vs[e]['difference']:+.4f} ({p_text(vs[e]['p'])})" if e in vs else "–"
-                       for e in ("zero_shot", "stage2")),
+                       for vs, e in compared),
                      f"{a['pretrain_seconds'] / 60:,.1f}", f"{a['wall_seconds'] / 60:,.1f}"])
     return rows
 
 
 HEADER = ["arm", "seeds", "MLM w", "zero-shot nDCG@10", "zero-shot R@100", "2 stages nDCG@10", "2 stages R@100",
-          "1 stage nDCG@10", "zero-shot vs none", "2 stages vs none", "pre-train min", "wall min"]
+          "1 stage nDCG@10", "zero-shot vs none", "2 stages vs none", "2 stages vs cc", "pre-train min",
+          "wall min"]
 
 
 def plot(rows: dict[tuple[str, int], dict[str, Any]], path: Path) -> Path:
@@ -578,7 +602,8 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     md = "\n".join(["| " + " | ".join(HEADER) + " |", "| --- " + "| ---: " * (len(HEADER) - 1) + "|",
                     *("| " + " | ".join(r) + " |" for r in rows)]) + "\n"
     note = ("vs none: mean per-claim nDCG@10 difference, per-claim scores averaged over the seeds both arms have, "
-            "and the two-sided p of a paired randomisation test over the claims (10,000 sign flips).\n")
+            "and the two-sided p of a paired randomisation test over the claims (10,000 sign flips); vs cc: the same "
+            "for a query-like context against its objective on cc.\n")
     out = {"arms": arms, "mlm_weight": json.loads((work.root / "mlm-weight.json").read_text())
            if (work.root / "mlm-weight.json").exists() else None, "settings": dataclasses.asdict(work.settings)}
     write_atomic(json_out or work.root / "report.json", json.dumps(out, indent=1) + "\n")

@@ -47,6 +47,24 @@ def test_aggregate_means_sds_and_the_test_on_seed_averaged_claims():
     assert table[1][0] == "cocondenser-cc" and table[1][9].startswith("+0.6333 (p 0.250)")
 
 
+
+def test_a_query_like_context_is_also_tested_against_its_objective_on_cc():
+    rows = {("none", 0): row("none", 0, [0.0, 0.0, 0.0]),
+            ("cotmae-cc", 0): row("cotmae-cc", 0, [0.5, 0.5, 0.5]),
+            ("cotmae-title", 0): row("cotmae-title", 0, [1.0, 0.5, 0.5]),
+            ("cocondenser-ict", 1): row("cocondenser-ict", 1, [1.0, 1.0, 1.0])}  # no cocondenser-cc: no test
+    arms = exp.aggregate(rows)
+    vs_cc = arms["cotmae-title"]["vs_cc"]
+    # d = (0.5, 0, 0): the flips of the first claim reach |mean| 0.5/3 either way, the zero ones change nothing
+    assert vs_cc["against"] == "cotmae-cc" and vs_cc["stage2"]["difference"] == pytest.approx(0.5 / 3)
+    assert vs_cc["stage2"]["p"] == 1.0
+    assert arms["cotmae-title"]["vs_none"]["stage2"]["difference"] == pytest.approx(2 / 3)
+    assert "vs_cc" not in arms["cotmae-cc"] and "vs_cc" not in arms["cocondenser-ict"]
+    assert exp.ARMS["contrastive-cc"].baseline is None and exp.ARMS["cocondenser-ict"].baseline == "cocondenser-cc"
+    table = {r[0]: r for r in exp.table_rows(arms)}
+    assert table["cotmae-title"][10].startswith("+0.1667 (p 1.000)") and table["cotmae-cc"][10] == "–"
+    assert len(table["none"]) == len(exp.HEADER)
+
 def test_validation_split_is_a_seeded_fifth_of_the_train_claims(tmp_path):
     train = tmp_path / "train.tsv"
     lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{100 + q}\t1" for q in range(20)] + ["3\t999\t1"]
