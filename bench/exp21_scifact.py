@@ -126,9 +126,8 @@ class Arm:
 
     @property
     def baseline(self) -> str | None:
-        """The arm this one must beat: `none` for every pre-trained arm, and for a query-like context (title, ICT
-        sentence) also the same objective on cc, the comparison that decides whether the context's being
-        query-like is what helps."""
+        """The arm a query-like context (title, ICT sentence) must beat besides `none`: the same objective on cc,
+        the comparison that decides whether the context's being query-like is what helps; None for the others."""
         if self.objective and self.method != "cc" and not self.contrastive_only:
             return f"{self.objective}-cc"
         return None
