@@ -511,7 +511,9 @@ def aggregate(rows: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
 def paired_against(rows: dict[tuple[str, int], dict[str, Any]], name: str, base: str,
                    seeds: list[int]) -> dict[str, Any] | None:
     """On the seeds both arms have, each claim's nDCG@10 averaged over those seeds; per evaluation the mean
-    difference (arm minus base) and the paired randomisation test's two-sided p over the claims."""
+    difference (arm minus base) and the paired randomisation test's two-sided p over the claims. That test holds
+    the seeds fixed, so beside it each seed's difference and a paired t-test over the seeds (``seed_t_p``, None
+    under two seeds or with no spread), which counts the seed-to-seed spread of fine-tuning."""
     common = [s for s in seeds if (base, s) in rows]
     if not common:
         return None
@@ -520,9 +522,19 @@ def paired_against(rows: dict[tuple[str, int], dict[str, Any]], name: str, base:
         claims = sorted(rows[(base, common[0])]["per_query"][e])
         mine = np.mean([[rows[(name, s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
         theirs = np.mean([[rows[(base, s)]["per_query"][e][q] for q in claims] for s in common], axis=0)
+        per_seed = [rows[(name, s)][e]["nDCG@10"] - rows[(base, s)][e]["nDCG@10"] for s in common]
         out[e] = {"claims": len(claims), "difference": float(np.mean(mine - theirs)),
-                  "p": paired_randomisation(mine, theirs)}
+                  "p": paired_randomisation(mine, theirs), "per_seed": per_seed, "seed_t_p": seed_t_test(per_seed)}
     return out
+
+
+def seed_t_test(differences: list[float]) -> float | None:
+    """Two-sided p of a one-sample t-test of the per-seed differences against 0 (a paired t over seeds)."""
+    if len(differences) < 2 or np.std(differences) == 0:
+        return None
+    from scipy.stats import ttest_1samp
+
+    return float(ttest_1samp(differences, 0.0).pvalue)
 
 
 def fmt(value: tuple[float, float | None]) -> str:
@@ -549,9 +561,28 @@ def table_rows(arms: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def seed_rows(arms: dict[str, Any]) -> list[list[str]]:
+    """After 2 stages, each comparison's per-seed nDCG@10 differences and the paired t-test over the seeds."""
+    rows = []
+    for name, a in arms.items():
+        for key in ("vs_none", "vs_cc"):
+            if key in a:
+                vs = a[key]["stage2"]
+                t_p = vs["seed_t_p"]
+                rows.append([name, a[key]["against"], ", ".join(f"{d:+.4f}" for d in vs["per_seed"]),
+                             f"{np.mean(vs['per_seed']):+.4f}", "–" if t_p is None else p_text(t_p)])
+    return rows
+
+
+SEED_HEADER = ["arm", "against", "2 stages nDCG@10 difference per seed", "mean", "paired t over seeds"]
 HEADER = ["arm", "seeds", "MLM w", "zero-shot nDCG@10", "zero-shot R@100", "2 stages nDCG@10", "2 stages R@100",
           "1 stage nDCG@10", "zero-shot vs none", "2 stages vs none", "2 stages vs cc", "pre-train min",
           "wall min"]
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "| --- " + "| ---: " * (len(header) - 1) + "|",
+                      *("| " + " | ".join(r) + " |" for r in rows)]) + "\n"
 
 
 def plot(rows: dict[tuple[str, int], dict[str, Any]], path: Path) -> Path:
@@ -590,19 +621,22 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
 
     finished = work.finished()
     arms = aggregate(finished)
-    rows = table_rows(arms)
+    rows, by_seed = table_rows(arms), seed_rows(arms)
     claims = next((r["per_query"]["stage2"] for r in finished.values()), {})
-    table = Table(title=f"SciFact, {len(claims)} test claims, mean ± sd over seeds ({work.root})")
-    for h in HEADER:
-        table.add_column(h, justify="left" if h == "arm" else "right", no_wrap=h == "arm")
-    for r in rows:
-        table.add_row(*r)
-    Console(width=max(160, shutil.get_terminal_size().columns)).print(table)
-    md = "\n".join(["| " + " | ".join(HEADER) + " |", "| --- " + "| ---: " * (len(HEADER) - 1) + "|",
-                    *("| " + " | ".join(r) + " |" for r in rows)]) + "\n"
+    console = Console(width=max(160, shutil.get_terminal_size().columns))
+    for title, header, body in ((f"SciFact, {len(claims)} test claims, mean ± sd over seeds ({work.root})", HEADER,
+                                 rows), ("Seed by seed, after 2 stages", SEED_HEADER, by_seed)):
+        table = Table(title=title)
+        for h in header:
+            table.add_column(h, justify="left" if h in ("arm", "against") else "right", no_wrap=h == "arm")
+        for r in body:
+            table.add_row(*r)
+        console.print(table)
+    md = markdown(HEADER, rows) + "\n" + markdown(SEED_HEADER, by_seed)
     note = ("vs none: mean per-claim nDCG@10 difference, per-claim scores averaged over the seeds both arms have, "
             "and the two-sided p of a paired randomisation test over the claims (10,000 sign flips); vs cc: the same "
-            "for a query-like context against its objective on cc.\n")
+            "for a query-like context against its objective on cc. Second table: the same comparisons seed by seed "
+            "and a two-sided paired t-test over the seeds, which also counts fine-tuning's spread between seeds.\n")
     out = {"arms": arms, "mlm_weight": json.loads((work.root / "mlm-weight.json").read_text())
            if (work.root / "mlm-weight.json").exists() else None, "settings": dataclasses.asdict(work.settings)}
     write_atomic(json_out or work.root / "report.json", json.dumps(out, indent=1) + "\n")

@@ -65,6 +65,25 @@ def test_a_query_like_context_is_also_tested_against_its_objective_on_cc():
     assert table["cotmae-title"][10].startswith("+0.1667 (p 1.000)") and table["cotmae-cc"][10] == "–"
     assert len(table["none"]) == len(exp.HEADER)
 
+def test_each_comparison_is_also_tested_over_the_seeds():
+    d = [0.01, 0.02, 0.03]
+    rows = {("none", s): row("none", s, [0.5, 0.5, 0.5]) for s in range(3)}
+    rows |= {("cocondenser-cc", s): row("cocondenser-cc", s, [0.5 + d[s]] * 3) for s in range(3)}
+    rows[("cocondenser-title", 0)] = row("cocondenser-title", 0, [0.7, 0.7, 0.7])  # one seed: no t-test
+    arms = exp.aggregate(rows)
+    vs = arms["cocondenser-cc"]["vs_none"]["stage2"]
+    assert vs["per_seed"] == pytest.approx(d)
+    # t = mean / (sd / sqrt 3) = 0.02 / (0.01 / sqrt 3) = 2 sqrt 3; Student's t with 2 degrees of freedom has
+    # CDF 1/2 + t / (2 sqrt(2 + t^2)), so the two-sided p is 1 - t / sqrt(2 + t^2) = 1 - sqrt(12 / 14)
+    assert vs["seed_t_p"] == pytest.approx(1 - np.sqrt(12 / 14))
+    title = arms["cocondenser-title"]
+    assert title["vs_cc"]["stage2"]["per_seed"] == pytest.approx([0.19]) and title["vs_cc"]["stage2"]["seed_t_p"] is None
+    table = {(r[0], r[1]): r for r in exp.seed_rows(arms)}
+    assert table[("cocondenser-cc", "none")][2:] == ["+0.0100, +0.0200, +0.0300", "+0.0200", "p 0.074"]
+    assert table[("cocondenser-title", "cocondenser-cc")][4] == "–"
+    assert exp.seed_t_test([0.01, 0.01]) is None  # no spread: no t
+
+
 def test_validation_split_is_a_seeded_fifth_of_the_train_claims(tmp_path):
     train = tmp_path / "train.tsv"
     lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{100 + q}\t1" for q in range(20)] + ["3\t999\t1"]
