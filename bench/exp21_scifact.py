@@ -513,7 +513,7 @@ def paired_against(rows: dict[tuple[str, int], dict[str, Any]], name: str, base:
     """On the seeds both arms have, each claim's nDCG@10 averaged over those seeds; per evaluation the mean
     difference (arm minus base) and the paired randomisation test's two-sided p over the claims. That test holds
     the seeds fixed, so beside it each seed's difference and a paired t-test over the seeds (``seed_t_p``, None
-    under two seeds or with no spread), which counts the seed-to-seed spread of fine-tuning."""
+    for one seed or with no spread), which counts the seed-to-seed spread of fine-tuning."""
     common = [s for s in seeds if (base, s) in rows]
     if not common:
         return None
@@ -581,6 +581,7 @@ HEADER = ["arm", "seeds", "MLM w", "zero-shot nDCG@10", "zero-shot R@100", "2 st
 
 
 def markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub table, the first column left-aligned, for bench/README."""
     return "\n".join(["| " + " | ".join(header) + " |", "| --- " + "| ---: " * (len(header) - 1) + "|",
                       *("| " + " | ".join(r) + " |" for r in rows)]) + "\n"
 
