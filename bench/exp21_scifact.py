@@ -488,7 +488,8 @@ def aggregate(rows: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
     """Per arm: seeds, mean and sd over seeds of each evaluation's metrics, mean wall time; against "none", on the
     seeds both have, the per-claim nDCG@10 averaged over those seeds, its mean difference and the paired
     randomisation test's p over the claims (zero-shot and after each fine-tuning stage); a query-like context's
-    arm the same against its objective's cc arm ("vs_cc", see :attr:`Arm.baseline`)."""
+    arm the same against its objective's cc arm ("vs_cc", see :attr:`Arm.baseline`), whose p after two stages
+    also gets Holm's adjustment over all such comparisons ("holm_p")."""
     arms: dict[str, Any] = {}
     for name in ARMS:
         seeds = sorted(seed for arm, seed in rows if arm == name)
@@ -505,7 +506,22 @@ def aggregate(rows: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
             if compared:
                 entry[key] = compared
         arms[name] = entry
+    planned = [a["vs_cc"]["stage2"] for a in arms.values() if "vs_cc" in a]
+    for vs, adjusted in zip(planned, holm([vs["p"] for vs in planned])):
+        vs["holm_p"] = adjusted
     return arms
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment (Holm 1979, Scand. J. Statist. 6:65-70): the k-th smallest of m p-values
+    times m - k + 1, never below the one before it, at most 1. The family is the planned "vs cc" comparisons
+    (a query-like context against its objective on cc, four when every arm has run), so a single one that looks
+    significant is read against the chance that one of four would."""
+    adjusted, running = [1.0] * len(ps), 0.0
+    for rank, i in enumerate(np.argsort(ps, kind="stable")):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def paired_against(rows: dict[tuple[str, int], dict[str, Any]], name: str, base: str,
@@ -555,10 +571,15 @@ def table_rows(arms: dict[str, Any]) -> list[list[str]]:
         rows.append([name, str(len(a["seeds"])), "" if a["mlm_weight"] is None else f"{a['mlm_weight']:g}",
                      fmt(a["zero_shot"]["nDCG@10"]), fmt(a["zero_shot"]["Recall@100"]),
                      fmt(a["stage2"]["nDCG@10"]), fmt(a["stage2"]["Recall@100"]), fmt(a["stage1"]["nDCG@10"]),
-                     *(f"{vs[e]['difference']:+.4f} ({p_text(vs[e]['p'])})" if e in vs else "–"
-                       for vs, e in compared),
+                     *(comparison_text(vs[e]) if e in vs else "–" for vs, e in compared),
                      f"{a['pretrain_seconds'] / 60:,.1f}", f"{a['wall_seconds'] / 60:,.1f}"])
     return rows
+
+
+def comparison_text(vs: dict[str, Any]) -> str:
+    """'+0.0105 (p 0.029)', with Holm's adjusted p where the comparison is one of the planned family."""
+    holm_p = f"; Holm {p_text(vs['holm_p'])}" if "holm_p" in vs else ""
+    return f"{vs['difference']:+.4f} ({p_text(vs['p'])}{holm_p})"
 
 
 def seed_rows(arms: dict[str, Any]) -> list[list[str]]:
@@ -636,7 +657,8 @@ def report(work: Work, json_out: Path | None, markdown_out: Path | None) -> dict
     md = markdown(HEADER, rows) + "\n" + markdown(SEED_HEADER, by_seed)
     note = ("vs none: mean per-claim nDCG@10 difference, per-claim scores averaged over the seeds both arms have, "
             "and the two-sided p of a paired randomisation test over the claims (10,000 sign flips); vs cc: the same "
-            "for a query-like context against its objective on cc. Second table: the same comparisons seed by seed "
+            "for a query-like context against its objective on cc, with Holm's adjusted p over those planned "
+            "comparisons. Second table: the same comparisons seed by seed "
             "and a two-sided paired t-test over the seeds, which also counts fine-tuning's spread between seeds.\n")
     out = {"arms": arms, "mlm_weight": json.loads((work.root / "mlm-weight.json").read_text())
            if (work.root / "mlm-weight.json").exists() else None, "settings": dataclasses.asdict(work.settings)}

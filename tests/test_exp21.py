@@ -62,7 +62,7 @@ def test_a_query_like_context_is_also_tested_against_its_objective_on_cc():
     assert "vs_cc" not in arms["cotmae-cc"] and "vs_cc" not in arms["cocondenser-ict"]
     assert exp.ARMS["contrastive-cc"].baseline is None and exp.ARMS["cocondenser-ict"].baseline == "cocondenser-cc"
     table = {r[0]: r for r in exp.table_rows(arms)}
-    assert table["cotmae-title"][10].startswith("+0.1667 (p 1.000)") and table["cotmae-cc"][10] == "–"
+    assert table["cotmae-title"][10] == "+0.1667 (p 1.000; Holm p 1.000)" and table["cotmae-cc"][10] == "–"
     assert len(table["none"]) == len(exp.HEADER)
 
 def test_each_comparison_is_also_tested_over_the_seeds():
@@ -82,6 +82,26 @@ def test_each_comparison_is_also_tested_over_the_seeds():
     assert table[("cocondenser-cc", "none")][2:] == ["+0.0100, +0.0200, +0.0300", "+0.0200", "p 0.074"]
     assert table[("cocondenser-title", "cocondenser-cc")][4] == "–"
     assert exp.seed_t_test([0.01, 0.01]) is None  # no spread: no t
+
+
+def test_the_planned_context_against_cc_comparisons_get_holms_adjustment():
+    # by hand (Holm 1979): sorted 0.01, 0.03, 0.04, 0.5 times 4, 3, 2, 1 = 0.04, 0.09, 0.08 -> 0.09 (never below
+    # the one before), 0.5
+    assert exp.holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert exp.holm([0.4, 0.6]) == [0.8, 0.8] and exp.holm([]) == []  # 0.4 x 2; 0.6 x 1 kept at 0.8
+    rows = {("none", 0): row("none", 0, [0.0, 0.0, 0.0]),
+            ("cotmae-cc", 0): row("cotmae-cc", 0, [0.5, 0.5, 0.5]),
+            ("cotmae-title", 0): row("cotmae-title", 0, [1.0, 0.5, 0.5]),
+            ("cocondenser-cc", 0): row("cocondenser-cc", 0, [0.0, 0.0, 0.0]),
+            ("cocondenser-title", 0): row("cocondenser-title", 0, [1.0, 1.0, 1.0])}
+    arms = exp.aggregate(rows)
+    # two planned comparisons: cocondenser-title vs cc p 2/8 (all three signs equal), cotmae-title's 1.0
+    assert arms["cocondenser-title"]["vs_cc"]["stage2"]["holm_p"] == pytest.approx(0.5)
+    assert arms["cotmae-title"]["vs_cc"]["stage2"]["holm_p"] == 1.0
+    assert "holm_p" not in arms["cocondenser-title"]["vs_none"]["stage2"]  # against none: not the family
+    table = {r[0]: r for r in exp.table_rows(arms)}
+    assert table["cocondenser-title"][10] == "+1.0000 (p 0.250; Holm p 0.500)"
+    assert table["cocondenser-title"][9] == "+1.0000 (p 0.250)"
 
 
 def test_validation_split_is_a_seeded_fifth_of_the_train_claims(tmp_path):
