@@ -23,6 +23,12 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     MODEL_DIR is a plain sentence-transformers model (heads and decoder discarded): fine-tune it with
     `pretriever train --model MODEL_DIR`.
 
+    What it buys: from a model that is already a retriever (the packaged all-MiniLM-L6-v2), little or
+    nothing. On SciFact (bench/README.md, "Pre-training on SciFact, again", 2026-11-27; three seeds) no
+    pre-training arm beat fine-tuning the model as it is; coCondenser with a query-like context (titles) was
+    level with it and above coCondenser on cc. The papers start from plain BERT: --model bert-base-uncased
+    --pooling cls --similarity dot --scale 1.
+
     Examples:
 
       pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --batch-size 8 --max-steps 4 --out
