@@ -4,21 +4,26 @@ Each stage (corpus build, mine, train, pretrain, index build, evaluate, refine, 
 tune, references) has one entry point ``run(cfg, report) -> <Stage>Result``, where the result is a
 :class:`StageResult` (``.out``, the folder written; ``.manifest``, what the folder's JSON report
 says) and ``report`` a :class:`pretriever.progress.Reporter`. An :class:`OutputFolder` does the
-parts of --out that were once written seven times: refuse a folder that is not ours, --resume or
---overwrite (never both), the fingerprint a resume must match, and the newest checkpoint.
+parts of --out that were once written seven times: refuse a folder that does not carry this stage's
+marker (:data:`MARKER`), --resume or --overwrite (never both; --overwrite deletes only what the stage
+wrote), the fingerprint a resume must match, and the newest checkpoint.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pretriever import __version__
 from pretriever.errors import PretrieverError
 from pretriever.io import write_json
+from pretriever.progress import QUIET, Reporter
 from pretriever.training import checkpoints
 
 
@@ -34,37 +39,66 @@ class StageResult:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
+MARKER = ".pretriever.json"
+"""The file that makes a folder pretriever's: which stage wrote it, the version, when, and what it wrote."""
+
+
+class FolderError(PretrieverError):
+    """--out names a folder pretriever may not write into: someone else's, another stage's, or one from before
+    folders carried :data:`MARKER`. Nothing in it was touched."""
+
+
 @dataclass
 class OutputFolder:
     """A stage's --out folder: prepare it, resume it or replace it, and find its last checkpoint.
 
-    Requirements: ``markers`` are names (glob patterns) of which at least one lies in a folder this
-    stage wrote; a non-empty folder with none of them is someone else's and is never deleted.
-    ``error`` is the stage's error class (its exit status goes with it). Checkpoints are
-    ``{prefix}{step}{suffix}`` entries of ``path / checkpoints``; ``complete`` names a file a
-    checkpoint folder holds once whole (None: single files written atomically).
+    Ownership: a folder is this stage's only when it holds :data:`MARKER` naming ``stage``; the marker is
+    written when the folder is prepared. A non-empty folder without it is never written into, resumed or
+    deleted (:class:`FolderError`, exit status 2), nor is one whose marker names another stage. --overwrite
+    removes only what the stage wrote: the entries matching ``owns`` (glob patterns of the top-level names the
+    stage writes, its work and checkpoint folders among them) and those the marker lists as written
+    (:meth:`seal`); anything else stays and is named through ``report``.
+
+    ``error`` is the stage's error class for the other refusals (its exit status goes with it). Checkpoints
+    are ``{prefix}{step}{suffix}`` entries of ``path / checkpoints``; ``complete`` names a file a checkpoint
+    folder holds once whole (None: single files written atomically).
 
     Example::
 
-        folder = OutputFolder(cfg.out, holds="a model", markers=("train.json", "checkpoints"), error=TrainError)
+        folder = OutputFolder(cfg.out, stage="train", holds="a model", owns=("train.json", "checkpoints"),
+                              error=TrainError, report=report)
         last = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)   # None: start afresh
+        ...                                                                 # write the model
+        folder.seal()                                                       # the marker lists what was written
     """
 
     path: Path
+    stage: str
     holds: str
-    markers: tuple[str, ...]
+    owns: tuple[str, ...]
     error: type[PretrieverError] = PretrieverError
     checkpoints: str = "checkpoints"
     prefix: str = "checkpoint-"
     suffix: str = ""
     complete: str | None = "trainer_state.json"
+    report: Reporter = QUIET
+    created: bool = field(default=False, init=False, repr=False)  # by claim(): the folder did not exist before
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
 
+    def marker(self) -> dict[str, Any] | None:
+        """The marker's content, or None when the folder has none (or it is unreadable, so not proof)."""
+        try:
+            found = json.loads((self.path / MARKER).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return found if isinstance(found, dict) and isinstance(found.get("stage"), str) else None
+
     def ours(self) -> bool:
-        """Whether the folder holds something this stage wrote (any marker)."""
-        return any(any(self.path.glob(m)) for m in self.markers)
+        """Whether the folder carries this stage's marker."""
+        marker = self.marker()
+        return marker is not None and marker["stage"] == self.stage
 
     def is_empty(self) -> bool:
         return not self.path.exists() or not any(self.path.iterdir())
@@ -79,18 +113,30 @@ class OutputFolder:
         return found[-1] if found else None
 
     def check(self) -> None:
-        """Refuse a path that is a file, or a non-empty folder this stage did not write."""
+        """Refuse a path that is a file, or a non-empty folder that does not carry this stage's marker."""
         if self.path.exists() and not self.path.is_dir():
-            raise self.error(f"{self.path} exists and is not a folder")
-        if not self.is_empty() and not self.ours():
-            raise self.error(f"{self.path} is a non-empty folder that does not hold {self.holds}; choose another --out")
+            raise FolderError(f"{self.path} exists and is not a folder")
+        if self.is_empty():
+            return
+        marker = self.marker()
+        if marker is None:
+            if self._owned_entries(None):
+                raise FolderError(
+                    f"{self.path} looks like {self.holds} written by an earlier pretriever, but it carries no "
+                    f"{MARKER}, so pretriever will not write into, resume or replace it: move or delete it yourself "
+                    "(after checking what it holds), or choose another --out")
+            raise FolderError(f"{self.path} is a non-empty folder that pretriever did not write (no {MARKER}); "
+                              "nothing in it was touched: choose another --out")
+        if marker["stage"] != self.stage:
+            raise FolderError(f"{self.path} holds {marker.get('holds') or marker['stage']}, not {self.holds} "
+                              f"(its {MARKER} names the {marker['stage']!r} stage): choose another --out")
 
     def prepare(self, *, resume: bool = False, overwrite: bool = False, need_checkpoint: bool = True,
                 keep: Iterable[str] = ()) -> Path | None:
-        """Make the folder ready; the checkpoint to resume from (None: start afresh).
+        """Make the folder ready and mark it; the checkpoint to resume from (None: start afresh).
 
         ``resume``: keep the folder; with ``need_checkpoint`` a folder without a checkpoint is an
-        error. ``overwrite``: delete an earlier run first, except the entries named in ``keep``.
+        error. ``overwrite``: delete what an earlier run wrote first, except the entries named in ``keep``.
         A non-empty folder of ours with neither is refused, naming both options.
         """
         if resume and overwrite:
@@ -100,25 +146,58 @@ class OutputFolder:
             last = self.last_checkpoint()
             if last is None and need_checkpoint:
                 raise self.error(f"nothing to resume in {self.path}: no checkpoint in {self.path / self.checkpoints}")
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.claim()
             return last
-        if not self.is_empty():
+        if self._owned_entries(self.marker()):
             if not overwrite:
                 hint = " or continue the interrupted run with --resume" if self.last_checkpoint() else ""
                 raise self.error(f"{self.path} already holds {self.holds}; pass --overwrite to replace it{hint}")
             self.clear(keep)
-        self.path.mkdir(parents=True, exist_ok=True)
+            write_json(self.path / MARKER, self._new_marker())  # a new run: what it writes is listed afresh
+        self.claim()
         return None
 
     def clear(self, keep: Iterable[str] = ()) -> None:
-        """Delete what the folder holds, except the entries named in ``keep``."""
+        """Delete what this stage wrote in the folder, except the marker and the entries named in ``keep``;
+        name through ``report`` what stays because pretriever did not write it. The folder must be ours."""
+        if not self.ours():
+            raise FolderError(f"{self.path} does not carry the {self.stage!r} stage's {MARKER}; nothing deleted")
         kept = set(keep)
-        if not kept:
-            shutil.rmtree(self.path)
-            return
-        for entry in self.path.iterdir():
-            if entry.name not in kept:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        doomed = self._owned_entries(self.marker()) - kept
+        for entry in sorted(self.path.iterdir()):
+            if entry.name in doomed:
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        left = self._names() - kept
+        if left:
+            self.report.message(f"{self.path}: left what pretriever did not write there: {', '.join(sorted(left))}")
+
+    def claim(self) -> None:
+        """Create the folder and its marker (a folder of ours keeps the one it has), which also lists what the
+        folder holds that is not the stage's (so that :meth:`seal` never takes it for output).
+
+        Stages that add to their folder without --overwrite (evaluate, exports): :meth:`check` first, then this."""
+        self.created = self.created or not self.path.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        marker = self.marker() if self.ours() else self._new_marker()
+        present = self._names()
+        foreign = (present - self._owned_entries(marker)) | (set(marker.get("foreign", [])) & present)
+        if marker.get("foreign", []) != sorted(foreign) or not (self.path / MARKER).exists():
+            write_json(self.path / MARKER, {**marker, "foreign": sorted(foreign)})
+
+    def seal(self) -> None:
+        """Record in the marker every entry the stage wrote (all but those :meth:`claim` found and were not
+        its), so that --overwrite can later remove exactly these; call it once the output is written."""
+        marker = self.marker() or self._new_marker()
+        written = self._names() - set(marker.get("foreign", []))
+        write_json(self.path / MARKER, {**marker, "written": sorted(set(marker.get("written", [])) | written)})
+
+    def abandon(self) -> None:
+        """A run that failed before writing anything: take the marker away again, and the folder if the run made it
+        (an empty folder a person made stays)."""
+        if self.path.is_dir() and not self._names() and self.ours():
+            (self.path / MARKER).unlink()
+            if self.created:
+                self.path.rmdir()
 
     def check_fingerprint(self, saved: Path, fingerprint: dict[str, Any], advice: str = "") -> None:
         """Refuse to resume when ``fingerprint`` differs from the one saved at ``saved`` (a JSON file).
@@ -137,6 +216,22 @@ class OutputFolder:
         """Write ``{"fingerprint": ..., **extra}`` to ``saved`` atomically."""
         saved.parent.mkdir(parents=True, exist_ok=True)
         write_json(saved, {"fingerprint": fingerprint, **extra})
+
+    def _owned_entries(self, marker: dict[str, Any] | None) -> set[str]:
+        """The top-level names this stage wrote here: those matching ``owns`` and those the marker lists."""
+        names = self._names()
+        matched = {name for name in names if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.owns)}
+        listed = set(marker.get("written", [])) if marker else set()
+        return (matched | listed) & names
+
+    def _names(self) -> set[str]:
+        """The folder's top-level entries, the marker left out."""
+        return {entry.name for entry in self.path.iterdir()} - {MARKER} if self.path.is_dir() else set()
+
+    def _new_marker(self) -> dict[str, Any]:
+        return {"marker": "pretriever output folder", "stage": self.stage, "holds": self.holds,
+                "pretriever_version": __version__,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "written": [], "foreign": []}
 
 
 def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:

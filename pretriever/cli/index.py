@@ -17,6 +17,7 @@ from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore
 from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, encode,
                               merge_index, open_system, read_index_meta, recorded_store, tuned_of)
+from pretriever.index.bm25 import bm25_folder
 from pretriever.index.dense import BM25_DIR
 from pretriever.index.encode import ENCODE_JSON, WORK
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
@@ -139,6 +140,7 @@ def bm25_command(cfg: IndexConfig) -> None:
 
 def _build_bm25(corpus: Path, out: Path, options: BM25Options) -> BM25Index:
     with RichReporter() as report, stage(report):
+        bm25_folder(out).check()  # before the work
         index = BM25Index.build(CorpusStore(corpus), options, report)
         index.save(out)
     return index

@@ -27,7 +27,7 @@ from pretriever.corpus.finalize import finalize_store
 from pretriever.corpus.formats import detect_format
 from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, resolve_input
 from pretriever.corpus.model import InputError
-from pretriever.corpus.schema import CHUNK_TABLES
+from pretriever.corpus.schema import CHUNK_TABLES, STORE_TABLES
 from pretriever.corpus.segment import SegmentOptions
 from pretriever.corpus.spark import SparkEngine
 from pretriever.io import write_json
@@ -83,7 +83,8 @@ def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: Segme
     fmt_cls = type(fmt)
     work = cfg.out / WORK
     fingerprint = _fingerprint(input_path, fmt_cls.name, options, cfg)
-    first_chunk = _prepare_output(cfg, work, fingerprint)
+    folder = _store_folder(cfg.out, report)
+    first_chunk = _prepare_output(cfg, folder, work, fingerprint)
     task, size = f"parsing {input_path.name}", input_path.stat().st_size if input_path.is_file() else None
     pages = 0
 
@@ -113,6 +114,7 @@ def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: Segme
     shutil.rmtree(work)
     manifest["build_seconds"] = round(time.perf_counter() - started, 3)
     write_json(cfg.out / "manifest.json", manifest)
+    folder.seal()
     return CorpusResult(out=cfg.out, manifest=manifest, chunks_done=done, seconds=manifest["build_seconds"])
 
 
@@ -133,9 +135,16 @@ def _fingerprint(input_path: Path, fmt_name: str, options: SegmentOptions, cfg: 
             "chunk_mb": cfg.chunk_mb, "multistream_index": str(cfg.multistream_index), "pretriever": __version__}
 
 
-def _prepare_output(cfg: CorpusConfig, work: Path, fingerprint: dict[str, Any]) -> int:
+def _store_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """A store's folder: the manifest, the work folder of an unfinished build and the tables are the build's."""
+    tables = [name if is_dir else f"{name}.parquet" for name, (_, is_dir) in STORE_TABLES.items()]
+    return OutputFolder(out, stage="corpus", holds="a corpus store", owns=("manifest.json", WORK, *tables),
+                        error=InputError, report=report)
+
+
+def _prepare_output(cfg: CorpusConfig, out: OutputFolder, work: Path, fingerprint: dict[str, Any]) -> int:
     """Make the output folder ready; return the first chunk still to do (0 for a fresh build)."""
-    out = OutputFolder(cfg.out, holds="a corpus store", markers=("manifest.json", WORK), error=InputError)
+    out.check()  # before anything in it is read: an unmarked folder is nobody's business here
     checkpoint = work / CHECKPOINT
     if cfg.resume and not cfg.overwrite:
         if not checkpoint.exists():

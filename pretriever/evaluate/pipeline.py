@@ -13,7 +13,7 @@ from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_f
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
-from pretriever.evaluate.report import write_results
+from pretriever.evaluate.report import eval_folder, write_results
 from pretriever.index import (HybridOptions, HybridRetriever, System, bm25_system, choose_alpha, open_system,
                               retriever_kind, tuned_of)
 from pretriever.index.dense import BM25_DIR
@@ -218,6 +218,7 @@ def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
     """Evaluate every system of ``cfg`` and write ``cfg.out``; ``report`` hears which system opens and how
     many queries each has searched (task ``searching: SYSTEM``)."""
     started = time.perf_counter()
+    eval_folder(cfg.out).check()  # someone else's folder is refused before the work, not after
     data = load_dataset(cfg)  # input errors first, before models load
     try:
         systems = open_systems(cfg, report)

@@ -8,8 +8,10 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from pretriever.evaluate.tasks import EvaluationError
 from pretriever.metrics import NO_REFERENCE
 from pretriever.io import atomic_path, write_json
+from pretriever.stage import OutputFolder
 
 RESULTS_JSON = "results.json"
 CURVE_PNG = "accuracy_at_k.png"
@@ -133,10 +135,18 @@ def plot_overlap(result, path: Path) -> Path:
     return path
 
 
+def eval_folder(out: Path) -> OutputFolder:
+    """EVAL_DIR: new, empty or an earlier evaluation's (whose files a new one replaces), never anyone else's."""
+    return OutputFolder(out, stage="evaluate", holds="an evaluation", owns=(RESULTS_JSON, "*.png", "runs"),
+                        error=EvaluationError)
+
+
 def write_results(result, out: Path, plots: bool = True, save_runs: bool = False) -> dict[str, Path]:
     """results.json (atomically), the plots and, when asked, TREC run files; returns what was written."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = eval_folder(out)
+    folder.check()
+    folder.claim()
     written: dict[str, Path] = {}
     data = result.to_json()
     if plots:
@@ -160,6 +170,7 @@ def write_results(result, out: Path, plots: bool = True, save_runs: bool = False
         data["runs"] = runs
     write_json(out / RESULTS_JSON, data)
     written["results"] = out / RESULTS_JSON
+    folder.seal()
     return written
 
 

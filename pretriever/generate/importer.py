@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
-from pretriever.generate.run import SCHEMA, GenerateResult, finish, open_passages, prepare
+from pretriever.generate.run import SCHEMA, GenerateResult, finish, open_passages, prepare, queries_folder
 from pretriever.io import write_parquet
 
 ID_KEYS = ("passage_id", "doc_id", "id", "_id", "docid", "pid")
@@ -94,6 +94,7 @@ def import_queries(cfg: GenerateConfig) -> GenerateResult:
     """Write ``cfg.from_file``'s queries as the generated_queries table of ``cfg.out``."""
     started = time.perf_counter()
     assert cfg.from_file is not None
+    queries_folder(cfg.out).check()  # someone else's folder is refused before the file is read
     lines, bad_lines = read_lines(cfg.from_file, cfg.skip_bad_lines)
     order, first = passage_keys(cfg)
     known = set(order)

@@ -31,7 +31,7 @@ from pretriever.generate.sampling import row_seed, seeded_sampler
 from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
 from pretriever.progress import QUIET, Reporter
-from pretriever.stage import StageResult
+from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import resolve_precision
 
 MANIFEST = "manifest.json"
@@ -68,19 +68,21 @@ def _part(out: Path, j: int) -> Path:
     return out / PARTS / f"part-{j:06d}.parquet"
 
 
-def prepare(cfg: GenerateConfig, state: dict[str, Any]) -> None:
+def queries_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """QUERIES_DIR: the table, the manifest and the parts of an unfinished run are the stage's."""
+    return OutputFolder(out, stage="generate", holds="generated queries", owns=(QUERIES_FILE, MANIFEST, PARTS),
+                        error=GenerateError, report=report)
+
+
+def prepare(cfg: GenerateConfig, state: dict[str, Any], report: Reporter = QUIET) -> None:
     """Start, resume or join (another shard) a run in ``cfg.out``; refuse to mix settings."""
     out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise GenerateError(f"{out} exists and is not a folder")
+    folder = queries_folder(out, report)
+    folder.check()
     saved_path = out / PARTS / STATE
-    ours = (out / MANIFEST).exists() or saved_path.exists()
-    if out.exists() and any(out.iterdir()) and not ours:
-        raise GenerateError(f"{out} is a non-empty folder that holds no generated queries; choose another --out")
     if cfg.overwrite:
-        shutil.rmtree(out / PARTS, ignore_errors=True)
-        for name in (QUERIES_FILE, MANIFEST):
-            (out / name).unlink(missing_ok=True)
+        if folder.ours():
+            folder.clear()
     elif (out / MANIFEST).exists():
         raise GenerateError(f"{out} already holds generated queries; pass --overwrite to replace them")
     elif saved_path.exists():
@@ -92,6 +94,7 @@ def prepare(cfg: GenerateConfig, state: dict[str, Any]) -> None:
         if not cfg.resume and cfg.shard is None:
             raise GenerateError(f"{out} holds an interrupted run; continue it with --resume or start again with "
                                 "--overwrite")
+    folder.claim()
     write_json(saved_path, state)
 
 
@@ -139,7 +142,7 @@ def run(cfg: GenerateConfig, report: Reporter = QUIET) -> GenerateResult:
     source = open_passages(cfg.corpus)
     total = min(len(source), cfg.limit) if cfg.limit is not None else len(source)
     state = {**cfg.run_settings(), "passages": source.fingerprint()}
-    prepare(cfg, state)
+    prepare(cfg, state, report)
     every = cfg.checkpoint_every
     chunks = range((total + every - 1) // every)
     mine = [j for j in chunks if cfg.shard is None or j % cfg.shard.count == cfg.shard.index]
@@ -198,3 +201,4 @@ def finish(cfg: GenerateConfig, parts: list[Path], result: GenerateResult, passa
     }
     write_json(cfg.out / MANIFEST, result.manifest)
     shutil.rmtree(cfg.out / PARTS, ignore_errors=True)
+    queries_folder(cfg.out).seal()

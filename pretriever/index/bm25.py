@@ -29,6 +29,7 @@ from pretriever.index.errors import NotAnIndexError
 from pretriever.io import write_json, write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit
+from pretriever.stage import OutputFolder
 
 BM25_JSON = "bm25.json"
 IDS_FILE = "passage_ids.parquet"
@@ -165,14 +166,20 @@ class BM25Index:
                 "count": len(ids), "vocabulary": len(vocab), **meta}
         return cls(retriever, ids, options, meta)
 
-    def save(self, path: Path | str) -> None:
-        """Write the index to a folder (bm25.json last: its presence means the folder is complete)."""
+    def save(self, path: Path | str, report: Reporter = QUIET) -> None:
+        """Write the index to a folder (bm25.json last: its presence means the folder is complete).
+
+        The folder is empty, new or a BM25 index pretriever wrote (:class:`pretriever.stage.FolderError`
+        otherwise); an earlier index there is replaced."""
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
+        folder = bm25_folder(path, report)
+        folder.check()
+        folder.claim()
         (path / BM25_JSON).unlink(missing_ok=True)
         self.retriever.save(str(path), show_progress=False)
         write_parquet(pa.table({"passage_id": pa.array(self.passage_ids.tolist(), pa.string())}), path / IDS_FILE)
         write_json(path / BM25_JSON, self.meta)
+        folder.seal()
 
     @classmethod
     def load(cls, path: Path | str, mmap: bool = False) -> BM25Index:
@@ -217,3 +224,10 @@ def _tokenizer(options: BM25Options):
     from bm25s.tokenization import Tokenizer
 
     return Tokenizer(lower=options.lowercase, stopwords=options.stopword_list(), stemmer=options.stemmer_fn())
+
+
+def bm25_folder(path: Path | str, report: Reporter = QUIET) -> OutputFolder:
+    """A BM25 index's folder (alone, or INDEX_DIR/bm25): bm25.json, the ids and bm25s's files are its own; check it
+    before building, so that a folder that is not pretriever's is refused before the work."""
+    return OutputFolder(Path(path), stage="bm25", holds="a BM25 index", owns=(BM25_JSON, IDS_FILE, "*.index.*"),
+                        report=report)

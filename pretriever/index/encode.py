@@ -41,6 +41,7 @@ from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_F
                                     finish_dense_index, write_embeddings)
 from pretriever.index.errors import EncodeStateError, MergeError
 from pretriever.index.faiss_index import FaissParams
+from pretriever.index.tuned import TUNE_JSON
 from pretriever.data.passages import PassageSource
 from pretriever.io import atomic_path, write_json, write_parquet
 from pretriever.models import load_model
@@ -119,6 +120,14 @@ def _fingerprint(encoder: dict[str, Any], source: PassageSource, every: int) -> 
     return {**{k: encoder[k] for k in keys}, "checkpoint_every": every, **source.fingerprint()}
 
 
+def index_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """An index folder: the dense index's files, the work of an encode, an attached BM25 index and what tune wrote
+    about the index are its own."""
+    return OutputFolder(out, stage="index", holds="an index",
+                        owns=(INDEX_JSON, IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE, WORK, BM25_DIR, TUNE_JSON),
+                        error=EncodeStateError, report=report)
+
+
 def _clear_index_files(out: Path) -> None:
     for name in (INDEX_JSON, IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE):
         (out / name).unlink(missing_ok=True)
@@ -149,7 +158,7 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
     instead of loading ``cfg.model``; ``report`` hears passages encoded, chunks merged, vectors added.
     """
     out, shard = cfg.out, cfg.shard_spec
-    folder = OutputFolder(out, holds="an index", markers=(INDEX_JSON, WORK, BM25_DIR), error=EncodeStateError)
+    folder = index_folder(out, report)
     if cfg.resume and cfg.overwrite:
         folder.prepare(resume=True, overwrite=True)  # refused: one of them
     folder.check()
@@ -158,6 +167,7 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
             raise EncodeStateError(f"{out} already holds an index ({INDEX_JSON}); choose another --out or "
                                    "pass --overwrite to replace it")
         _clear_index_files(out)
+    folder.claim()
     source = PassageSource(cfg.corpus)
     reader = None
     try:
@@ -268,6 +278,8 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
     ``keep_work``. Returns the index.json contents.
     """
     out = Path(out)
+    folder = index_folder(out, report)
+    folder.check()
     works = [w for w in [out / WORK, *(_work_dir(Path(s)) for s in sources)] if (w / ENCODE_JSON).exists()]
     if not works:
         if (out / INDEX_JSON).exists():
@@ -296,7 +308,7 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
         raise MergeError(_missing_message(missing, total_chunks, works))
 
     report.progress(MERGING, 0, total_chunks, unit="chunks")
-    out.mkdir(parents=True, exist_ok=True)
+    folder.claim()
     _clear_index_files(out)
 
     def blocks():
@@ -316,6 +328,7 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
                               on_add=lambda done: report.progress(ADDING, done, n, unit="vectors"))
     if not keep_work and (out / WORK).exists():
         shutil.rmtree(out / WORK)
+    folder.seal()
     return meta
 
 

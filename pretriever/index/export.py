@@ -32,6 +32,7 @@ from pretriever.index.dense import FAISS_FILE, IDS_FILE, INDEX_JSON, read_index_
 from pretriever.index.errors import IndexExportError
 from pretriever.index.open import retriever_kind
 from pretriever.io import atomic_path
+from pretriever.stage import OutputFolder
 
 INDEX_EXPORT_FORMATS = ("pyserini",)
 PYSERINI_INDEX, PYSERINI_DOCIDS, PYSERINI_META = "index", "docid", "pretriever-index.json"
@@ -50,7 +51,10 @@ def export_pyserini(index_dir: Path | str, out: Path | str) -> dict[str, Any]:
     meta = read_index_meta(index_dir)
     if out.resolve() == index_dir.resolve():
         raise IndexExportError(f"--out must be another folder than the index ({index_dir})")
-    out.mkdir(parents=True, exist_ok=True)
+    folder = OutputFolder(out, stage="pyserini export", holds="a Pyserini export",
+                          owns=(PYSERINI_INDEX, PYSERINI_DOCIDS, PYSERINI_META))
+    folder.check()
+    folder.claim()
     linked = _link_or_copy(index_dir / FAISS_FILE, out / PYSERINI_INDEX)
     rows = 0
     with atomic_path(out / PYSERINI_DOCIDS) as tmp, open(tmp, "w", encoding="utf-8") as f:
@@ -62,6 +66,7 @@ def export_pyserini(index_dir: Path | str, out: Path | str) -> dict[str, Any]:
         raise IndexExportError(f"{index_dir / IDS_FILE} holds {rows} ids, {INDEX_JSON} says {meta['count']}; "
                                "rebuild the index")
     shutil.copyfile(index_dir / INDEX_JSON, out / PYSERINI_META)
+    folder.seal()
     return {"count": rows, "dim": meta["dim"], "index": meta["index"], "linked": linked}
 
 

@@ -24,6 +24,7 @@ from pretriever.index.hybrid import HybridOptions
 from pretriever.io import write_json
 
 TUNED_KEY = "tuned"
+TUNE_JSON = "tune.json"  # tune's report, beside index.json in the index folder it tuned
 TUNED_MODES = ("index", "bm25", "hybrid")
 
 

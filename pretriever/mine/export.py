@@ -57,6 +57,7 @@ from pretriever.data import AnswerMatcher
 from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.data.reading import squad_article
 from pretriever.io import PARQUET_OPTIONS, atomic_path
+from pretriever.stage import FolderError, OutputFolder
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron", "dpr-reader")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
@@ -154,9 +155,11 @@ def check_out(out: Path, fmt: str) -> None:
     """Refuse an --out that the export would fail on or destroy: a folder where a file goes, or a folder that
     is not a saved dataset where a datasets folder replaces it."""
     if fmt == "sentence-transformers" and out.suffix != ".parquet":
-        if out.is_file() or (out.is_dir() and any(out.iterdir()) and not (out / "dataset_info.json").exists()):
-            raise PairsError(f"--out {out} exists and is not a saved dataset that a datasets folder may replace; "
-                             "choose another --out (or one ending in .parquet)")
+        try:
+            _dataset_folder(out).check()
+        except FolderError as err:
+            raise PairsError(f"--out {out} is not a saved dataset that a datasets folder may replace: {err} "
+                             "(or give one ending in .parquet)") from None
     elif out.is_dir():
         raise PairsError(f"--out {out} is a folder; the {fmt} export is one file: give a file path")
 
@@ -245,14 +248,22 @@ def _export_st(pairs: PairsDir, out: Path, methods: list[str]) -> int:
                          "or give an --out ending in .parquet") from err
     table = pa.Table.from_batches(list(_st_batches(pairs, methods, with_negative)), schema=schema)
     ds = datasets.Dataset(table)
+    folder = _dataset_folder(out)
+    folder.check()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         ds.save_to_disk(str(tmp))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
+        folder.prepare(overwrite=True)  # an earlier export's files go; anything else in the folder stays
+        for item in tmp.iterdir():
+            item.replace(out / item.name)
+        folder.seal()
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return table.num_rows
+
+
+def _dataset_folder(out: Path) -> OutputFolder:
+    """A sentence-transformers export's folder (``datasets.Dataset.save_to_disk``): replaced by a new export."""
+    return OutputFolder(out, stage="pairs export", holds="exported pairs (a saved dataset)",
+                        owns=("data-*.arrow", "dataset_info.json", "state.json"), error=PairsError)

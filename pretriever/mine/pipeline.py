@@ -83,15 +83,17 @@ def allocate(budget: int | None, available: dict[str, int]) -> dict[str, int]:
     return alloc
 
 
-def prepare_out(out: Path, overwrite: bool, resume: bool = False) -> None:
+def prepare_out(out: Path, overwrite: bool, resume: bool = False, report: Reporter = QUIET) -> OutputFolder:
     """Check ``out``; replace earlier pairs with ``overwrite``, or keep what methods checkpointed with ``resume``."""
-    folder = OutputFolder(out, holds="mined pairs", markers=(MANIFEST, "*.parquet", WORK, CHECKPOINTS), error=MineError)
+    folder = OutputFolder(out, stage="mine", holds="mined pairs",
+                          owns=(MANIFEST, STATS, PLOT, "*.parquet", WORK, CHECKPOINTS), error=MineError, report=report)
+    folder.check()
     if not (overwrite or resume) and (out / CHECKPOINTS).is_dir() and not (out / MANIFEST).exists():
-        folder.check()
         raise MineError(f"{out} holds an interrupted run; continue it with --resume, or pass --overwrite to replace it")
     folder.prepare(resume=resume, overwrite=overwrite, need_checkpoint=False)
     if resume:  # what the methods checkpointed stays; the rest is written again
         folder.clear(keep=[CHECKPOINTS])
+    return folder
 
 
 NARROW = ("key", "_h", "_dup", "query_doc_id", "positive_doc_id", "query_passage_id")
@@ -185,7 +187,7 @@ def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
     for name in config.methods:
         METHODS[name].preflight(config)
-    prepare_out(config.out, config.overwrite, config.resume)
+    folder = prepare_out(config.out, config.overwrite, config.resume, report)
     engine = open_engine(config.engine, store, config.out / WORK, threads=config.threads,
                          memory_limit=config.memory_limit, spark_master=config.spark_master,
                          spark_session=spark_session, max_spill=config.max_spill)  # MineError: no Spark, bad sizes
@@ -243,6 +245,7 @@ def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None)
     result.seconds = time.perf_counter() - started
     result.manifest = manifest(config, store, result, cm, flagged)
     write_json(config.out / MANIFEST, result.manifest)
+    folder.seal()
     return result
 
 

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
+SAVING = ".saving"  # the encoder is saved here whole, then moved into place
 
 
 @dataclass(kw_only=True)
@@ -179,7 +180,7 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
     missing, unexpected = target.load_state_dict(state, strict=False)
     if unexpected or any(not k.startswith("pooler.") for k in missing):
         raise PretrainError(f"cannot copy the encoder back: missing {missing}, unexpected {unexpected}")
-    tmp = out.with_name(f".{out.name}.saving")
+    tmp = out / SAVING
     shutil.rmtree(tmp, ignore_errors=True)
     st.save(str(tmp))
     for item in tmp.iterdir():
@@ -190,10 +191,11 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
     tmp.rmdir()
 
 
-def _folder(out: Path) -> OutputFolder:
-    """MODEL_DIR: its checkpoints are ``checkpoints/step-N.pt``, each written atomically."""
-    return OutputFolder(out, holds="a pre-training run", markers=(REPORT, CHECKPOINTS), error=PretrainError,
-                        prefix="step-", suffix=".pt", complete=None)
+def _folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """MODEL_DIR: its checkpoints are ``checkpoints/step-N.pt``, each written atomically; the encoder's files (as
+    many as its save writes) are listed in the marker once it is saved."""
+    return OutputFolder(out, stage="pretrain", holds="a pre-training run", owns=(REPORT, CHECKPOINTS, SAVING),
+                        error=PretrainError, prefix="step-", suffix=".pt", complete=None, report=report)
 
 
 def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
@@ -213,7 +215,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
-    resume_from = _folder(cfg.out).prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+    folder = _folder(cfg.out, report)
+    resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
     per_epoch, total_steps = plan(cfg, pairs)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -300,6 +303,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                                       time.perf_counter() - started)
     write_json(cfg.out / REPORT, result.manifest)
     shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
+    folder.seal()
     return result
 
 

@@ -112,10 +112,11 @@ def negative_pool(samples: list[Sample]) -> list[Passage]:
     return list(seen.values())
 
 
-def _prepare_out(cfg: ReaderConfig) -> Path | None:
-    """Check READER_DIR (clear it on --overwrite); the checkpoint to resume from."""
-    return OutputFolder(cfg.out, holds="a reader or a run", markers=(READER_JSON, CHECKPOINTS, SELECTION_HEAD),
-                        error=ReaderError).prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+def _folder(cfg: ReaderConfig, report: Reporter) -> OutputFolder:
+    """READER_DIR: the report, checkpoints and the selection head are the run's; the model's own files (as many as
+    its save writes) are listed in the marker once it is saved."""
+    return OutputFolder(cfg.out, stage="reader", holds="a reader or a run",
+                        owns=(READER_JSON, CHECKPOINTS, SELECTION_HEAD), error=ReaderError, report=report)
 
 
 def _load_split(cfg: ReaderConfig, tokenizer, report: Reporter):
@@ -200,7 +201,8 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
     counts and the training's progress (task ``training``: optimizer steps, with the loss)."""
     from transformers import set_seed
 
-    resume_from = _prepare_out(cfg)
+    folder = _folder(cfg, report)
+    resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     set_seed(cfg.seed)  # the new span and selection heads are drawn here, before the Trainer seeds its own steps
     module, tokenizer = load_reader_model(cfg.model)
     train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, report)
@@ -241,5 +243,6 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         if seconds > 0 else None,
     }
     write_json(cfg.out / READER_JSON, manifest)
+    folder.seal()
     return ReaderTrainResult(out=cfg.out, manifest=manifest, counts=counts.as_dict(), dev=final, seconds=seconds,
                              dev_before=before)

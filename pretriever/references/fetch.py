@@ -26,7 +26,7 @@ from pretriever.references.client import Page, PageClient
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.extract import extract_text
-from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter
+from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter, references_folder
 from pretriever.stage import StageResult
 
 FETCHING = "fetching"  # the Reporter's task: pages done of those this run fetches
@@ -141,6 +141,7 @@ def write_outputs(cfg_dict: dict[str, Any], out, mapping: pa.Table, table: pa.Ta
     manifest = {"config": cfg_dict, "funnel": funnel_of(base_funnel, table), "failures": failures_of(table),
                 "via_archive": pc.sum(table["via_archive"]).as_py() or 0, "seconds": round(seconds, 3), **extra}
     write_json(out / MANIFEST_FILE, manifest)
+    references_folder(out).seal()
     return manifest
 
 
@@ -152,7 +153,8 @@ def config_dict(cfg: Any) -> dict[str, Any]:
 def fetch_cited(cfg: FetchConfig, cited: CitedUrls, report: Reporter = QUIET) -> dict[str, Any]:
     """Fetch the URLs of ``cited`` into ``cfg.out`` (resuming when asked); returns the manifest."""
     started = time.monotonic()
-    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows)
+    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows,
+                             report=report)
     targets = cited.targets[:cfg.limit] if cfg.limit is not None else cited.targets
     tally = Tally(total=sum(1 for t in targets if t[0] not in writer.done))
     tally.tell(report)

@@ -19,6 +19,8 @@ import pyarrow.parquet as pq
 
 from pretriever.errors import PretrieverError
 from pretriever.io import write_parquet
+from pretriever.progress import QUIET, Reporter
+from pretriever.stage import OutputFolder
 
 REFERENCES_SCHEMA = pa.schema([
     ("url", pa.string()), ("final_url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()),
@@ -45,18 +47,25 @@ def _read_journal(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def references_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """REFS_DIR: the two tables, the manifest and the work folder of an unfinished run are the stage's."""
+    return OutputFolder(out, stage="references", holds="references",
+                        owns=(REFERENCES_FILE, CITATIONS_FILE, MANIFEST_FILE, WORK_DIR), error=OutputExists,
+                        report=report)
+
+
 class ReferenceWriter:
     """Append finished rows durably; ``done`` holds the URLs finished in this and earlier runs."""
 
-    def __init__(self, out: Path, *, resume: bool, overwrite: bool, part_rows: int = 500):
+    def __init__(self, out: Path, *, resume: bool, overwrite: bool, part_rows: int = 500, report: Reporter = QUIET):
         self.out, self.work, self.part_rows = Path(out), Path(out) / WORK_DIR, part_rows
         final = self.out / REFERENCES_FILE
+        folder = references_folder(self.out, report)
+        folder.check()
         if (final.exists() or self.work.exists()) and not (resume or overwrite):
             raise OutputExists(f"{self.out} already holds references; give --resume to continue or "
                                "--overwrite to start again")
-        if overwrite:
-            shutil.rmtree(self.work, ignore_errors=True)
-            final.unlink(missing_ok=True)
+        folder.prepare(resume=resume, overwrite=overwrite, need_checkpoint=False)
         self.work.mkdir(parents=True, exist_ok=True)
         for journal in sorted(self.work.glob("journal-*.jsonl")):  # left by a killed run
             self._write_part(_read_journal(journal), journal.stem.replace("journal", "part"))

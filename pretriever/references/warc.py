@@ -212,7 +212,7 @@ def run(cfg: ImportConfig, report: Reporter = QUIET) -> ReferencesResult:
         mapping, funnel, wanted = cited.mapping, cited.funnel, {url for url, _ in cited.targets}
     else:
         mapping, funnel, wanted = CITATIONS_SCHEMA.empty_table(), {}, None
-    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite)
+    writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, report=report)
     try:
         counts, truncated = asyncio.run(_import(cfg, wanted, writer, report))
     except ImportInputError as err:

@@ -31,7 +31,7 @@ from pretriever.refine.errors import RefineError
 from pretriever.refine.pipeline import ORACLE_WARNING, open_feedback
 from pretriever.refine.scoring import Scorer, default_metric, metric_names
 from pretriever.refine.search import PatchedSearcher
-from pretriever.stage import StageResult
+from pretriever.stage import OutputFolder, StageResult
 
 GRID_JSON = "grid.json"
 GRID_PNG = "grid.png"
@@ -59,6 +59,9 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
     say = report.message
     if cfg.feedback == "topk":
         raise RefineError("the grid is scored with labels: use --feedback qrels or answers")
+    folder = OutputFolder(cfg.out, stage="refine grid", holds="a refine grid", owns=(GRID_JSON, GRID_PNG),
+                          error=RefineError, report=report)
+    folder.check()  # before the work: an earlier grid's files are replaced, anyone else's folder refused
     feedback, protocol = open_feedback(cfg, report)
     if cfg.oracle:
         say(ORACLE_WARNING)
@@ -130,10 +133,11 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
             "seconds": round(grid_seconds, 3),
         }
         out = Path(cfg.out)
-        out.mkdir(parents=True, exist_ok=True)
+        folder.claim()
         write_json(out / GRID_JSON, result)
         if plot:
             plot_grid(result, out / GRID_PNG)
+        folder.seal()
         return GridResult(out=out, manifest=result, plot=out / GRID_PNG if plot else None)
     finally:
         if lookup is not None:

@@ -20,7 +20,6 @@ refinement under ``refine``.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -32,7 +31,9 @@ import pyarrow as pa
 
 from pretriever.data import DatasetError, QAFileError, load_qa_file, load_qrels, load_queries
 from pretriever.index import bm25_system, store_lookup
-from pretriever.index.dense import BM25_DIR, INDEX_JSON, DenseIndex, save_dense_index
+from pretriever.index.tuned import TUNE_JSON
+from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, DenseIndex,
+                                     save_dense_index)
 from pretriever.io import write_json, write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.refine.config import RefineConfig
@@ -41,7 +42,7 @@ from pretriever.refine.fusion import LexicalRanking
 from pretriever.refine.labels import FeedbackSet, Judge, Labels, build_labels, load_feedback
 from pretriever.refine.ops import aopt, linear_update
 from pretriever.refine.search import PatchedSearcher
-from pretriever.stage import StageResult
+from pretriever.stage import OutputFolder, StageResult
 
 REFINE_DIR = "refine"
 PASSAGE_LABELS = "labels_passages.parquet"
@@ -275,8 +276,9 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
     out = Path(cfg.out)
     if out.resolve() == Path(cfg.index).resolve():
         raise RefineError("--out must be a new folder, not the index being refined")
-    if (out / INDEX_JSON).exists() and not cfg.overwrite:
-        raise RefineError(f"{out} already holds an index; pass --overwrite to replace it")
+    folder = OutputFolder(out, stage="refine", holds="a refined index", error=RefineError, report=report,
+                          owns=(REFINE_DIR, INDEX_JSON, IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE, TUNE_JSON))
+    folder.prepare(overwrite=cfg.overwrite)
     feedback, protocol = open_feedback(cfg, report)
     if cfg.oracle:
         say(ORACLE_WARNING)
@@ -327,9 +329,6 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
             log += qlog
 
         say(f"writing the refined index to {out}")
-        if out.exists() and cfg.overwrite:
-            for name in (REFINE_DIR,):
-                shutil.rmtree(out / name, ignore_errors=True)
         rdir = out / REFINE_DIR
         rdir.mkdir(parents=True, exist_ok=True)
         if passage_tables:
@@ -358,6 +357,7 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
                                 dense.params, dense.meta.get("dtype", "float32"), extra)
         meta["refine"]["seconds"] = round(time.perf_counter() - started, 3)
         write_json(out / INDEX_JSON, meta)
+        folder.seal()
         return RefineResult(out=out, manifest=meta)
     finally:
         if lookup is not None:

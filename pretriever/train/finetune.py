@@ -163,10 +163,12 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, repo
                     "resumed" if resume else "encoded with retriever 1")
 
 
-def _prepare(cfg: FinetuneConfig) -> None:
-    """FINETUNE_DIR: kept as it is (finished stages are skipped), or emptied with --overwrite."""
-    OutputFolder(cfg.out, holds="a fine-tuning run", markers=(PLAN, STAGE1, STAGE2, INDEX, STORE),
-                 error=TrainError).prepare(resume=not cfg.overwrite, overwrite=cfg.overwrite, need_checkpoint=False)
+def _prepare(cfg: FinetuneConfig, report: Reporter) -> OutputFolder:
+    """FINETUNE_DIR: kept as it is (finished stages are skipped), or emptied of its stages with --overwrite."""
+    folder = OutputFolder(cfg.out, stage="finetune", holds="a fine-tuning run", owns=(PLAN, STAGE1, STAGE2, INDEX, STORE),
+                          error=TrainError, report=report)
+    folder.prepare(resume=not cfg.overwrite, overwrite=cfg.overwrite, need_checkpoint=False)
+    return folder
 
 
 def run(cfg: FinetuneConfig, report: Reporter = QUIET, *, run_train: RunTrain = training.run) -> FinetuneResult:
@@ -176,7 +178,7 @@ def run(cfg: FinetuneConfig, report: Reporter = QUIET, *, run_train: RunTrain = 
     ``run_train(stage_config, report)`` trains a stage (the command line passes its own, which also
     prints the summary).
     """
-    _prepare(cfg)
+    folder = _prepare(cfg, report)
     result = FinetuneResult(out=cfg.out, config=cfg)
     stage1 = stage_config(cfg, cfg.out / STAGE1)
     report.message(f"retriever 1: BM25 negatives -> {stage1.out}")
@@ -192,4 +194,5 @@ def run(cfg: FinetuneConfig, report: Reporter = QUIET, *, run_train: RunTrain = 
         result.stages.append(_train_stage("retriever 2", stage2, index.ran, run_train, report))
     result.manifest = result.to_json()
     write_json(cfg.out / PLAN, result.manifest)
+    folder.seal()
     return result

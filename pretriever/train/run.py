@@ -97,18 +97,18 @@ def _barrier() -> Callable[[], None]:
 
 # ---------------------------------------------------------------- output folder and checkpoints
 
-def output_folder(out: Path) -> OutputFolder:
-    """MODEL_DIR: a model, a run's checkpoints or its work files mark it as ours."""
-    return OutputFolder(out, holds="a pretriever model or run", markers=(REPORT, CHECKPOINTS, WORK, "modules.json"),
-                        error=TrainError)
+def output_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
+    """MODEL_DIR: the report, the plot, checkpoints and work files are the run's; the model's own files (as many
+    as the model's save writes) are listed in the marker once it is saved."""
+    return OutputFolder(out, stage="train", holds="a pretriever model or run", owns=(REPORT, PLOT, CHECKPOINTS, WORK),
+                        error=TrainError, report=report)
 
 
-def prepare_out(cfg: TrainConfig) -> Path | None:
+def prepare_out(cfg: TrainConfig, folder: OutputFolder) -> Path | None:
     """Check (and on --overwrite clear) MODEL_DIR; returns the checkpoint to resume from.
 
     A resumed run must use the settings of the interrupted one (:meth:`TrainConfig.run_settings`, saved in
     ``checkpoints/pretriever-run.json``)."""
-    folder = output_folder(cfg.out)
     if cfg.resume and not cfg.overwrite:
         folder.check()
         if folder.last_checkpoint() is None:
@@ -358,12 +358,12 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
     t_start = time.perf_counter()
     main = _rank() == 0
     barrier = _barrier()
-    existed = cfg.out.exists()
+    folder = output_folder(cfg.out, report)
     if main:
-        resume_from = prepare_out(cfg)
+        resume_from = prepare_out(cfg, folder)
     barrier()
     if not main:
-        resume_from = output_folder(cfg.out).last_checkpoint() if cfg.resume else None
+        resume_from = folder.last_checkpoint() if cfg.resume else None
     try:
         data = build_data(cfg, report)
         if data.pairs == 0:
@@ -380,8 +380,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
     except BaseException:
         if main:  # leave MODEL_DIR as it was: nothing was trained yet
             shutil.rmtree(cfg.out / WORK, ignore_errors=True)
-            if not existed and cfg.out.is_dir() and not any(cfg.out.iterdir()):
-                cfg.out.rmdir()
+            folder.abandon()
         raise
     loss = build_loss(model, cfg)
     dataset, heldout = split_heldout(data.dataset(), cfg.heldout_pairs, cfg.seed)
@@ -423,6 +422,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
             shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
     if main:
         shutil.rmtree(cfg.out / WORK, ignore_errors=True)
+        folder.seal()
     else:
         data.path.unlink(missing_ok=True)
     return TrainResult(out=cfg.out, manifest=manifest, model=model)

@@ -16,6 +16,7 @@ from pretriever.data.qa import word_tokens
 from pretriever.evaluate.core import evaluate_retrievers
 from pretriever.index import bm25_beside, open_system, record_tuned, retriever_kind
 from pretriever.index.dense import BM25_DIR
+from pretriever.index.tuned import TUNE_JSON
 from pretriever.io import write_json
 from pretriever.metrics import overlap_ratio
 from pretriever.progress import QUIET, Reporter
@@ -27,7 +28,6 @@ from pretriever.tune.config import TuneConfig
 from pretriever.tune.generators import PseudoQueries, TuneError, make_generator
 from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
 
-TUNE_JSON = "tune.json"
 DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
 
 
