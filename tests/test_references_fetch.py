@@ -321,3 +321,16 @@ def test_a_name_that_does_not_exist_is_not_retried(tmp_path, monkeypatch):
     rows, _ = fetch(tmp_path, ["http://no-such-host.example/page"], retries=3, robots=False)
     assert rows["http://no-such-host.example/page"]["error"] == "connection"
     assert lookups == ["no-such-host.example"]  # a permanent answer: asked once, not 1 + 3 retries
+
+
+@pytest.mark.parametrize("address", ["fec0::1", "feff::1", "::7f00:1", "64:ff9b::7f00:1", "64:ff9b::a00:1"])
+def test_site_local_ipv4_compatible_and_nat64_of_private_addresses_are_refused(address):
+    """Python's is_global lets fec0::/10 (site-local) through: only global unicast (2000::/3) is public, and
+    an address that carries an IPv4 address (NAT64 too) is judged by it."""
+    from pretriever.references.errors import RefusedAddress
+    from pretriever.references.safety import AddressGuard, is_public
+
+    assert not is_public(address)
+    with pytest.raises(RefusedAddress, match=address):
+        AddressGuard().check("six.example", [address])
+    assert is_public("64:ff9b::5db8:d822") and is_public("2606:4700::1111")  # NAT64 of a public address; global
