@@ -334,3 +334,42 @@ def test_site_local_ipv4_compatible_and_nat64_of_private_addresses_are_refused(a
     with pytest.raises(RefusedAddress, match=address):
         AddressGuard().check("six.example", [address])
     assert is_public("64:ff9b::5db8:d822") and is_public("2606:4700::1111")  # NAT64 of a public address; global
+
+
+def test_proxy_credentials_are_in_no_manifest_row_or_output(tmp_path, monkeypatch):
+    """The password of $HTTP_PROXY reaches the proxy (Proxy-Authorization) and nothing that is written."""
+    import base64
+    import json
+
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+    from pretriever.references import fetch as fetching
+
+    authorised = []
+
+    def proxy(handler):
+        authorised.append(handler.headers["Proxy-Authorization"])
+        if handler.path.endswith("/robots.txt"):
+            return send(handler, 404)
+        page(handler) if handler.path.endswith("/ok") else send(handler, 502)
+
+    with LoopbackServer({"*": proxy}) as server:
+        monkeypatch.setenv("HTTP_PROXY", f"http://user:s3cret@127.0.0.1:{server.port}")
+        fake_dns(monkeypatch, {"public.example": "93.184.216.34"})
+        urls = ["http://public.example/ok", "http://public.example/bad", "https://public.example/tunnel"]
+        monkeypatch.setattr(fetching, "CorpusStore", lambda path: path)
+        monkeypatch.setattr(fetching, "load_citation_urls", lambda store: citations(urls))
+        result = CliRunner().invoke(app, ["references", "fetch", str(tmp_path), "--out", str(tmp_path / "refs"),
+                                          "--retries", "0", "--host-delay", "0"])
+        assert result.exit_code == 0, result.output
+        bad = CliRunner().invoke(app, ["references", "fetch", str(tmp_path), "--out", str(tmp_path / "again"),
+                                       "--proxy", "socks5://user:s3cret@127.0.0.1:1080"])
+    assert authorised and set(authorised) == {"Basic " + base64.b64encode(b"user:s3cret").decode()}
+    manifest = (tmp_path / "refs" / "manifest.json").read_text()
+    assert json.loads(manifest)["config"]["proxy"] == f"http://***@127.0.0.1:{server.port}"
+    rows = pq.read_table(tmp_path / "refs" / "references.parquet").to_pylist()
+    assert {r["url"]: r["error"] for r in rows} == {urls[0]: None, urls[1]: "status", urls[2]: "connection"}
+    assert bad.exit_code == 2 and "socks5://***@127.0.0.1:1080" in bad.output
+    for text in [manifest, json.dumps(rows), result.output, bad.output]:
+        assert "s3cret" not in text

@@ -50,7 +50,8 @@ class FetchConfig:
     proxy: str | None = option(None, "Send every request through this HTTP proxy URL. The address guard still "
                                      "applies: each host, redirect hops included, is resolved here first and "
                                      "refused when not public (so names must resolve on this machine too); the "
-                                     "proxy's own address is trusted for the connection to it, never as a target.",
+                                     "proxy's own address is trusted for the connection to it, never as a target. Its "
+                                     "user:password is never written (manifest.json and messages show ***).",
                                default_help="$HTTPS_PROXY or $HTTP_PROXY when set, else none")
     resolve: dict[str, str] = option(default_factory=dict, help=(
         "Pin host names to addresses, like curl --resolve HOST:ADDR (pinned addresses are trusted)."))

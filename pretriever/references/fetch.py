@@ -27,6 +27,7 @@ from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.extract import extract_text
 from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter
+from pretriever.references.urls import redact
 from pretriever.stage import StageResult
 
 FETCHING = "fetching"  # the Reporter's task: pages done of those this run fetches
@@ -145,7 +146,9 @@ def write_outputs(cfg_dict: dict[str, Any], out, mapping: pa.Table, table: pa.Ta
 
 
 def config_dict(cfg: Any) -> dict[str, Any]:
-    return {k: (str(v) if hasattr(v, "__fspath__") else [str(x) for x in v] if isinstance(v, list) else v)
+    """The options for manifest.json, paths as text and credentials in URLs (a proxy's) redacted."""
+    return {k: (str(v) if hasattr(v, "__fspath__") else [str(x) for x in v] if isinstance(v, list)
+                else redact(v) if isinstance(v, str) else v)
             for k, v in asdict(cfg).items()}
 
 

@@ -24,6 +24,7 @@ import httpx
 
 from pretriever.errors import ConfigError
 from pretriever.references.errors import FetchFailure, RefusedAddress
+from pretriever.references.urls import redact
 
 # getaddrinfo's answers for a name that does not exist (a permanent failure, unlike EAI_AGAIN)
 UNKNOWN_NAME = {getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)}
@@ -148,9 +149,12 @@ class CheckedTransport(httpx.AsyncHTTPTransport):
         if proxy is None:
             self._pool = httpcore.AsyncConnectionPool(network_backend=CheckedBackend(guard), **common)
             return
-        spec = httpx.Proxy(url=proxy)
+        try:
+            spec = httpx.Proxy(url=proxy)
+        except (httpx.InvalidURL, ValueError) as err:
+            raise ConfigError(f"--proxy {redact(proxy)}: not a proxy URL ({redact(str(err))})") from err
         if spec.url.scheme not in ("http", "https"):
-            raise ConfigError(f"--proxy {proxy}: only http:// and https:// proxies are supported")
+            raise ConfigError(f"--proxy {redact(proxy)}: only http:// and https:// proxies are supported")
         port = spec.url.port or (443 if spec.url.scheme == "https" else 80)
         backend = CheckedBackend(guard, proxy=(spec.url.raw_host.decode("ascii").lower(), port))
         self._pool = httpcore.AsyncHTTPProxy(

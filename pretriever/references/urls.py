@@ -1,10 +1,15 @@
-"""Cited URLs in one canonical spelling, so that a URL cited many times is fetched once."""
+"""Cited URLs in one canonical spelling, so that a URL cited many times is fetched once.
+
+:func:`redact` hides the credentials of URLs in whatever is written.
+"""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+USERINFO = re.compile(r"(?<=://)[^/\s?#]*@")
 
 
 def normalise_url(raw: str | None) -> str | None:
@@ -40,3 +45,13 @@ def normalise_url(raw: str | None) -> str | None:
 def host_of(url: str) -> str:
     """``host[:port]`` of a normalised URL: the unit of per-host politeness and robots.txt."""
     return urlsplit(url).netloc
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of every URL in it (``user:password@``) replaced by ``***@``: used
+    wherever a URL, a proxy or an error message about one is written (manifest, rows, messages).
+
+    >>> redact("http://user:s3cret@proxy.example:3128 refused")
+    'http://***@proxy.example:3128 refused'
+    """
+    return USERINFO.sub("***@", text)
