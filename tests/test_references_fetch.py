@@ -12,6 +12,7 @@ import pytest
 from pretriever.references.citations import cited_urls
 from pretriever.references.config import FetchConfig
 from pretriever.references.fetch import fetch_cited
+from pretriever.references.urls import normalise_url
 from helpers import citations
 from references_server import LoopbackServer, article, fake_dns, send
 
@@ -266,7 +267,9 @@ def test_a_proxy_does_not_switch_off_the_address_guard(tmp_path, monkeypatch):
                    f"http://2130706433:{server.port}/", f"http://127.0.0.1:{server.port}/admin",
                    "http://public.example/hop"]
         rows, manifest = fetch(tmp_path, private + ["http://public.example/ok"], allow_private=False, retries=0)
-    assert {url: rows[url]["error"] for url in private} == {url: "refused_address" for url in private}
+    read = {url: normalise_url(url) for url in private}  # the integer host is read as 127.0.0.1, as browsers do
+    assert read[f"http://2130706433:{server.port}/"] == f"http://127.0.0.1:{server.port}/"
+    assert {url: rows[read[url]]["error"] for url in private} == {url: "refused_address" for url in private}
     assert rows["http://public.example/ok"]["error"] is None
     assert "completed in 1889" in rows["http://public.example/ok"]["text"]
     assert {urlsplit(url).hostname for url in asked} == {"public.example"}  # no private target reached it
@@ -321,6 +324,82 @@ def test_a_name_that_does_not_exist_is_not_retried(tmp_path, monkeypatch):
     rows, _ = fetch(tmp_path, ["http://no-such-host.example/page"], retries=3, robots=False)
     assert rows["http://no-such-host.example/page"]["error"] == "connection"
     assert lookups == ["no-such-host.example"]  # a permanent answer: asked once, not 1 + 3 retries
+
+
+def test_no_single_url_stops_the_fetch_each_failure_is_listed_with_its_reason(tmp_path):
+    """Redirects to data:, javascript: and http:\\x, hosts and URLs httpx refuses (0177.0.0.1 is read as a
+    browser reads it, 127.0.0.1, and refused by the address check), a timeout, a corrupt body, a protocol error
+    and a TLS failure: each is its URL's failure, with its reason and a message, and every good page is kept;
+    💩.la is fetched, as xn--ls8h.la."""
+    def garbage(handler):  # not HTTP at all
+        handler.wfile.write(b"this is no HTTP response\r\n\r\n")
+
+    def slow(handler):
+        time.sleep(1.5)
+        page(handler)
+
+    hosts = []
+
+    def good(handler):
+        hosts.append(handler.headers["Host"])
+        page(handler)
+
+    routes = {"/good": good, "/robots.txt": lambda h: send(h, 404), "/slow": slow, "/garbage": garbage,
+              "/garbled": lambda h: send(h, 200, b"not gzip at all", "text/html", {"Content-Encoding": "gzip"})}
+    for name, location in {"data": "data:text/html,x", "js": "javascript:alert(1)", "backslash": "http:\\x",
+                           "bad-ip": "http://1.2.3.256/"}.items():
+        routes[f"/to-{name}"] = lambda h, location=location: send(h, 302, headers={"Location": location})
+    with LoopbackServer(routes) as server:
+        site = f"http://site.test:{server.port}"
+        expected = {f"{site}/good": None, f"http://xn--ls8h.la:{server.port}/good": None,
+                    f"{site}/to-data": "redirects", f"{site}/to-js": "redirects", f"{site}/to-backslash": "status",
+                    f"{site}/to-bad-ip": "invalid_url", f"http://127.0.0.1:{server.port}/good": "refused_address",
+                    "http://1.2.3.256/": "invalid_url", f"{site}/slow": "timeout", f"{site}/garbled": "decode",
+                    f"{site}/garbage": "connection", f"https://site.test:{server.port}/good": "tls",
+                    f"{site}/a\x01b": "invalid_url"}  # a control character: httpx builds no request
+        cited = [url.replace("127.0.0.1", "0177.0.0.1").replace("xn--ls8h", "💩") for url in expected]
+        rows, manifest = fetch(tmp_path, cited, allow_private=False, retries=0, read_timeout=0.5, total_timeout=1.0,
+                               resolve={"site.test": "127.0.0.1", "xn--ls8h.la": "127.0.0.1"})
+    assert {url: row["error"] for url, row in rows.items()} == expected
+    assert sorted(hosts) == sorted([f"site.test:{server.port}", f"xn--ls8h.la:{server.port}"])  # IDNA: punycode
+    assert all(row["error_detail"] for row in rows.values() if row["error"])
+    assert "data:text/html,x" in rows[f"{site}/to-data"]["error_detail"]
+    assert "1.2.3.256" in rows["http://1.2.3.256/"]["error_detail"]
+    failed = [reason for reason in expected.values() if reason]
+    assert manifest["failures"] == {reason: failed.count(reason) for reason in set(failed)}
+    assert manifest["funnel"]["text_extracted"] == 2
+
+
+@pytest.mark.parametrize("raw, url", [
+    ("http://💩.la/", "http://xn--ls8h.la/"), ("http://Bücher.DE:80/x?q", "http://xn--bcher-kva.de/x?q"),
+    ("http://faß.de/", "http://xn--fa-hia.de/"),  # UTS #46 non-transitional, as browsers
+    ("http://0177.0.0.1/", "http://127.0.0.1/"), ("http://0x7f.1:8080/", "http://127.0.0.1:8080/"),
+    ("http://2130706433/", "http://127.0.0.1/"), ("http://%31%32%37.0.0.1/", "http://127.0.0.1/"),
+    ("http://[::FFFF:7F00:1]/", "http://[::ffff:7f00:1]/"),
+    ("http://1.2.3.256/", "http://1.2.3.256/"), ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),  # kept, fail as invalid_url
+])
+def test_hosts_are_read_as_a_browser_reads_them(raw, url):
+    from pretriever.references.urls import InvalidUrl
+
+    assert normalise_url(raw) == url
+    if raw.startswith(("http://1.2.3.",)):
+        with pytest.raises(InvalidUrl, match="not a valid IPv4 address"):
+            normalise_url(raw, strict=True)
+
+
+def test_an_internationalised_name_goes_to_the_proxy_in_punycode(tmp_path, monkeypatch):
+    asked = []
+
+    def proxy(handler):
+        asked.append((handler.path, handler.headers["Host"]))
+        send(handler, 404) if handler.path.endswith("/robots.txt") else page(handler)
+
+    with LoopbackServer({"*": proxy}) as server:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        fake_dns(monkeypatch, {"xn--ls8h.la": "93.184.216.34"})
+        rows, _ = fetch(tmp_path, ["http://💩.la/page"], allow_private=False, retries=0)
+    assert rows["http://xn--ls8h.la/page"]["error"] is None
+    assert ("http://xn--ls8h.la/page", "xn--ls8h.la") in asked
 
 
 @pytest.mark.parametrize("address", ["fec0::1", "feff::1", "::7f00:1", "64:ff9b::7f00:1", "64:ff9b::a00:1"])

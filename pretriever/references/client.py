@@ -5,7 +5,9 @@ raises :class:`FetchFailure` with its reason. Politeness is per ``host[:port]``:
 ``per_host`` requests in flight and ``host_delay`` seconds between two request starts, raised by a
 429's Retry-After and by robots.txt's Crawl-delay. Redirects are followed by hand so each hop goes
 through robots.txt, the address check (in the connection pool's backend, see :mod:`.safety`) and
-the hop limit.
+the hop limit. Whatever goes wrong with one URL (a host no browser would read, a redirect to
+``data:``, a protocol or TLS error, a timeout) is a :class:`FetchFailure` of that URL, never an
+exception that stops the job.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import email.utils
 import random
+import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator
@@ -27,7 +30,7 @@ import httpx
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.safety import AddressGuard, CheckedTransport
-from pretriever.references.urls import host_of, normalise_url
+from pretriever.references.urls import InvalidUrl, host_of, normalise_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
 ROBOTS_PARSE_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least the first 500 KiB
@@ -45,6 +48,33 @@ class Page:
     content_type: str | None  # media type, lower case, without parameters
     charset: str | None  # from the Content-Type header
     body: bytes
+
+
+class _Redirect(Exception):
+    """A redirect's Location, taken before httpx parses it (see :func:`_take_redirect`)."""
+
+    def __init__(self, location: str):
+        super().__init__(location)
+        self.location = location
+
+
+async def _take_redirect(response: httpx.Response) -> None:
+    """Response hook: hand a redirect's Location over as it was sent.
+
+    httpx (0.28) builds the next request of every redirect even when it does not follow it, and
+    raises ``InvalidURL`` for a Location it cannot parse (``data:...``, ``http:\\x``); the hook runs
+    before that, so each Location goes through :meth:`PageClient.get`'s own checks instead.
+    """
+    if response.status_code in REDIRECTS and "location" in response.headers:
+        raise _Redirect(response.headers["location"])
+
+
+def tls_error(err: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connection error (httpx wraps it twice), or None."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    return cause
 
 
 class _Retry(Exception):
@@ -155,6 +185,7 @@ class PageClient:
         limits = httpx.Limits(max_connections=cfg.concurrency + 8, max_keepalive_connections=cfg.concurrency)
         self._http = httpx.AsyncClient(
             transport=CheckedTransport(self.guard, limits, cfg.proxy), follow_redirects=False, trust_env=False,
+            event_hooks={"response": [_take_redirect]},
             timeout=httpx.Timeout(connect=cfg.connect_timeout, read=cfg.read_timeout, write=cfg.read_timeout,
                                   pool=cfg.total_timeout),
             headers={"User-Agent": cfg.user_agent, "Accept-Encoding": "gzip, deflate",
@@ -181,6 +212,10 @@ class PageClient:
         robots = self.cfg.robots if robots is None else robots
         current = url
         for _ in range(self.cfg.max_redirects + 1):
+            try:  # a host no browser would read: a cited URL keeps it as written, so it fails here
+                normalise_url(current, strict=True)
+            except InvalidUrl as err:
+                raise FetchFailure("invalid_url", f"{current}: {err}", final_url=current) from err
             if robots and not await self.allowed(current):
                 raise FetchFailure("robots", f"{current}: disallowed by robots.txt", final_url=current)
             result = await self._with_retries(current, robots_file=not robots)
@@ -212,9 +247,13 @@ class PageClient:
                     gate.hold_off(err.wait)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
                     httpx.WriteError) as err:
+                if isinstance(err, httpx.ConnectError) and (tls := tls_error(err)) is not None:  # no retry mends it
+                    raise FetchFailure("tls", f"{url}: TLS failed ({tls})", final_url=url) from err
                 retry = _Retry("connection", f"{url}: {type(err).__name__}: {err}")
             except (asyncio.TimeoutError, httpx.TimeoutException) as err:
                 raise FetchFailure("timeout", f"{url}: timed out ({type(err).__name__})", final_url=url) from err
+            except httpx.InvalidURL as err:  # not an HTTPError: httpx refuses to build the request
+                raise FetchFailure("invalid_url", f"{url}: {err}", final_url=url) from err
             except httpx.HTTPError as err:
                 raise FetchFailure("connection", f"{url}: {type(err).__name__}: {err}", final_url=url) from err
         assert retry is not None
@@ -222,10 +261,16 @@ class PageClient:
                            final_url=url)
 
     async def _once(self, url: str, robots_file: bool) -> Page | str:
-        async with self._http.stream("GET", url) as response:
+        try:
+            return await self._read(url, robots_file)
+        except _Redirect as hop:
+            return hop.location
+
+    async def _read(self, url: str, robots_file: bool) -> Page:
+        # the Host header is given, as httpx (0.28) would derive it from url.host, which decodes the
+        # punycode and refuses names browsers reach, such as emoji ones (encode/httpx#3710)
+        async with self._http.stream("GET", url, headers={"Host": host_of(url)}) as response:
             status = response.status_code
-            if status in REDIRECTS and "location" in response.headers:
-                return response.headers["location"]
             if status == 429 or status >= 500:
                 wait = parse_retry_after(response.headers.get("retry-after"))
                 raise _Retry("status", f"{url}: HTTP {status}", status=status, wait=wait)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pretriever.errors import PretrieverError
 from pretriever.references.urls import redact
 
-REASONS = ("status", "timeout", "robots", "too_large", "content_type", "refused_address", "connection",
-           "redirects", "decode", "extract_empty")
+REASONS = ("status", "timeout", "robots", "too_large", "content_type", "refused_address", "invalid_url",
+           "connection", "tls", "redirects", "decode", "extract_empty")
 
 
 class FetchFailure(PretrieverError):
     """A permanent failure of one URL, with its reason (one of :data:`REASONS`) and what was learnt.
 
-    Its message may be written or printed, so credentials in it are redacted here.
+    The message is written to the ``error_detail`` column, so credentials in it are redacted here.
     """
 
     def __init__(self, reason: str, message: str, *, status: int | None = None,

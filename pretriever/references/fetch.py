@@ -67,13 +67,15 @@ def page_row(url: str, page: Page, title: str | None, text: str | None, source: 
              fetched_at: str | None = None) -> dict[str, Any]:
     return {"url": url, "final_url": page.final_url, "status": page.status, "content_type": page.content_type,
             "fetched_at": fetched_at or now_iso(), "bytes": len(page.body), "title": title, "text": text,
-            "error": None if text else "extract_empty", "source": source, "via_archive": via_archive}
+            "error": None if text else "extract_empty", "error_detail": None, "source": source,
+            "via_archive": via_archive}
 
 
 def failure_row(url: str, failure: FetchFailure, source: str, fetched_at: str | None = None) -> dict[str, Any]:
     return {"url": url, "final_url": failure.final_url, "status": failure.status,
             "content_type": failure.content_type, "fetched_at": fetched_at or now_iso(), "bytes": 0,
-            "title": None, "text": None, "error": failure.reason, "source": source, "via_archive": False}
+            "title": None, "text": None, "error": failure.reason, "error_detail": str(failure), "source": source,
+            "via_archive": False}
 
 
 async def extract_row(url: str, page: Page, pool: ThreadPoolExecutor, source: str, via_archive: bool,

@@ -23,7 +23,7 @@ from pretriever.io import write_parquet
 REFERENCES_SCHEMA = pa.schema([
     ("url", pa.string()), ("final_url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()),
     ("fetched_at", pa.string()), ("bytes", pa.int64()), ("title", pa.string()), ("text", pa.string()),
-    ("error", pa.string()), ("source", pa.string()), ("via_archive", pa.bool_()),
+    ("error", pa.string()), ("error_detail", pa.string()), ("source", pa.string()), ("via_archive", pa.bool_()),
 ])
 CITATIONS_SCHEMA = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("url", pa.string()),
                               ("archive_url", pa.string())])
