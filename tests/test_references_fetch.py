@@ -402,6 +402,45 @@ def test_an_internationalised_name_goes_to_the_proxy_in_punycode(tmp_path, monke
     assert ("http://xn--ls8h.la/page", "xn--ls8h.la") in asked
 
 
+UNREACHABLE = {
+    "a 503": lambda h: send(h, 503),
+    "a timeout": lambda h: (time.sleep(1.5), send(h, 404)),
+    "corrupt gzip": lambda h: send(h, 200, b"User-agent: *\nAllow: /\n", "text/plain", {"Content-Encoding": "gzip"}),
+}
+
+
+@pytest.mark.parametrize("case", UNREACHABLE)
+def test_an_unreachable_robots_txt_disallows_the_whole_host(tmp_path, case):
+    """RFC 9309 2.3.1.4: a robots.txt the server fails to give (5xx, corrupt) or that the network cannot bring
+    (a timeout) means nothing on the host is fetched; each URL's failure says so."""
+    with LoopbackServer({"/robots.txt": UNREACHABLE[case], "/open": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open")], retries=0, read_timeout=0.5, total_timeout=1.0)
+        assert server.hits["/open"] == 0
+    row = rows[server.url("/open")]
+    assert row["error"] == ("timeout" if case == "a timeout" else "robots")
+    assert "robots.txt unreachable" in row["error_detail"]
+
+
+def _bom(rules: bytes) -> bytes:
+    return b"\xef\xbb\xbf" + rules
+
+
+def _cr_only_over_the_cap(rules: bytes) -> bytes:
+    return rules.replace(b"\n", b"\r") + b"# filler line that goes on past the limit\r" * 20_000
+
+
+@pytest.mark.parametrize("shape", [_bom, _cr_only_over_the_cap])
+def test_a_robots_txt_with_a_bom_or_cr_only_lines_over_the_cap_is_applied(tmp_path, shape):
+    """RFC 9309 2.2: CR alone ends a line, and a UTF-8 byte-order mark is no part of the first rule."""
+    robots = shape(b"User-agent: *\nDisallow: /private/\n")
+    with LoopbackServer({"/robots.txt": lambda h: send(h, 200, robots, "text/plain"), "/open": page,
+                         "/private/x": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open"), server.url("/private/x")])
+        assert server.hits["/private/x"] == 0
+    assert rows[server.url("/private/x")]["error"] == "robots"
+    assert rows[server.url("/open")]["error"] is None
+
+
 @pytest.mark.parametrize("address", ["fec0::1", "feff::1", "::7f00:1", "64:ff9b::7f00:1", "64:ff9b::a00:1"])
 def test_site_local_ipv4_compatible_and_nat64_of_private_addresses_are_refused(address):
     """Python's is_global lets fec0::/10 (site-local) through: only global unicast (2000::/3) is public, and

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import email.utils
 import random
+import re
 import ssl
 import time
 import zlib
@@ -36,6 +37,9 @@ REDIRECTS = (301, 302, 303, 307, 308)
 ROBOTS_PARSE_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least the first 500 KiB
 MAX_CRAWL_DELAY = 30.0
 CHUNK = 65_536
+LINE_END = re.compile(r"\r\n|\r|\n")  # RFC 9309 2.2: CR, LF or CRLF
+SERVER_SIDE = ("status", "decode")  # robots.txt failures the server is to blame for (5xx, 429, corrupt body)
+NOT_FOLLOWED = ("redirects", "invalid_url", "refused_address")  # a robots.txt we will not fetch: unavailable
 
 
 @dataclass
@@ -191,7 +195,7 @@ class PageClient:
             headers={"User-Agent": cfg.user_agent, "Accept-Encoding": "gzip, deflate",
                      "Accept": ",".join(cfg.content_types) + ";q=0.9,*/*;q=0.1"})
         self._gates: dict[str, HostGate] = {}
-        self._robots: dict[str, asyncio.Task[RobotFileParser]] = {}
+        self._robots: dict[str, asyncio.Task[RobotFileParser | FetchFailure]] = {}
 
     async def __aenter__(self) -> PageClient:
         return self
@@ -216,8 +220,8 @@ class PageClient:
                 normalise_url(current, strict=True)
             except InvalidUrl as err:
                 raise FetchFailure("invalid_url", f"{current}: {err}", final_url=current) from err
-            if robots and not await self.allowed(current):
-                raise FetchFailure("robots", f"{current}: disallowed by robots.txt", final_url=current)
+            if robots:
+                await self.check_robots(current)
             result = await self._with_retries(current, robots_file=not robots)
             if isinstance(result, Page):
                 return Page(url, result.final_url, result.status, result.content_type, result.charset, result.body)
@@ -295,35 +299,45 @@ class PageClient:
                 raise
             return Page(url, url, status, kind, charset, body)
 
-    async def allowed(self, url: str) -> bool:
-        """Whether robots.txt of the URL's origin lets our agent fetch it (fetched once per origin)."""
+    async def check_robots(self, url: str) -> None:
+        """Raise the URL's :class:`FetchFailure` when robots.txt of its origin (fetched once per origin)
+        keeps our agent from it: disallowed, or unreachable."""
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self._robots:
             self._robots[origin] = asyncio.ensure_future(self._load_robots(origin))
-        parser = await asyncio.shield(self._robots[origin])
-        return parser.can_fetch(self.cfg.user_agent, url)
+        rules = await asyncio.shield(self._robots[origin])
+        if isinstance(rules, FetchFailure):
+            raise FetchFailure(rules.reason, f"{url}: {rules}", final_url=url)
+        if not rules.can_fetch(self.cfg.user_agent, url):
+            raise FetchFailure("robots", f"{url}: disallowed by robots.txt", final_url=url)
 
-    async def _load_robots(self, origin: str) -> RobotFileParser:
-        """RFC 9309: a 4xx means no rules; a 5xx (after retries) means everything is disallowed.
+    async def _load_robots(self, origin: str) -> RobotFileParser | FetchFailure:
+        """The rules of ``origin``, or the failure every URL of it gets (RFC 9309 2.3.1).
 
-        A robots.txt that cannot be reached at all lets the page request go on, so the page's own
-        failure (connection, refused address, ...) is what gets recorded.
+        A 4xx other than 429 means no rules (unavailable), and so does a robots.txt we will not
+        fetch: more redirects than allowed, or a hop to a URL or address we refuse (when the host
+        itself is refused, each of its URLs then fails so on its own). An unreachable robots.txt
+        means everything is disallowed: a 5xx or 429 after the retries, or a corrupt body, gives
+        reason ``robots``; one the network could not deliver gives the URL the same failure
+        (``connection``, ``timeout``, ``tls``), so dead hosts are still counted as such. The
+        message says that robots.txt was unreachable and why.
         """
         parser = RobotFileParser(origin + "/robots.txt")
         try:
             page = await self.get(origin + "/robots.txt", robots=False)
         except FetchFailure as err:
-            if err.reason == "status" and err.status is not None and (err.status >= 500 or err.status == 429):
-                parser.disallow_all = True
-            else:
+            if err.reason in NOT_FOLLOWED or (err.reason == "status" and 400 <= (err.status or 0) < 500
+                                              and err.status != 429):
                 parser.allow_all = True
-            parser.modified()
-            return parser
-        body = page.body
-        if len(body) >= ROBOTS_PARSE_BYTES:  # cut at the limit: drop the partial last line
-            body = body[:body.rfind(b"\n") + 1]
-        parser.parse(body.decode("utf-8", errors="replace").splitlines())
+                parser.modified()
+                return parser
+            return FetchFailure("robots" if err.reason in SERVER_SIDE else err.reason,
+                                f"robots.txt unreachable, so nothing of {origin} is fetched: {err}")
+        lines = LINE_END.split(page.body.decode("utf-8-sig", errors="replace"))  # a byte-order mark is no rule
+        if len(page.body) >= ROBOTS_PARSE_BYTES:  # cut at the limit: drop the partial last line
+            lines.pop()
+        parser.parse(lines)
         delay = parser.crawl_delay(self.cfg.user_agent)
         if delay:
             gate = self.gate(origin + "/")

@@ -44,7 +44,9 @@ class FetchConfig:
     max_retry_after: float = option(120.0, "Longest Retry-After honoured, in seconds; a longer one "
                                            "is a permanent failure.")
     user_agent: str = option(DEFAULT_USER_AGENT, "User-Agent header, also the robots.txt agent.")
-    robots: bool = option(True, "Honour robots.txt (cached per host).")
+    robots: bool = option(True, "Honour robots.txt (read once per host, as RFC 9309 says: a 4xx means no rules; "
+                                "a 5xx, a timeout, a refused connection or a corrupt file means nothing on the "
+                                "host is fetched, each URL's failure saying robots.txt was unreachable).")
     pdf: bool = option(False, "Also accept PDF (text from pypdf: pip install 'pretriever[pdf]').")
     allow_private: bool = option(False, "Allow private, loopback, link-local and reserved addresses.")
     proxy: str | None = option(None, "Send every request through this HTTP proxy URL. The address guard still "
