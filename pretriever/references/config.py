@@ -64,7 +64,10 @@ class FetchConfig:
     checkpoint_rows: int = option(500, "Finished pages per checkpoint part (each page is also "
                                        "journalled at once, so a kill loses only pages in flight).")
     limit: int | None = option(None, "Fetch at most this many unique URLs (a sample).")
-    resume: bool = option(False, "Continue an interrupted job: finished URLs are not fetched again.")
+    resume: bool = option(False, "Continue an interrupted job: finished URLs are not fetched again, failed "
+                                 "ones neither (see --retry-failed).")
+    retry_failed: bool = option(False, "With --resume, fetch again the URLs whose row is a failure (any error "
+                                       "in references.parquet); the new row replaces the old one.")
     overwrite: bool = option(False, "Replace the results in --out.")
 
     def __post_init__(self) -> None:
@@ -77,6 +80,8 @@ class FetchConfig:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.resume and self.overwrite:
             raise ValueError("give --resume or --overwrite, not both")
+        if self.retry_failed and not self.resume:
+            raise ValueError("--retry-failed goes with --resume (it fetches again the failures of an earlier run)")
         if self.proxy is None:  # behind a gateway, as curl and pip do
             self.proxy = next((os.environ[v] for v in PROXY_VARIABLES if os.environ.get(v)), None)
 

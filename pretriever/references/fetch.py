@@ -109,13 +109,19 @@ async def fetch_one(client: PageClient, pool: ThreadPoolExecutor, url: str, arch
     return failure_row(url, failures.get(url) or failures[candidates[0]], "fetch")
 
 
-async def run_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]], writer: ReferenceWriter,
+def to_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]],
+             writer: ReferenceWriter) -> list[tuple[str, str | None]]:
+    """The targets without a row yet, and with ``retry_failed`` those whose row is a failure."""
+    return [t for t in targets if t[0] not in writer.done or (cfg.retry_failed and t[0] in writer.failed)]
+
+
+async def run_fetch(cfg: FetchConfig, todo: list[tuple[str, str | None]], writer: ReferenceWriter,
                     tally: Tally, report: Reporter = QUIET) -> None:
-    """Fetch ``targets`` not yet in ``writer.done`` with ``cfg.concurrency`` workers."""
-    todo = iter([t for t in targets if t[0] not in writer.done])
+    """Fetch ``todo`` (see :func:`to_fetch`) with ``cfg.concurrency`` workers."""
+    queue = iter(todo)
 
     async def worker() -> None:
-        for url, archive in todo:  # one shared iterator: each URL goes to exactly one worker
+        for url, archive in queue:  # one shared iterator: each URL goes to exactly one worker
             row = await fetch_one(client, pool, url, archive, cfg)
             writer.add(row)
             tally.add(row)
@@ -159,9 +165,10 @@ def fetch_cited(cfg: FetchConfig, cited: CitedUrls, report: Reporter = QUIET) ->
     started = time.monotonic()
     writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows)
     targets = cited.targets[:cfg.limit] if cfg.limit is not None else cited.targets
-    tally = Tally(total=sum(1 for t in targets if t[0] not in writer.done))
+    todo = to_fetch(cfg, targets, writer)
+    tally = Tally(total=len(todo))
     tally.tell(report)
-    asyncio.run(run_fetch(cfg, targets, writer, tally, report))
+    asyncio.run(run_fetch(cfg, todo, writer, tally, report))
     table = writer.close()
     return write_outputs(config_dict(cfg), cfg.out, cited.mapping, table, cited.funnel,
                          time.monotonic() - started, this_run={"fetched": tally.done,
