@@ -12,6 +12,7 @@ import pytest
 from pretriever.references.citations import cited_urls
 from pretriever.references.config import FetchConfig
 from pretriever.references.fetch import fetch_cited
+from pretriever.references.urls import normalise_url
 from helpers import citations
 from references_server import LoopbackServer, article, fake_dns, send
 
@@ -266,7 +267,9 @@ def test_a_proxy_does_not_switch_off_the_address_guard(tmp_path, monkeypatch):
                    f"http://2130706433:{server.port}/", f"http://127.0.0.1:{server.port}/admin",
                    "http://public.example/hop"]
         rows, manifest = fetch(tmp_path, private + ["http://public.example/ok"], allow_private=False, retries=0)
-    assert {url: rows[url]["error"] for url in private} == {url: "refused_address" for url in private}
+    read = {url: normalise_url(url) for url in private}  # the integer host is read as 127.0.0.1, as browsers do
+    assert read[f"http://2130706433:{server.port}/"] == f"http://127.0.0.1:{server.port}/"
+    assert {url: rows[read[url]]["error"] for url in private} == {url: "refused_address" for url in private}
     assert rows["http://public.example/ok"]["error"] is None
     assert "completed in 1889" in rows["http://public.example/ok"]["text"]
     assert {urlsplit(url).hostname for url in asked} == {"public.example"}  # no private target reached it
@@ -321,3 +324,170 @@ def test_a_name_that_does_not_exist_is_not_retried(tmp_path, monkeypatch):
     rows, _ = fetch(tmp_path, ["http://no-such-host.example/page"], retries=3, robots=False)
     assert rows["http://no-such-host.example/page"]["error"] == "connection"
     assert lookups == ["no-such-host.example"]  # a permanent answer: asked once, not 1 + 3 retries
+
+
+def test_no_single_url_stops_the_fetch_each_failure_is_listed_with_its_reason(tmp_path):
+    """Redirects to data:, javascript: and http:\\x, hosts and URLs httpx refuses (0177.0.0.1 is read as a
+    browser reads it, 127.0.0.1, and refused by the address check), a timeout, a corrupt body, a protocol error
+    and a TLS failure: each is its URL's failure, with its reason and a message, and every good page is kept;
+    💩.la is fetched, as xn--ls8h.la."""
+    def garbage(handler):  # not HTTP at all
+        handler.wfile.write(b"this is no HTTP response\r\n\r\n")
+
+    def slow(handler):
+        time.sleep(1.5)
+        page(handler)
+
+    hosts = []
+
+    def good(handler):
+        hosts.append(handler.headers["Host"])
+        page(handler)
+
+    routes = {"/good": good, "/robots.txt": lambda h: send(h, 404), "/slow": slow, "/garbage": garbage,
+              "/garbled": lambda h: send(h, 200, b"not gzip at all", "text/html", {"Content-Encoding": "gzip"})}
+    for name, location in {"data": "data:text/html,x", "js": "javascript:alert(1)", "backslash": "http:\\x",
+                           "bad-ip": "http://1.2.3.256/"}.items():
+        routes[f"/to-{name}"] = lambda h, location=location: send(h, 302, headers={"Location": location})
+    with LoopbackServer(routes) as server:
+        site = f"http://site.test:{server.port}"
+        expected = {f"{site}/good": None, f"http://xn--ls8h.la:{server.port}/good": None,
+                    f"{site}/to-data": "redirects", f"{site}/to-js": "redirects", f"{site}/to-backslash": "status",
+                    f"{site}/to-bad-ip": "invalid_url", f"http://127.0.0.1:{server.port}/good": "refused_address",
+                    "http://1.2.3.256/": "invalid_url", f"{site}/slow": "timeout", f"{site}/garbled": "decode",
+                    f"{site}/garbage": "connection", f"https://site.test:{server.port}/good": "tls",
+                    f"{site}/a\x01b": "invalid_url"}  # a control character: httpx builds no request
+        cited = [url.replace("127.0.0.1", "0177.0.0.1").replace("xn--ls8h", "💩") for url in expected]
+        rows, manifest = fetch(tmp_path, cited, allow_private=False, retries=0, read_timeout=0.5, total_timeout=1.0,
+                               resolve={"site.test": "127.0.0.1", "xn--ls8h.la": "127.0.0.1"})
+    assert {url: row["error"] for url, row in rows.items()} == expected
+    assert sorted(hosts) == sorted([f"site.test:{server.port}", f"xn--ls8h.la:{server.port}"])  # IDNA: punycode
+    assert all(row["error_detail"] for row in rows.values() if row["error"])
+    assert "data:text/html,x" in rows[f"{site}/to-data"]["error_detail"]
+    assert "1.2.3.256" in rows["http://1.2.3.256/"]["error_detail"]
+    failed = [reason for reason in expected.values() if reason]
+    assert manifest["failures"] == {reason: failed.count(reason) for reason in set(failed)}
+    assert manifest["funnel"]["text_extracted"] == 2
+
+
+@pytest.mark.parametrize("raw, url", [
+    ("http://💩.la/", "http://xn--ls8h.la/"), ("http://Bücher.DE:80/x?q", "http://xn--bcher-kva.de/x?q"),
+    ("http://faß.de/", "http://xn--fa-hia.de/"),  # UTS #46 non-transitional, as browsers
+    ("http://0177.0.0.1/", "http://127.0.0.1/"), ("http://0x7f.1:8080/", "http://127.0.0.1:8080/"),
+    ("http://2130706433/", "http://127.0.0.1/"), ("http://%31%32%37.0.0.1/", "http://127.0.0.1/"),
+    ("http://[::FFFF:7F00:1]/", "http://[::ffff:7f00:1]/"),
+    ("http://1.2.3.256/", "http://1.2.3.256/"), ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),  # kept, fail as invalid_url
+])
+def test_hosts_are_read_as_a_browser_reads_them(raw, url):
+    from pretriever.references.urls import InvalidUrl
+
+    assert normalise_url(raw) == url
+    if raw.startswith(("http://1.2.3.",)):
+        with pytest.raises(InvalidUrl, match="not a valid IPv4 address"):
+            normalise_url(raw, strict=True)
+
+
+def test_an_internationalised_name_goes_to_the_proxy_in_punycode(tmp_path, monkeypatch):
+    asked = []
+
+    def proxy(handler):
+        asked.append((handler.path, handler.headers["Host"]))
+        send(handler, 404) if handler.path.endswith("/robots.txt") else page(handler)
+
+    with LoopbackServer({"*": proxy}) as server:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        fake_dns(monkeypatch, {"xn--ls8h.la": "93.184.216.34"})
+        rows, _ = fetch(tmp_path, ["http://💩.la/page"], allow_private=False, retries=0)
+    assert rows["http://xn--ls8h.la/page"]["error"] is None
+    assert ("http://xn--ls8h.la/page", "xn--ls8h.la") in asked
+
+
+UNREACHABLE = {
+    "a 503": lambda h: send(h, 503),
+    "a timeout": lambda h: (time.sleep(1.5), send(h, 404)),
+    "corrupt gzip": lambda h: send(h, 200, b"User-agent: *\nAllow: /\n", "text/plain", {"Content-Encoding": "gzip"}),
+}
+
+
+@pytest.mark.parametrize("case", UNREACHABLE)
+def test_an_unreachable_robots_txt_disallows_the_whole_host(tmp_path, case):
+    """RFC 9309 2.3.1.4: a robots.txt the server fails to give (5xx, corrupt) or that the network cannot bring
+    (a timeout) means nothing on the host is fetched; each URL's failure says so."""
+    with LoopbackServer({"/robots.txt": UNREACHABLE[case], "/open": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open")], retries=0, read_timeout=0.5, total_timeout=1.0)
+        assert server.hits["/open"] == 0
+    row = rows[server.url("/open")]
+    assert row["error"] == ("timeout" if case == "a timeout" else "robots")
+    assert "robots.txt unreachable" in row["error_detail"]
+
+
+def _bom(rules: bytes) -> bytes:
+    return b"\xef\xbb\xbf" + rules
+
+
+def _cr_only_over_the_cap(rules: bytes) -> bytes:
+    return rules.replace(b"\n", b"\r") + b"# filler line that goes on past the limit\r" * 20_000
+
+
+@pytest.mark.parametrize("shape", [_bom, _cr_only_over_the_cap])
+def test_a_robots_txt_with_a_bom_or_cr_only_lines_over_the_cap_is_applied(tmp_path, shape):
+    """RFC 9309 2.2: CR alone ends a line, and a UTF-8 byte-order mark is no part of the first rule."""
+    robots = shape(b"User-agent: *\nDisallow: /private/\n")
+    with LoopbackServer({"/robots.txt": lambda h: send(h, 200, robots, "text/plain"), "/open": page,
+                         "/private/x": page}) as server:
+        rows, _ = fetch(tmp_path, [server.url("/open"), server.url("/private/x")])
+        assert server.hits["/private/x"] == 0
+    assert rows[server.url("/private/x")]["error"] == "robots"
+    assert rows[server.url("/open")]["error"] is None
+
+
+@pytest.mark.parametrize("address", ["fec0::1", "feff::1", "::7f00:1", "64:ff9b::7f00:1", "64:ff9b::a00:1"])
+def test_site_local_ipv4_compatible_and_nat64_of_private_addresses_are_refused(address):
+    """Python's is_global lets fec0::/10 (site-local) through: only global unicast (2000::/3) is public, and
+    an address that carries an IPv4 address (NAT64 too) is judged by it."""
+    from pretriever.references.errors import RefusedAddress
+    from pretriever.references.safety import AddressGuard, is_public
+
+    assert not is_public(address)
+    with pytest.raises(RefusedAddress, match=address):
+        AddressGuard().check("six.example", [address])
+    assert is_public("64:ff9b::5db8:d822") and is_public("2606:4700::1111")  # NAT64 of a public address; global
+
+
+def test_proxy_credentials_are_in_no_manifest_row_or_output(tmp_path, monkeypatch):
+    """The password of $HTTP_PROXY reaches the proxy (Proxy-Authorization) and nothing that is written."""
+    import base64
+    import json
+
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+    from pretriever.references import fetch as fetching
+
+    authorised = []
+
+    def proxy(handler):
+        authorised.append(handler.headers["Proxy-Authorization"])
+        if handler.path.endswith("/robots.txt"):
+            return send(handler, 404)
+        page(handler) if handler.path.endswith("/ok") else send(handler, 502)
+
+    with LoopbackServer({"*": proxy}) as server:
+        monkeypatch.setenv("HTTP_PROXY", f"http://user:s3cret@127.0.0.1:{server.port}")
+        fake_dns(monkeypatch, {"public.example": "93.184.216.34"})
+        urls = ["http://public.example/ok", "http://public.example/bad", "https://public.example/tunnel"]
+        monkeypatch.setattr(fetching, "CorpusStore", lambda path: path)
+        monkeypatch.setattr(fetching, "load_citation_urls", lambda store: citations(urls))
+        result = CliRunner().invoke(app, ["references", "fetch", str(tmp_path), "--out", str(tmp_path / "refs"),
+                                          "--retries", "0", "--host-delay", "0"])
+        assert result.exit_code == 0, result.output
+        bad = CliRunner().invoke(app, ["references", "fetch", str(tmp_path), "--out", str(tmp_path / "again"),
+                                       "--proxy", "socks5://user:s3cret@127.0.0.1:1080"])
+    assert authorised and set(authorised) == {"Basic " + base64.b64encode(b"user:s3cret").decode()}
+    manifest = (tmp_path / "refs" / "manifest.json").read_text()
+    assert json.loads(manifest)["config"]["proxy"] == f"http://***@127.0.0.1:{server.port}"
+    rows = pq.read_table(tmp_path / "refs" / "references.parquet").to_pylist()
+    assert {r["url"]: r["error"] for r in rows} == {urls[0]: None, urls[1]: "status", urls[2]: "connection"}
+    assert bad.exit_code == 2 and "socks5://***@127.0.0.1:1080" in bad.output
+    for text in [manifest, json.dumps(rows), result.output, bad.output]:
+        assert "s3cret" not in text

@@ -86,3 +86,54 @@ def test_kill_9_then_resume_fetches_nothing_twice_and_equals_an_uninterrupted_ru
     uninterrupted = pq.read_table(whole / "references.parquet").drop(["fetched_at"])
     assert resumed.num_rows == 40 and resumed.equals(uninterrupted)
     assert not (killed / "_work").exists()
+
+
+def test_resume_leaves_failures_alone_unless_retry_failed_and_the_retry_replaces_the_row(tmp_path):
+    """A redirect to data: and a 503 fail; --resume fetches neither again, --resume --retry-failed fetches both
+    (and only them) again, and the 503 that now answers keeps its new row."""
+    answers = {"/flaky": 503}
+
+    def flaky(handler):
+        status = answers["/flaky"]
+        send(handler, status, article("Back", "The page is back after an outage that lasted four days.").encode()
+             if status == 200 else b"down")
+
+    routes = {"/robots.txt": lambda h: send(h, 404), "/flaky": flaky,
+              "/to-data": lambda h: send(h, 302, headers={"Location": "data:text/html,x"}),
+              "/good": lambda h: send(h, 200, article("Good", "The bridge opened in 1932.").encode())}
+    with LoopbackServer(routes) as server:
+        urls = [server.url(p) for p in ("/good", "/flaky", "/to-data")]
+        out = tmp_path / "refs"
+
+        def run(**options) -> dict[str, dict]:
+            fetch_cited(FetchConfig(corpus=tmp_path, out=out, **{**OPTIONS, **options}), cited_urls(citations(urls)))
+            return {r["url"]: r for r in pq.read_table(out / "references.parquet").to_pylist()}
+
+        first = run()
+        assert [first[u]["error"] for u in urls] == [None, "status", "redirects"]
+        before = dict(server.hits)
+        run(resume=True)
+        assert server.hits == before  # nothing fetched again, failures included
+        answers["/flaky"] = 200
+        rows = run(resume=True, retry_failed=True)
+        again = {path: server.hits[path] - before.get(path, 0) for path in ("/good", "/flaky", "/to-data")}
+        assert again == {"/good": 0, "/flaky": 1, "/to-data": 1}
+    assert [rows[u]["error"] for u in urls] == [None, None, "redirects"] and len(rows) == 3
+    assert "outage" in rows[server.url("/flaky")]["text"]
+
+
+def test_a_url_written_again_after_a_kill_keeps_its_newest_row(tmp_path):
+    """A killed run's checkpoint part holds a failure; the resumed run retries it into a later part: the
+    compacted table keeps the later row."""
+    from pretriever.references.table import ReferenceWriter
+
+    row = {"url": "http://a.example/", "final_url": None, "status": None, "content_type": None,
+           "fetched_at": "2024-01-01T00:00:00+00:00", "bytes": 0, "title": None, "text": None,
+           "error": "timeout", "error_detail": "timed out", "source": "fetch", "via_archive": False}
+    killed = ReferenceWriter(tmp_path, resume=False, overwrite=False, part_rows=1)
+    killed.add(row)  # a part is written, and the run dies before close()
+    resumed = ReferenceWriter(tmp_path, resume=True, overwrite=False, part_rows=1)
+    assert resumed.failed == {"http://a.example/"}
+    resumed.add({**row, "status": 200, "text": "Back.", "error": None, "error_detail": None})
+    assert resumed.close().to_pylist() == [{**row, "status": 200, "text": "Back.", "error": None,
+                                            "error_detail": None}]

@@ -2,7 +2,8 @@
 
 REFS_DIR holds ``references.parquet`` (one row per unique URL: ``url``, ``final_url``,
 ``status``, ``content_type``, ``fetched_at``, ``bytes``, ``title``, ``text`` (main text
-extracted with trafilatura, NULL when none), ``error``, ``source``, ``via_archive``) and,
+extracted with trafilatura, NULL when none), ``error`` (the reason a URL failed),
+``error_detail`` (its message), ``source``, ``via_archive``) and,
 optionally, ``citations.parquet`` (``doc_id``, ``citation_idx``, ``url``, ``archive_url``:
 which citation of the store cites which fetched URL). Stages read the files at the paths
 this gives (the mining engine reads them as tables); nothing else opens REFS_DIR.

@@ -5,7 +5,9 @@ raises :class:`FetchFailure` with its reason. Politeness is per ``host[:port]``:
 ``per_host`` requests in flight and ``host_delay`` seconds between two request starts, raised by a
 429's Retry-After and by robots.txt's Crawl-delay. Redirects are followed by hand so each hop goes
 through robots.txt, the address check (in the connection pool's backend, see :mod:`.safety`) and
-the hop limit.
+the hop limit. Whatever goes wrong with one URL (a host no browser would read, a redirect to
+``data:``, a protocol or TLS error, a timeout) is a :class:`FetchFailure` of that URL, never an
+exception that stops the job.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import asyncio
 import contextlib
 import email.utils
 import random
+import re
+import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator
@@ -27,12 +31,15 @@ import httpx
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.safety import AddressGuard, CheckedTransport
-from pretriever.references.urls import host_of, normalise_url
+from pretriever.references.urls import InvalidUrl, host_of, normalise_url
 
 REDIRECTS = (301, 302, 303, 307, 308)
 ROBOTS_PARSE_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least the first 500 KiB
 MAX_CRAWL_DELAY = 30.0
 CHUNK = 65_536
+LINE_END = re.compile(r"\r\n|\r|\n")  # RFC 9309 2.2: CR, LF or CRLF
+SERVER_SIDE = ("status", "decode")  # robots.txt failures the server is to blame for (5xx, 429, corrupt body)
+NOT_FOLLOWED = ("redirects", "invalid_url", "refused_address")  # a robots.txt we will not fetch: unavailable
 
 
 @dataclass
@@ -45,6 +52,33 @@ class Page:
     content_type: str | None  # media type, lower case, without parameters
     charset: str | None  # from the Content-Type header
     body: bytes
+
+
+class _Redirect(Exception):
+    """A redirect's Location, taken before httpx parses it (see :func:`_take_redirect`)."""
+
+    def __init__(self, location: str):
+        super().__init__(location)
+        self.location = location
+
+
+async def _take_redirect(response: httpx.Response) -> None:
+    """Response hook: hand a redirect's Location over as it was sent.
+
+    httpx (0.28) builds the next request of every redirect even when it does not follow it, and
+    raises ``InvalidURL`` for a Location it cannot parse (``data:...``, ``http:\\x``); the hook runs
+    before that, so each Location goes through :meth:`PageClient.get`'s own checks instead.
+    """
+    if response.status_code in REDIRECTS and "location" in response.headers:
+        raise _Redirect(response.headers["location"])
+
+
+def tls_error(err: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connection error (httpx wraps it twice), or None."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    return cause
 
 
 class _Retry(Exception):
@@ -155,12 +189,13 @@ class PageClient:
         limits = httpx.Limits(max_connections=cfg.concurrency + 8, max_keepalive_connections=cfg.concurrency)
         self._http = httpx.AsyncClient(
             transport=CheckedTransport(self.guard, limits, cfg.proxy), follow_redirects=False, trust_env=False,
+            event_hooks={"response": [_take_redirect]},
             timeout=httpx.Timeout(connect=cfg.connect_timeout, read=cfg.read_timeout, write=cfg.read_timeout,
                                   pool=cfg.total_timeout),
             headers={"User-Agent": cfg.user_agent, "Accept-Encoding": "gzip, deflate",
                      "Accept": ",".join(cfg.content_types) + ";q=0.9,*/*;q=0.1"})
         self._gates: dict[str, HostGate] = {}
-        self._robots: dict[str, asyncio.Task[RobotFileParser]] = {}
+        self._robots: dict[str, asyncio.Task[RobotFileParser | FetchFailure]] = {}
 
     async def __aenter__(self) -> PageClient:
         return self
@@ -181,8 +216,12 @@ class PageClient:
         robots = self.cfg.robots if robots is None else robots
         current = url
         for _ in range(self.cfg.max_redirects + 1):
-            if robots and not await self.allowed(current):
-                raise FetchFailure("robots", f"{current}: disallowed by robots.txt", final_url=current)
+            try:  # a host no browser would read: a cited URL keeps it as written, so it fails here
+                normalise_url(current, strict=True)
+            except InvalidUrl as err:
+                raise FetchFailure("invalid_url", f"{current}: {err}", final_url=current) from err
+            if robots:
+                await self.check_robots(current)
             result = await self._with_retries(current, robots_file=not robots)
             if isinstance(result, Page):
                 return Page(url, result.final_url, result.status, result.content_type, result.charset, result.body)
@@ -212,9 +251,13 @@ class PageClient:
                     gate.hold_off(err.wait)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
                     httpx.WriteError) as err:
+                if isinstance(err, httpx.ConnectError) and (tls := tls_error(err)) is not None:  # no retry mends it
+                    raise FetchFailure("tls", f"{url}: TLS failed ({tls})", final_url=url) from err
                 retry = _Retry("connection", f"{url}: {type(err).__name__}: {err}")
             except (asyncio.TimeoutError, httpx.TimeoutException) as err:
                 raise FetchFailure("timeout", f"{url}: timed out ({type(err).__name__})", final_url=url) from err
+            except httpx.InvalidURL as err:  # not an HTTPError: httpx refuses to build the request
+                raise FetchFailure("invalid_url", f"{url}: {err}", final_url=url) from err
             except httpx.HTTPError as err:
                 raise FetchFailure("connection", f"{url}: {type(err).__name__}: {err}", final_url=url) from err
         assert retry is not None
@@ -222,10 +265,16 @@ class PageClient:
                            final_url=url)
 
     async def _once(self, url: str, robots_file: bool) -> Page | str:
-        async with self._http.stream("GET", url) as response:
+        try:
+            return await self._read(url, robots_file)
+        except _Redirect as hop:
+            return hop.location
+
+    async def _read(self, url: str, robots_file: bool) -> Page:
+        # the Host header is given, as httpx (0.28) would derive it from url.host, which decodes the
+        # punycode and refuses names browsers reach, such as emoji ones (encode/httpx#3710)
+        async with self._http.stream("GET", url, headers={"Host": host_of(url)}) as response:
             status = response.status_code
-            if status in REDIRECTS and "location" in response.headers:
-                return response.headers["location"]
             if status == 429 or status >= 500:
                 wait = parse_retry_after(response.headers.get("retry-after"))
                 raise _Retry("status", f"{url}: HTTP {status}", status=status, wait=wait)
@@ -250,35 +299,45 @@ class PageClient:
                 raise
             return Page(url, url, status, kind, charset, body)
 
-    async def allowed(self, url: str) -> bool:
-        """Whether robots.txt of the URL's origin lets our agent fetch it (fetched once per origin)."""
+    async def check_robots(self, url: str) -> None:
+        """Raise the URL's :class:`FetchFailure` when robots.txt of its origin (fetched once per origin)
+        keeps our agent from it: disallowed, or unreachable."""
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
         if origin not in self._robots:
             self._robots[origin] = asyncio.ensure_future(self._load_robots(origin))
-        parser = await asyncio.shield(self._robots[origin])
-        return parser.can_fetch(self.cfg.user_agent, url)
+        rules = await asyncio.shield(self._robots[origin])
+        if isinstance(rules, FetchFailure):
+            raise FetchFailure(rules.reason, f"{url}: {rules}", final_url=url)
+        if not rules.can_fetch(self.cfg.user_agent, url):
+            raise FetchFailure("robots", f"{url}: disallowed by robots.txt", final_url=url)
 
-    async def _load_robots(self, origin: str) -> RobotFileParser:
-        """RFC 9309: a 4xx means no rules; a 5xx (after retries) means everything is disallowed.
+    async def _load_robots(self, origin: str) -> RobotFileParser | FetchFailure:
+        """The rules of ``origin``, or the failure every URL of it gets (RFC 9309 2.3.1).
 
-        A robots.txt that cannot be reached at all lets the page request go on, so the page's own
-        failure (connection, refused address, ...) is what gets recorded.
+        A 4xx other than 429 means no rules (unavailable), and so does a robots.txt we will not
+        fetch: more redirects than allowed, or a hop to a URL or address we refuse (when the host
+        itself is refused, each of its URLs then fails so on its own). An unreachable robots.txt
+        means everything is disallowed: a 5xx or 429 after the retries, or a corrupt body, gives
+        reason ``robots``; one the network could not deliver gives the URL the same failure
+        (``connection``, ``timeout``, ``tls``), so dead hosts are still counted as such. The
+        message says that robots.txt was unreachable and why.
         """
         parser = RobotFileParser(origin + "/robots.txt")
         try:
             page = await self.get(origin + "/robots.txt", robots=False)
         except FetchFailure as err:
-            if err.reason == "status" and err.status is not None and (err.status >= 500 or err.status == 429):
-                parser.disallow_all = True
-            else:
+            if err.reason in NOT_FOLLOWED or (err.reason == "status" and 400 <= (err.status or 0) < 500
+                                              and err.status != 429):
                 parser.allow_all = True
-            parser.modified()
-            return parser
-        body = page.body
-        if len(body) >= ROBOTS_PARSE_BYTES:  # cut at the limit: drop the partial last line
-            body = body[:body.rfind(b"\n") + 1]
-        parser.parse(body.decode("utf-8", errors="replace").splitlines())
+                parser.modified()
+                return parser
+            return FetchFailure("robots" if err.reason in SERVER_SIDE else err.reason,
+                                f"robots.txt unreachable, so nothing of {origin} is fetched: {err}")
+        lines = LINE_END.split(page.body.decode("utf-8-sig", errors="replace"))  # a byte-order mark is no rule
+        if len(page.body) >= ROBOTS_PARSE_BYTES:  # cut at the limit: drop the partial last line
+            lines.pop()
+        parser.parse(lines)
         delay = parser.crawl_delay(self.cfg.user_agent)
         if delay:
             gate = self.gate(origin + "/")

@@ -44,13 +44,16 @@ class FetchConfig:
     max_retry_after: float = option(120.0, "Longest Retry-After honoured, in seconds; a longer one "
                                            "is a permanent failure.")
     user_agent: str = option(DEFAULT_USER_AGENT, "User-Agent header, also the robots.txt agent.")
-    robots: bool = option(True, "Honour robots.txt (cached per host).")
+    robots: bool = option(True, "Honour robots.txt (read once per host, as RFC 9309 says: a 4xx means no rules; "
+                                "a 5xx, a timeout, a refused connection or a corrupt file means nothing on the "
+                                "host is fetched, each URL's failure saying robots.txt was unreachable).")
     pdf: bool = option(False, "Also accept PDF (text from pypdf: pip install 'pretriever[pdf]').")
     allow_private: bool = option(False, "Allow private, loopback, link-local and reserved addresses.")
     proxy: str | None = option(None, "Send every request through this HTTP proxy URL. The address guard still "
                                      "applies: each host, redirect hops included, is resolved here first and "
                                      "refused when not public (so names must resolve on this machine too); the "
-                                     "proxy's own address is trusted for the connection to it, never as a target.",
+                                     "proxy's own address is trusted for the connection to it, never as a target. Its "
+                                     "user:password is never written (manifest.json and messages show ***).",
                                default_help="$HTTPS_PROXY or $HTTP_PROXY when set, else none")
     resolve: dict[str, str] = option(default_factory=dict, help=(
         "Pin host names to addresses, like curl --resolve HOST:ADDR (pinned addresses are trusted)."))
@@ -61,7 +64,10 @@ class FetchConfig:
     checkpoint_rows: int = option(500, "Finished pages per checkpoint part (each page is also "
                                        "journalled at once, so a kill loses only pages in flight).")
     limit: int | None = option(None, "Fetch at most this many unique URLs (a sample).")
-    resume: bool = option(False, "Continue an interrupted job: finished URLs are not fetched again.")
+    resume: bool = option(False, "Continue an interrupted job: finished URLs are not fetched again, failed "
+                                 "ones neither (see --retry-failed).")
+    retry_failed: bool = option(False, "With --resume, fetch again the URLs whose row is a failure (any error "
+                                       "in references.parquet); the new row replaces the old one.")
     overwrite: bool = option(False, "Replace the results in --out.")
 
     def __post_init__(self) -> None:
@@ -74,6 +80,8 @@ class FetchConfig:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if self.resume and self.overwrite:
             raise ValueError("give --resume or --overwrite, not both")
+        if self.retry_failed and not self.resume:
+            raise ValueError("--retry-failed goes with --resume (it fetches again the failures of an earlier run)")
         if self.proxy is None:  # behind a gateway, as curl and pip do
             self.proxy = next((os.environ[v] for v in PROXY_VARIABLES if os.environ.get(v)), None)
 

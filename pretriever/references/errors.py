@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from pretriever.errors import PretrieverError
+from pretriever.references.urls import redact
 
-REASONS = ("status", "timeout", "robots", "too_large", "content_type", "refused_address", "connection",
-           "redirects", "decode", "extract_empty")
+REASONS = ("status", "timeout", "robots", "too_large", "content_type", "refused_address", "invalid_url",
+           "connection", "tls", "redirects", "decode", "extract_empty")
 
 
 class FetchFailure(PretrieverError):
-    """A permanent failure of one URL, with its reason (one of :data:`REASONS`) and what was learnt."""
+    """A permanent failure of one URL, with its reason (one of :data:`REASONS`) and what was learnt.
+
+    The message is written to the ``error_detail`` column, so credentials in it are redacted here.
+    """
 
     def __init__(self, reason: str, message: str, *, status: int | None = None,
                  final_url: str | None = None, content_type: str | None = None):
         assert reason in REASONS, reason
-        super().__init__(message)
+        super().__init__(redact(message))
         self.reason, self.status, self.final_url, self.content_type = reason, status, final_url, content_type
 
 

@@ -27,6 +27,7 @@ from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.extract import extract_text
 from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter, references_folder
+from pretriever.references.urls import redact
 from pretriever.stage import StageResult
 
 FETCHING = "fetching"  # the Reporter's task: pages done of those this run fetches
@@ -66,13 +67,15 @@ def page_row(url: str, page: Page, title: str | None, text: str | None, source: 
              fetched_at: str | None = None) -> dict[str, Any]:
     return {"url": url, "final_url": page.final_url, "status": page.status, "content_type": page.content_type,
             "fetched_at": fetched_at or now_iso(), "bytes": len(page.body), "title": title, "text": text,
-            "error": None if text else "extract_empty", "source": source, "via_archive": via_archive}
+            "error": None if text else "extract_empty", "error_detail": None, "source": source,
+            "via_archive": via_archive}
 
 
 def failure_row(url: str, failure: FetchFailure, source: str, fetched_at: str | None = None) -> dict[str, Any]:
     return {"url": url, "final_url": failure.final_url, "status": failure.status,
             "content_type": failure.content_type, "fetched_at": fetched_at or now_iso(), "bytes": 0,
-            "title": None, "text": None, "error": failure.reason, "source": source, "via_archive": False}
+            "title": None, "text": None, "error": failure.reason, "error_detail": str(failure), "source": source,
+            "via_archive": False}
 
 
 async def extract_row(url: str, page: Page, pool: ThreadPoolExecutor, source: str, via_archive: bool,
@@ -106,13 +109,19 @@ async def fetch_one(client: PageClient, pool: ThreadPoolExecutor, url: str, arch
     return failure_row(url, failures.get(url) or failures[candidates[0]], "fetch")
 
 
-async def run_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]], writer: ReferenceWriter,
+def to_fetch(cfg: FetchConfig, targets: list[tuple[str, str | None]],
+             writer: ReferenceWriter) -> list[tuple[str, str | None]]:
+    """The targets without a row yet, and with ``retry_failed`` those whose row is a failure."""
+    return [t for t in targets if t[0] not in writer.done or (cfg.retry_failed and t[0] in writer.failed)]
+
+
+async def run_fetch(cfg: FetchConfig, todo: list[tuple[str, str | None]], writer: ReferenceWriter,
                     tally: Tally, report: Reporter = QUIET) -> None:
-    """Fetch ``targets`` not yet in ``writer.done`` with ``cfg.concurrency`` workers."""
-    todo = iter([t for t in targets if t[0] not in writer.done])
+    """Fetch ``todo`` (see :func:`to_fetch`) with ``cfg.concurrency`` workers."""
+    queue = iter(todo)
 
     async def worker() -> None:
-        for url, archive in todo:  # one shared iterator: each URL goes to exactly one worker
+        for url, archive in queue:  # one shared iterator: each URL goes to exactly one worker
             row = await fetch_one(client, pool, url, archive, cfg)
             writer.add(row)
             tally.add(row)
@@ -146,7 +155,9 @@ def write_outputs(cfg_dict: dict[str, Any], out, mapping: pa.Table, table: pa.Ta
 
 
 def config_dict(cfg: Any) -> dict[str, Any]:
-    return {k: (str(v) if hasattr(v, "__fspath__") else [str(x) for x in v] if isinstance(v, list) else v)
+    """The options for manifest.json, paths as text and credentials in URLs (a proxy's) redacted."""
+    return {k: (str(v) if hasattr(v, "__fspath__") else [str(x) for x in v] if isinstance(v, list)
+                else redact(v) if isinstance(v, str) else v)
             for k, v in asdict(cfg).items()}
 
 
@@ -156,9 +167,10 @@ def fetch_cited(cfg: FetchConfig, cited: CitedUrls, report: Reporter = QUIET) ->
     writer = ReferenceWriter(cfg.out, resume=cfg.resume, overwrite=cfg.overwrite, part_rows=cfg.checkpoint_rows,
                              report=report)
     targets = cited.targets[:cfg.limit] if cfg.limit is not None else cited.targets
-    tally = Tally(total=sum(1 for t in targets if t[0] not in writer.done))
+    todo = to_fetch(cfg, targets, writer)
+    tally = Tally(total=len(todo))
     tally.tell(report)
-    asyncio.run(run_fetch(cfg, targets, writer, tally, report))
+    asyncio.run(run_fetch(cfg, todo, writer, tally, report))
     table = writer.close()
     return write_outputs(config_dict(cfg), cfg.out, cited.mapping, table, cited.funnel,
                          time.monotonic() - started, this_run={"fetched": tally.done,

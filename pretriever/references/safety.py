@@ -24,20 +24,37 @@ import httpx
 
 from pretriever.errors import ConfigError
 from pretriever.references.errors import FetchFailure, RefusedAddress
+from pretriever.references.urls import redact
 
 # getaddrinfo's answers for a name that does not exist (a permanent failure, unlike EAI_AGAIN)
 UNKNOWN_NAME = {getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)}
+GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")  # RFC 4291 2.4: every other IPv6 range is special
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the IPv4 address sits in the last 32 bits
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address reaches: IPv4-mapped, 6to4 or NAT64 (as DNS64 answers)."""
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
+    return ip.ipv4_mapped or ip.sixtofour
 
 
 def is_public(address: str) -> bool:
-    """False for private, loopback, link-local, multicast, reserved, unspecified and shared addresses.
+    """False for private, loopback, link-local, site-local, multicast, reserved, unspecified and shared
+    addresses.
 
     An IPv6 address that carries an IPv4 address (IPv4-mapped ``::ffff:a.b.c.d``, 6to4
-    ``2002:AABB:CCDD::/48``) is judged by the IPv4 address it reaches.
+    ``2002:AABB:CCDD::/48``, NAT64 ``64:ff9b::a.b.c.d``) is judged by the IPv4 address it reaches;
+    any other must be global unicast (``2000::/3``), since Python's ``is_global`` is a list of the
+    special ranges known to its version and lets others through (the site-local ``fec0::/10``,
+    IPv4-compatible ``::a.b.c.d``).
     """
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
-        ip = ip.ipv4_mapped or ip.sixtofour or ip
+        carried = carried_ipv4(ip)
+        if carried is None and ip not in GLOBAL_UNICAST:
+            return False
+        ip = carried or ip
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
 
 
@@ -132,9 +149,12 @@ class CheckedTransport(httpx.AsyncHTTPTransport):
         if proxy is None:
             self._pool = httpcore.AsyncConnectionPool(network_backend=CheckedBackend(guard), **common)
             return
-        spec = httpx.Proxy(url=proxy)
+        try:
+            spec = httpx.Proxy(url=proxy)
+        except (httpx.InvalidURL, ValueError) as err:
+            raise ConfigError(f"--proxy {redact(proxy)}: not a proxy URL ({redact(str(err))})") from err
         if spec.url.scheme not in ("http", "https"):
-            raise ConfigError(f"--proxy {proxy}: only http:// and https:// proxies are supported")
+            raise ConfigError(f"--proxy {redact(proxy)}: only http:// and https:// proxies are supported")
         port = spec.url.port or (443 if spec.url.scheme == "https" else 80)
         backend = CheckedBackend(guard, proxy=(spec.url.raw_host.decode("ascii").lower(), port))
         self._pool = httpcore.AsyncHTTPProxy(

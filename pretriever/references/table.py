@@ -25,7 +25,7 @@ from pretriever.stage import OutputFolder
 REFERENCES_SCHEMA = pa.schema([
     ("url", pa.string()), ("final_url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()),
     ("fetched_at", pa.string()), ("bytes", pa.int64()), ("title", pa.string()), ("text", pa.string()),
-    ("error", pa.string()), ("source", pa.string()), ("via_archive", pa.bool_()),
+    ("error", pa.string()), ("error_detail", pa.string()), ("source", pa.string()), ("via_archive", pa.bool_()),
 ])
 CITATIONS_SCHEMA = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("url", pa.string()),
                               ("archive_url", pa.string())])
@@ -55,7 +55,8 @@ def references_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
 
 
 class ReferenceWriter:
-    """Append finished rows durably; ``done`` holds the URLs finished in this and earlier runs."""
+    """Append finished rows durably; ``done`` holds the URLs finished in this and earlier runs, ``failed``
+    those of earlier runs whose row is a failure (a URL written again replaces its earlier row)."""
 
     def __init__(self, out: Path, *, resume: bool, overwrite: bool, part_rows: int = 500, report: Reporter = QUIET):
         self.out, self.work, self.part_rows = Path(out), Path(out) / WORK_DIR, part_rows
@@ -72,8 +73,11 @@ class ReferenceWriter:
             journal.unlink()
         self.sources = sorted(self.work.glob("part-*.parquet")) + ([final] if final.exists() else [])
         self.done: set[str] = set()
+        self.failed: set[str] = set()
         for source in self.sources:
-            self.done.update(pq.read_table(source, columns=["url"]).column("url").to_pylist())
+            rows = pq.read_table(source, columns=["url", "error"]).to_pylist()
+            self.done.update(r["url"] for r in rows)
+            self.failed.update(r["url"] for r in rows if r["error"])
         self._next = len(list(self.work.glob("part-*.parquet")))
         self._rows: list[dict[str, Any]] = []
         self._journal = None
@@ -114,13 +118,16 @@ class ReferenceWriter:
         return self.written
 
     def close(self) -> pa.Table:
-        """Write ``references.parquet`` (every row, sorted by URL, one per URL) and drop the work folder."""
+        """Write ``references.parquet`` (every row, sorted by URL, one per URL: the newest) and drop the
+        work folder."""
         self.flush()
-        sources = sorted(self.work.glob("part-*.parquet")) + [s for s in self.sources if s.parent == self.out]
+        newest_first = sorted(self.work.glob("part-*.parquet"), reverse=True)
+        sources = newest_first + [s for s in self.sources if s.parent == self.out]
         tables = [pq.read_table(s, schema=REFERENCES_SCHEMA) for s in sources]
         table = pa.concat_tables(tables) if tables else REFERENCES_SCHEMA.empty_table()
         table = table.sort_by("url")
-        if table.num_rows:  # one row per URL (a part and its journal may overlap after a kill)
+        if table.num_rows:  # one row per URL, the newest: the sort is stable (a part and its journal may
+            # overlap after a kill; --retry-failed writes a URL again)
             keep = pc.invert(pc.equal(table["url"][1:], table["url"][:-1]))
             table = table.filter(pa.concat_arrays([pa.array([True]), keep.combine_chunks()]))
         write_parquet(table, self.out / REFERENCES_FILE)
