@@ -41,9 +41,9 @@ class EvaluateConfig:
                                         "the qrels default to its qrels/test.tsv); only the queries that the qrels "
                                         "judge are searched.")
     qrels: Path | None = option(None, "Judgments: a BEIR qrels TSV (header query-id, corpus-id, score) or TREC qrels; "
-                                      f"judged ids are document ids; grades are integers up to {MAX_GRADE}, a negative one "
-                                      "(TREC's junk, -2) counts as not relevant and results count them. Reports "
-                                      "nDCG@10, MRR@10, Recall@20/100/1000 and MAP (pytrec_eval).")
+                                      f"judged ids are document ids; grades are integers up to {MAX_GRADE}, a "
+                                      "negative one (TREC's junk, -2) counts as not relevant and results count them. "
+                                      "Reports nDCG@10, MRR@10, Recall@20/100/1000 and MAP (pytrec_eval).")
     answers: Path | None = option(None, "Open-domain QA questions with answers: NQ-open JSONL ({\"question\", "
                                         "\"answer\": [...]}), DPR qas TSV (question<TAB>['a', 'b']) or DPR JSON. "
                                         "Reports top-k accuracy with DPR's answer matching.")
