@@ -2,7 +2,9 @@
 
 A TOML file has one table per stage (``[corpus]``, ``[mine]``, ...) whose keys are
 the stage config's field names, so ``pretriever corpus build --config run.toml``
-and a script calling :func:`load_section` see the same settings.
+and a script calling :func:`load_section` see the same settings. :func:`build_config` checks
+each value of the file against its field's annotation as it reads it (``port = "8000"`` is a
+:class:`ConfigError` naming the file, table and key, not a TypeError later).
 """
 
 from __future__ import annotations
