@@ -2,14 +2,18 @@
 
 A TOML file has one table per stage (``[corpus]``, ``[mine]``, ...) whose keys are
 the stage config's field names, so ``pretriever corpus build --config run.toml``
-and a script calling :func:`load_section` see the same settings.
+and a script calling :func:`load_section` see the same settings. :func:`build_config` checks
+each value of the file against its field's annotation as it reads it (``port = "8000"`` is a
+:class:`ConfigError` naming the file, table and key, not a TypeError later).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,6 +133,79 @@ def _coerce(cls: type, values: dict[str, Any], path: Path | None, table: str) ->
     return out
 
 
+_KINDS: dict[Any, tuple[str, str]] = {  # type -> (one, several) in words
+    bool: ("true or false", "true/false values"), int: ("an integer", "integers"), float: ("a number", "numbers"),
+    str: ("a string", "strings"), Path: ("a path (a string)", "paths (strings)")}
+_TOML_NAMES = {"str": "string", "int": "integer", "bool": "boolean", "list": "array", "dict": "table"}
+
+
+def _described(hint: Any, several: bool = False) -> str:
+    """What a TOML value for a field annotated ``hint`` must be, in words (``several``: the plural, for items)."""
+    if hint in _KINDS:
+        return _KINDS[hint][several]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_described(a, several) for a in args if a is not type(None))
+    if _is_config(hint):
+        return f"a table of {hint.__name__} settings"
+    if origin in (list, tuple, Sequence):
+        return f"a list of {_described(args[0], True) if args else 'values'} (or one string, as on the command line)"
+    if origin is dict:
+        return (f"a table of {_described(args[1], True) if args else 'values'} (or a list of NAME=VALUE strings, "
+                "as on the command line)")
+    return getattr(hint, "__name__", str(hint))
+
+
+def _fits(hint: Any, value: Any) -> bool:
+    """Whether a TOML value can set a field annotated ``hint``: an int where a float is expected, a string for a
+    Path, and the command line's forms of lists (``"dl,cm"``) and tables (``["NAME=VALUE"]``) do; a bool is not an
+    int."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(a, value) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is Any:
+        return True
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is Path:
+        return isinstance(value, str)
+    if _is_config(hint):
+        return isinstance(value, dict)
+    if origin in (list, tuple, Sequence):
+        item = args[0] if args else Any
+        if isinstance(value, list):
+            return all(_fits(item, v) for v in value)
+        return isinstance(value, str) or _fits(item, value)
+    if origin is dict:
+        key, item = args or (Any, Any)
+        if isinstance(value, dict):
+            return all(_fits(key, k) and _fits(item, v) for k, v in value.items())
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, origin or hint)
+
+
+def _check_types(cls: type, values: dict[str, Any], path: Path | None, table: str) -> None:
+    """Refuse a TOML value whose type its field cannot take (``port = "8000"``, ``api_key = ["x"]``), naming the
+    file, table and key; old key names are checked as their fields, nested tables (``[index.faiss]``) as theirs,
+    and unknown keys are left to :func:`_coerce`."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name: f.name for f in dataclasses.fields(cls)}
+    names.update({old: f.name for f in dataclasses.fields(cls) for old in f.metadata.get("renamed_from", ())})
+    for key, value in values.items():
+        if key not in names:
+            continue
+        hint = hints[names[key]]
+        if _is_config(hint) and isinstance(value, dict):
+            _check_types(hint, value, path, f"{table}.{key}")
+        elif not _fits(hint, value):
+            got = _TOML_NAMES.get(type(value).__name__, type(value).__name__)
+            raise ConfigError(f"{_where(path, table)} {key}: expected {_described(hint)}, got a TOML {got}")
+
+
 def _where(path: Path | None, table: str) -> str:
     return f"{path} [{table}]" if path is not None else f"[{table}]"
 
@@ -156,6 +233,7 @@ def build_config(cls: type[T], path: Path | None, section: str, **cli: Any) -> T
     ``[section.field]`` (``[index.bm25]``) or from a dict on the command line.
     """
     values = load_section(path, section)
+    _check_types(cls, values, path, section)
     for name, value in cli.items():
         if value is None:
             continue

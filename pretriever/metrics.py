@@ -9,6 +9,11 @@ BEIR's/trec_eval's:
   is trec_eval's ``recip_rank`` on the run cut to its top 10 in that same order;
 * a judged query with no retrieved document scores 0 on every metric (pytrec_eval leaves it
   out; averaging over the judged queries keeps it in, as ``trec_eval -c`` does).
+
+Grades must lie in 0..:data:`MAX_GRADE`: pytrec_eval's trec_eval uses -1 and -2 as its own markers
+(a negative grade crashes the process with a segmentation fault) and allocates memory by the
+largest grade (3,000,000,000 exhausts it). :func:`pretriever.data.load_qrels` reads negative
+grades as 0 (not relevant, as trec_eval counts them) and refuses larger ones.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ QRELS_METRICS: dict[str, tuple[str, str, int | None]] = {
     "Recall@1000": ("recall.1000", "recall_1000", None),
     "MAP": ("map", "map", None),
 }
+MAX_GRADE = 1000  # the largest relevance grade handed to pytrec_eval (see the module docstring)
 CURVE_CUTOFFS = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)
 OVERLAP_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # HLP section 6.2: five bins; the last includes 1.0
 NO_REFERENCE = "no reference"
@@ -45,6 +51,12 @@ def top(run: dict[str, dict[str, float]], n: int) -> dict[str, dict[str, float]]
 
 
 def _evaluate(qrels, run, measures: set[str]) -> dict[str, dict[str, float]]:
+    for qid, docs in qrels.items():  # a ValueError here, not a crash inside pytrec_eval
+        for doc, grade in docs.items():
+            if not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+                raise ValueError(f"query {qid!r}, document {doc!r}: grade {grade!r} is not an integer in "
+                                 f"0..{MAX_GRADE} (read judgments with pretriever.data.load_qrels, which "
+                                 "counts negative grades as 0)")
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
     return evaluator.evaluate({q: docs for q, docs in run.items() if q in qrels})
 

@@ -87,13 +87,14 @@ def citations(urls: list[str], archives: list[str | None] | None = None) -> pa.T
                                  for i, (u, a) in enumerate(zip(urls, archives))], schema=CITATIONS_SCHEMA)
 
 
-def warc_bytes(records: list[tuple[str, int, str, bytes]]) -> bytes:
-    """A gzipped WARC file (one gzip member per record) of HTTP responses (url, status, type, body)."""
+def warc_bytes(records: list[tuple[str, int, str, bytes]], gzip: bool = True) -> bytes:
+    """A WARC file of HTTP responses (url, status, type, body), gzipped one member per record unless ``gzip`` is
+    False."""
     from warcio.statusandheaders import StatusAndHeaders  # only the WARC tests need warcio
     from warcio.warcwriter import WARCWriter
 
     buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=True)
+    writer = WARCWriter(buffer, gzip=gzip)
     for url, status, kind, body in records:
         headers = StatusAndHeaders(f"{status} OK", [("Content-Type", kind)], protocol="HTTP/1.1")
         writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),

@@ -13,9 +13,9 @@ from helpers import cli_app
 from pretriever.cli.evaluate import evaluate_command
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
-from pretriever.data import MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
+from pretriever.data import DatasetError, MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
 from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrievers
-from pretriever.metrics import bucket_of, overlap_ratio, trec_order
+from pretriever.metrics import bucket_of, overlap_ratio, qrels_metrics, trec_order
 from pretriever.retrieval import Hit
 
 APP = cli_app(evaluate=evaluate_command)
@@ -196,6 +196,30 @@ def test_beir_queries_qrels_and_trec_qrels(tmp_path):
     assert load_qrels(tmp_path / "qrels.tsv") == load_qrels(tmp_path / "qrels.trec") == {"1": {"d1": 1, "d2": 2}}
 
 
+@pytest.mark.parametrize("score", ["2.5", "1e308", "inf", "nan", "1001", "3000000000"])
+def test_qrels_grade_not_an_integer_or_too_large_is_refused_with_file_and_line(tmp_path, score):
+    # 1e308 and 3,000,000,000 reached pytrec_eval (a traceback; killed for memory), 2.5 was cut to 2
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text(f"query-id\tcorpus-id\tscore\n1\td1\t1\n1\td2\t{score}\n")
+    with pytest.raises(DatasetError, match=rf"qrels.tsv, line 3: the score '{score}' is (not an integer|over 1,000)"):
+        load_qrels(qrels)
+
+
+def test_qrels_negative_grades_read_as_not_relevant_and_counted(tmp_path):
+    (tmp_path / "qrels.trec").write_text("1 0 d1 2.0\n1 0 d2 -2\n2 0 d3 -5\n2 0 d4 1000\n")
+    qrels = load_qrels(tmp_path / "qrels.trec")
+    assert qrels == {"1": {"d1": 2, "d2": 0}, "2": {"d3": 0, "d4": 1000}} and qrels.negative == 2
+    assert "2 judgement(s) with negative grades counted as not relevant" in qrels.described()["notes"][0]
+
+
+def test_metrics_refuse_grades_pytrec_eval_cannot_take():
+    # a grade of -2 or -5 handed to pytrec_eval crashed the process with a segmentation fault
+    for grade in (-2, 3_000_000_000, 2.5):
+        with pytest.raises(ValueError, match="is not an integer in 0..1000"):
+            qrels_metrics({"q1": {"d1": 1, "d2": grade}, "q2": {"d3": grade}},
+                          {"q1": {"d1": 1.0, "d2": 2.0}, "q2": {"d3": 1.0, "d1": 0.5}})
+
+
 def test_multihop_files(tmp_path):
     (tmp_path / "ids.jsonl").write_text('{"question": "q", "gold_passages": ["p1", "p2"]}\n')
     (tmp_path / "hotpot.json").write_text(json.dumps(
@@ -242,6 +266,34 @@ def test_cli_qrels_with_bm25_writes_results_and_plots(chunked_store, tmp_path):
     assert data["dataset"]["aggregation"]["bm25"].startswith("MaxP")
     assert (out / "recall_at_k.png").stat().st_size > 1000 and (out / "overlap.png").exists()
     assert "nDCG@10" in result.output and "bm25" in result.output
+
+
+def test_cli_qrels_negative_grades_count_as_not_relevant_and_results_say_so(chunked_store, tmp_path):
+    # TREC's junk grade -2 (and -5) crashed evaluate with a segmentation fault inside pytrec_eval
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "Eiffel Tower Paris"}\n'
+                                            '{"_id": "q2", "text": "X-rays Würzburg"}\n', encoding="utf-8")
+    (tmp_path / "qrels.trec").write_text("q1 0 A 1\nq1 0 C -2\nq2 0 B -5\n")
+    out = tmp_path / "eval"
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store), "--queries",
+                                 str(tmp_path / "queries.jsonl"), "--qrels", str(tmp_path / "qrels.trec"),
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    assert data["dataset"]["negative_grades"] == 2
+    assert any("2 judgement(s) with negative grades counted as not relevant" in n for n in data["dataset"]["notes"])
+    assert "negative grades counted as not relevant" in " ".join(result.output.split())
+    assert data["per_query"]["bm25"]["q1"]["nDCG@10"] == 1.0
+    assert data["per_query"]["bm25"]["q2"]["MRR@10"] == 0.0  # B, retrieved first, is junk: not relevant
+
+
+def test_cli_qrels_grade_that_is_not_an_integer_exits_2(chunked_store, tmp_path):
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "Eiffel Tower Paris"}\n')
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tA\t2.5\n")
+    result = runner.invoke(APP, ["evaluate", "--bm25", "--corpus", str(chunked_store), "--queries",
+                                 str(tmp_path / "queries.jsonl"), "--qrels", str(tmp_path / "qrels.tsv"),
+                                 "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 2
+    assert "qrels.tsv, line 2: the score '2.5' is not an integer grade" in " ".join(result.output.split())
 
 
 def test_cli_answers_side_by_side_table(chunked_store, tmp_path):

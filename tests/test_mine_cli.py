@@ -4,6 +4,7 @@ exports that load, the pair viewer, TOML settings and bad input with clear messa
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pyarrow as pa
@@ -290,3 +291,32 @@ def test_a_pair_two_methods_found_is_exported_and_trained_once(pairs_dir, cli, t
     assert "5 found by two methods written once" in result.text
     scan = scan_pairs(both, use_negatives=False)
     assert scan.duplicate_across == {"dl": 0, "wlp": 5} and scan.available == {"dl": dl.num_rows, "wlp": 3}
+
+
+@pytest.mark.parametrize("entry", ["../elsewhere/*.parquet", "../elsewhere/dl.parquet", "/tmp/dl.parquet", "..",
+                                   "*.parquet", "sub/dl.parquet", 7])
+def test_pairs_json_file_entries_must_be_plain_names_inside_the_folder(cli, tmp_path, entry):
+    # serve paged "../elsewhere/*.parquet" through DuckDB: Parquet files from outside the pairs folder
+    from pretriever.data.pairs import PairsDir, PairsError, find_pair_files
+    from pretriever.serve.pairs import PairsView
+
+    elsewhere, pairs = tmp_path / "elsewhere", tmp_path / "pairs"
+    for folder in (elsewhere, pairs, pairs / "sub"):
+        folder.mkdir()
+        pq.write_table(pa.table({"query": ["q"], "positive_text": ["p"], "method": ["dl"]}), folder / "dl.parquet")
+    (pairs / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": entry}}}))
+    named = f"{pairs / 'pairs.json'}: method 'dl' names the pair file {entry!r}"
+    for read in (PairsDir, PairsView, find_pair_files):
+        with pytest.raises(PairsError, match=re.escape(named)):
+            read(pairs)
+    result = cli("pairs", "export", pairs, "--format", "jsonl", "--out", tmp_path / "out.jsonl")
+    assert result.exit_code == 2 and "pairs.json" in result.text and "plain file names" in result.text
+
+
+def test_pairs_json_plain_file_names_are_read(tmp_path):
+    from pretriever.data.pairs import PairsDir, find_pair_files
+
+    pq.write_table(pa.table({"query": ["q"], "positive_text": ["p"], "method": ["dl"]}), tmp_path / "dl-1.0.parquet")
+    (tmp_path / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl-1.0.parquet"}, "cm": {}}}))
+    assert PairsDir(tmp_path).methods == ["dl"] and PairsDir(tmp_path).file("dl") == tmp_path / "dl-1.0.parquet"
+    assert find_pair_files(tmp_path) == ([tmp_path / "dl-1.0.parquet"], None)

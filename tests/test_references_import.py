@@ -52,6 +52,28 @@ def test_a_truncated_warc_gz_is_an_error_naming_file_and_record(tmp_path, cut):
     assert "truncated" in text and "record 3" in text
 
 
+@pytest.mark.parametrize("off_by", [500, -500])
+def test_a_record_whose_content_length_is_wrong_is_reported_as_truncated(tmp_path, off_by):
+    # Content-Length 500 bytes too long swallowed the next record: exit 0, `truncated: []`, a warning on stderr only
+    whole = warc_bytes(pages(3), gzip=False)
+    archive = ArchiveIterator(io.BytesIO(whole))
+    second = [archive.get_record_offset() for _ in archive][1]
+    header = whole.index(b"Content-Length: ", second) + len(b"Content-Length: ")  # the WARC header's, first
+    length = whole[header:whole.index(b"\r\n", header)]
+    warc = tmp_path / "crawl.warc"
+    warc.write_bytes(whole[:header] + str(int(length) + off_by).encode() + whole[header + len(length):])
+    out = tmp_path / "refs"
+    code, text = run(warc, "--out", out)
+    assert code == 4, text
+    assert "crawl.warc" in text and "record 2" in text and f"byte {second:,}" in text
+
+    code, text = run(warc, "--out", out, "--resume", "--allow-truncated")
+    assert code == 0, text
+    assert urls(out) == ["http://site0.example/"]
+    assert json.loads((out / "manifest.json").read_text())["truncated"] == [
+        {"file": str(warc), "record": 2, "byte": second}]
+
+
 def test_a_garbage_warc_gz_gets_a_one_line_message(tmp_path):
     garbage = tmp_path / "garbage.warc.gz"
     garbage.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4)

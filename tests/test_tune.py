@@ -164,9 +164,11 @@ def test_the_masked_ict_positive_lacks_its_sentence_in_the_vectors_and_in_bm25(l
         assert len(masked) == len(bm25)
 
 
-def test_the_choice_does_not_read_the_qrels(lexical):
+def test_the_choice_does_not_read_the_qrels(lexical, tmp_path):
     root = lexical["root"]
-    validated = tuning.run(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=root / "qrels.tsv",
+    qrels = tmp_path / "qrels.tsv"  # plus a junk judgement (TREC's -2): not relevant, and the validation says so
+    qrels.write_text((root / "qrels.tsv").read_text() + "q0\td5\t-2\n", encoding="utf-8")
+    validated = tuning.run(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=qrels,
                                       queries=root / "queries.jsonl"))
     plain = lexical["result"]
     assert validated.choice.label == plain.choice.label and validated.choice.reason == plain.choice.reason
@@ -176,6 +178,7 @@ def test_the_choice_does_not_read_the_qrels(lexical):
     v = validated.validation
     assert v["queries"] == 10 and set(v["nDCG@10"]) == set(plain.choice.scores)
     assert v["nDCG@10"]["bm25"] == pytest.approx(1.0)
+    assert v["negative_grades"] == 1 and "negative grades counted as not relevant" in v["notes"][0]
     assert v["lost"] == pytest.approx(v["nDCG@10"][v["best"]] - v["nDCG@10"][validated.choice.label])
     if len({round(x, 9) for x in v["nDCG@10"].values()}) > 1:  # tau is undefined when every candidate ties
         assert -1.0 <= v["kendall_tau"] <= 1.0

@@ -81,6 +81,8 @@ def tune_command(cfg: TuneConfig) -> None:
         console.print(f"validation on {escape(v['qrels'])} ({v['queries']} queries, never read by the choice): "
                       f"Kendall tau pseudo vs real {tau}; best real {escape(v['best'])} "
                       f"{v['nDCG@10'][v['best']]:.4f}; the choice loses {v['lost']:.4f} nDCG@10")
+        for note in v.get("notes", []):
+            console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(f"[bold]choice: {escape(result.choice.label)}[/bold] ({escape(result.choice.reason)})")
     total = result.seconds.get("pseudo_total", 0.0)
     console.print(f"{total:.0f} s for the choice" + (f", {result.seconds['validation']:.0f} s validation"

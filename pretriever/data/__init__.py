@@ -18,8 +18,8 @@
 No stage writes SQL against a store: a new read belongs here, with a test.
 """
 
-from pretriever.data.beir import (DatasetError, load_corpus, load_qrels, load_queries, qrels_path, queries_in_qrels,
-                                  relevant)
+from pretriever.data.beir import (DatasetError, Qrels, load_corpus, load_qrels, load_queries, qrels_path,
+                                  queries_in_qrels, relevant)
 from pretriever.data.generated import QUERIES_FILE, generated_queries_path
 from pretriever.data.lookup import PassageLookup
 from pretriever.data.multihop import MultiHopExample, load_multihop
@@ -30,7 +30,7 @@ from pretriever.data.store import CorpusStore, StoreError
 
 __all__ = [
     "AnswerMatcher", "CorpusStore", "DatasetError", "MultiHopExample", "PassageLookup", "PassageSource",
-    "QAExample", "QAFileError", "QUERIES_FILE", "References", "ReferencesError", "StoreError", "generated_queries_path", "has_answer", "load_corpus",
+    "QAExample", "QAFileError", "QUERIES_FILE", "Qrels", "References", "ReferencesError", "StoreError", "generated_queries_path", "has_answer", "load_corpus",
     "load_multihop", "load_qa_file", "load_references", "load_qrels", "load_queries", "passage_text", "qrels_path",
     "queries_in_qrels", "relevant", "tokenize",
 ]

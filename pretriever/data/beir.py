@@ -5,16 +5,21 @@
 * BEIR ``corpus.jsonl``: ``{"_id", "title", "text"}`` a line.
 * Judgments: BEIR's qrels TSV (header ``query-id  corpus-id  score``) or TREC qrels
   (``qid 0 docid rel``, whitespace-separated, no header). A folder means its ``qrels/test.tsv``.
-  Judged ids are *document* ids (BEIR ``_id``). Scores are kept as integers; relevance is
-  ``score >= 1`` (pytrec_eval's default), and grades count in nDCG.
+  Judged ids are *document* ids (BEIR ``_id``). Scores are integer grades; relevance is
+  ``score >= 1`` (pytrec_eval's default), and grades count in nDCG. A negative grade (TREC's
+  "junk", -2) is read as 0, judged not relevant, as trec_eval counts it, and :class:`Qrels`
+  counts them so results can say so; a grade that is not an integer or exceeds
+  :data:`~pretriever.metrics.MAX_GRADE` is refused (pytrec_eval crashes or runs out of memory on them).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pretriever.errors import PretrieverError
 from pretriever.io import read_jsonl
+from pretriever.metrics import MAX_GRADE
 
 
 class DatasetError(PretrieverError, ValueError):
@@ -63,7 +68,39 @@ def qrels_path(folder: Path | str, split: str) -> Path:
     return path
 
 
-def load_qrels(path: Path | str) -> dict[str, dict[str, int]]:
+class Qrels(dict[str, dict[str, int]]):
+    """Judgments ``{query_id: {doc_id: grade}}`` as read from ``path``; ``negative`` judgments had a negative
+    grade, read as 0 (what a reader of the results must be told)."""
+
+    def __init__(self, judged: dict[str, dict[str, int]], path: Path, negative: int = 0):
+        super().__init__(judged)
+        self.path = path
+        self.negative = negative
+
+    def described(self) -> dict[str, Any]:
+        """What results record about the grades read: ``negative_grades`` and a note saying how they counted,
+        or nothing when no grade was negative."""
+        if not self.negative:
+            return {}
+        return {"negative_grades": self.negative,
+                "notes": [f"{self.path}: {self.negative:,} judgement(s) with negative grades counted as not "
+                          "relevant (grade 0, as trec_eval does)"]}
+
+
+def _grade(text: str, where: str) -> int:
+    """The integer grade ``text`` holds ("2" or "2.0"), or a DatasetError naming ``where``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise DatasetError(f"{where}: the score {text!r} is not a number") from None
+    if not value.is_integer():
+        raise DatasetError(f"{where}: the score {text!r} is not an integer grade")
+    if value > MAX_GRADE:
+        raise DatasetError(f"{where}: the score {text!r} is over {MAX_GRADE:,}, the largest grade accepted")
+    return int(value)
+
+
+def load_qrels(path: Path | str) -> Qrels:
     """Judgments ``{query_id: {doc_id: score}}`` from a BEIR qrels TSV or a TREC qrels file."""
     path = Path(path)
     if path.is_dir():
@@ -71,6 +108,7 @@ def load_qrels(path: Path | str) -> dict[str, dict[str, int]]:
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
     qrels: dict[str, dict[str, int]] = {}
+    negative = 0
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             parts = line.split()
@@ -85,14 +123,13 @@ def load_qrels(path: Path | str) -> dict[str, dict[str, int]]:
             else:
                 raise DatasetError(f"{path}, line {line_no}: expected `query-id corpus-id score` (BEIR) or "
                                    f"`qid 0 docid rel` (TREC), got {len(parts)} field(s)")
-            try:
-                value = int(float(score))
-            except ValueError:
-                raise DatasetError(f"{path}, line {line_no}: the score {score!r} is not a number") from None
-            qrels.setdefault(qid, {})[did] = value
+            grade = _grade(score, f"{path}, line {line_no}")
+            if grade < 0:
+                negative += 1
+            qrels.setdefault(qid, {})[did] = max(grade, 0)
     if not qrels:
         raise DatasetError(f"{path}: holds no judgments")
-    return qrels
+    return Qrels(qrels, path, negative)
 
 
 def queries_in_qrels(queries: dict[str, str], qrels: dict[str, dict[str, int]],

@@ -37,6 +37,25 @@ class PairsError(PretrieverError):
     """The folder is not a usable pairs folder, or the request does not fit it."""
 
 
+NOT_IN_A_NAME = frozenset("/\\*?[]{}")  # path separators and the wildcards DuckDB's read_parquet expands
+
+
+def pair_file_names(manifest: Path, methods: Any) -> dict[str, str]:
+    """Each method's pair file in a ``pairs.json`` (``methods``: its "methods" object), checked to be a plain
+    file name inside the folder: an absolute path, ``..`` or a glob (``../elsewhere/*.parquet``) would read,
+    and ``serve`` would show, Parquet files from outside it."""
+    names: dict[str, str] = {}
+    for method, info in (methods.items() if isinstance(methods, dict) else ()):
+        name = info.get("file") if isinstance(info, dict) else None
+        if not name:
+            continue
+        if not isinstance(name, str) or name in (".", "..") or not NOT_IN_A_NAME.isdisjoint(name):
+            raise PairsError(f"{manifest}: method {method!r} names the pair file {name!r}; a {MANIFEST} names "
+                             "plain file names inside its folder (no path, '..' or wildcard)")
+        names[method] = name
+    return names
+
+
 class PairsDir:
     """A folder that ``pretriever mine`` wrote, read through its manifest (``pairs.json``)."""
 
@@ -47,12 +66,13 @@ class PairsDir:
             raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
                              "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
         self.manifest: dict[str, Any] = read_json(manifest, PairsError)
+        self.files = pair_file_names(manifest, self.manifest.get("methods"))  # method -> its file's name
         self.duplicates_dropped = 0  # by the last batches() over several methods
 
     @property
     def methods(self) -> list[str]:
         """Methods with a pairs file, in the order they were mined."""
-        return [m for m, info in self.manifest.get("methods", {}).items() if info.get("file")]
+        return list(self.files)
 
     def select(self, methods: str | list[str] | None) -> list[str]:
         if methods is None:
@@ -68,7 +88,7 @@ class PairsDir:
         return wanted
 
     def file(self, method: str) -> Path:
-        return self.path / self.manifest["methods"][method]["file"]
+        return self.path / self.files[method]
 
     def batches(self, methods: list[str], columns: list[str] | None = None,
                 batch_size: int = 10_000) -> Iterator[pa.RecordBatch]:
@@ -131,7 +151,7 @@ def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
             methods = json.loads(manifest.read_text(encoding="utf-8")).get("methods", {})
         except json.JSONDecodeError as err:
             raise PairsError(f"{manifest}: not valid JSON ({err})") from err
-        files = [path / info["file"] for info in methods.values() if isinstance(info, dict) and info.get("file")]
+        files = [path / name for name in pair_file_names(manifest, methods).values()]
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise PairsError(f"{manifest} names pair files that are missing: {', '.join(missing)}")

@@ -8,7 +8,7 @@ from typing import Any
 
 from pretriever.config import option
 from pretriever.index.hybrid import HybridOptions
-from pretriever.metrics import LENIENT_HELP
+from pretriever.metrics import LENIENT_HELP, MAX_GRADE
 
 MATCH_CHOICES = ("auto", "string", "regex")
 DEFAULT_QA_KS = (1, 5, 20, 100)  # DPR's top-k accuracy table
@@ -41,8 +41,9 @@ class EvaluateConfig:
                                         "the qrels default to its qrels/test.tsv); only the queries that the qrels "
                                         "judge are searched.")
     qrels: Path | None = option(None, "Judgments: a BEIR qrels TSV (header query-id, corpus-id, score) or TREC qrels; "
-                                      "judged ids are document ids. Reports nDCG@10, MRR@10, Recall@20/100/1000 and "
-                                      "MAP (pytrec_eval).")
+                                      f"judged ids are document ids; grades are integers up to {MAX_GRADE}, a "
+                                      "negative one (TREC's junk, -2) counts as not relevant and results count them. "
+                                      "Reports nDCG@10, MRR@10, Recall@20/100/1000 and MAP (pytrec_eval).")
     answers: Path | None = option(None, "Open-domain QA questions with answers: NQ-open JSONL ({\"question\", "
                                         "\"answer\": [...]}), DPR qas TSV (question<TAB>['a', 'b']) or DPR JSON. "
                                         "Reports top-k accuracy with DPR's answer matching.")

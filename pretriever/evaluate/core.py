@@ -111,7 +111,7 @@ def evaluate_retrievers(
     scores: dict[str, SystemScore] = {}
     runs: dict[str, list[list[Hit]]] = {}
     lookups: dict[str, PassageLookup | None] = {}
-    notes = task.notes()
+    notes = [*(dataset or {}).get("notes", []), *task.notes()]  # the caller's notes on its inputs first
     source = next((str((dataset or {})[key]) for key in ("qrels_file", "answers_file", "multihop_file")
                    if key in (dataset or {})), f"the {task.kind} questions")
     checked: set[Path] = set()

@@ -109,6 +109,7 @@ def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
     if cfg.kind == "qrels":
         queries = load_queries(cfg.queries)
         qrels = load_qrels(cfg.qrels)
+        grades = qrels.described()
         queries = queries_in_qrels(queries, qrels, cfg.queries, cfg.qrels)
         if cfg.limit:
             qrels = dict(list(qrels.items())[:cfg.limit])
@@ -116,7 +117,7 @@ def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
         split = cfg.qrels.stem if cfg.qrels.is_file() else "test"
         return {"queries": queries, "qrels": qrels,
                 "dataset": {"name": f"{folder.name}/{split}", "queries_file": str(cfg.queries),
-                            "qrels_file": str(cfg.qrels)}}
+                            "qrels_file": str(cfg.qrels), **grades}}
     if cfg.kind == "answers":
         examples = load_qa_file(cfg.answers)[:cfg.limit or None]
         match = guess_match_mode(cfg.answers) if cfg.match == "auto" else cfg.match

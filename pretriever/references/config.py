@@ -101,9 +101,9 @@ class ImportConfig:
     max_bytes: int = option(5_000_000, "Records with a longer body are recorded as too_large.")
     pdf: bool = option(False, "Also read PDF records (text from pypdf).")
     extract_workers: int = option(2, "Threads running text extraction (trafilatura).")
-    allow_truncated: bool = option(False, "Import the records before the end of a WARC file that is cut off "
-                                          "(listed as truncated in manifest.json) instead of stopping with exit "
-                                          "status 4.")
+    allow_truncated: bool = option(False, "Import the records before the end of a WARC file that is cut off, "
+                                          "or before a record whose Content-Length is wrong (listed as truncated "
+                                          "in manifest.json), instead of stopping with exit status 4.")
     resume: bool = option(False, "Continue a failed or earlier import in --out: URLs already imported are "
                                  "kept and not imported again.")
     overwrite: bool = option(False, "Replace the results in --out.")

@@ -55,8 +55,10 @@ Record = tuple[str, Page, str, str]  # url, page, source, fetched_at
 
 def _cut(archive: ArchiveIterator, record) -> bool:
     """Whether the record just read to its end was cut off: its block is shorter than its Content-Length,
-    or (gzip) its member has no end and no record follows in it."""
-    if getattr(record.raw_stream, "limit", 0) > 0:
+    its Content-Length does not end where the record does (warcio counts the record not followed by its blank
+    lines in ``err_count``, and only warns on stderr: the next record is swallowed), or (gzip) its member has no
+    end and no record follows in it."""
+    if getattr(record.raw_stream, "limit", 0) > 0 or archive.err_count:
         return True
     decompressor = archive.reader.decompressor
     return decompressor is not None and not decompressor.eof and not archive.next_line

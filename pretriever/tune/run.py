@@ -151,7 +151,7 @@ def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, pre
     return {"qrels": str(cfg.qrels), "queries": len(qrels), "nDCG@10": real, "best": best,
             "kendall_tau": tau(pseudo, real), "lost": real[best] - real[choice.label],
             "best_on_pseudo_lost": real[best] - real[choice.best],
-            "overlap": _round(real_overlap(queries, qrels, lookup, prepend))}
+            "overlap": _round(real_overlap(queries, qrels, lookup, prepend)), **qrels.described()}
 
 
 def _round(value: float | None) -> float | None:
