@@ -23,6 +23,7 @@ from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.objectives.cotmae import window_mask
 from pretriever.pretrain.run import build_objective
 from pretriever.pretrain.run import run as pretrain
+from pretriever.stage import MARKER
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
 from train_callbacks import Interrupt
@@ -142,7 +143,9 @@ def test_cocondenser_contrastive_loss_is_the_official_2b_by_2b_one():
 
 def test_the_objective_trains_the_vector_that_encode_returns(tmp_path):
     """A mean-pooled, normalised model (as the packaged MiniLM): the objective's embedding of unmasked text is
-    what the model's ``encode`` returns, and the Condenser head's first position reads that vector."""
+    what the model's ``encode`` returns, and the Condenser head's first position reads that vector before its
+    normalisation (the mean of the last layer's token states, at their scale: a unit vector there was drowned by
+    token states of norm 10 and more, and the head ignored it)."""
     from sentence_transformers import SentenceTransformer
 
     base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
@@ -163,7 +166,30 @@ def test_the_objective_trains_the_vector_that_encode_returns(tmp_path):
         last = objective.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])[0]
         h = objective.sentence_embedding(last, inputs["attention_mask"])
     hook.remove()
-    assert torch.allclose(seen["hidden"][:, 0], h, atol=1e-6)
+    pooled = objective.pooled(last, inputs["attention_mask"])
+    assert torch.allclose(F.normalize(pooled, dim=-1), h, atol=1e-6)
+    assert torch.allclose(seen["hidden"][:, 0], pooled, atol=1e-6)
+    assert (pooled.norm(dim=-1) > 2).all()  # not the unit vector h
+
+
+def test_the_cotmae_decoders_read_the_pooled_vector_before_normalisation(tmp_path):
+    """Both decoders (context MLM and AR) start from the partner's pooled vector at the token embeddings' scale."""
+    base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
+    objective, _ = objective_for(base, tmp_path, objective="cotmae", decoder="auto")
+    seen = {}
+    hooks = [objective.decoder[0].register_forward_pre_hook(lambda m, args: seen.update(ctx=args[0])),
+             objective.ar_decoder[0].register_forward_pre_hook(lambda m, args: seen.update(ar=args[0]))]
+    torch.manual_seed(2)
+    inputs = objective.prepare(XS, YS, ["cc", "qc", "cc"])
+    with torch.no_grad():
+        objective(**inputs)
+        last = objective.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
+        pooled = objective.pooled(last, inputs["x_mask"])
+    for hook in hooks:
+        hook.remove()
+    assert torch.allclose(seen["ctx"][:, 0], pooled[inputs["y_src"]], atol=1e-6)
+    assert torch.allclose(seen["ar"][:, 0], pooled[inputs["ar_src"]], atol=1e-6)  # eval: no dropout
+    assert not torch.allclose(pooled.norm(dim=-1), torch.ones(len(pooled)), atol=0.1)
 
 
 def write_pairs(folder, xs, ys):
@@ -557,6 +583,7 @@ def test_resume_refuses_a_planted_checkpoint_without_running_it(tiny, tmp_path):
                                          for i in range(4)]), tmp_path / "cc.parquet")
     out, marker = tmp_path / "m", tmp_path / "the-code-ran"
     (out / "checkpoints").mkdir(parents=True)
+    (out / MARKER).write_text(json.dumps({"stage": "pretrain"}))  # a run folder of pretriever's, a checkpoint planted
     torch.save({"model": _Planted(marker), "step": 2}, out / "checkpoints" / "step-2.pt")
     with pytest.raises(PretrainError, match=r"step-2\.pt.*(refused|not a checkpoint)"):
         pretrain(PretrainConfig(pairs=tmp_path, out=out, model=str(tiny), batch_size=2, max_steps=4, max_length=16,
@@ -636,3 +663,64 @@ def test_head_warmup_trains_the_heads_on_a_frozen_encoder(tiny, scifact, tmp_pat
 def test_head_warmup_refuses_a_contrastive_only_cocondenser(tmp_path):
     with pytest.raises(ValueError, match="nothing to warm up"):
         PretrainConfig(pairs=tmp_path, out=tmp_path / "m", mlm_weight=0, head_warmup_steps=10)
+
+
+@pytest.mark.parametrize("decoder,term", [("symmetric", "ctx_mlm"), ("mlm", "ctx_mlm"), ("ar", "ar")])
+def test_every_cotmae_context_is_weighted_alike(tiny, tmp_path, decoder, term):
+    """Loss = w L_mlm + v (decoder term), whichever decoder reads the context (the cc, title and ICT arms of
+    issue 21 were weighted 0.1 (MLM + ctx-MLM) for one and 0.1 MLM + 1 AR for the others)."""
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder=decoder, mlm_weight=0.1,
+                                 decoder_weight=0.5)
+    torch.manual_seed(5)
+    with torch.no_grad():
+        out = objective(**objective.prepare(XS, YS, ["qc" if decoder == "ar" else "cc"] * len(XS)))
+    assert out[term].item() > 0
+    assert out["loss"].item() == pytest.approx(0.1 * out["mlm"].item() + 0.5 * out[term].item(), rel=1e-5)
+
+
+def test_no_layernorm_weight_or_bias_is_decayed_by_module_type(tiny, tmp_path):
+    """GPT-2's ln_1/ln_2 and the AR decoder's final norm are LayerNorms whose names a name filter missed."""
+    from torch import nn
+
+    from pretriever.pretrain.run import make_optimizer
+
+    objective, _ = objective_for(tiny, tmp_path, objective="cotmae", decoder="auto")
+    cfg = PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), objective="cotmae")
+    _, optimizer, _ = make_optimizer(cfg, objective, 10, "cpu")
+    decayed = {id(p) for g in optimizer.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+    norms = [m for m in objective.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) > 3 and any(m is objective.ar_norm for m in norms)
+    assert not any(id(p) in decayed for m in norms for p in m.parameters())
+    assert not any(id(p) in decayed for name, p in objective.named_parameters() if name.endswith("bias"))
+    assert any(id(p) in decayed for p in objective.ar_decoder[0].attn.c_attn.parameters())  # a weight matrix
+
+
+def test_mlm_alone_from_a_random_start_is_a_plain_model_of_the_given_shape(tmp_path):
+    """--objective mlm --init random: a BERT of the asked shape from nothing (the MiniLM tokenizer), trained on
+    masked tokens alone; its MLM loss falls on the texts it sees, and the saved model encodes."""
+    from sentence_transformers import SentenceTransformer
+
+    xs = XS * 4
+    ys = YS * 4
+    out = tmp_path / "plain"
+    result = pretrain(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, objective="mlm", init="random",
+                                     init_layers=2, init_hidden=64, init_heads=2, batch_size=6, max_steps=30,
+                                     learning_rate=1e-3, warmup_ratio=0.0, logging_steps=5, max_length=32))
+    curve = [row["mlm"] for row in result.curve]
+    assert curve[-1] < curve[0] - 1.0  # from about ln(30522) = 10.3
+    assert set(result.curve[0]) >= {"step", "mlm", "loss"} and "cl" not in result.curve[0]
+    config = json.loads((out / "config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"]) == (2, 64, 2)
+    assert result.manifest["model"]["base"].startswith("random BERT 2 x 64")
+    assert not (out / ".init").exists() and not (out / "checkpoints").exists()
+    assert SentenceTransformer(str(out), device="cpu").encode(["a sentence"]).shape == (1, 64)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"objective": "mlm", "mlm_weight": 0}, "nothing to train"),
+    ({"objective": "cotmae", "mlm_weight": 0, "decoder_weight": 0}, "nothing to train"),
+    ({"init": "zeros"}, "init must be one of model, random"),
+    ({"init": "random", "init_hidden": 100, "init_heads": 3}, "multiple of init_heads")])
+def test_pretrain_settings_that_cannot_train_are_refused(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        PretrainConfig(pairs=tmp_path, out=tmp_path / "m", **options)

@@ -18,16 +18,19 @@ from pretriever.progress import RichReporter, console
                        "gradient_accumulation": Flag("--grad-accum", deprecated=("--gradient-accumulation",))})
 def pretrain_command(cfg: PretrainConfig) -> None:
     """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method
-    qc).
+    qc), or with masked-LM alone (--objective mlm; from nothing with --init random).
 
     MODEL_DIR is a plain sentence-transformers model (heads and decoder discarded): fine-tune it with
     `pretriever train --model MODEL_DIR`.
 
     What it buys: from a model that is already a retriever (the packaged all-MiniLM-L6-v2), little or
     nothing. On SciFact (bench/README.md, "Pre-training on SciFact, again", 2026-11-27; three seeds) no
-    pre-training arm beat fine-tuning the model as it is; coCondenser with a query-like context (titles) was
-    level with it and above coCondenser on cc. The papers start from plain BERT: --model bert-base-uncased
-    --pooling cls --similarity dot --scale 1.
+    pre-training arm beat fine-tuning the model as it is; coCondenser with titles as the context was level
+    with it and above coCondenser on cc (not past Holm's correction), the ICT sentence was not. Those arms'
+    bottleneck read the unit-norm embedding; it now reads the pooled vector before normalisation, as the
+    official heads read the raw [CLS]. The papers start from plain BERT: --model bert-base-uncased --pooling
+    cls --similarity dot --scale 1, or here, without a hub, a plain start built by --objective mlm --init
+    random.
 
     Examples:
 
@@ -37,6 +40,10 @@ def pretrain_command(cfg: PretrainConfig) -> None:
 
       pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out
           cocondenser-minilm/
+
+      pretriever pretrain qc-pairs/ --objective mlm --init random --init-layers 2 --init-hidden 64 --init-heads 2
+          --batch-size 8 --max-steps 4 --out plain-bert/
+          (a plain masked-LM from nothing, the MiniLM tokenizer; then pre-train it with --model plain-bert/)
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
     # other command, `pretriever corpus build` included, would otherwise pay at start-up.

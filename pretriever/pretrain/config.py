@@ -17,6 +17,7 @@ from pretriever.config import option
 from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
 
 DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
+INITS = ("model", "random")
 
 
 @dataclass
@@ -25,10 +26,20 @@ class PretrainConfig:
                               "passage, y = the query (a generated query for qc, another passage for cc).")
     out: Path = option(help="MODEL_DIR: the pre-trained encoder as a plain sentence-transformers model, plus "
                             "pretrain.json (settings, loss curves per term, time, pairs/s) and checkpoints/.")
-    objective: str = option("cocondenser", "cocondenser (contrastive + MLM + Condenser head MLM, eqs 5-7) or "
-                                           "cotmae (encoder MLM + context-conditioned decoder MLM, eqs 8-11).")
-    model: str | None = option(None, "The sentence-transformers model to start from (a BERT-style encoder).",
+    objective: str = option("cocondenser", "cocondenser (contrastive + MLM + Condenser head MLM, eqs 5-7), "
+                                           "cotmae (encoder MLM + context-conditioned decoder MLM, eqs 8-11) or mlm "
+                                           "(masked-LM alone, on both texts of each pair: domain adaptation, or a "
+                                           "plain start with --init random).")
+    model: str | None = option(None, "The sentence-transformers model to start from (a BERT-style encoder); with "
+                                     "--init random only its tokenizer is used.",
                                default_help="the packaged all-MiniLM-L6-v2")
+    init: str = option("model", "model (start from --model's weights) or random (a BERT of --init-layers x "
+                                "--init-hidden with --init-heads heads, feed-forward 4 x hidden, 512 positions, "
+                                "weights drawn from --seed, --model's tokenizer): the plain start the papers assume, "
+                                "which no hub can send here.")
+    init_layers: int = option(4, "--init random: transformer layers.")
+    init_hidden: int = option(256, "--init random: hidden size (a multiple of --init-heads).")
+    init_heads: int = option(4, "--init random: attention heads.")
     mix: dict[str, float] | str | None = option(None, "Each example's method is drawn with these shares, e.g. "
                                                       "qc:0.5,cc:0.5, so a batch mixes contexts (the paper's "
                                                       "Table 4, as caskcsg's code draws per example).")
@@ -60,8 +71,12 @@ class PretrainConfig:
                                     "(the paper, with --pooling cls --scale 1).")
     scale: float = option(20.0, "coCondenser: logits = scale x sim (1/tau; the paper: 1 with dot).",
                           default_help="20, as `pretriever train`")
-    mlm_weight: float = option(1.0, "Weight of the masked-LM terms (coCondenser: L_mlm and L_aux; CoT-MAE: both); "
-                                    "0 trains coCondenser's contrastive term alone.")
+    mlm_weight: float = option(1.0, "Weight of the encoder's masked-LM terms (coCondenser: L_mlm and L_aux; "
+                                    "CoT-MAE: L_mlm; mlm: the loss); 0 trains coCondenser's contrastive term, or "
+                                    "CoT-MAE's decoder, alone.")
+    decoder_weight: float = option(1.0, "CoT-MAE: weight of the context decoder's term, whichever decoder the context "
+                                        "gets (L_ctx-mlm of symmetric and mlm, L_ar of ar), so every context is "
+                                        "weighted alike (caskcsg: enc_head_mlm_coef and dec_head_coef, both 1).")
     epochs: float = option(1.0, "Passes over the pairs (a qc passage and a cc document count once per pass: one "
                                 "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
@@ -129,15 +144,24 @@ class PretrainConfig:
         self.similarity = str(self.similarity).lower()
         if self.similarity not in SIMILARITIES:
             raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {self.similarity!r}")
-        if self.mlm_weight < 0:
-            raise ValueError(f"mlm_weight must be at least 0, got {self.mlm_weight}")
+        if self.mlm_weight < 0 or self.decoder_weight < 0:
+            raise ValueError(f"mlm_weight and decoder_weight must be at least 0, got {self.mlm_weight} and "
+                             f"{self.decoder_weight}")
+        if self.mlm_weight == 0 and (self.objective == "mlm" or self.objective == "cotmae" and not self.decoder_weight):
+            raise ValueError(f"--mlm-weight 0 leaves {self.objective} nothing to train")
+        self.init = str(self.init).lower()
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+        for name in ("init_layers", "init_hidden", "init_heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.init_hidden % self.init_heads:
+            raise ValueError(f"init_hidden ({self.init_hidden}) must be a multiple of init_heads ({self.init_heads})")
         if self.decoder_layers is not None and self.decoder_layers < 1:
             raise ValueError(f"decoder_layers must be at least 1, got {self.decoder_layers}")
         self.decoder = str(self.decoder).lower()
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
-        if self.mlm_weight == 0 and self.objective == "cotmae" and self.decoder in ("symmetric", "mlm"):
-            raise ValueError(f"--mlm-weight 0 leaves CoT-MAE with the {self.decoder} decoder nothing to train")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.resume and self.overwrite:

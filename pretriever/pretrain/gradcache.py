@@ -19,8 +19,11 @@ luyug/GradCache, used by luyug/Condenser's ``CoCondenserPretrainer``), in three 
    random state that followed its encoding, as they would have after encoding it again.
 
 The parameter gradients are those of one pass over the whole batch (up to rounding; a test checks it with
-dropout off). Unlike luyug/Condenser's trainer, which adds each chunk's mean MLM loss (so the MLM weight grows
-with the number of chunks), each chunk's terms are divided by the whole batch's masked-token counts.
+dropout off): each chunk's terms are divided by the whole batch's masked-token counts, so they add up to the
+batch's mean and the MLM weight is the same with GradCache as without. The official code differs there: with
+GradCache on, luyug/Condenser and caskcsg/ir (``cocondenser/modeling.py``, line 259) scale each chunk's mean MLM
+loss by chunk rows / ``per_device_train_batch_size``; a chunk holds spans, two per document, so the chunks add up
+to twice the batch's mean: a constant x2 on the MLM terms whenever GradCache is on, never when it is off.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 REPORT = "pretrain.json"
 CHECKPOINTS = "checkpoints"
 SAVING = ".saving"  # the encoder is saved here whole, then moved into place
+INIT = ".init"  # --init random: the randomly initialised checkpoint the run starts from
 
 
 @dataclass(kw_only=True)
@@ -75,6 +76,8 @@ def build_objective(cfg: PretrainConfig, device: str):
     if cfg.objective not in OBJECTIVES:
         raise PretrainError(f"unknown objective {cfg.objective!r}; choose from {', '.join(OBJECTIVES)}")
     ref = resolve_model(cfg.model)
+    if cfg.init == "random":
+        ref = random_encoder(ref, cfg, Path(cfg.out) / INIT)
     try:
         st = load_model(ref, device="cpu")
     except (OSError, ValueError) as err:
@@ -110,6 +113,27 @@ def build_objective(cfg: PretrainConfig, device: str):
              "created_weights": created, "pooling": pooling, "normalize": normalize,
              **load_head(objective, ref)}
     return st, objective.to(device), notes
+
+
+def random_encoder(tokenizer_ref: str, cfg: PretrainConfig, folder: Path) -> str:
+    """A plain Hugging Face masked-LM checkpoint in ``folder``: a BERT of ``cfg.init_layers`` x ``cfg.init_hidden``
+    (``cfg.init_heads`` heads, feed-forward 4 x hidden, 512 positions) with weights drawn from ``cfg.seed`` (BERT's
+    own initialisation) and the tokenizer of ``tokenizer_ref``; its path. Drawn again alike on --resume."""
+    import torch  # heavy
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_ref)
+    except (OSError, ValueError) as err:
+        raise PretrainError(f"--init random: cannot load the tokenizer of {tokenizer_ref!r}: {err}") from err
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=cfg.init_hidden, num_hidden_layers=cfg.init_layers,
+                        num_attention_heads=cfg.init_heads, intermediate_size=4 * cfg.init_hidden,
+                        max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(cfg.seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
 
 
 HEAD_FILE = "model.pt"  # where Condenser/coCondenser (luyug) and caskcsg's code keep the head beside the encoder
@@ -194,7 +218,7 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
 def _folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
     """MODEL_DIR: its checkpoints are ``checkpoints/step-N.pt``, each written atomically; the encoder's files (as
     many as its save writes) are listed in the marker once it is saved."""
-    return OutputFolder(out, stage="pretrain", holds="a pre-training run", owns=(REPORT, CHECKPOINTS, SAVING),
+    return OutputFolder(out, stage="pretrain", holds="a pre-training run", owns=(REPORT, CHECKPOINTS, SAVING, INIT),
                         error=PretrainError, prefix="step-", suffix=".pt", complete=None, report=report)
 
 
@@ -303,6 +327,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                                       time.perf_counter() - started)
     write_json(cfg.out / REPORT, result.manifest)
     shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
+    shutil.rmtree(cfg.out / INIT, ignore_errors=True)
     folder.seal()
     return result
 
@@ -310,18 +335,21 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
 def make_optimizer(cfg: PretrainConfig, objective: Objective, total_steps: int, device: str):
     """(the encoder's parameters, AdamW, its schedule). The parameters fall in four groups, named: ``encoder`` and
     ``heads`` (the objective's other weights: MLM head, Condenser head, decoders), each with and without weight
-    decay (biases and LayerNorm weights: none). The schedule is linear warm-up then linear decay; with
+    decay (biases and LayerNorm weights, by module type: none). The schedule is linear warm-up then linear decay; with
     ``head_warmup_steps`` W it runs twice: over steps 0..W for the heads at ``head_lr`` (the encoder at 0, and
     frozen by :func:`freeze`), then over W..total for every group at ``learning_rate``."""
     import torch  # heavy
+    from transformers import Trainer
 
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    # transformers' Trainer's rule, which the official trainers use: no decay for the weights of LayerNorm modules
+    # (found by type: GPT-2's ln_1/ln_2 and the AR decoder's final norm too) nor for any bias
+    decay = set(Trainer.get_decay_parameter_names(None, objective))  # reads no Trainer state
     encoder_ids = {id(p) for m in (objective.encoder, objective.pooling) for p in m.parameters()}
     groups: dict[str, list] = {"encoder": [], "encoder-no-decay": [], "heads": [], "heads-no-decay": []}
     for name, p in objective.named_parameters():  # a tied weight (the MLM output matrix) is listed once
         if p.requires_grad:
             side = "encoder" if id(p) in encoder_ids else "heads"
-            groups[side + ("-no-decay" if any(k in name for k in no_decay) else "")].append(p)
+            groups[side + ("" if name in decay else "-no-decay")].append(p)
     warm = min(cfg.head_warmup_steps, total_steps)
     head_lr = cfg.head_lr if warm else cfg.learning_rate
     optimizer = torch.optim.AdamW(
@@ -405,8 +433,11 @@ def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, 
         "pairs": {"rows": len(pairs.x), "per_epoch_by_method": pairs.per_method,
                   "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch,
                   "unlisted_files": pairs.unlisted},
-        "model": {"base": resolve_model(cfg.model), **notes,
-                  "discarded": "MLM head and " + ("Condenser head" if cfg.objective == "cocondenser" else "decoder(s)")},
+        "model": {"base": resolve_model(cfg.model) if cfg.init == "model" else
+                  f"random BERT {cfg.init_layers} x {cfg.init_hidden} ({cfg.init_heads} heads, seed {cfg.seed}), "
+                  f"tokenizer of {resolve_model(cfg.model)}", **notes,
+                  "discarded": {"cocondenser": "MLM head and Condenser head", "cotmae": "MLM head and decoder(s)"}.get(
+                      cfg.objective, "MLM head")},
         "steps": result.steps,
         "planned_steps": total_steps,
         "pairs_seen": result.pairs_seen,

@@ -8,10 +8,13 @@ tensors, masking whole words as the official collators do (luyug/Condenser's and
 maps those tensors to ``{"loss": total, term: value, ...}``. Everything but the encoder is
 discarded after training.
 
-The vector that a contrastive term scores and that a bottleneck (Condenser head, CoT-MAE
-decoder) reads is the model's own sentence embedding: the saved model's modules after its
-Transformer (pooling, normalisation, ...) applied to the encoder's last layer, so what is
-trained is what ``encode`` and ``index build`` return.
+The vector a bottleneck (Condenser head, CoT-MAE decoder) reads is the model's own pooled vector
+*before* normalisation (:meth:`Objective.pooled`: the mean of the last layer's token states under mean
+pooling, the raw [CLS] under CLS pooling), at the scale of the token states beside it in the head, as
+the official heads read the raw last-layer [CLS]; a unit vector there is drowned by token states of norm
+10 and more, and the head learns to ignore it. The contrastive term scores the model's own sentence
+embedding (:meth:`Objective.finish` of that vector: normalisation and what follows), so both terms'
+gradients reach what ``encode`` and ``index build`` return.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+from sentence_transformers.sentence_transformer.modules import Normalize
 from torch import nn
 from transformers.models.bert.modeling_bert import BertLayer
 
@@ -172,6 +176,7 @@ class Objective(nn.Module):
         self.max_length = cfg.max_length
         self.mlm_weight = cfg.mlm_weight
         self.pooling = nn.ModuleList(pooling)  # the sentence-transformers modules after the Transformer
+        self.normalized_from = next((i for i, m in enumerate(pooling) if isinstance(m, Normalize)), len(pooling))
         head = getattr(mlm_model, "cls", None) or getattr(mlm_model, "lm_head", None)  # BERT-like / RoBERTa-like
         if head is None:
             raise TypeError(f"{type(mlm_model).__name__} has no MLM head named cls or lm_head")
@@ -181,12 +186,23 @@ class Objective(nn.Module):
     def encoder(self) -> nn.Module:
         return self.mlm.base_model
 
-    def sentence_embedding(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The saved model's embedding of these last-layer states: its own pooling, normalisation, ..."""
+    def pooled(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The model's pooled vector of these last-layer states before normalisation: what the heads read."""
         features: dict[str, torch.Tensor] = {"token_embeddings": hidden, "attention_mask": attention_mask}
-        for module in self.pooling:
+        for module in self.pooling[:self.normalized_from]:
             features = module(features)
         return features["sentence_embedding"]
+
+    def finish(self, pooled: torch.Tensor) -> torch.Tensor:
+        """The saved model's sentence embedding from :meth:`pooled`'s vector: its normalisation and what follows."""
+        features: dict[str, torch.Tensor] = {"sentence_embedding": pooled}
+        for module in self.pooling[self.normalized_from:]:
+            features = module(features)
+        return features["sentence_embedding"]
+
+    def sentence_embedding(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The saved model's embedding of these last-layer states: what ``encode`` returns."""
+        return self.finish(self.pooled(hidden, attention_mask))
 
     def tokenize(self, texts: list[str]) -> "Tokenized":
         """The padded batch (``input_ids``, ``attention_mask``) and each row's word ids, for :meth:`mask`.
@@ -254,7 +270,8 @@ class Objective(nn.Module):
         raise NotImplementedError
 
     # The loss in three parts, so that GradCache (pretriever.pretrain.gradcache) can chunk the encoder: ``encode``
-    # maps rows of the ``encoder_rows`` family to their sentence embeddings h (and what ``row_terms`` needs),
+    # maps rows of the ``encoder_rows`` family to their pooled vectors h (:meth:`pooled`, before normalisation;
+    # a contrastive term scores :meth:`finish` of them) and what ``row_terms`` needs,
     # ``row_terms`` are the terms that read one row each (MLM), ``batch_terms`` those that read the embeddings of
     # other rows (the contrastive term, a decoder conditioned on the partner's h). Every term is a sum divided by
     # the whole batch's ``counts``, so the terms of chunks add up to the batch's.
@@ -269,7 +286,7 @@ class Objective(nn.Module):
         raise NotImplementedError
 
     def encode(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
-        """(h, state): the rows' sentence embeddings and what ``row_terms`` reads besides them."""
+        """(h, state): the rows' pooled vectors (:meth:`pooled`) and what ``row_terms`` reads besides them."""
         raise NotImplementedError
 
     def row_terms(self, h: torch.Tensor, state: Any, inputs: dict[str, torch.Tensor],

@@ -13,8 +13,9 @@ encoded in one forward pass. Loss = w (L_mlm + L_aux) + L_cl, w = ``mlm_weight``
   masked; every span is an anchor whose positive is its partner and whose negatives are
   the 2B - 2 other spans (eq. 5 written for both spans of a pair).
 
-h is the model's own sentence embedding (its pooling and normalisation, as ``encode``
-returns it; the paper: last-layer [CLS], which ``--pooling cls`` gives and saves); sim is
+The head reads h, the model's own pooled vector before normalisation (the paper: the raw last-layer
+[CLS], which ``--pooling cls`` gives and saves; under mean pooling, the mean of the last layer's token
+states); L_cl scores the model's sentence embedding (h normalised, as ``encode`` returns it): sim is
 cosine (``similarity``, or dot) times ``scale`` (20, as ``pretriever train``; the paper: dot, 1).
 Requires a BERT-style encoder (``AutoModelForMaskedLM`` with ``cls``/``lm_head``).
 Example: ``pretriever pretrain pairs/ --objective cocondenser --mix qc:1 --out model/``.
@@ -124,7 +125,7 @@ class CoCondenser(Objective):
         out = self.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
                            output_hidden_states=True)
         last = out.hidden_states[-1]
-        return self.sentence_embedding(last, inputs["attention_mask"]), (last, out.hidden_states[self.from_layer])
+        return self.pooled(last, inputs["attention_mask"]), (last, out.hidden_states[self.from_layer])
 
     def row_terms(self, h, state, inputs, counts):
         """L_mlm and L_aux: the head's last layer computes only the masked positions (:func:`run_layers`), and
@@ -138,4 +139,4 @@ class CoCondenser(Objective):
         return {"mlm": mlm, "aux": aux}
 
     def batch_terms(self, h, inputs, counts):
-        return {"cl": contrastive_loss(h, self.scale, self.similarity)}
+        return {"cl": contrastive_loss(self.finish(h), self.scale, self.similarity)}

@@ -3,9 +3,9 @@
 Inputs: pairs (x, y): x is a passage; y its context (for ``qc`` a generated query, for
 ``cc`` another passage of the document). The encoder masks its input at
 ``encoder_mask_rate`` (30%, whole words) and reconstructs it (L_mlm, eq. 4); a decoder
-initialised from scratch reconstructs the context from h, the encoder's sentence embedding
-of the other text (the model's own pooling and normalisation, as ``encode`` returns it;
-the paper: last-layer [CLS]). ``decoder`` picks how:
+initialised from scratch reconstructs the context from h, the encoder's pooled vector of
+the other text before normalisation (the model's own pooling; the paper: the raw last-layer
+[CLS], at the scale of the token embeddings beside it). ``decoder`` picks how:
 
 * ``ar`` (caskcsg/ir ``cotmae-qc``, ``--use_dec_head --n_dec_head_layers 1 --attn_window 3
   --dec_head_coef 1.0``): GPT-2 blocks (``decoder_layers``, 1) decode the *unmasked* y
@@ -19,8 +19,10 @@ the paper: last-layer [CLS]). ``decoder`` picks how:
   ``decoder_layers`` (1) transformer layers reconstructs y's masked tokens (eqs 8-10).
 * ``auto`` (default): ``ar`` for ``qc`` examples, ``symmetric`` for the others, per example.
 
-Loss = w (L_mlm + L_ctx-mlm) + L_ar, w = ``mlm_weight`` (1); a term that no example of the
-batch has counts 0. Requires a BERT-style encoder. Example: ``pretriever pretrain pairs/
+Loss = w L_mlm + v (L_ctx-mlm + L_ar), w = ``mlm_weight`` (1), v = ``decoder_weight`` (1): the
+context's decoder term has the same weight whichever decoder reads it (caskcsg: ``enc_head_mlm_coef``
+and ``dec_head_coef``, 1 each, beside the encoder's MLM at 1); a term that no example of the batch has
+counts 0. Requires a BERT-style encoder. Example: ``pretriever pretrain pairs/
 --objective cotmae --out model/``. Paper: Wu et al., "ConTextual Masked Auto-Encoder for
 Dense Passage Retrieval", AAAI 2023; the MLM terms are averaged over masked tokens.
 """
@@ -131,6 +133,7 @@ class CoTMAE(Objective):
         self.encoder_rate = cfg.encoder_mask_rate
         self.decoder_rate = cfg.decoder_mask_rate
         self.window = cfg.attn_window
+        self.decoder_weight = cfg.decoder_weight
         self.decoder = (new_layers(mlm_model, cfg.decoder_layers or (1 if self.kind == "mlm" else 2))
                         if self.kind != "ar" else None)
         self.ar_decoder = ar_layers(mlm_model, cfg.decoder_layers or 1) if self.kind in ("auto", "ar") else None
@@ -193,11 +196,11 @@ class CoTMAE(Objective):
         return counts
 
     def weights(self):
-        return {"mlm": self.mlm_weight, "ctx_mlm": self.mlm_weight, "ar": 1.0}
+        return {"mlm": self.mlm_weight, "ctx_mlm": self.decoder_weight, "ar": self.decoder_weight}
 
     def encode(self, inputs):
         last = self.encoder(input_ids=inputs["x_ids"], attention_mask=inputs["x_mask"]).last_hidden_state
-        return self.sentence_embedding(last, inputs["x_mask"]), last
+        return self.pooled(last, inputs["x_mask"]), last
 
     def row_terms(self, h, state, inputs, counts):
         return {"mlm": mlm_loss(self.mlm_head, state, inputs["x_labels"], counts["mlm"])}
