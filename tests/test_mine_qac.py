@@ -831,6 +831,19 @@ def test_the_dpr_reader_export_needs_its_contexts_and_takes_fewer_negatives(mine
         assert len(sample["ctxs"]) <= 2 and all(isinstance(c["score"], float) for c in sample["ctxs"])
 
 
+def test_pairs_export_dpr_reader_takes_negatives_on_the_command_line(mined, tmp_path):
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+
+    _, out, _, rows = mined
+    done = CliRunner().invoke(app, ["pairs", "export", str(out), "--format", "dpr-reader", "--negatives", "5",
+                                    "--out", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data) == len(rows) and all(len(s["ctxs"]) == 2 + 5 for s in data)
+
+
 @pytest.mark.skipif(not os.environ.get("DPR_SRC"), reason="set DPR_SRC to a checkout of facebookresearch/DPR")
 def test_dprs_own_reader_code_reads_the_export(reader_export):
     """DPR's own preprocess_retriever_data and create_reader_input (a checkout named by DPR_SRC; hydra, omegaconf

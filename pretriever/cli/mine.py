@@ -129,7 +129,7 @@ def show(
 
       pretriever pairs show pairs/ --method dl -n 5
     """
-    with RichReporter() as report, stage(report):
+    with stage():
         pairs = PairsDir(pairs_dir)
         methods = pairs.select(method) if method else pairs.methods[:1]
     if not methods:
@@ -205,7 +205,7 @@ def export(
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")
-    with stage():
+    with RichReporter() as report, stage(report):
         pairs = PairsDir(pairs_dir)
         methods = pairs.select(method)
         if not methods:
