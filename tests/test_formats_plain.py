@@ -241,6 +241,15 @@ def test_dpr_tsv_groups_and_given_passages(tmp_path):
     assert DprTsvFormat.default_words == 0
 
 
+def test_dpr_tsv_rows_without_a_title_are_documents_of_their_own(tmp_path):
+    """A passages-only TSV (the title column empty, as MS MARCO passages have none) is not one document of every
+    row: each untitled row is its own, so judgments and pseudo-queries name one passage."""
+    path = write(tmp_path / "psgs.tsv", "id\ttext\ttitle\n1\tfirst\t\n2\tsecond\t\n3\tthird\tT\n4\tfourth\tT\n")
+    pages = parse_all(DprTsvFormat(path))
+    assert [(p.doc_id, p.title, p.document.text) for p in pages] == [
+        ("1", "", "first"), ("2", "", "second"), ("3", "T", "third\nfourth")]
+
+
 def test_dpr_tsv_bz2_and_malformed_row(tmp_path):
     path = tmp_path / "psgs.tsv.bz2"
     path.write_bytes(bz2.compress((DPR_SAMPLE + "4\tonly two fields\n\n5\tfine\tCain\n").encode()))

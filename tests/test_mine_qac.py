@@ -10,6 +10,7 @@ fetcher.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,17 +22,19 @@ from references_server import LoopbackServer, fake_dns, send
 
 pytest.importorskip("spacy")
 
+from pretriever.data import has_answer  # noqa: E402
 from pretriever.data.reading import ReadingFileError, load_reading_file  # noqa: E402
 from pretriever.data.references import ReferencesError, load_references  # noqa: E402
 from pretriever.metrics import normalize_answer  # noqa: E402
 from pretriever.mine.config import MineConfig  # noqa: E402
-from pretriever.mine.export import PairsDir, PairsError, export_pairs  # noqa: E402
+from pretriever.mine.export import DPR_N_DOCS, PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
 from pretriever.mine.qac import (ModelError, balance, build_triplet, content_words, cut_blocks,  # noqa: E402
                                  find_span, leaks, load_ner, make_question, others_held, shared_words, supports)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
+from pretriever.reader.negatives import PairsContexts  # noqa: E402
 from pretriever.references import fetch as fetching  # noqa: E402
 from pretriever.train.pairs import scan_pairs  # noqa: E402
 
@@ -774,27 +777,127 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     assert len(load_reading_file(tmp_path)) == len(triplets)
 
 
-def test_dpr_reader_export_is_what_dprs_preprocess_retriever_data_reads(mined, tmp_path):
+@pytest.fixture(scope="module")
+def reader_export(mined, tmp_path_factory):
+    """The qac pairs exported as DPR reader input with the default --negatives (DPR's n_docs, 100)."""
     _, out, _, rows = mined
+    path = tmp_path_factory.mktemp("dpr-reader") / "r.json"
+    contexts = PairsContexts(PairsDir(out))
+    assert export_pairs(PairsDir(out), "dpr-reader", path, ["qac"], contexts=contexts) == len(rows)
+    yield json.loads(path.read_text()), contexts, path
+    contexts.close()
+
+
+def test_dpr_reader_export_is_what_dprs_preprocess_retriever_data_reads(mined, reader_export):
+    """Every context has DPR's ReaderPassage fields, a float BM25 score (best first) and has_answer by DPR's rule;
+    with 100 BM25 negatives beside the positive, DPR's reader fills its 24 passages a question without an empty
+    row; the question's own source passage is never among them."""
+    _, _, _, rows = mined
+    data, contexts, path = reader_export
 
     def reader_passage(id=None, text=None, title=None, score=None, has_answer=None):  # noqa: A002
         """DPR's ReaderPassage.__init__ (dpr/data/reader_data.py): `ReaderPassage(**ctx)` for each ctx."""
         return {"id": id, "text": text, "title": title, "score": score, "has_answer": has_answer}
 
-    assert export_pairs(PairsDir(out), "dpr-reader", tmp_path / "r.json", ["qac"]) == len(rows)
-    data = json.loads((tmp_path / "r.json").read_text())
     by_id = {r["pair_id"]: r for r in rows}
     for sample in data:
         row = by_id[sample["pair_id"]]
         assert isinstance(sample["question"], str) and sample["answers"] == [row["answer"]]
         ctxs = [reader_passage(**c) for c in sample["ctxs"]]  # no key DPR does not take
-        assert ctxs[0]["has_answer"] is True and ctxs[0]["text"] == row["positive_text"]
-        assert all(isinstance(c["has_answer"], bool) and isinstance(c["text"], str) for c in ctxs)
-        for c in ctxs[1:]:  # the negative: has_answer by DPR's string matching
-            assert c["has_answer"] == (row["answer"].lower() in c["text"].lower())
+        ids = [c["id"] for c in ctxs]
+        assert len(ids) == len(set(ids)) == 1 + bool(row["negative_passage_id"]) + DPR_N_DOCS
+        assert row["query_passage_id"] not in ids  # the statement's own passage holds the question's words
+        [positive] = [c for c in ctxs if c["id"] == row["positive_passage_id"]]
+        assert positive["has_answer"] is True and positive["text"] == row["positive_text"]
+        assert positive["score"] == pytest.approx(contexts.scores_of(row["query"], [positive["id"]])[0])
+        scores = [c["score"] for c in ctxs]
+        assert all(isinstance(x, float) for x in scores) and scores == sorted(scores, reverse=True)
+        for c in ctxs:  # has_answer by DPR's tokenized string match, the positive's included
+            assert isinstance(c["text"], str) and c["has_answer"] == has_answer(sample["answers"], c["text"])
+        negatives = [c for c in ctxs if not c["has_answer"]]
+        assert len(negatives) >= 23  # DPR: passages_per_question 24 = one positive + 23 negatives, no empty row
         assert sample["context_source"] == "reference"
-    examples = load_reading_file(tmp_path / "r.json")  # and our reader reads it: the has_answer ctxs are positives
-    assert len(examples) == len(rows) and all(e.passages[0].positive for e in examples)
+    examples = load_reading_file(path)  # and our reader reads it: the has_answer ctxs are positives
+    assert len(examples) == len(rows) and all(any(p.positive for p in e.passages) for e in examples)
+
+
+def test_the_dpr_reader_export_needs_its_contexts_and_takes_fewer_negatives(mined, reader_export, tmp_path):
+    _, out, _, rows = mined
+    _, contexts, _ = reader_export
+    with pytest.raises(PairsError, match="BM25"):
+        export_pairs(PairsDir(out), "dpr-reader", tmp_path / "r.json", ["qac"])
+    export_pairs(PairsDir(out), "dpr-reader", tmp_path / "r0.json", ["qac"], contexts=contexts, negatives=0)
+    for sample in json.loads((tmp_path / "r0.json").read_text()):
+        assert len(sample["ctxs"]) <= 2 and all(isinstance(c["score"], float) for c in sample["ctxs"])
+
+
+def test_pairs_export_dpr_reader_takes_negatives_on_the_command_line(mined, tmp_path):
+    from typer.testing import CliRunner
+
+    from pretriever.cli import app
+
+    _, out, _, rows = mined
+    done = CliRunner().invoke(app, ["pairs", "export", str(out), "--format", "dpr-reader", "--negatives", "5",
+                                    "--out", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data) == len(rows) and all(len(s["ctxs"]) == 2 + 5 for s in data)
+
+
+@pytest.mark.skipif(not os.environ.get("DPR_SRC"), reason="set DPR_SRC to a checkout of facebookresearch/DPR")
+def test_dprs_own_reader_code_reads_the_export(reader_export):
+    """DPR's own preprocess_retriever_data and create_reader_input (a checkout named by DPR_SRC; hydra, omegaconf
+    and jsonlines, which these two never call, stubbed when absent) on the export: every question keeps its
+    positive, and its 24 passages hold no empty row."""
+    import sys
+    import types
+
+    import torch
+    from transformers import AutoTokenizer
+
+    for name in ("hydra", "omegaconf", "jsonlines"):
+        if name not in sys.modules:
+            try:
+                __import__(name)
+            except ImportError:
+                stub = sys.modules[name] = types.ModuleType(name)
+                stub.DictConfig = dict
+    sys.path.insert(0, os.environ["DPR_SRC"])
+    from dpr.data.reader_data import preprocess_retriever_data
+    from dpr.models.reader import create_reader_input
+
+    from pretriever.models import resolve_model
+
+    class Tensorizer:
+        """DPR's BertTensorizer (dpr/models/hf_models.py) as its reader preprocessing uses it (no padding); its
+        module imports transformers 3 names, so it is written out here, less the `pad_to_max_length` keyword."""
+
+        def __init__(self, tokenizer, max_length: int):
+            self.tokenizer, self.max_length = tokenizer, max_length
+
+        def text_to_tensor(self, text, title=None, add_special_tokens=True, apply_max_len=True):
+            pair = (title, text.strip()) if title else (text.strip(),)
+            ids = self.tokenizer.encode(*pair, add_special_tokens=add_special_tokens, truncation=True,
+                                        max_length=self.max_length if apply_max_len else 10000)
+            if len(ids) >= self.max_length:
+                ids = ids[0:self.max_length] if apply_max_len else ids
+                ids[-1] = self.tokenizer.sep_token_id
+            return torch.tensor(ids)
+
+        def get_pair_separator_ids(self):
+            return torch.tensor([self.tokenizer.sep_token_id])
+
+    data, _, _ = reader_export
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve_model(None)))
+    tensorizer = Tensorizer(tokenizer, max_length=256)
+    samples = list(preprocess_retriever_data(data, None, tensorizer))
+    assert len(samples) == len(data)
+    for sample in samples:
+        assert sample.positive_passages and len(sample.negative_passages) >= 23
+    batch = create_reader_input(tokenizer.pad_token_id, samples, 24, 256, 10, True, False, tokenizer.sep_token_id)
+    assert batch.input_ids.shape == (len(samples), 24, 256)
+    assert bool((batch.input_ids != tokenizer.pad_token_id).any(dim=2).all())  # no slot left empty
+    assert torch.all(batch.answers_mask[:, 0].sum(dim=1) > 0)  # each question's positive holds its answer
 
 
 def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):

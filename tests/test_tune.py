@@ -20,13 +20,16 @@ from typer.testing import CliRunner
 
 from conftest import build
 from pretriever.cli import app
+from pretriever.data import PassageLookup
 from pretriever.evaluate import EvaluateConfig
 from pretriever.evaluate import pipeline as evaluation
-from pretriever.index import BM25Index, IndexConfig, encode, open_system, tuned_setting
+from pretriever.index import BM25Index, IndexConfig, encode, open_system, retriever_kind, tuned_setting
 from pretriever.index.encode import encode_texts
 from pretriever.index.open import index_meta
 from pretriever.reader.config import AnswerConfig
 from pretriever.reader.prepare import open_for_reading
+from pretriever.refine import RefineConfig
+from pretriever.refine import pipeline as refinement
 from pretriever.serve import ServeConfig, create_app
 from pretriever.tune import TuneConfig, choose
 from pretriever.tune import run as tuning
@@ -293,3 +296,134 @@ def test_a_tuned_record_is_checked_when_read():
                    {"label": "x", "mode": "hybrid", "fusion": {"alpha": 2.0}}, {"mode": "index"}):
         with pytest.raises(ValueError, match="pretriever tune"):
             tuned_setting({"tuned": broken})
+
+
+# ---------------------------------------------------------------- corpora that one generator does not fit (issue 39)
+
+def _beir_store(root: Path, docs: list[tuple[str, str, str]]) -> Path:
+    """A BEIR corpus.jsonl of ``docs`` (id, title, text) built into ROOT/store."""
+    (root / "beir").mkdir(parents=True)
+    (root / "beir" / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs), encoding="utf-8")
+    return build(root / "beir" / "corpus.jsonl", root / "store", workers=1).path
+
+
+def _index(store: Path, out: Path) -> Path:
+    encode.run(IndexConfig(corpus=store, out=out))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["beir", "dpr-tsv"])
+def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp_path, kind):
+    """MS MARCO-like passages (BEIR with empty titles) and a passages-only DPR TSV: titles makes nothing, so the
+    default set runs masked-ict alone, names titles as left out and why (output and tune.json); asked for by
+    name, titles is still an error."""
+    docs = [(f"t{i}", "", text) for i, (_, text) in enumerate(PARAPHRASES)]
+    if kind == "beir":
+        store = _beir_store(tmp_path, docs)
+    else:
+        tsv = tmp_path / "psgs.tsv"
+        tsv.write_text("id\ttext\ttitle\n" + "".join(f"{i}\t{x}\t\n" for i, _, x in docs), encoding="utf-8")
+        store = build(tsv, tmp_path / "store", workers=1).path
+    index = _index(store, tmp_path / "index")
+    with open_system(index) as system:
+        assert len({p.doc_id for p in system.lookup.passages([i for i, _, _ in docs]).values()}) == len(docs)
+    done = CliRunner().invoke(app, ["tune", str(index), "-n", "16"], env={"COLUMNS": "240"})
+    assert done.exit_code == 0, done.output
+    written = json.loads((index / "tune.json").read_text(encoding="utf-8"))
+    assert list(written["generators"]) == ["masked-ict"] and written["generators"]["masked-ict"]["queries"] == 16
+    why = written["left_out"]["titles"]
+    assert why.startswith("left out by default because it made no pseudo-query") and "without a title" in why
+    assert "16 sampled passages looked at: 16 without a title" in why
+    assert written["config"]["queries_from"] is None
+    assert "titles: left out by default because" in " ".join(done.output.split())
+    with pytest.raises(TuneError, match="titles generator was asked for but it made no pseudo-query"):
+        tuning.run(TuneConfig(index=index, n=16, queries_from=["masked-ict", "titles"], dry_run=True))
+
+
+def test_tune_fails_only_when_no_default_generator_fits(tmp_path):
+    """One-sentence passages without titles: neither masked-ict nor titles makes a query; the error names each
+    and why."""
+    store = _beir_store(tmp_path, [(f"d{i}", "", f"Sentence number {i} stands alone here.") for i in range(6)])
+    index = _index(store, tmp_path / "index")
+    with pytest.raises(TuneError) as caught:
+        tuning.run(TuneConfig(index=index, n=6, dry_run=True))
+    message = str(caught.value)
+    assert "no pseudo-query generator fits" in message and "6 of one sentence" in message
+    assert "6 without a title" in message and "--pairs" in message
+
+
+def test_titles_mask_every_passage_of_their_document_and_skip_titles_of_several_documents(tmp_path):
+    """Titles that repeat on every passage of a document: the query's whole document loses its title (else its
+    other passages hand the title over); a title that two documents share gives no query."""
+    body = " ".join(f"Sentence {w} of the long report follows here." for w in ("one", "two", "three", "four",
+                                                                              "five", "six", "seven", "eight"))
+    docs = [{"id": "long", "title": "A Long Report Title", "text": body},
+            {"id": "a", "title": "Shared Three Words", "text": "The first document with this title."},
+            {"id": "b", "title": "Shared Three Words", "text": "The second document with this title."},
+            {"id": "c", "title": "Only One Here", "text": "A short document whose title is its own."}]
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    store = build(src, tmp_path / "store", workers=1, words=20, min_title_chars=0).path
+    lookup = PassageLookup(store)
+    try:
+        parts = lookup.document_passages(["long", "c", "nope"])
+        assert set(parts) == {"long", "c"} and len(parts["long"]) >= 3
+        assert [p.passage_id for p in parts["long"]] == [f"long-{i}" for i in range(len(parts["long"]))]
+        assert lookup.title_counts(["Shared Three Words", "Only One Here", "Nope"]) == \
+            {"Shared Three Words": 2, "Only One Here": 1}
+        pseudo = GENERATORS["titles"]().make(lookup, n=10, seed=0)
+    finally:
+        lookup.close()
+    long_ids = [p.passage_id for p in parts["long"]]
+    assert sorted(pseudo.queries.values()) == ["A Long Report Title", "Only One Here"]
+    assert set(pseudo.masked) == {*long_ids, "c-0"}  # every passage of the long document, each without its title
+    assert all(m.title is None for m in pseudo.masked.values())
+    assert pseudo.skips["whose title names more than one document"] == 2
+    assert pseudo.skips["whose title (or document) already gave a query"] == len(long_ids) - 1
+    budget = GENERATORS["titles"]()
+    assert len(budget.make(PassageLookup(store), n=2, seed=0).masked) <= 2 + len(long_ids)  # stops at n masked
+
+
+def test_the_linked_generator_on_the_enwiki_sample(enwiki_store, mined_all):
+    """HLP's dual-link pairs mined from the real sample: each query is a sentence of its own document, the positive
+    another document of the store, one query per document."""
+    out, _ = mined_all
+    lookup = PassageLookup(enwiki_store.path)
+    try:
+        pseudo = GENERATORS["linked"](out).make(lookup, n=1000, seed=0)
+        assert len(pseudo.queries) >= 10 and pseudo.masked == {}
+        texts = lookup.document_texts(list(pseudo.queries))
+        positives = {d for judged in pseudo.qrels.values() for d in judged}
+        assert lookup.known_documents(positives) == positives
+    finally:
+        lookup.close()
+    for qid, query in pseudo.queries.items():
+        assert " ".join(query.split()) in " ".join(texts[qid].split())
+        assert qid not in pseudo.qrels[qid] and len(query.split()) >= 5
+    assert set(pseudo.skips) <= {"whose query document already gave a query", "linking a document to itself",
+                                 "with a query under 5 words"}
+
+
+def test_the_default_set_with_pairs_runs_linked_end_to_end(cowiki_store, mined_co, tmp_path):
+    """The co-mention wiki with its dl/cm pairs: linked joins the default set; its short titles leave titles out."""
+    out, _ = mined_co
+    index = _index(cowiki_store.path, tmp_path / "index")
+    result = tuning.run(TuneConfig(index=index, n=50, pairs=out, dry_run=True))
+    assert "linked" in result.generators and result.generators["linked"]["queries"] > 0
+    assert set(result.generators) | set(result.left_out) == {"masked-ict", "titles", "linked"}
+    assert result.manifest["left_out"] == result.left_out
+
+
+def test_tune_on_a_refined_index(lexical, tmp_path):
+    """A refined index (linear, on the code-word corpus's judged queries) is tuned as it searches: its refined
+    passages, with the masked ones encoded again by its model."""
+    root = lexical["root"]
+    refined = tmp_path / "refined"
+    refinement.run(RefineConfig(index=lexical["index"], out=refined, method="linear", queries=root / "queries.jsonl",
+                                qrels=root / "qrels.tsv", k=10))
+    result = tuning.run(TuneConfig(index=refined, n=30))
+    assert retriever_kind(refined) == "refined" and set(result.generators) == {"masked-ict", "titles"}
+    assert result.generators["masked-ict"]["queries"] == 30 and not result.left_out
+    assert tuned_setting(index_meta(refined)).label == result.choice.label
+    assert result.choice.scores["bm25"].mean > result.choice.scores["dense"].mean  # the code words still decide

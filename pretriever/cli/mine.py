@@ -17,7 +17,8 @@ from pretriever.cli.options import Flag, config_command
 from pretriever.io import read_json
 from pretriever.mine.config import MineConfig
 from pretriever.data.pairs import PairsDir, PairsError
-from pretriever.mine.export import FORMATS, export_pairs
+from pretriever.mine.export import DPR_N_DOCS, FORMATS, export_pairs
+from pretriever.reader.negatives import PairsContexts
 from pretriever import mine
 from pretriever.mine.show import render_pair, stats_table
 from pretriever.progress import RichReporter, console
@@ -166,6 +167,12 @@ def export(
     out: Path = typer.Option(..., "--out", "-o", help="File (or, for a datasets folder, folder) to write."),
     method: Optional[str] = typer.Option(None, "--method", "-m", help="Comma-separated methods to export "
                                          "(default: all mined)."),
+    negatives: int = typer.Option(DPR_N_DOCS, "--negatives", min=0, help="dpr-reader: BM25's top N passages per "
+                                  "question from the store and the reference pages, each with has_answer by DPR's "
+                                  "matching (the default is DPR's retriever output, n_docs; 0: the mined negative "
+                                  "alone)."),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="dpr-reader: the corpus store, when it is not "
+                                          "where pairs.json says (moved)."),
 ) -> None:
     """Export mined pairs for training code.
 
@@ -175,7 +182,10 @@ def export(
     as Parquet or a datasets folder. jsonl: every column of every pair, one object a line. tevatron: one
     pair a line as Tevatron's trainers read it (query_id, query, answers, positive_passages and
     negative_passages of {docid, title, text}; the title is left empty because the texts are already what
-    pretriever trains on and Tevatron would prepend it).
+    pretriever trains on and Tevatron would prepend it). dpr-reader: for each qac question, the positive,
+    the mined negative and BM25's top --negatives passages (DPR's reader trains on 24 a question), each
+    with its BM25 score and has_answer by DPR's rule, best first; BM25 is built over the store and the
+    blocks of the reference pages (the qac positives' own ids).
 
     Examples:
 
@@ -195,13 +205,18 @@ def export(
     """
     if format not in FORMATS:
         fail(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")
-    with stage():
+    with RichReporter() as report, stage(report):
         pairs = PairsDir(pairs_dir)
         methods = pairs.select(method)
         if not methods:
             raise PairsError(f"{pairs_dir} holds no pairs (see why in {pairs_dir / 'pairs.json'})")
         notes: list[str] = []
-        n = export_pairs(pairs, format, out, methods, notes)
+        contexts = PairsContexts(pairs, corpus, report) if format == "dpr-reader" else None
+        try:
+            n = export_pairs(pairs, format, out, methods, notes, contexts, negatives)
+        finally:
+            if contexts is not None:
+                contexts.close()
     dropped = f"; {pairs.duplicates_dropped:,} found by two methods written once" if pairs.duplicates_dropped else ""
     console.print(escape(f"{n:,} pairs ({', '.join(methods)}) written to {out} as {format}{dropped}"))
     for note in notes:

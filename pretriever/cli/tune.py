@@ -29,10 +29,14 @@ def tune_command(cfg: TuneConfig) -> None:
 
     Pseudo-queries (--queries-from): masked-ict (a sentence of a passage is the query; the passage
     WITHOUT that sentence is the positive: it is encoded again and indexed again in BM25, so the query's
-    words are not copied from its positive), titles (the title is the query; the passage is scored
+    words are not copied from its positive), titles (the title is the query; its document is scored
     without it) and linked (HLP dual-link and co-mention pairs, --pairs from `pretriever mine --method
-    dl,cm`). Each generator's lexical overlap (share of query words in the positive) is reported, beside
-    the real queries' with --qrels (SciFact: masked-ict 0.54, titles 0.82, the test claims 0.60).
+    dl,cm`). Left to the default, tune uses each of these that makes pseudo-queries on the corpus and
+    names the others with the reason (no titles, as in MS MARCO; titles shared by several documents),
+    in the output and in tune.json ("left_out"); it fails only when none fits. A generator named in
+    --queries-from that makes none is an error. Each generator's lexical overlap (share of query words in
+    the positive) is reported, beside the real queries' with --qrels (SciFact: masked-ict 0.54, titles
+    0.82, the test claims 0.60).
 
     The choice: the candidate with the best nDCG@10, averaged over generators. Dense stays the choice
     unless the winner is clearly better: its 95% bootstrap interval must lie above dense's, and no
@@ -72,6 +76,8 @@ def tune_command(cfg: TuneConfig) -> None:
         v = result.validation
         gens.add_row("real queries", str(v["queries"]), "", f"{v['overlap']:.2f}", "", "")
     console.print(gens)
+    for name, why in result.left_out.items():
+        console.print(f"{escape(name)}: {escape(why)}")
     taus = ", ".join(f"{k}: {v:.2f}" for k, v in result.choice.agreement["tau"].items() if v is not None)
     if taus:
         console.print(f"agreement between generators (Kendall tau): {taus}")

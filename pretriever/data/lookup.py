@@ -51,6 +51,9 @@ class PassageLookup:
         | ``document_texts(doc_ids)``,         | whole documents; document id by title            |
         | ``title_documents(titles)``          |                                                  |
         +--------------------------------------+--------------------------------------------------+
+        | ``document_passages(doc_ids)``,      | each document's passages in order; how many      |
+        | ``title_counts(titles)``             | documents carry each title                       |
+        +--------------------------------------+--------------------------------------------------+
         | ``sample(n, seed, prepend_title)``   | n seeded random (id, text) pairs                 |
         +--------------------------------------+--------------------------------------------------+
 
@@ -200,6 +203,21 @@ class PassageLookup:
         """Document id by title, for the titles found in the store."""
         return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, min(d.doc_id) FROM documents d "
                                 "JOIN _wanted USING (title) GROUP BY d.title", "title"))
+
+    def title_counts(self, titles: Iterable[str]) -> dict[str, int]:
+        """How many documents of the store carry each title (a title no document carries is left out)."""
+        return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, count(*) FROM documents d "
+                                "JOIN _wanted USING (title) GROUP BY d.title", "title"))
+
+    def document_passages(self, doc_ids: Iterable[str]) -> dict[str, list[Passage]]:
+        """Every passage of each document, in document order (a document not in the store is left out)."""
+        out: dict[str, list[Passage]] = {}
+        for pid, title, text, doc_id in self._query(
+                list(dict.fromkeys(doc_ids)), "SELECT p.passage_id, d.title, p.text, p.doc_id FROM passages p "
+                "JOIN _wanted USING (doc_id) LEFT JOIN documents d USING (doc_id) ORDER BY p.doc_id, p.position",
+                "doc_id"):
+            out.setdefault(doc_id, []).append(Passage(pid, title, text, doc_id))
+        return out
 
     def passage_texts(self, ids: Iterable[str], prepend_title: bool) -> dict[str, str]:
         """The text that is encoded for each id (:func:`passage_text`). An id that is not a passage

@@ -119,6 +119,7 @@ class BM25Index:
         self.meta = meta
         self._stemmer = options.stemmer_fn()
         self._stopwords = options.stopword_list()
+        self._rows: dict[str, int] | None = None  # passage id -> row, built on the first scores_of()
 
     def __len__(self) -> int:
         return len(self.passage_ids)
@@ -212,6 +213,19 @@ class BM25Index:
         rows, scores = self.retriever.retrieve(self.tokenize_queries(queries), k=k, show_progress=False,
                                                n_threads=n_threads)
         return scores, rows
+
+    def scores_of(self, query: str, passage_ids: Sequence[str]) -> list[float]:
+        """``query``'s score for each of these passages of the index, ranked high or not (a reader file scores a
+        positive that BM25 did not retrieve)."""
+        if self._rows is None:
+            self._rows = {pid: i for i, pid in enumerate(self.passage_ids.tolist())}
+        unknown = [pid for pid in passage_ids if pid not in self._rows]
+        if unknown:
+            raise KeyError(f"passage(s) not in the BM25 index: {', '.join(map(str, unknown[:3]))}")
+        vocab = self.retriever.vocab_dict
+        words = [w for w in self.tokenize_queries([query])[0] if w in vocab]
+        scores = self.retriever.get_scores(words) if words else np.zeros(len(self), np.float32)
+        return [float(scores[self._rows[pid]]) for pid in passage_ids]
 
     def search(self, queries: list[str], k: int, n_threads: int = 0) -> list[list[Hit]]:
         """The top ``k`` passages for each query, best first; passages scoring 0 are left out."""

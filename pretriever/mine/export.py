@@ -30,9 +30,13 @@ export says so.
 from pairs that carry an answer span in their positive (qac); one article per pair.
 ``dpr-reader``: DPR's reader input (the retriever-results JSON that DPR's ``preprocess_retriever_data``
 reads): ``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``, from
-the pairs with an answer (qac): the positive block (``has_answer`` true) and the pair's negative,
-``has_answer`` by DPR's string matching; ``score`` is null (no retriever scored them). ``ctxs``
-holds exactly DPR's ``ReaderPassage`` fields, which it builds with ``ReaderPassage(**ctx)``.
+the pairs with an answer (qac): the positive block (``has_answer`` true), the pair's negative and BM25's
+top ``negatives`` passages for the question (DPR's retriever output has ``n_docs`` = 100; its reader
+trains on 24 per question) from the store and the reference pages (:class:`ReaderContexts`, built by
+:class:`pretriever.reader.negatives.PairsContexts`), the question's own source passage and the positive
+left out. Each has ``has_answer`` by DPR's string matching and ``score``, its BM25 score for the question
+(the positive's too), best first. ``ctxs`` holds exactly DPR's ``ReaderPassage`` fields, which it builds
+with ``ReaderPassage(**ctx)``.
 
 For qac, DPR's ``answers`` holds the answer entity, and the DPR, Tevatron and SQuAD records carry
 ``context_source`` (reference or link) with ``block_words``/``block_stride`` and
@@ -42,12 +46,13 @@ column); the sentence-transformers columns are the texts the trainer reads, so i
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,10 +62,24 @@ from pretriever.data import AnswerMatcher
 from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.data.reading import squad_article
 from pretriever.io import PARQUET_OPTIONS, atomic_path
+from pretriever.retrieval import Hit, Passage
 from pretriever.stage import FolderError, OutputFolder
 
 FORMATS = ("dpr", "sentence-transformers", "jsonl", "squad", "tevatron", "dpr-reader")
 ANSWER_CONTAINING = {"dl", "cm", "wlp"}
+DPR_N_DOCS = 100  # contexts per question in DPR's retriever output (conf/dense_retriever.yaml, n_docs)
+READER_BATCH = 256  # questions searched at once
+
+
+class ReaderContexts(Protocol):
+    """The retriever behind the dpr-reader export: its top passages for a question, their texts, and the score of
+    any passage it holds (the positive, the mined negative), retrieved or not."""
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]: ...
+
+    def passages(self, ids: Iterable[str]) -> dict[str, Passage]: ...
+
+    def scores_of(self, query: str, passage_ids: Sequence[str]) -> list[float]: ...
 
 
 def _ctx(title: str | None, text: str | None, passage_id: str | None) -> dict[str, Any]:
@@ -107,22 +126,37 @@ def tevatron_record(row: dict[str, Any]) -> dict[str, Any]:
             **_qac_source(row)}
 
 
-def dpr_reader_record(row: dict[str, Any], matcher: AnswerMatcher) -> dict[str, Any]:
-    """One qac pair as DPR reader input (see the module docstring)."""
+def dpr_reader_record(row: dict[str, Any], matcher: AnswerMatcher, contexts: ReaderContexts,
+                      retrieved: Sequence[Hit] = (), negatives: int = DPR_N_DOCS) -> dict[str, Any]:
+    """One qac pair as DPR reader input (see the module docstring): its positive and negative, then the first
+    ``negatives`` of ``retrieved`` (BM25's hits for the question) that are neither nor the question's source."""
     answers = _answers(row)
+    own = [row["positive_passage_id"], *([row["negative_passage_id"]] if row.get("negative_passage_id") else [])]
+    scores = dict(zip(own, contexts.scores_of(row["query"], own)))
     ctxs = [{"id": row["positive_passage_id"], "title": row.get("positive_title") or "", "text": row["positive_text"],
-             "score": None, "has_answer": True}]
+             "score": scores[row["positive_passage_id"]], "has_answer": True}]
     if row.get("negative_passage_id"):
         ctxs.append({"id": row["negative_passage_id"], "title": row.get("negative_title") or "",
-                     "text": row["negative_text"] or "", "score": None,
+                     "text": row["negative_text"] or "", "score": scores[row["negative_passage_id"]],
                      "has_answer": matcher.has_answer(answers, row["negative_text"] or "")})
+    left_out = {*own, row.get("query_passage_id")}
+    hits = [h for h in retrieved if h.passage_id not in left_out][:negatives]
+    texts = contexts.passages(h.passage_id for h in hits)
+    for hit in hits:
+        passage = texts[hit.passage_id]
+        ctxs.append({"id": hit.passage_id, "title": passage.title or "", "text": passage.text or "",
+                     "score": hit.score, "has_answer": matcher.has_answer(answers, passage.text or "")})
+    ctxs.sort(key=lambda c: -c["score"])  # best first, as a retriever lists them (stable: the positive on a tie)
     return {"question": row["query"], "answers": answers, "ctxs": ctxs, "pair_id": row["pair_id"],
             **_qac_source(row)}
 
 
-def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str], notes: list[str] | None = None) -> int:
+def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str], notes: list[str] | None = None,
+                 contexts: ReaderContexts | None = None, negatives: int = DPR_N_DOCS) -> int:
     """Write the pairs of ``methods`` to ``out`` in ``fmt``; returns the number of pairs written. What the
-    reader of the file must know (the Tevatron option that pairs without negatives need) goes to ``notes``."""
+    reader of the file must know (the Tevatron option that pairs without negatives need) goes to ``notes``.
+    ``dpr-reader`` needs ``contexts`` (:class:`pretriever.reader.negatives.PairsContexts`), which scores every
+    context and adds its top ``negatives`` for each question."""
     out = Path(out)
     check_out(out, fmt)
     if fmt == "dpr":
@@ -147,7 +181,12 @@ def export_pairs(pairs: PairsDir, fmt: str, out: Path, methods: list[str], notes
     if fmt == "squad":
         return _export_squad(pairs, out, methods)
     if fmt == "dpr-reader":
-        return _export_dpr_reader(pairs, out, methods)
+        if contexts is None:
+            raise PairsError("the dpr-reader export scores its contexts and finds negatives with BM25: give "
+                             "contexts=pretriever.reader.negatives.PairsContexts(pairs)")
+        if negatives < 0:
+            raise PairsError(f"negatives must be 0 or more, got {negatives}")
+        return _export_dpr_reader(pairs, out, methods, contexts, negatives)
     raise PairsError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -192,16 +231,20 @@ def _export_squad(pairs: PairsDir, out: Path, methods: list[str]) -> int:
     return n
 
 
-def _export_dpr_reader(pairs: PairsDir, out: Path, methods: list[str]) -> int:
-    """Pairs with an answer -> DPR reader input; pairs without one are skipped, as for SQuAD."""
+def _export_dpr_reader(pairs: PairsDir, out: Path, methods: list[str], contexts: ReaderContexts,
+                       negatives: int) -> int:
+    """Pairs with an answer -> DPR reader input; pairs without one are skipped, as for SQuAD. Questions are
+    searched a batch at a time, deep enough to leave ``negatives`` once the pair's own passages are out."""
     matcher, n = AnswerMatcher("string"), 0
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write("[")
-        for row in pairs.rows(methods):
-            if row.get("answer") is None:
-                continue
-            f.write(("\n" if n == 0 else ",\n") + json.dumps(dpr_reader_record(row, matcher), ensure_ascii=False))
-            n += 1
+        answered = (row for row in pairs.rows(methods) if row.get("answer") is not None)
+        while batch := list(itertools.islice(answered, READER_BATCH)):
+            found = contexts.search([r["query"] for r in batch], negatives + 3) if negatives else [[]] * len(batch)
+            for row, hits in zip(batch, found):
+                record = dpr_reader_record(row, matcher, contexts, hits, negatives)
+                f.write(("\n" if n == 0 else ",\n") + json.dumps(record, ensure_ascii=False))
+                n += 1
         f.write("\n]\n")
         if n == 0:
             raise PairsError(f"the pairs of {', '.join(methods)} in {pairs.path} have no answers to write for a "

@@ -103,6 +103,12 @@ def cut_blocks(text: str, words: int, stride: int) -> list[str]:
     return blocks
 
 
+def block_id(url: str, idx: int, size: tuple[int, int] | None = None) -> str:
+    """The passage id of block ``idx`` of the page at ``url``; ``size`` (n, m) only when a run cut several sizes."""
+    several = f"-{size[0]}:{size[1]}" if size else ""
+    return f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{several}-{idx}"
+
+
 def _tokens(texts: Sequence[str]) -> list[list[str]]:
     return bm25s.tokenize(list(texts), return_ids=False, show_progress=False)
 

@@ -18,7 +18,9 @@ class TuneConfig:
     queries_from: list[str] | None = option(None, "Pseudo-query generators, comma-separated: masked-ict (a sentence "
                                                   "is the query, its passage without it the positive), titles (the "
                                                   "title is the query, the passage without it the positive), linked "
-                                                  "(HLP dual-link and co-mention pairs; needs pairs).",
+                                                  "(HLP dual-link and co-mention pairs; needs pairs). Generators "
+                                                  "named here must each make pseudo-queries; the default set "
+                                                  "leaves out, and names, those that make none on this corpus.",
                                             default_help="masked-ict,titles (and linked with pairs)")
     pairs: Path | None = option(None, "A pairs folder of `pretriever mine --method dl,cm` over the same store, for "
                                       "the linked generator.")
@@ -44,9 +46,8 @@ class TuneConfig:
                 setattr(self, name, Path(value))
         if isinstance(self.queries_from, str):
             self.queries_from = [m.strip() for m in self.queries_from.split(",") if m.strip()]
-        if self.queries_from is None:
-            self.queries_from = [*DEFAULT_GENERATORS, *(["linked"] if self.pairs is not None else [])]
-        if not self.queries_from or len(set(self.queries_from)) != len(self.queries_from):
+        if self.queries_from is not None and (not self.queries_from
+                                              or len(set(self.queries_from)) != len(self.queries_from)):
             raise ValueError(f"queries_from must name generators once each, got {self.queries_from}")
         if (self.qrels is None) != (self.queries is None):
             raise ValueError("validation needs both qrels and the queries they judge (or neither)")
@@ -55,6 +56,18 @@ class TuneConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.bootstrap < 0:
             raise ValueError(f"bootstrap must be 0 or more, got {self.bootstrap}")
+
+    @property
+    def by_default(self) -> bool:
+        """No generator was named: the default set, which leaves out those that make nothing on the corpus."""
+        return self.queries_from is None
+
+    @property
+    def generators(self) -> list[str]:
+        """The generators to run: those named, else the default set (linked too when there are pairs)."""
+        if self.queries_from is not None:
+            return list(self.queries_from)
+        return [*DEFAULT_GENERATORS, *(["linked"] if self.pairs is not None else [])]
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

@@ -5,7 +5,8 @@ free: the positive never contains the text the query was cut from.
 
 * ``masked-ict`` (inverse cloze, Lee et al. 2019, with the sentence always removed): a sentence of passage p is
   the query; p *without that sentence* is the positive.
-* ``titles``: the document title is the query; the passage is scored without its title.
+* ``titles``: the document title is the query; its document is scored without the title (every passage of it,
+  so the title is not handed over by the document's other passages either).
 * ``linked`` (HLP, Zhou et al. 2022): dual-link and co-mention pairs of a pairs folder (`pretriever mine
   --method dl,cm`); the query is a sentence of one document, the positive another document.
 
@@ -24,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,14 +58,32 @@ class Masked:
 @dataclass
 class PseudoQueries:
     """One generator's queries: ``queries`` {qid: text}, ``qrels`` {qid: {doc_id: 1}}, the passages to score
-    masked ({passage_id: Masked}) and the share of each query's words found in its positive (``overlap``)."""
+    masked ({passage_id: Masked}), the share of each query's words found in its positive (``overlap``) and why
+    the items looked at gave no query (``skips``: {reason: count}), which says why a generator does not fit a
+    corpus."""
 
     generator: str
     queries: dict[str, str] = field(default_factory=dict)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     masked: dict[str, Masked] = field(default_factory=dict)
     overlap: dict[str, float] = field(default_factory=dict)
-    skipped: int = 0  # sampled passages that gave no query
+    skips: Counter[str] = field(default_factory=Counter)
+    looked_at: str = "passages"  # what an item is: a sampled passage, or a mined pair
+
+    def skip(self, reason: str) -> None:
+        self.skips[reason] += 1
+
+    @property
+    def skipped(self) -> int:
+        """Items looked at that gave no query."""
+        return sum(self.skips.values())
+
+    def why_none(self) -> str:
+        """Why no item gave a query, e.g. "3,000 sampled passages looked at: 3,000 without a title"."""
+        if not self.skips:
+            return f"no {self.looked_at} to look at"
+        reasons = ", ".join(f"{count:,} {reason}" for reason, count in self.skips.most_common())
+        return f"{self.skipped:,} {self.looked_at} looked at: {reasons}"
 
     def add(self, qid: str, query: str, doc_id: str, positive_text: str) -> None:
         self.queries[qid] = query
@@ -117,14 +137,16 @@ class MaskedICT(Generator):
     summary = "a sentence is the query; its passage without it is the positive"
 
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
-        out = PseudoQueries(self.name)
+        out = PseudoQueries(self.name, looked_at="sampled passages")
         for passage in _sampled(lookup, n, seed):
             if len(out.queries) >= n:
                 break
             text = passage.text or ""
-            spans = [(a, b) for a, b in split_sentences(text) if len(text[a:b].split()) >= MIN_QUERY_WORDS]
-            if len(split_sentences(text)) < 2 or not spans:
-                out.skipped += 1
+            sentences = split_sentences(text)
+            spans = [(a, b) for a, b in sentences if len(text[a:b].split()) >= MIN_QUERY_WORDS]
+            if len(sentences) < 2 or not spans:
+                out.skip("of one sentence" if len(sentences) < 2 else
+                         f"without a sentence of {MIN_QUERY_WORDS} words or more")
                 continue
             a, b = random.Random(f"{seed}:{passage.passage_id}").choice(spans)
             body = (text[:a].rstrip() + " " + text[b:].lstrip()).strip()
@@ -135,29 +157,49 @@ class MaskedICT(Generator):
 
 @register
 class Titles(Generator):
-    """The document's title is the query; the passage, scored without its title, is the positive.
+    """The document's title is the query; the document, scored without its title, is the positive.
 
-    Requirements: titles of at least ``MIN_TITLE_WORDS`` words, each used once (a title shared by two documents
-    has no single positive).
+    Requirements: titles of at least ``MIN_TITLE_WORDS`` words that name one document of the store (a title
+    shared by two documents has no single positive), one query per title. Every passage of the query's document
+    is masked (encoded and indexed again without the title), since an index that prepends titles gives each of
+    them the query's words; so the generator stops at ``n`` queries or ``n`` masked passages, whichever comes
+    first, and costs no more than masked ICT.
     """
 
     name = "titles"
-    summary = "the title is the query; the passage without its title is the positive"
+    summary = "the title is the query; its document without the title is the positive"
 
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
-        out = PseudoQueries(self.name)
+        out = PseudoQueries(self.name, looked_at="sampled passages")
+        sampled = _sampled(lookup, n, seed)
+        long_enough = {p.title for p in sampled if len((p.title or "").split()) >= MIN_TITLE_WORDS}
+        documents = lookup.title_counts(long_enough)  # how many documents carry each title
+        usable = [p.doc_id for p in sampled if p.title in long_enough and documents.get(p.title, 0) <= 1]
+        passages = ({p.doc_id: [p] for p in sampled} if lookup.documents_whole
+                    else lookup.document_passages(usable))
         seen: set[str] = set()
-        for passage in _sampled(lookup, n, seed):
-            if len(out.queries) >= n:
+        for passage in sampled:
+            if len(out.queries) >= n or len(out.masked) >= n:
                 break
             title = (passage.title or "").strip()
             key = " ".join(word_tokens(title))
-            if len(title.split()) < MIN_TITLE_WORDS or key in seen or not (passage.text or "").strip():
-                out.skipped += 1
-                continue
-            seen.add(key)
-            out.masked[passage.passage_id] = Masked(None, passage.text)
-            out.add(f"title:{passage.passage_id}", title, passage.doc_id, passage.text)
+            if not title:
+                out.skip("without a title")
+            elif passage.title not in long_enough:
+                out.skip(f"with a title under {MIN_TITLE_WORDS} words")
+            elif documents.get(passage.title, 0) > 1:
+                out.skip("whose title names more than one document")
+            elif key in seen:
+                out.skip("whose title (or document) already gave a query")
+            elif not (passage.text or "").strip():
+                out.skip("without text")
+            else:
+                seen.add(key)
+                document = passages[passage.doc_id]
+                for part in document:
+                    out.masked[part.passage_id] = Masked(None, part.text or "")
+                out.add(f"title:{passage.passage_id}", title, passage.doc_id,
+                        " ".join(part.text or "" for part in document))
         return out
 
 
@@ -191,14 +233,18 @@ class Linked(Generator):
             table = pq.read_table(file, columns=["query", "query_doc_id", "positive_doc_id", "positive_text"])
             rows.extend(zip(*(table.column(c).to_pylist() for c in table.column_names)))
         random.Random(seed).shuffle(rows)
-        out = PseudoQueries(self.name)
+        out = PseudoQueries(self.name, looked_at=f"dl/cm pairs of {self.pairs}")
         for query, q_doc, p_doc, p_text in rows:
             if len(out.queries) >= n:
                 break
-            if q_doc in out.queries or q_doc == p_doc or len((query or "").split()) < MIN_QUERY_WORDS:
-                out.skipped += 1
-                continue
-            out.add(q_doc, query, p_doc, p_text or "")
+            if q_doc in out.queries:
+                out.skip("whose query document already gave a query")
+            elif q_doc == p_doc:
+                out.skip("linking a document to itself")
+            elif len((query or "").split()) < MIN_QUERY_WORDS:
+                out.skip(f"with a query under {MIN_QUERY_WORDS} words")
+            else:
+                out.add(q_doc, query, p_doc, p_text or "")
         return out
 
 

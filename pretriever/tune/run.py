@@ -25,7 +25,7 @@ from pretriever.stage import StageResult
 from pretriever.tune.candidates import Candidate, candidates
 from pretriever.tune.choose import Choice, choose, ranking, tau
 from pretriever.tune.config import TuneConfig
-from pretriever.tune.generators import PseudoQueries, TuneError, make_generator
+from pretriever.tune.generators import MIN_TITLE_WORDS, PseudoQueries, TuneError, make_generator
 from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
 
 DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
@@ -41,6 +41,7 @@ class TuneResult(StageResult):
     validation: dict[str, Any] | None
     seconds: dict[str, float]
     bm25_source: str = ""
+    left_out: dict[str, str] = field(default_factory=dict)  # default generators that made nothing -> why
     written: list[Path] = field(default_factory=list)
 
     def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
@@ -55,7 +56,8 @@ class TuneResult(StageResult):
                             "per_generator": {g: round(v, 4) for g, v in scores[c.label].per_generator.items()},
                             **({"real_nDCG@10": round(real[c.label], 4)} if c.label in real else {})}
                            for c in self.candidates],
-            "generators": self.generators, "bm25": self.bm25_source, "agreement": self.choice.agreement,
+            "generators": self.generators, "left_out": self.left_out, "bm25": self.bm25_source,
+            "agreement": self.choice.agreement,
             "validation": self.validation,
             "seconds": self.seconds, "config": cfg.to_json()}
 
@@ -103,13 +105,18 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
         prepend = bool(system.meta.get("encoder", {}).get("prepend_title", True))
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
+        left_out: dict[str, str] = {}
         cands: list[Candidate] = []
-        for name in cfg.queries_from:
+        for name in cfg.generators:
             t0 = time.perf_counter()
             pseudo: PseudoQueries = make_generator(name, cfg.pairs).make(lookup, cfg.n, cfg.seed)
             if not pseudo.queries:
-                raise TuneError(f"the {name} generator made no pseudo-query from {lookup.path} "
-                                f"({pseudo.skipped} passages skipped); leave it out with --queries-from")
+                why = f"it made no pseudo-query from {lookup.path} ({pseudo.why_none()})"
+                if not cfg.by_default:
+                    raise TuneError(f"the {name} generator was asked for but {why}; leave it out of --queries-from")
+                left_out[name] = f"left out by default because {why}"
+                report.message(f"{name}: {left_out[name]}")
+                continue
             report.message(f"{name}: {len(pseudo.queries):,} pseudo-queries, encoding {len(pseudo.masked):,} masked passages")
             dense = MaskedDense(system, masked_texts(pseudo.masked, prepend), cfg.batch_size)
             lexical = Remembered(masked_bm25(lookup, pseudo.masked, bm25.options) if pseudo.masked else bm25, "bm25")
@@ -118,10 +125,17 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             report.message(f"{name}: scoring {len(cands)} candidates")
             per_query[name] = score_candidates(cands, dense, lexical, pseudo.queries, pseudo.qrels, lookup)
             generators[name] = {"queries": len(pseudo.queries), "masked": len(pseudo.masked),
-                                "skipped": pseudo.skipped, "overlap": _round(pseudo.mean_overlap),
+                                "skipped": pseudo.skipped, "skipped_because": dict(pseudo.skips.most_common()),
+                                "overlap": _round(pseudo.mean_overlap),
                                 "mask_seconds": round(t1 - t0, 2), "score_seconds": round(time.perf_counter() - t1, 2),
                                 "examples": [{"query": pseudo.queries[q], "positive": next(iter(pseudo.qrels[q]))}
                                              for q in list(pseudo.queries)[:3]]}
+        if not per_query:
+            raise TuneError(f"no pseudo-query generator fits {lookup.path}: "
+                            + "; ".join(f"{name} {why}" for name, why in left_out.items())
+                            + ". masked-ict needs passages of two sentences or more, titles needs titles of "
+                            f"{MIN_TITLE_WORDS} words or more that name one document each, linked needs --pairs "
+                            "(`pretriever mine STORE --method dl,cm`)")
         seconds["choice_inputs"] = round(time.perf_counter() - started, 2)
         choice = choose(per_query, cfg.bootstrap, cfg.seed)
         seconds["pseudo_total"] = round(time.perf_counter() - started, 2)
@@ -130,7 +144,7 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             report.message(f"validating on {cfg.qrels}")
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
-    result = TuneResult(choice, cands, generators, validation, seconds, source, out=cfg.index)
+    result = TuneResult(choice, cands, generators, validation, seconds, source, left_out, out=cfg.index)
     result.manifest = result.to_json(cfg)
     if not cfg.dry_run:
         write_json(cfg.index / TUNE_JSON, result.manifest)

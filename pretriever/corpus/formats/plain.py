@@ -270,16 +270,18 @@ class DprTsvFormat(InputFormat):
 
     Read with :mod:`csv` (``delimiter="\\t"``, default double-quote quoting) exactly as
     DPR's own reader does, so quoted text (``"Aaron Aaron ( or ; ...)"``, with ``""``
-    for a quote) comes out unquoted. Consecutive rows with the same title form one
-    document: its id is the first passage's id, its text the passages joined by
-    ``"\\n"``, and ``given_passages`` keeps each passage's id and span, so the
+    for a quote) comes out unquoted. Consecutive rows with the same non-empty title form
+    one document (a row without a title is a document of its own: a passages-only TSV
+    has no way to say which rows belong together): its id is the first passage's id,
+    its text the passages joined by ``"\\n"``, and ``given_passages`` keeps each passage's id and span, so the
     segmenter reproduces DPR's passages instead of cutting its own. An item is such a
     group of rows, so chunk boundaries never split a document. The title is kept as
     given, stripped.
     """
 
     name = "dpr-tsv"
-    description = "DPR passages TSV (psgs_w100.tsv): id, text, title; rows of one title form a document"
+    description = ("DPR passages TSV (psgs_w100.tsv): id, text, title; rows of one title form a document, "
+                   "an untitled row is one")
     default_words = 0
 
     def __init__(self, path: Path, options: FormatOptions | None = None):
@@ -317,7 +319,8 @@ class DprTsvFormat(InputFormat):
             raise InputError(f"{file}: unreadable after line {consumed:,} ({err})") from err
 
     def iter_items(self) -> Iterator[list[RowItem]]:
-        """Groups of consecutive rows with the same title (a malformed row is a group of its own)."""
+        """Groups of consecutive rows with the same non-empty title (a malformed or untitled row is a group of
+        its own)."""
         for file in input_files(self.path):
             name = _display_name(self.path, file)
             group: list[RowItem] = []
@@ -327,7 +330,8 @@ class DprTsvFormat(InputFormat):
                     first = False
                     if row == DPR_HEADER:
                         continue
-                if group and (len(row) != 3 or len(group[-1][2]) != 3 or row[2] != group[-1][2][2]):
+                if group and (len(row) != 3 or len(group[-1][2]) != 3 or row[2] != group[-1][2][2]
+                              or not row[2].strip()):
                     yield group
                     group = []
                 group.append((name, line_no, row))

@@ -32,7 +32,6 @@ Example: ``pretriever mine enwiki/ --method qac --references refs/ --out pairs/`
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import shutil
 from collections import Counter
@@ -53,7 +52,7 @@ from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.kinds import kind_of, parse_links, wiki_typed
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import Triplet, build_triplet, choose_block, cut_blocks, load_ner, supports
+from pretriever.mine.qac import Triplet, block_id, build_triplet, choose_block, cut_blocks, load_ner, supports
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call
@@ -354,8 +353,7 @@ class QAC(Method):
                 query, block, answer = first["statement"], blocks[idx], {}
             if first["source"] == "reference":
                 url = first["ctx_id"]
-                size = f"-{n}:{m}" if len(sizes) > 1 else ""
-                pid = f"ref-{hashlib.md5(url.encode('utf-8')).hexdigest()[:16]}{size}-{idx}"
+                pid = block_id(url, idx, (n, m) if len(sizes) > 1 else None)
                 doc_id, title = None, first["ctx_title"]
             else:
                 url, doc_id, title, pid = None, group[idx]["ctx_doc"], None, group[idx]["ctx_id"]
