@@ -1,8 +1,8 @@
 """The page at / in headless Chromium (Debian's `chromium`, driven by Playwright): search side by side,
 the pair browser with its method filter and highlights (anchors, QAC answers), the judged-query view,
 the answer box with a reader, and the page's hardening (issue 24): a malformed address, the histogram at
-400 px, the Pairs tab clicked twice, pagers with nothing to page, ids holding "/"; no page may throw an
-uncaught error or break its Content-Security-Policy. Screenshots go to docs/img/ when PRETRIEVER_SCREENSHOTS=1:
+400 px, the Pairs tab clicked twice, pagers with nothing to page, ids holding "/"; Swagger UI at /docs
+(issue 37). No page may throw an uncaught error or break its Content-Security-Policy. Screenshots go to docs/img/ when PRETRIEVER_SCREENSHOTS=1:
 
     PRETRIEVER_SCREENSHOTS=1 pytest tests/test_serve_browser.py
 """
@@ -227,3 +227,20 @@ def test_the_passage_dialog_opens_an_id_with_a_slash(browser, slashed, width):
         page.wait_for_selector("#passage[open]")
         assert "digital object identifier" in page.locator("#passage-text").inner_text()
         assert "10.1000/xyz/123" in page.locator("#passage-title").inner_text()
+
+
+def test_the_docs_render_from_this_server_only(browser, slashed):
+    """/docs draws every operation with Swagger UI, from files this server serves, within its CSP (no violation,
+    no uncaught error), and can send a request; nothing is loaded from another site."""
+    with running(ServeConfig(index=slashed)) as url, tab(browser, url + "/docs", 1280) as page:
+        page.wait_for_selector(".opblock")
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        assert {"/search", "/search/batch", "/health", "/info"} <= {p.replace("\u200b", "") for p in paths}, paths
+        page.locator(".opblock-summary", has_text="/health").first.click()
+        page.get_by_role("button", name="Try it out").click()
+        page.get_by_role("button", name="Execute").click()
+        status = page.locator(".live-responses-table tr.response td.response-col_status").first
+        status.wait_for()
+        assert status.inner_text().strip() == "200"
+        loaded = page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+        assert loaded and all(name.startswith((url + "/", "data:")) for name in loaded), loaded

@@ -17,18 +17,21 @@ def serve_command(cfg: ServeConfig) -> None:
     """Serve INDEX_DIR over HTTP: search (dense, BM25, hybrid), compare, browse pairs, answer; a web page
     at /.
 
-    OpenAPI docs at /docs. Judgments and answers are read at start-up and requests name them; a refined
-    index offers the qrels its refinement recorded (sets feedback and holdout), any other index needs
-    --qrels and --queries. With --reader READER_DIR, POST /answer retrieves and reads (as `pretriever
-    answer`) and the page shows an answer box.
+    OpenAPI at /openapi.json, shown at /docs by Swagger UI served from here (no CDN). Judgments and
+    answers are read at start-up and requests name them; a refined index offers the qrels its refinement
+    recorded (sets feedback and holdout), any other index needs --qrels and --queries. With --reader
+    READER_DIR, POST /answer retrieves and reads (as `pretriever answer`) and the page shows an answer box.
 
     Safety: binds 127.0.0.1 unless --host says otherwise; any other address needs --api-key (or
-    $PRETRIEVER_API_KEY; visible ASCII). On loopback a request's Host header must be 127.0.0.1, localhost,
-    [::1] or an --allowed-host, else 400, so that no web page can read the server by DNS rebinding. Every
-    response carries X-Content-Type-Options: nosniff and X-Frame-Options: DENY; the page also a
-    Content-Security-Policy of its own origin only. Every error is JSON, {"error": "message"} (a 422 adds
-    "detail"), and names no file of the server. A client has --header-timeout seconds to send a request's
-    headers and --body-timeout for its body, then the socket is closed.
+    $PRETRIEVER_API_KEY; visible ASCII), checked before the request's body is read, on every path but the
+    page, /docs, /openapi.json and /health. On loopback a request's Host header must be 127.0.0.1,
+    localhost, [::1] or an --allowed-host, else 400, so that no web page can read the server by DNS
+    rebinding. Every response carries X-Content-Type-Options: nosniff and X-Frame-Options: DENY; the page
+    and /docs also a Content-Security-Policy of their own origin only. Every error is JSON, {"error":
+    "message"} (a 422 adds "detail"), malformed requests included, and names no file of the server. A
+    request's URL may be 16 KiB (else 414), a header line 16 KiB and all its headers 64 KiB (else 431). A
+    client has --header-timeout seconds to send a request's headers and --body-timeout for its body, then
+    the socket is closed.
 
     Examples:
 

@@ -15,9 +15,11 @@ no stage imports it.
   a refined index);
 * :mod:`~pretriever.serve.answer` - ``POST /answer`` with ``--reader``;
 * :mod:`~pretriever.serve.app` - :func:`create_app`: the FastAPI application and the page at ``/``;
-* :mod:`~pretriever.serve.guards` - the Host check, the body cap and the security headers (ASGI middleware);
+* :mod:`~pretriever.serve.guards` - the Host check, the API key, the body cap and the security headers (ASGI
+  middleware);
 * :mod:`~pretriever.serve.handlers` - every error as ``{"error": message}``, with no server path in it;
-* :mod:`~pretriever.serve.server` - the options ``pretriever serve`` runs uvicorn with, and read deadlines.
+* :mod:`~pretriever.serve.server` - the options ``pretriever serve`` runs uvicorn with: read deadlines, the
+  request head's caps, JSON answers to malformed requests.
 
 Example::
 

@@ -47,7 +47,7 @@ class Answering:
             return reader.read(question, passages)
 
     def info(self) -> dict[str, Any]:
-        return {"path": str(self.reader.path), "base_model": self.meta.get("base_model"),
+        return {"path": str(self.reader.path.resolve()), "base_model": self.meta.get("base_model"),
                 "dev": self.meta.get("dev"), "defaults": {k: getattr(self.reader.options, k)
                                                           for k in ("rank", "n_best", "max_answer_length")}}
 

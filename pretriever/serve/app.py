@@ -1,7 +1,7 @@
 """The FastAPI application: :func:`create_app` wires the engine, the pairs, the reader, the limits and the page.
 
-Endpoints (OpenAPI at ``/docs``): ``GET/POST /search``, ``POST /search/batch``, ``POST /compare``,
-``POST /answer`` (with ``--reader``), ``GET /pairs``, ``GET /pairs/stats``, ``GET /queries``
+Endpoints (``/openapi.json``, shown by Swagger UI at ``/docs``): ``GET/POST /search``, ``POST /search/batch``,
+``POST /compare``, ``POST /answer`` (with ``--reader``), ``GET /pairs``, ``GET /pairs/stats``, ``GET /queries``
 (judged queries of a qrels set, for the query view), ``GET /passages/{id}``, ``GET /health``,
 ``GET /info``; the page at ``/``.
 
@@ -10,20 +10,20 @@ fixed at start-up and named); request bodies over ``max_body_bytes`` get 413 bef
 read; queries, k and batches are capped in the request models (422, and strict: no "3" or true for
 an int); every error is JSON ``{"error": message}`` (:mod:`~pretriever.serve.handlers`). On
 loopback, a request must name the server in its Host header (127.0.0.1, localhost, [::1] or an
-``--allowed-host``), against DNS rebinding. Off loopback every API route needs the key
-(``X-API-Key`` or ``Authorization: Bearer``), compared in constant time. Read deadlines for slow
-clients are the server's (:mod:`~pretriever.serve.server`).
+``--allowed-host``), against DNS rebinding. With a key (always, off loopback) every path but the page, the docs
+and ``/health`` needs it (``X-API-Key`` or ``Authorization: Bearer``), checked before the body is read. The
+request head's caps, read deadlines and JSON answers to malformed requests are the server's
+(:mod:`~pretriever.serve.server`).
 """
 
 
-import hmac
 import math
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -33,34 +33,20 @@ from pretriever import __version__
 from pretriever.data import PassageLookup
 from pretriever.retrieval import Hit
 from pretriever.serve.answer import Answering, answer_router, no_reader_router
-from pretriever.serve.config import ServeConfig, is_loopback
+from pretriever.serve.config import ServeConfig
 from pretriever.serve.engine import Engine
-from pretriever.serve.guards import PAGE_CSP, BodyLimit, HostCheck, SecurityHeaders
-from pretriever.serve.handlers import install_error_handlers
+from pretriever.serve.guards import DOCS_CSP, PAGE_CSP, BodyLimit, HostCheck, KeyCheck, SecurityHeaders
+from pretriever.serve.handlers import install_error_handlers, without_paths
 from pretriever.serve.judged import JudgedSets
 from pretriever.serve.pairs import PageError, PairsView
-from pretriever.serve.schemas import (ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut, PassageOut, QueriesOut,
-                                      SearchOut, has_text, request_models)
+from pretriever.serve.schemas import (ANSWERED_BY_GUARDS, ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut,
+                                      PassageOut, QueriesOut, SearchOut, errors, has_text, request_models)
 
 STATIC = Path(__file__).parent / "static"
-
-
-def _key_check(cfg: ServeConfig):
-    """A dependency that demands the API key when one is set (always, off loopback)."""
-    key = cfg.api_key
-
-    async def check(request: Request) -> None:
-        if not key:
-            return
-        given = request.headers.get("x-api-key") or ""
-        auth = request.headers.get("authorization") or ""
-        if not given and auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        # header values arrive as bytes read as latin-1, and the key is visible ASCII (ServeConfig checks)
-        if not hmac.compare_digest(given.encode("latin-1"), key.encode("ascii")):
-            raise HTTPException(401, "a valid API key is required: send it as the X-API-Key header")
-
-    return check
+# Swagger UI's files as the fastapi-offline package ships them: /docs loads nothing from another site
+SWAGGER_UI = ("fastapi_offline", "static")
+# what needs no API key: the page and its files, the API's description, liveness
+OPEN_PATHS, OPEN_UNDER = frozenset({"/", "/health", "/docs", "/openapi.json"}), ("/static/", "/docs/")
 
 
 def _hits(hits: list[Hit], passages: dict) -> list[HitOut]:
@@ -149,7 +135,7 @@ def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
         result = await engine(request).run(view.page, chosen, page, page_size, q, title)
         return PairsOut(**result.__dict__)
 
-    @router.get("/pairs/stats", tags=["pairs"], responses=ERRORS)
+    @router.get("/pairs/stats", tags=["pairs"], responses=errors(404))
     async def pairs_stats(request: Request) -> dict:
         """stats.json of the pairs folder (pairs, distinct queries, overlap histogram per method) and the
         methods' definitions from pairs.json."""
@@ -185,15 +171,28 @@ def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
 
     @router.get("/info", tags=["service"])
     async def info(request: Request) -> dict:
-        """Model, index type, sizes, modes, pairs, the reader, judged sets, limits."""
+        """Model, index type, sizes, modes, pairs, the reader, judged sets, limits. Paths are shown relative to
+        the folder the index is in (the index as its folder's name), or by their last part when outside it."""
         view, reading = request.app.state.pairs, request.app.state.reader
-        return {"version": __version__, **engine(request).info(),
-                "pairs": {"path": str(view.dir.path), "methods": view.methods} if view else None,
-                "reader": reading.info() if reading is not None else None,
-                "sets": request.app.state.judged.describe(),
-                "limits": {k: getattr(cfg, k) for k in ("max_query_chars", "max_k", "max_batch", "max_body_bytes",
-                                                        "max_page_size", "max_read_k")}}
+        return _relative({"version": __version__, **engine(request).info(),
+                          "pairs": {"path": str(view.dir.path.resolve()), "methods": view.methods} if view else None,
+                          "reader": reading.info() if reading is not None else None,
+                          "sets": request.app.state.judged.describe(),
+                          "limits": {k: getattr(cfg, k) for k in ("max_query_chars", "max_k", "max_batch",
+                                                                  "max_body_bytes", "max_page_size", "max_read_k")}},
+                         cfg.index.resolve().parent)
     return router
+
+
+def _relative(value: Any, base: Path) -> Any:
+    """``value`` (JSON) with the absolute paths in its strings shown relative to ``base`` (or by their last part)."""
+    if isinstance(value, str):
+        return without_paths(value, base)
+    if isinstance(value, dict):
+        return {k: _relative(v, base) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relative(v, base) for v in value]
+    return value
 
 
 def _pairs_view(request: Request) -> PairsView:
@@ -217,7 +216,8 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
             if closing is not None:
                 closing.close()
 
-    app = FastAPI(title="pretriever", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="pretriever", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  responses=ANSWERED_BY_GUARDS,
                   description="Search an index (dense, BM25, hybrid), compare systems, browse mined pairs, "
                               "answer questions with a reader.")
     app.state.engine = engine or Engine.open(cfg)
@@ -227,15 +227,17 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     pairs_store = app.state.pairs.store_path() if app.state.pairs is not None else None
     app.state.stores = {"index": app.state.engine.lookup,
                         "pairs": PassageLookup(pairs_store) if pairs_store is not None else None}
-    app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)  # the innermost: a body is read once the key is good
+    if cfg.api_key:  # (ServeConfig demands one off loopback)
+        app.add_middleware(KeyCheck, key=cfg.api_key, open_paths=OPEN_PATHS, open_under=OPEN_UNDER)
     if (names := cfg.host_names()) is not None:
         app.add_middleware(HostCheck, names=names)
-    app.add_middleware(SecurityHeaders)  # the outermost: on the Host check's and the body cap's answers too
+    app.add_middleware(SecurityHeaders)  # the outermost: on the other guards' answers too
     install_error_handlers(app)
-    guard = [Depends(_key_check(cfg))] if cfg.api_key or not is_loopback(cfg.host) else []
-    app.include_router(_api(cfg, app.state.engine.default_mode), dependencies=guard)
+    key_errors = errors(401) if cfg.api_key else {}
+    app.include_router(_api(cfg, app.state.engine.default_mode), responses=key_errors)
     reading = answer_router(cfg, app.state.engine.default_mode) if app.state.reader is not None else no_reader_router()
-    app.include_router(reading, dependencies=guard)
+    app.include_router(reading, responses=key_errors)
 
     @app.get("/health", tags=["service"])
     async def health() -> dict:
@@ -246,6 +248,12 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"content-security-policy": PAGE_CSP})
 
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> FileResponse:
+        """Swagger UI over /openapi.json, its files served from here (the page's CSP allows no other site)."""
+        return FileResponse(STATIC / "docs.html", headers={"content-security-policy": DOCS_CSP})
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/docs/assets", StaticFiles(packages=[SWAGGER_UI]), name="swagger-ui")
     return app
 

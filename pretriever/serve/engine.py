@@ -298,7 +298,7 @@ class Engine:
         meta = self.meta
         encoder = meta.get("encoder", {}) if self.dense is not None else {}
         return {
-            "index": str(self.config.index), "kind": self.kind, "modes": self.modes,
+            "index": str(self.config.index.resolve()), "kind": self.kind, "modes": self.modes,
             "default_mode": self.default_mode, "tuned": self.tuned.to_json() if self.tuned else None,
             "model": encoder.get("model_label") or encoder.get("model"),
             "index_type": (meta.get("index") or {}).get("type") if self.dense is not None else "bm25",
@@ -306,7 +306,7 @@ class Engine:
             "bm25": {"passages": len(self.bm25), "source": self.bm25_source,
                      "search_ms": round(self.bm25_ms, 4) if self.bm25_ms is not None else None,
                      "inline_ms": self.config.bm25_inline_ms} if self.bm25 is not None else None,
-            "store": str(self.lookup.path) if self.lookup is not None else None,
+            "store": str(self.lookup.path.resolve()) if self.lookup is not None else None,
             "encoding": {"batches": self.batcher.batches, "queries": self.batcher.texts,
                          "max_batch": self.config.encode_batch} if self.batcher else None,
         }

@@ -1,8 +1,11 @@
-"""ASGI middleware in front of every route: the Host check, the body cap, and the headers every response carries.
+"""ASGI middleware in front of every route: the Host check, the API key, the body cap, and the headers every
+response carries, in that order: a request without the key is refused before its body is read or parsed.
 
 They answer in the API's one error format, ``{"error": message}``; that is why the Host check is not
 Starlette's ``TrustedHostMiddleware``, whose 400 is plain text.
 """
+
+import hmac
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -14,6 +17,9 @@ COMMON_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", 
                   (b"referrer-policy", b"no-referrer")]
 # the page: its own script and style only, no inline code, no frames, forms post to itself
 PAGE_CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"
+# /docs: the same, but Swagger UI draws its icons from data: URLs (Chromium renders it and runs requests with no
+# other exception: tests/test_serve_browser.py)
+DOCS_CSP = f"{PAGE_CSP}; img-src 'self' data:"
 
 
 class SecurityHeaders:
@@ -49,6 +55,29 @@ class HostCheck:
             if host_name(given) not in self.names:
                 reply = error_reply(400, f"this server does not answer to the host {given[:100]!r} (Host header); "
                                          f"start it with --allowed-host NAME to add a name")
+                return await reply(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+class KeyCheck:
+    """401 for a request without the API key (``X-API-Key``, or ``Authorization: Bearer KEY``), compared in constant
+    time, unless its path is one of ``open_paths`` or under one of ``open_under`` (the page, its assets, the docs,
+    liveness). Every other path needs it, unknown ones too, so a client without the key learns no route."""
+
+    def __init__(self, app: ASGIApp, key: str, open_paths: frozenset[str], open_under: tuple[str, ...]):
+        self.app, self.key = app, key.encode("ascii")  # visible ASCII (ServeConfig checks)
+        self.open_paths, self.open_under = open_paths, open_under
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.open_paths and not scope["path"].startswith(
+                self.open_under):
+            headers = dict(scope["headers"])
+            given = headers.get(b"x-api-key", b"")
+            auth = headers.get(b"authorization", b"")
+            if not given and auth[:7].lower() == b"bearer ":
+                given = auth[7:].strip()
+            if not hmac.compare_digest(given, self.key):
+                reply = error_reply(401, "a valid API key is required: send it as the X-API-Key header")
                 return await reply(scope, receive, send)
         await self.app(scope, receive, send)
 

@@ -16,6 +16,8 @@ Mode = Literal["dense", "bm25", "hybrid"]
 Rank = Literal["passage", "span"]
 MAX_N_BEST = 20
 MAX_ANSWER_TOKENS = 50
+LINE_BYTES = 16 * 1024  # the request line, or one header line (nginx allows 8 KiB a line; h11 16 KiB for the head)
+HEAD_BYTES = 64 * 1024  # the request line and all the headers (the server's protocol caps both: server.py)
 
 
 def has_text(query: str) -> str:
@@ -177,8 +179,24 @@ class ErrorOut(BaseModel):
     detail: list | None = None
 
 
-ERRORS = {400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 413: {"model": ErrorOut},
-          422: {"model": ErrorOut}}
+_MEANINGS = {400: "a malformed HTTP request, a Host header naming none of this server's hosts, or a request for "
+                  "what this server cannot do (a mode its index lacks)",
+             401: "no valid API key (X-API-Key, or Authorization: Bearer KEY)",
+             404: "nothing by that name here: passage, qrels or answers set, pairs method, page, or the reader",
+             413: "a body over max_body_bytes",
+             414: f"a request URL over {LINE_BYTES:,} bytes",
+             422: "the request does not validate (detail: the fields and why)",
+             431: f"request headers over {LINE_BYTES:,} bytes a line or {HEAD_BYTES:,} in all"}
+
+
+def errors(*statuses: int) -> dict[int | str, dict]:
+    """The OpenAPI responses of error ``statuses``: each is ``{"error": message}``."""
+    return {status: {"model": ErrorOut, "description": _MEANINGS[status]} for status in statuses}
+
+
+# every route: the Host check and the body cap (guards.py), the head's caps and malformed requests (server.py)
+ANSWERED_BY_GUARDS = errors(400, 413, 414, 431)
+ERRORS = errors(404, 422)  # a route's own: a name not found, a request that does not validate
 
 
 @dataclass
