@@ -427,3 +427,29 @@ def test_tune_on_a_refined_index(lexical, tmp_path):
     assert result.generators["masked-ict"]["queries"] == 30 and not result.left_out
     assert tuned_setting(index_meta(refined)).label == result.choice.label
     assert result.choice.scores["bm25"].mean > result.choice.scores["dense"].mean  # the code words still decide
+
+
+def test_compare_scores_another_index_of_the_store_on_the_same_pseudo_queries(lexical, tmp_path):
+    """--compare: a random 2-layer encoder over the same store is scored beside the candidates (never one of
+    them); all-MiniLM-L6-v2 beats it on the code-word corpus, and the paired interval says so."""
+    from pretrain_fixtures import tiny_bert_st
+
+    from pretriever.cli.tune import compared_line
+
+    store = Path(json.loads((lexical["index"] / "index.json").read_text())["corpus"]["store"])
+    weak = encode.run(IndexConfig(corpus=store, out=tmp_path / "weak", model=str(tiny_bert_st(tmp_path / "st")))).out
+    result = tuning.run(TuneConfig(index=lexical["index"], n=30, queries_from=["masked-ict"], compare=weak,
+                                   dry_run=True))
+    compared = result.manifest["compare"]
+    assert compared["this_dense"]["pseudo_nDCG@10"] == round(result.choice.scores["dense"].mean, 4)
+    assert compared["dense"]["pseudo_nDCG@10"] < compared["this_dense"]["pseudo_nDCG@10"]
+    low, high = compared["difference"]["interval"]
+    assert 0 < low <= compared["difference"]["pseudo_nDCG@10"] <= high
+    assert compared["difference"]["pseudo_nDCG@10"] == pytest.approx(
+        compared["this_dense"]["pseudo_nDCG@10"] - compared["dense"]["pseudo_nDCG@10"], abs=2e-4)
+    assert result.choice.label == lexical["result"].choice.label  # not a candidate: the choice is the same
+    assert compared_line(compared).endswith(": up")
+    other = _index(_beir_store(tmp_path / "other", [(f"t{i}", t, x) for i, (t, x) in enumerate(PARAPHRASES)]),
+                   tmp_path / "other-index")
+    with pytest.raises(TuneError, match="the pseudo-queries' positives must be passages of both"):
+        tuning.run(TuneConfig(index=lexical["index"], n=5, queries_from=["masked-ict"], compare=other, dry_run=True))

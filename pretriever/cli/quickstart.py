@@ -6,6 +6,7 @@ doubles as a recipe: copy the printed commands and point them at a real dump.
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from pretriever.cli.common import fail
 from pretriever.progress import console
 
 DEMO_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+PSEUDO_QUERIES = 200  # masked-ICT pseudo-queries of the before/after: enough for an interval of about +-0.05
 DEMO_QUERIES = [
     "Who wrote the novel Atlas Shrugged?",
     "What fraction of sunlight does fresh snow reflect?",
@@ -60,8 +62,11 @@ def quickstart(
 
     Steps: build the corpus store (passages, sentences, links resolved through redirects, citations); mine
     dual-link (DL), co-mention (CM) and ICT pairs; train the packaged all-MiniLM-L6-v2 on them for one
-    short epoch; encode the corpus into a FAISS index with a BM25 index beside it; search with both and
-    print the rankings side by side.
+    short epoch; encode the corpus into a FAISS index with a BM25 index beside it, and again with the
+    starting model; tune on pseudo-queries made from the corpus (a sentence is the query, its passage
+    without it the positive): the trained and the starting model's dense retrieval on the same queries,
+    with the change's 95% interval, beside BM25 and the fusions, one of which is chosen for the index;
+    search with the choice and BM25 and print the rankings side by side.
     """
     try:
         dump = demo_dump_path()
@@ -69,30 +74,55 @@ def quickstart(
         fail(err)
     started = time.perf_counter()
     root = ctx.find_root().command
-    corpus, pair_dir, model, index = (str(out / name) for name in ("corpus", "pairs", "model", "index"))
-    _run(root, "1/5 corpus: parse the demo dump into a linked passage store",
+    corpus, pair_dir, model, index, start = (str(out / name) for name in ("corpus", "pairs", "model", "index",
+                                                                          "start-index"))
+    _run(root, "1/7 corpus: parse the demo dump into a linked passage store",
          ["corpus", "build", str(dump), "--out", corpus, "--workers", str(workers), "--overwrite"])
     # Co-mention needs an entity E that is an article of the store linked from both sides: on this
     # 105-article sample no such pair exists, and `mine` says why (a full wiki has plenty).
-    _run(root, "2/5 mine: dual-link, co-mention and ICT pairs",
+    _run(root, "2/7 mine: dual-link, co-mention and ICT pairs",
          ["mine", corpus, "--method", "dl,cm,ict", "--max-pairs", str(pairs), "--cm-indegree-percentile", "99",
           "--out", pair_dir, "--overwrite"])
-    _run(root, "3/5 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
+    _run(root, "3/7 train: all-MiniLM-L6-v2 on the mined pairs (one short epoch; 32 pairs held out to check it)",
          ["train", pair_dir, "--out", model, "--epochs", "1", "--batch-size", "16", "--heldout-pairs", "32",
           "--max-query-length", "64", "--max-passage-length", "128", "--overwrite"])
-    _run(root, "4/5 index: encode every passage with the trained model; BM25 beside it",
+    _run(root, "4/7 index: encode every passage with the trained model; BM25 beside it",
          ["index", "build", corpus, "--model", model, "--out", index, "--max-length", "128", "--bm25", "--overwrite"])
-    _run(root, "5/5 search: the trained dense model and BM25 side by side",
+    _run(root, "5/7 index: the same passages with the starting model, for a before/after",
+         ["index", "build", corpus, "--out", start, "--max-length", "128", "--overwrite"])
+    _run(root, "6/7 tune: before/after on pseudo-queries from the corpus (no labels): a sentence of a passage is "
+               "the query, the passage without it the positive; dense, BM25 and fusions scored, one chosen",
+         ["tune", index, "--compare", start, "--queries-from", "masked-ict", "-n", str(PSEUDO_QUERIES),
+          "--no-prf"])
+    _run(root, "7/7 search: the tuned setting and BM25 side by side",
          ["search", index, *DEMO_QUERIES, "-k", "5", "--bm25", "--words", "12"])
     console.rule("[bold]done")
-    console.print(f"Finished in {time.perf_counter() - started:.0f} s. Everything is under {out}/:\n"
+    console.print(f"Finished in {time.perf_counter() - started:.0f} s. " + what_moved(Path(index)))
+    console.print(f"Everything is under {out}/:\n"
                   f"  {corpus}/  corpus store (Parquet tables + manifest.json)\n"
                   f"  {pair_dir}/  mined pairs (Parquet), stats.json, overlap.png\n"
                   f"  {model}/  the trained sentence-transformers model, train.json\n"
-                  f"  {index}/  FAISS index, embeddings, BM25 index")
+                  f"  {index}/  FAISS index, embeddings, BM25 index, tune.json (the before/after and the choice)\n"
+                  f"  {start}/  the starting model's index (the 'before')")
     console.print("Next, on a real dump (see README.md for the scale plan):\n"
                   "  pretriever corpus build enwiki-latest-pages-articles-multistream.xml.bz2 --out enwiki/ --workers 16\n"
                   "  pretriever mine enwiki/ --method dl,cm --out enwiki-pairs/\n"
                   "  pretriever train enwiki-pairs/ --model bert-base-uncased --pooling cls --batch-size 400 "
                   "--mini-batch-size 32 --out hlp-model/\n"
                   "  pretriever evaluate --index scifact-index/ --bm25 --queries queries.jsonl --qrels qrels/test.tsv --out eval/")
+
+
+def what_moved(index: Path) -> str:
+    """The before/after in plain words, from the index's tune.json: dense before and after training, BM25 and the
+    tuned choice on the same pseudo-queries, and whether the change's 95% interval excludes none."""
+    tuned = json.loads((index / "tune.json").read_text(encoding="utf-8"))
+    change = tuned["compare"]["difference"]
+    before, after = tuned["compare"]["dense"]["pseudo_nDCG@10"], tuned["compare"]["this_dense"]["pseudo_nDCG@10"]
+    low, high = change["interval"]
+    moved = ("went up" if low > 0 else "went down" if high < 0 else "did not move clearly (the interval holds 0)")
+    score = {c["label"]: c["pseudo_nDCG@10"] for c in tuned["candidates"]}
+    chosen = tuned["choice"]["label"]
+    return (f"On {tuned['generators']['masked-ict']['queries']} pseudo-queries (nDCG@10): the starting model "
+            f"{before:.3f}, the trained model {after:.3f}: dense retrieval {moved}, {change['pseudo_nDCG@10']:+.3f} "
+            f"(95% interval {low:+.3f} to {high:+.3f}); BM25 {score['bm25']:.3f}; the tuned choice, {chosen}, "
+            f"{score[chosen]:.3f}.")

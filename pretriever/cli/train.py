@@ -168,7 +168,11 @@ def print_summary(report: dict, cfg) -> None:
     trend = smoothed(report["loss_curve"])
     if trend:
         table.add_row("training loss", f"{trend[0]:.4f} -> {trend[1]:.4f} (mean of the first and last fifth of "
-                                       "the logged steps; noisy on small runs)")
+                                       "the logged steps)")
+    elif report["loss_curve"]:
+        table.add_row("training loss", f"{len(report['loss_curve'])} logged steps: too few for a trend (each is one "
+                                       "batch, and later batches differ); "
+                      + ("read the held-out loss below" if report.get("heldout") else "see loss.png"))
     held = report.get("heldout")
     if held:
         before, after = held["before"], held["after"]

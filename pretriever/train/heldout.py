@@ -32,10 +32,15 @@ def retrieval_check(model, anchors: list[str], positives: list[str]) -> dict[str
     return {"acc@1": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks))}
 
 
+MIN_TREND_POINTS = 25  # a fifth of these is 5 logged losses a side: fewer is one noisy batch against another
+
+
 def smoothed(curve: list[dict[str, Any]], share: float = 0.2) -> tuple[float, float] | None:
-    """Mean logged loss over the first and the last ``share`` of the logged points (None: too few points)."""
+    """Mean logged loss over the first and the last ``share`` of the logged points; None under
+    :data:`MIN_TREND_POINTS`, where the two means are a few batches each and rise or fall by chance (a
+    12-step run "rose" from 0.30 to 0.68 while its held-out loss fell)."""
     losses = [point["loss"] for point in curve]
-    if len(losses) < 2:
+    if len(losses) < MIN_TREND_POINTS:
         return None
     width = max(1, round(len(losses) * share))
     return float(np.mean(losses[:width])), float(np.mean(losses[-width:]))

@@ -67,6 +67,15 @@ def bootstrap(per_query: Mapping[str, Mapping[str, Sequence[float]]], rounds: in
     return out
 
 
+def paired(per_query: Mapping[str, Mapping[str, Sequence[float]]], a: str, b: str, rounds: int = 1000,
+           seed: int = 0) -> Scored:
+    """The difference ``a`` - ``b`` between two systems scored on the same queries, with the 95% interval of the
+    paired bootstrap (each resample draws the queries once for both), in :func:`bootstrap`'s weighting."""
+    differences = {g: {"difference": [x - y for x, y in zip(scores[a], scores[b])]}
+                   for g, scores in per_query.items()}
+    return bootstrap(differences, rounds, seed)["difference"]
+
+
 def ranking(scores: Mapping[str, float]) -> list[str]:
     """Names best first (ties: dense first, then the given order)."""
     order = {name: i for i, name in enumerate(scores)}

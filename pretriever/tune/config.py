@@ -33,6 +33,10 @@ class TuneConfig:
                                       "which every candidate is also scored (Kendall tau against the pseudo ranking, "
                                       "real nDCG@10 lost by the choice).")
     queries: Path | None = option(None, "Validation only: the BEIR queries.jsonl the --qrels judge.")
+    compare: Path | None = option(None, "Another dense index of the same store (the model before training, say): its "
+                                        "dense retrieval is scored on the same pseudo-queries, its masked passages "
+                                        "encoded with its own model, and the paired difference from this index's "
+                                        "dense is reported with a bootstrap interval. It is never a candidate.")
     corpus: Path | None = option(None, "The corpus store, when it is not where index.json says (moved).",
                                  default_help="the store the index names")
     device: str | None = option(None, "Where queries and masked passages are encoded.", default_help="automatic")
@@ -40,7 +44,7 @@ class TuneConfig:
 
     def __post_init__(self) -> None:
         self.index = Path(self.index)
-        for name in ("pairs", "qrels", "queries", "corpus"):
+        for name in ("pairs", "qrels", "queries", "corpus", "compare"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, Path(value))

@@ -7,6 +7,7 @@ given (after the choice, which never sees them), and writes ``INDEX_DIR/tune.jso
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,14 @@ from pretriever.metrics import overlap_ratio
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Retriever, VectorSearch
 from pretriever.stage import StageResult
-from pretriever.tune.candidates import Candidate, candidates
-from pretriever.tune.choose import Choice, choose, ranking, tau
+from pretriever.tune.candidates import DENSE, Candidate, candidates
+from pretriever.tune.choose import Choice, bootstrap, choose, paired, ranking, tau
 from pretriever.tune.config import TuneConfig
 from pretriever.tune.generators import MIN_TITLE_WORDS, PseudoQueries, TuneError, make_generator
 from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
 
 DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
+COMPARED = "compared dense"  # the --compare index's dense retrieval, beside the candidates
 
 
 @dataclass
@@ -42,6 +44,7 @@ class TuneResult(StageResult):
     seconds: dict[str, float]
     bm25_source: str = ""
     left_out: dict[str, str] = field(default_factory=dict)  # default generators that made nothing -> why
+    compared: dict[str, Any] | None = None  # --compare: the other index's dense row and the paired difference
     written: list[Path] = field(default_factory=list)
 
     def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
@@ -57,6 +60,7 @@ class TuneResult(StageResult):
                             **({"real_nDCG@10": round(real[c.label], 4)} if c.label in real else {})}
                            for c in self.candidates],
             "generators": self.generators, "left_out": self.left_out, "bm25": self.bm25_source,
+            **({"compare": self.compared} if self.compared else {}),
             "agreement": self.choice.agreement,
             "validation": self.validation,
             "seconds": self.seconds, "config": cfg.to_json()}
@@ -97,16 +101,20 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
         raise TuneError(f"{cfg.index} is a BM25 index: tune chooses between a dense index, its BM25 and their "
                         "fusions; give the dense index folder")
     seconds: dict[str, float] = {}
-    with open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True, report=report) as system:
+    with ExitStack() as held:
+        system = held.enter_context(open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True,
+                                                report=report))
         if not isinstance(system, VectorSearch):
             raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
         lookup = system.lookup
+        other = held.enter_context(_open_compared(cfg, lookup.path, report)) if cfg.compare is not None else None
         bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], report=report)
-        prepend = bool(system.meta.get("encoder", {}).get("prepend_title", True))
+        prepend = _prepends(system)
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
         left_out: dict[str, str] = {}
         cands: list[Candidate] = []
+        compared: dict[str, dict[str, list[float]]] = {}
         for name in cfg.generators:
             t0 = time.perf_counter()
             pseudo: PseudoQueries = make_generator(name, cfg.pairs).make(lookup, cfg.n, cfg.seed)
@@ -124,6 +132,12 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             cands = candidates(dense, cfg.prf)
             report.message(f"{name}: scoring {len(cands)} candidates")
             per_query[name] = score_candidates(cands, dense, lexical, pseudo.queries, pseudo.qrels, lookup)
+            if other is not None:
+                report.message(f"{name}: scoring {cfg.compare}'s dense retrieval on the same pseudo-queries")
+                baseline = MaskedDense(other, masked_texts(pseudo.masked, _prepends(other)), cfg.batch_size)
+                compared[name] = {COMPARED: score_candidates(cands[:1], baseline, lexical, pseudo.queries,
+                                                             pseudo.qrels, lookup)[DENSE],
+                                  DENSE: per_query[name][DENSE]}
             generators[name] = {"queries": len(pseudo.queries), "masked": len(pseudo.masked),
                                 "skipped": pseudo.skipped, "skipped_because": dict(pseudo.skips.most_common()),
                                 "overlap": _round(pseudo.mean_overlap),
@@ -138,13 +152,14 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
                             "(`pretriever mine STORE --method dl,cm`)")
         seconds["choice_inputs"] = round(time.perf_counter() - started, 2)
         choice = choose(per_query, cfg.bootstrap, cfg.seed)
+        summary = _compared(cfg, compared) if other is not None else None
         seconds["pseudo_total"] = round(time.perf_counter() - started, 2)
         validation = None
         if cfg.qrels is not None:  # after the choice: nothing above reads it
             report.message(f"validating on {cfg.qrels}")
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
-    result = TuneResult(choice, cands, generators, validation, seconds, source, left_out, out=cfg.index)
+    result = TuneResult(choice, cands, generators, validation, seconds, source, left_out, summary, out=cfg.index)
     result.manifest = result.to_json(cfg)
     if not cfg.dry_run:
         write_json(cfg.index / TUNE_JSON, result.manifest)
@@ -166,6 +181,37 @@ def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, pre
             "kendall_tau": tau(pseudo, real), "lost": real[best] - real[choice.label],
             "best_on_pseudo_lost": real[best] - real[choice.best],
             "overlap": _round(real_overlap(queries, qrels, lookup, prepend)), **qrels.described()}
+
+
+def _prepends(system) -> bool:
+    """Whether the index's passages were encoded as "title text" (as its masked passages must be again)."""
+    return bool(system.meta.get("encoder", {}).get("prepend_title", True))
+
+
+def _open_compared(cfg: TuneConfig, store: Path, report: Reporter):
+    """The --compare index, opened to search by vector; it must index ``store``, the tuned index's store."""
+    other = open_system(cfg.compare, device=cfg.device, corpus=cfg.corpus, require_store=True, report=report)
+    if not isinstance(other, VectorSearch) or Path(other.lookup.path).resolve() != Path(store).resolve():
+        why = ("not a dense index (its retriever cannot encode passages again)" if not isinstance(other, VectorSearch)
+               else f"indexes {other.lookup.path}, not {store}: the pseudo-queries' positives must be passages of both")
+        other.close()
+        raise TuneError(f"--compare {cfg.compare}: {why}")
+    return other
+
+
+def _compared(cfg: TuneConfig, compared: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    """The --compare index's dense score and the paired difference (this index's dense minus it), each with its
+    95% bootstrap interval, weighted over generators as the candidates are."""
+    theirs = bootstrap({g: {COMPARED: v[COMPARED]} for g, v in compared.items()}, cfg.bootstrap, cfg.seed)[COMPARED]
+    ours = bootstrap({g: {DENSE: v[DENSE]} for g, v in compared.items()}, cfg.bootstrap, cfg.seed)[DENSE]
+    change = paired(compared, DENSE, COMPARED, cfg.bootstrap, cfg.seed)
+    return {"index": str(cfg.compare), "dense": _scored(theirs), "this_dense": _scored(ours),
+            "difference": _scored(change)}
+
+
+def _scored(s) -> dict[str, Any]:
+    return {"pseudo_nDCG@10": round(s.mean, 4), "interval": [round(s.low, 4), round(s.high, 4)],
+            "per_generator": {g: round(v, 4) for g, v in s.per_generator.items()}}
 
 
 def _round(value: float | None) -> float | None:
