@@ -41,8 +41,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
       pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --batch-size 8 --max-steps 4 --out
           cocondenser-minilm/
 
-      pretriever pretrain qc-pairs/ --objective mlm --init random --init-layers 2 --init-hidden 64 --init-heads 2
-          --batch-size 8 --max-steps 4 --out plain-bert/
+      pretriever pretrain qc-pairs/ --objective mlm --init random --init-layers 2 --init-hidden 64
+          --init-heads 2 --batch-size 8 --max-steps 4 --out plain-bert/
           (a plain masked-LM from nothing, the MiniLM tokenizer; then pre-train it with --model plain-bert/)
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every

@@ -113,8 +113,8 @@ def quickstart(
 
 
 def what_moved(index: Path) -> str:
-    """The before/after in plain words, from the index's tune.json: dense before and after training, BM25 and the
-    tuned choice on the same pseudo-queries, and whether the change's 95% interval excludes none."""
+    """The before/after in plain words, from the index's tune.json: dense before and after training, BM25
+    and the tuned choice on the same pseudo-queries, and whether the change's 95% interval excludes none."""
     tuned = json.loads((index / "tune.json").read_text(encoding="utf-8"))
     change = tuned["compare"]["difference"]
     before, after = tuned["compare"]["dense"]["pseudo_nDCG@10"], tuned["compare"]["this_dense"]["pseudo_nDCG@10"]

@@ -72,7 +72,8 @@ def import_(cfg: ImportConfig) -> None:
 
     A file that is not a WARC file, or a bad JSONL line, stops the import (exit status 2); a WARC file cut
     off inside a record, or a record whose Content-Length does not end where it does, stops it with exit
-    status 4 (--allow-truncated imports the records before it). The references imported before a failure are kept: run again with --resume.
+    status 4 (--allow-truncated imports the records before it). The references imported before a failure
+    are kept: run again with --resume.
 
     Example:
 
