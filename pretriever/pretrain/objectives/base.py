@@ -66,6 +66,7 @@ def masked(labels: torch.Tensor) -> torch.Tensor:
 
 
 Family = tuple[tuple[str, ...], str]  # the input keys indexed by one kind of row, and the attention mask among them
+MASKED_ROWS: Family = (("input_ids", "attention_mask", "labels"), "attention_mask")  # Objective.masked_rows
 
 
 def rows_of(inputs: dict[str, torch.Tensor], family: Family, rows: slice) -> dict[str, torch.Tensor]:
@@ -268,6 +269,12 @@ class Objective(nn.Module):
     def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
         """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method."""
         raise NotImplementedError
+
+    def masked_rows(self, texts: list[str], rate: float) -> dict[str, torch.Tensor]:
+        """``texts`` as one family of :data:`MASKED_ROWS`: tokenised (:meth:`tokenize`) and masked (:meth:`mask`)."""
+        enc = self.tokenize(texts)
+        ids, labels = self.mask(enc, rate)
+        return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
 
     # The loss in three parts, so that GradCache (pretriever.pretrain.gradcache) can chunk the encoder: ``encode``
     # maps rows of the ``encoder_rows`` family to their pooled vectors h (:meth:`pooled`, before normalisation;

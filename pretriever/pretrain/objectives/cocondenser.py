@@ -28,7 +28,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pretriever.pretrain.objectives.base import Objective, masked, mlm_losses, new_layers, register, run_layers
+from pretriever.pretrain.objectives.base import (MASKED_ROWS, Objective, masked, mlm_losses, new_layers, register,
+                                                 run_layers)
 
 
 def contrastive_loss(embeddings: torch.Tensor, scale: float, similarity: str = "cos") -> torch.Tensor:
@@ -108,11 +109,9 @@ class CoCondenser(Objective):
         self.condenser = new_layers(mlm_model, cfg.head_layers)
 
     def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
-        enc = self.tokenize(list(xs) + list(ys))
-        ids, labels = self.mask(enc, self.mask_rate)
-        return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
+        return self.masked_rows(list(xs) + list(ys), self.mask_rate)
 
-    encoder_rows = (("input_ids", "attention_mask", "labels"), "attention_mask")
+    encoder_rows = MASKED_ROWS
 
     def counts(self, inputs):
         n = masked(inputs["labels"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from pretriever.pretrain.objectives.base import Objective, masked, mlm_loss, register
+from pretriever.pretrain.objectives.base import MASKED_ROWS, Objective, masked, mlm_loss, register
 
 
 @register
@@ -49,11 +49,9 @@ class MaskedLM(Objective):
         self.mask_rate = cfg.mask_rate
 
     def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
-        enc = self.tokenize(list(xs) + list(ys))
-        ids, labels = self.mask(enc, self.mask_rate)
-        return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
+        return self.masked_rows(list(xs) + list(ys), self.mask_rate)
 
-    encoder_rows = (("input_ids", "attention_mask", "labels"), "attention_mask")
+    encoder_rows = MASKED_ROWS
 
     def counts(self, inputs):
         return {"mlm": masked(inputs["labels"])}
