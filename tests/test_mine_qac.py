@@ -30,8 +30,9 @@ from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import DPR_N_DOCS, PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
-from pretriever.mine.qac import (ModelError, balance, build_triplet, content_words, cut_blocks,  # noqa: E402
-                                 find_span, leaks, load_ner, make_question, others_held, shared_words, supports)
+from pretriever.mine.qac import (ModelError, answer_of, balance, build_triplet, content_words,  # noqa: E402
+                                 cut_blocks, entity_start, find_span, find_spans, governing_noun, leaks, load_ner,
+                                 make_question, others_held, shared_words, supports, unresolved_pronoun)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
@@ -189,14 +190,16 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 9
-    ("question", {"no_entity": 4, "no_entity_in_block": 4, "no_fitting_phrase": 10, "answer_in_question": 2,
-                  "answer_span_not_found": 2, "context_unsupported": 4, "triplets": 60, "other_entity": 20,
-                  "block_choice_differs": 5, "question_block_lacks_answer": 9}),
+    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 7
+    ("question", {"unresolved_pronoun": 10, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 8,
+                  "answer_in_question": 2, "answer_span_not_found": 2, "answer_in_other_role": 0,
+                  "context_unsupported": 4, "triplets": 54, "other_entity": 18, "block_choice_differs": 5,
+                  "question_block_lacks_answer": 7}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"no_entity": 4, "no_entity_in_block": 8, "no_fitting_phrase": 10, "answer_in_question": 4,
-                   "answer_span_not_found": 0, "context_unsupported": 4, "triplets": 56, "other_entity": 21,
-                   "block_choice_differs": 4, "question_block_lacks_answer": 4}),
+    ("statement", {"unresolved_pronoun": 10, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 9,
+                   "answer_in_question": 3, "answer_span_not_found": 0, "answer_in_other_role": 0,
+                   "context_unsupported": 4, "triplets": 50, "other_entity": 18, "block_choice_differs": 4,
+                   "question_block_lacks_answer": 4}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -221,24 +224,26 @@ def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_stor
 # replaced by the type's noun phrase where the entity qualifies a noun, brackets and quotes balanced.
 GRAMMAR_CASES = [
     ("The regime of Prince of Wied collapsed and he left the country on 3 September 1914.",
-     "3 September 1914", "DATE", "when",
-     "The regime of Prince of Wied collapsed and he left the country when?"),
+     "3 September 1914", "DATE", "when",  # a coordinated clause: not fronted; "on what date" in place
+     "The regime of Prince of Wied collapsed and he left the country on what date?"),
     ("The correspondence between Huxley and the society are kept at the Cambridge University Library.",
      "the Cambridge University Library", "ORG", "which organization",
      "The correspondence between Huxley and the society are kept at which organization?"),
     ("Angola joined the Organization of the Petroleum Exporting Countries on January 1, 2007.",
-     "January 1, 2007", "DATE", "when",
-     "Angola joined the Organization of the Petroleum Exporting Countries when?"),
+     "January 1, 2007", "DATE", "when",  # an adjunct of the main verb: fronted
+     "When did Angola join the Organization of the Petroleum Exporting Countries?"),
     ("Caesium was also thought to be radioactive in the early 20th century, although it has no naturally "
      "occurring radioisotopes.",
      "the early 20th century", "DATE", "when",
-     "Caesium was also thought to be radioactive when, although it has no naturally occurring radioisotopes?"),
+     "Caesium was also thought to be radioactive in what century, although it has no naturally occurring "
+     "radioisotopes?"),
     ("Such was the case with the Black Sea invasion of the natural hybrid Pelophylax esculentus reported in 2010.",
      "Black Sea", "LOC", "where",
      "Such was the case with what location invasion of the natural hybrid Pelophylax esculentus reported in 2010?"),
     ("Such was the case with the Black Sea invasion of the natural hybrid Pelophylax esculentus reported in 2010.",
      "2010", "DATE", "when",
-     "Such was the case with the Black Sea invasion of the natural hybrid Pelophylax esculentus reported when?"),
+     "Such was the case with the Black Sea invasion of the natural hybrid Pelophylax esculentus reported in what "
+     "year?"),
     ("The U.S. Department of State estimates the Muslim population at 80,000\u201390,000, while the Islamic "
      "Community of Angola puts the figure closer to 500,000.",
      "Muslim", "NORP", "what",
@@ -274,31 +279,31 @@ GRAMMAR_CASES = [
     ("Construction began in 2013, with plans for it to become operable by 2015 and produce up to 50 aircraft per "
      "year by 2017.",
      "2013", "DATE", "when",
-     "Construction began when, with plans for it to become operable by 2015 and produce up to 50 aircraft per "
+     "When did construction begin, with plans for it to become operable by 2015 and produce up to 50 aircraft per "
      "year by 2017?"),
     ("The United States blamed rogue elements within the Pakistani government for the increased attacks.",
      "Pakistani", "NORP", "what",
      "The United States blamed rogue elements within what government for the increased attacks?"),
     ('Historian Barry Schwartz wrote in 2009 that Lincoln\'s image suffered "erosion, fading prestige, benign '
      'ridicule" in the late 20th century.',
-     "2009", "DATE", "when",
-     'Historian Barry Schwartz wrote when that Lincoln\'s image suffered "erosion, fading prestige, benign '
+     "2009", "DATE", "when",  # spaCy reads "Historian" as part of the name: its capital stays
+     'When did Historian Barry Schwartz write that Lincoln\'s image suffered "erosion, fading prestige, benign '
      'ridicule" in the late 20th century?'),
     ("He argued in Political Justice (1793) that government has an inherently malevolent influence on society, "
      "and that it perpetuates dependency and ignorance.",
      "1793", "DATE", "when",
-     "He argued in Political Justice (what time) that government has an inherently malevolent influence on "
+     "He argued in Political Justice (what year) that government has an inherently malevolent influence on "
      "society, and that it perpetuates dependency and ignorance?"),
     ("The category's original name was Best Art Direction, but was changed to its current name in 2012 for the "
      "85th Academy Awards.",
      "2012", "DATE", "when",
-     "The category's original name was Best Art Direction, but was changed to its current name when for the "
-     "85th Academy Awards?"),
+     "The category's original name was Best Art Direction, but was changed to its current name in what year for "
+     "the 85th Academy Awards?"),
     ("Patriots in New Hampshire had seized powder, muskets and cannons from Fort William and Mary in Portsmouth "
      "Harbor in late 1774.",
      "late 1774", "DATE", "when",
-     "Patriots in New Hampshire had seized powder, muskets and cannons from Fort William and Mary in Portsmouth "
-     "Harbor when?"),
+     "When had patriots in New Hampshire seized powder, muskets and cannons from Fort William and Mary in "
+     "Portsmouth Harbor?"),
     ('In each of these models, Einstein discarded the cosmological constant, claiming that it was "in any case '
      'theoretically unsatisfactory".',
      "Einstein", "PERSON", "who",
@@ -324,8 +329,8 @@ GRAMMAR_CASES = [
      "July 1627", "DATE", "what date",
      "When did two pirate ships from Algiers sail as far as Iceland, raiding and capturing slaves?"),
     ("However, it was shown in the time of Pausanias in the 2nd century AD.",
-     "the 2nd century AD", "DATE", "when",
-     "However, it was shown in the time of Pausanias when?"),
+     "the 2nd century AD", "DATE", "when",  # the connective goes (the pronoun is build_triplet's to refuse)
+     "It was shown in the time of Pausanias in what century?"),
     ('Most of them were clearly directed against Bakunin and his followers."',  # the quote's opener is in the
      "Bakunin", "ORG", "which organization",                                    # sentence before
      "Most of them were clearly directed against which organization and his followers?"),
@@ -378,9 +383,9 @@ GRAMMAR_CASES = [
      None),
     ("After gaining independence in 1991, Azerbaijan became a member of the International Monetary Fund, the World "
      "Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
-     "Development Bank.", "1991", "DATE", "when",  # in a subordinate clause: in place
-     "After gaining independence when, Azerbaijan became a member of the International Monetary Fund, the World "
-     "Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
+     "Development Bank.", "1991", "DATE", "when",  # in a subordinate clause: in place, as a noun phrase
+     "After gaining independence in what year, Azerbaijan became a member of the International Monetary Fund, the "
+     "World Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
      "Development Bank?"),
     # the entity's parenthetical goes with it
     ("The first person born in Africa to fly in space was Patrick Baudry (France), in 1985.", "Patrick Baudry",
@@ -390,8 +395,32 @@ GRAMMAR_CASES = [
      "Nintendo Wii and Wii Fit U and Longines in 2013.", "2002", "DATE", "when", None),
     ("The first edition of the standard was published during 1963, underwent a major revision during 1967, and "
      "experienced its most recent update during 1986.", "1967", "DATE", "when",
-     "The first edition of the standard was published during 1963, underwent a major revision when, and "
-     "experienced its most recent update during 1986?"),
+     "The first edition of the standard was published during 1963, underwent a major revision during what year, "
+     "and experienced its most recent update during 1986?"),
+    # issue 39, the blind judgement of the canned pages' triplets: "when"/"where" in place mid-clause is no English
+    # ("was discovered when by"). An adjunct of the main verb is fronted with the auxiliary; elsewhere the
+    # preposition keeps a noun phrase (above: "during what year").
+    ("Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
+     "the island of Utö, Sweden.", "1800", "DATE", "when",
+     "When was Petalite (LiAlSi4O10) discovered by the Brazilian chemist José Bonifácio de Andrada in a mine on the "
+     "island of Utö, Sweden?"),
+    ("From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by Illinois manufacturer R.S. Owens "
+     "& Company.", "Chicago", "GPE", "where",
+     "From 1983 to 2015, where were approximately 50 Oscars made each year by Illinois manufacturer R.S. Owens & "
+     "Company?"),
+    # a name in apposition to a common noun is asked for by the noun, whatever spaCy's type ("Sayonara" is NORP:
+    # "The 2015 Japanese film what")
+    ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
+     'performing opposite a human actor".', "Sayonara", "NORP", "what",
+     'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
+     'performing opposite a human actor"?'),
+    ("From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by Illinois manufacturer R.S. Owens "
+     "& Company.", "R.S. Owens & Company", "ORG", "which organization",
+     "From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by which Illinois manufacturer?"),
+    # a leading connective goes: the question stands alone
+    ("However, the First World War impacted financially on the Clarmac Company, which entered into liquidation in "
+     "1915.", "the Clarmac Company", "ORG", "what organization",
+     "The First World War impacted financially on what organization, which entered into liquidation in 1915?"),
 ]
 
 
@@ -494,9 +523,9 @@ PHRASE_CASES = [
      "Group in 2010.", "Caesars Palace", "FAC", "table5", "what buildings",
      "They invested in PURE, a nightclub at what building, which opened in 2004, and sold it to Angel Management "
      "Group in 2010?"),
-    # money: the currency sign before the entity goes
+    # money: the currency sign goes with the entity (spaCy's MONEY is "70,986": build_triplet adds it)
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
-     "to $60,270 in Canada as a whole).", "70,986", "MONEY", "table5", "how much money",
+     "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "table5", "how much money",
      "According to the 2006 census, the median annual family income after taxes was how much money in Alberta "
      "(compared to $60,270 in Canada as a whole)?"),
 ]
@@ -551,7 +580,7 @@ def test_a_fronted_entity_with_no_safe_inversion_is_not_asked_and_counted():
     block = ("Before 1095 Andorra had no military protection, and the Bishop of Urgell asked the Lord of Caboet for "
              "help.")
     assert build_triplet(statement, year, [block], 0, "k", doc=doc) == "no_fitting_phrase"
-    assert build_triplet(statement, year, [block], 0, "k").question.startswith("Before what time, Andorra did not")
+    assert build_triplet(statement, year, [block], 0, "k").question.startswith("Before what year, Andorra did not")
     both = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents if e.text in ("1095", "Andorra")]
     triplet = build_triplet(statement, both, [block], 0, "k", doc=doc)
     assert triplet.answer == "Andorra" and triplet.tries == 2  # the subject: asked in place (spaCy says ORG)
@@ -596,10 +625,114 @@ def test_a_context_must_name_another_entity_of_the_statement():
     assert build_triplet(statement, ents, [block], 0, "k", min_other=1).answer == "ASA"
 
 
+def _entities(doc, *texts: str) -> list[tuple[str, str, int, int]]:
+    return [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents if e.text in texts]
+
+
+# the Alberta page (tests/data/cmore_pages/30-history-of-alberta.html), its first two sentences
+ALBERTA_PAGE = ("The province is named after Princess Louise Caroline Alberta (1848-1939), the fourth daughter of "
+                "Queen Victoria and Albert, Prince Consort. Princess Louise was the wife of the Marquess of Lorne, "
+                "Governor General of Canada from 1878 to 1883.")
+
+
+def test_an_answer_named_in_another_role_does_not_answer():
+    """Issue 39: "Queen of what country" -> Canada, where the page's only "Canada" is the Governor General's. The
+    noun the answer complements in the statement must be in the answer's sentence of the context; without the
+    parse, string matching takes it, as the paper does."""
+    statement = ("Alberta is named after Princess Louise Caroline Alberta (1848\u20131939), the fourth daughter of "
+                 "Victoria, Queen of Canada, and Albert, Prince Consort.")
+    doc = load_ner("en_core_web_sm")(statement)
+    canada = _entities(doc, "Canada")
+    assert governing_noun(doc, canada[0][2], canada[0][3]) == ("queen",)
+    assert build_triplet(statement, canada, [ALBERTA_PAGE], 0, "k", doc=doc) == "answer_in_other_role"
+    assert build_triplet(statement, canada, [ALBERTA_PAGE], 0, "k").answer == "Canada"
+    queen = ALBERTA_PAGE.replace("Queen Victoria", "Victoria, Queen of Canada,")
+    assert build_triplet(statement, canada, [queen], 0, "k", doc=doc).answer == "Canada"
+    # the noun may come after the answer in its sentence (the Gallup page); a verb's object has no such noun
+    statement = ("According to a 2010 survey, religion today plays an important role in the lives of only 39% of "
+                 "Albanians, and Albania is ranked among the least religious countries in the world.")
+    doc = load_ner("en_core_web_sm")(statement)
+    share = _entities(doc, "only 39%")
+    block = ("A Gallup survey conducted in 2009 and 2010 asked adults in more than 100 countries whether religion is "
+             "an important part of their daily lives. Only 39% of Albanians said religion plays an important role in "
+             "their lives, placing Albania among the least religious countries in the world.")
+    assert governing_noun(doc, share[0][2], share[0][3]) == ("lives", "life")
+    assert build_triplet(statement, share, [block], 0, "k", doc=doc).answer == "39%"
+    assert governing_noun(doc, *_entities(doc, "2010")[0][2:]) == ()  # "a 2010 survey": a modifier, no role
+
+
+def test_the_answer_is_the_thing_asked_for():
+    """Issue 39: "The Clarmac Company" (the article kept), "70,986" (the "$" dropped), "Only 39%" (the focus word
+    kept). The question replaces the whole entity; the answer and its span in the context are the thing itself."""
+    assert answer_of("the Clarmac Company", "ORG") == "Clarmac Company" and answer_of("only 39%", "PERCENT") == "39%"
+    assert answer_of("approximately 50", "CARDINAL") == "50" and answer_of("about two", "CARDINAL") == "about two"
+    assert answer_of("Only Fools and Horses", "WORK_OF_ART") == "Only Fools and Horses"  # a number's hedge only
+    nlp = load_ner("en_core_web_sm")
+    statement = ("However, the First World War impacted financially on the Clarmac Company, which entered into "
+                 "liquidation in 1915.")
+    block = ("Companies (Consolidation) Act, 1908: The Clarmac Company Limited Notice is hereby given that at an "
+             "Extraordinary General Meeting of the Clarmac Company Limited, held on the 21st day of October, 1915, the "
+             "following Extraordinary Resolution was duly passed")
+    doc = nlp(statement)
+    got = build_triplet(statement, _entities(doc, "the Clarmac Company"), [block], 0, "k", doc=doc)
+    assert (got.answer, got.answer_start) == ("Clarmac Company", block.index("Clarmac"))
+    assert got.question == ("The First World War impacted financially on what organization, which entered into "
+                            "liquidation in 1915?")
+    statement = ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta "
+                 "(compared to $60,270 in Canada as a whole).")
+    block = "Canada: $60,270. Alberta: $70,986. Ontario: $64,216."
+    doc = nlp(statement)
+    money = _entities(doc, "70,986")
+    assert money and entity_start(statement, money[0][2], "MONEY") == statement.index("$70,986")
+    got = build_triplet(statement, money, [block], 0, "k", doc=doc)
+    assert (got.answer, got.answer_start, got.entity_span) == ("$70,986", block.index("$70,986"), money[0][2:])
+    assert got.question.endswith("after taxes was how much in Alberta (compared to $60,270 in Canada as a whole)?")
+    assert find_spans("$70,986", block) == [(26, 33)] and find_spans("1915", "1915 and 1915") == [(0, 4), (9, 13)]
+
+
+# real statements of the sample and the pronoun none of their words resolves (None: resolved or none)
+PRONOUN_CASES = [
+    ("In 1990, he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera.", "he"),
+    ("They both endorsed Deutsche Telekom in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in 2007, and "
+     "Nintendo Wii and Wii Fit U and Longines in 2013.", "They"),
+    ("It was also shown at the 1997 Stockholm International Film Festival.", "It"),
+    ("In politics, she condemned the initiation of force as immoral, and opposed collectivism and statism as well as "
+     "anarchism, and instead supported laissez-faire capitalism, which she defined as the system based on "
+     "recognizing individual rights.", "she"),  # "politics" names no one
+    ("(Its adjectival form appeared in the works of Aristotle.)", "Its"),
+    ("Those who have cited his influence include Friedrich Nietzsche, Richard Wagner, Leo Tolstoy, Ludwig "
+     "Wittgenstein, Erwin Schrödinger, Sigmund Freud, Gustav Mahler, Joseph Campbell, Albert Einstein, Carl Jung, "
+     "Thomas Mann, Jorge Luis Borges, and Samuel Beckett, among others.", "Those"),
+    # resolved: by a noun before it, or by the subject after the phrase it stands in; an "it" that announces a clause
+    ("ABC once again took over broadcast duties in 1976, and has broadcast the Oscars ever since; its current "
+     "contract with the Academy runs through 2020.", None),
+    ('During his 20-plus year tour career, Agassi was known by the nickname "The Punisher".', None),
+    ("In December 2011, Orson Welles' 1941 Oscar for Citizen Kane (Best Original Screenplay) was put up for auction, "
+     "after his heirs won a 2004 court decision contending that Welles did not sign any agreement to return the "
+     "statue to the Academy.", None),
+    ("It is estimated that a quarter of the people alive at the time saw\u2014either live or delayed\u2014the "
+     "Christmas Eve transmission during the ninth orbit of the Moon.", None),
+    ("It is possible to greatly reduce exposure to radiation with abdominal shielding, depending on how far the area "
+     "to be irradiated is from the fetus.", None),
+]
+
+
+@pytest.mark.parametrize("statement, pronoun", PRONOUN_CASES)
+def test_a_statement_with_an_unresolved_pronoun_is_not_asked(statement, pronoun):
+    """Issue 39: "When did he appear in a television commercial ...?" does not stand alone. Such a statement is not
+    asked (unresolved_pronoun); with no parse, as the paper, it is."""
+    doc = load_ner("en_core_web_sm")(statement)
+    assert unresolved_pronoun(doc) == pronoun
+    ents = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+    got = build_triplet(statement, ents, [statement], 0, "k", doc=doc)
+    assert (got == "unresolved_pronoun") == (pronoun is not None)
+    assert build_triplet(statement, ents, [statement], 0, "k") != "unresolved_pronoun"
+
+
 def test_grammar_cases_are_real_statements_of_the_sample(enwiki_store):
     statements = set(pq.read_table(enwiki_store.path / "citations", columns=["statement"]).column(0).to_pylist())
     assert len(GRAMMAR_CASES) >= 20
-    assert [c[0] for c in GRAMMAR_CASES if c[0] not in statements] == []
+    assert [c[0] for c in GRAMMAR_CASES + PRONOUN_CASES if c[0] not in statements] == []
 
 
 # -- on the real sample -----------------------------------------------------------------------
@@ -615,29 +748,30 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 10
+    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 9
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
 
-# 44 citations cite one of the 35 pages (the 45th, citationtechnologies.com, is cited in a list item of ANSI,
-# and list lines leave the text); the script-only page (Angola, paris21.org) gives no text: 43 left.
-# Checked by hand: no entity in "He named the metal inside the material "lithium"." and "Several of these
-# students would found their own styles of aikido."; no entity in the block for the Alaska sentence (50.7%,
-# Alaska, two, non-Hispanic: none on the Plain Dealer page) and "Morihei Ueshiba's" (the page: "Morihei
-# Ueshiba, later"); span not found: "Japan" occurs in the aikido block only inside "Japanese"; answer in the
-# question: "Shodokan aikido, however, was controversial, ... contrary to the spirit of aikido" (its only
-# entity). No Table 5 phrase fits (table5, the default) any entity of 5: "the 1997 Stockholm International Film
-# Festival" (neither the year nor the festival), "Animalia a 1987 Picture Book", "or 2.2 years, in space",
-# "celebrating 80 years" ...; "the 2006 census" gives its "$70,986" instead. Context unsupported: the Alabama
-# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 31 give
-# triplets, no two the same; 10 of them by another entity than the sampled one, which leaked ("Canon Inc."
-# beside "the Canon EOS") or had no fitting phrase ("15 continental states": Kenji Tomiki is asked; "Deutsche
-# Telekom in 2002, Genworth Financial ... in 2004": the year is an item of a list, Deutsche Telekom is asked).
-EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10, "no_reference_text": 7779,
-                   "no_entity": 2, "no_entity_in_block": 2, "no_fitting_phrase": 5, "answer_in_question": 1,
-                   "answer_span_not_found": 1, "context_unsupported": 1, "triplets": 31, "duplicate": 0,
-                   "candidates": 31}
+# 44 citations cite one of the 35 pages (the 45th, citationtechnologies.com, is cited in a list item of ANSI, and list
+# lines leave the text); the script-only page (Angola, paris21.org) gives no text: 43 left. Checked by hand: a pronoun
+# nothing in the statement resolves in 5 ("In 1990, he appeared ...", "They both endorsed ...", "They invested in PURE
+# ...", "It was also shown at the 1997 Stockholm ...", "He named the metal ..."); no entity in "Several of these
+# students would found their own styles of aikido."; no entity in the block for the Alaska sentence (50.7%, Alaska,
+# two, non-Hispanic: none on the Plain Dealer page) and "Morihei Ueshiba's" (the page: "Morihei Ueshiba, later"); span
+# not found: "Japan" occurs in the aikido block only inside "Japanese"; answer in the question: "Shodokan aikido,
+# however, was controversial, ... contrary to the spirit of aikido" (its only entity). No Table 5 phrase fits (table5,
+# the default) any entity of 4: "Animalia a 1987 Picture Book", "or 2.2 years, in space", "celebrating 80 years",
+# "(Mercè Pons)"; "the 2006 census" gives its "$70,986" instead. Context unsupported: the Alabama page for "As of
+# 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 28 give triplets, no two the
+# same; 9 of them by another entity than the sampled one, which had no fitting phrase ("15 continental states": Kenji
+# Tomiki is asked) or stood in another role on the page ("Victoria, Queen of Canada": the page's "Canada" is the
+# Governor General's; Albert is asked).
+EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
+                   "no_reference_text": 7779, "unresolved_pronoun": 5, "no_entity": 1, "no_entity_in_block": 2,
+                   "no_fitting_phrase": 4, "answer_in_question": 1, "answer_span_not_found": 1,
+                   "answer_in_other_role": 0, "context_unsupported": 1, "triplets": 28, "duplicate": 0,
+                   "candidates": 28}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -645,7 +779,11 @@ def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
     assert rows
     for r in rows:
         assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
-        assert r["answer_phrase"] in WH_PHRASES[r["answer_type"]] + ("whose", "what building")  # in the name's number
+        # Table 5's, "what building" (in the name's number), a time's or place's noun phrase where "when"/"where" would
+        # sit mid-clause, "which" and the noun a name stands in apposition to ("which 2015 Japanese film")
+        assert (r["answer_phrase"] in WH_PHRASES[r["answer_type"]] + ("whose", "what building", "what year",
+                                                                       "what date", "what place")
+                or r["answer_phrase"].startswith("which "))
         assert r["answer_phrase"].lower() in r["query"].lower() and r["query"].endswith("?")
         assert not leaks(r["answer"], r["query"], 0, 0) and r["answer_phrase"] != "how many"
         assert r["context_source"] == "reference" and r["positive_title"] == r["reference_title"]
@@ -668,17 +806,6 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('ABC', 'ORG',
          'Which organization once again took over broadcast duties in 1976, and has broadcast the Oscars ever '
          'since; its current contract with the Academy runs through 2020?'),
-    '595|240|http://www.lasvegassun.com/news/2011/mar/16/agassi-graf-lawsuit-over/':
-        ('Caesars Palace', 'FAC',
-         'They invested in PURE, a nightclub at what building, which opened in 2004, and sold it to Angel '
-         'Management Group in 2010?'),
-    '595|263|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
-        ('1990', 'DATE',  # "Canon Inc." was sampled first but leaks ("the Canon EOS")
-         'When did he appear in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera?'),
-    '595|272|http://www.sportsbusinessdaily.com/Journal/Issues/2004/08/20040809/Marketingsponsorship/Agassi-Still-In-Canons-Picture.aspx':
-        ('Deutsche Telekom', 'ORG',  # "2002" was sampled first, but it is an item of a list: "Deutsche Telekom when,"
-         'They both endorsed which organization in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in '
-         '2007, and Nintendo Wii and Wii Fit U and Longines in 2013?'),
     '664|63|http://www.astronautix.com/astros/tamendez.htm':
         ('Patrick Baudry', 'PERSON',
          'The first person born in Africa to fly in space was who, in 1985?'),  # "(France)" went with the name
@@ -690,7 +817,7 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('Albania', 'GPE',
          'In 2011, what country was recommended as a top travel destination, by Lonely Planet?'),
     '738|450|http://www.gallup.com/poll/128210/Gallup-Global-Reports.aspx':
-        ('Only 39%', 'PERCENT',
+        ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number
          'According to a 2010 survey, religion today plays an important role in the lives of what percent of '
          'Albanians, and Albania is ranked among the least religious countries in the world?'),
     '746|109|http://www.nationsencyclopedia.com/World-Leaders-2003/Azerbaijan-RISE-TO-POWER.html':
@@ -698,6 +825,34 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection '
          'led by which person, which resulted in the rise to power of the former leader of Soviet '
          'Azerbaijan, Heydar Aliyev?'),
+    # issue 39's failures, as they read now
+    '666|309|http://www.webelements.com/lithium/history.html':
+        ('1800', 'DATE',  # "was discovered when by": fronted
+         'When was Petalite (LiAlSi4O10) discovered by the Brazilian chemist José Bonifácio de Andrada in a mine on '
+         'the island of Utö, Sweden?'),
+    '324|36|http://www.foxnews.com/printer_friendly_wires/2009Jan26/0,4675,OscarGoldplatedJourney,00.html':
+        ('Chicago', 'GPE',  # "were made each year where by": fronted after the opening phrase
+         'From 1983 to 2015, where were approximately 50 Oscars made each year by Illinois manufacturer R.S. Owens & '
+         'Company?'),
+    '586|7|http://edition.cnn.com/TECH/computing/9907/06/1963.idg/':
+        ('1967', 'DATE',  # "underwent a major revision when,": a coordinated verb, not fronted; the noun phrase
+         'The first edition of the standard was published during 1963, underwent a major revision during what '
+         'year, and experienced its most recent update during 1986?'),
+    '713|89|http://variety.com/2015/film/asia/sayonara-filmmakers-debate-future-of-robot-actors-1201626092/':
+        ('Sayonara', 'NORP',  # "The 2015 Japanese film what": asked for by its noun
+         'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
+         'performing opposite a human actor"?'),
+    '657|106|http://www.london-gazette.co.uk/issues/29340/pages/10568':
+        ('Clarmac Company', 'ORG',  # "The Clarmac Company" and a leading "However,"
+         'The First World War impacted financially on what organization, which entered into liquidation in 1915?'),
+    '717|194|http://www12.statcan.ca/english/census06/data/highlights/income/pages/Page.cfm?Lang=E&Geo=PR&Code=01&Table=5&Data1=1&Data2=1&StartRec=1&Sort=2&Display=Page':
+        ('$70,986', 'MONEY',  # the "$" was dropped
+         'According to the 2006 census, the median annual family income after taxes was how much money in Alberta '
+         '(compared to $60,270 in Canada as a whole)?'),
+    '717|11|http://alberta.ca/history.cfm':
+        ('Albert', 'PERSON',  # "Queen of what country" -> Canada: the page's "Canada" is the Governor General's
+         'Alberta is named after Princess Louise Caroline Alberta (1848\u20131939), the fourth daughter of Victoria, '
+         'Queen of Canada, and which person, Prince Consort?'),
     '751|42|http://www.aikidojournal.com/article.php?articleID=626':
         ('Kenji Tomiki', 'PERSON',  # "15 continental states": Table 5's "what" would ask which states
          'Which person toured with a delegation of various martial arts through 15 continental states of the '
@@ -764,14 +919,15 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
                                  include_unanswered=True))
     report = result.manifest["methods"]["qac"]
-    # the 2 statements without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL)
-    assert report["unanswered"] == 4 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 35}
+    # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
+    # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
+    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 31}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
-    assert len(unanswered) == 4 and len(rows) == len(triplets) + 4
+    assert len(unanswered) == 3 and len(rows) == len(triplets) + 3
     for r in unanswered:
         assert r["query"] == r["statement"] and r["answer_type"] is None and r["context_source"] == "reference"
-    assert "He named the metal inside the material \"lithium\"." in {r["query"] for r in unanswered}
+    assert "Several of these students would found their own styles of aikido." in {r["query"] for r in unanswered}
     # readers read the triplets only
     assert export_pairs(PairsDir(tmp_path), "squad", tmp_path / "s.json", ["qac"]) == len(triplets)
     assert len(load_reading_file(tmp_path)) == len(triplets)
@@ -937,12 +1093,15 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 # words alone there were 23 triplets (14 candidates); judged by hand, 12 of the 13 whose context shared 30%
 # or less of the statement's words did not answer their question ("Israel" from a list of Azerbaijan's
 # partners for "Outside of what country there are ... Jewish communities"). Only the ASA/ANSI one is left,
-# its context shares 80%. 13 answered with the title of the context's own article ("Aristotle" from the
-# article Aristotle).
+# its context shares 80%. 6 answered with the title of the context's own article ("Aristotle" from the
+# article Aristotle); 13 open with a pronoun nothing before it resolves ("In politics, she condemned ...", "Those
+# who have cited his influence ..."); 3 name the answer in another role than the statement's ("the current
+# ambassador of Angola to China": the passage's "Angola" is not the ambassador's).
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
-                "no_reference_text": 7822, "no_linked_passage": 7775, "no_entity": 7, "no_entity_in_block": 10,
-                "no_fitting_phrase": 1, "answer_in_question": 3, "answer_span_not_found": 4, "context_unsupported": 8,
-                "answer_is_context_title": 13, "triplets": 1, "duplicate": 0, "candidates": 1}
+                "no_reference_text": 7822, "no_linked_passage": 7775, "unresolved_pronoun": 13, "no_entity": 2,
+                "no_entity_in_block": 9, "no_fitting_phrase": 1, "answer_in_question": 4, "answer_span_not_found": 4,
+                "answer_in_other_role": 3, "context_unsupported": 4, "answer_is_context_title": 6, "triplets": 1,
+                "duplicate": 0, "candidates": 1}
 
 
 def test_cli_prints_the_funnel_shows_answers_and_names_a_missing_model(enwiki_store, refs, tmp_path):
@@ -1064,7 +1223,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())
     expected = sorted((r["query"], r["answer"], r["reference_url"]) for r in mined[3] if r["reference_url"] in canned)
-    assert got == expected and len(got) >= 30
+    assert got == expected and len(got) >= 25
 
 
 def test_a_linked_passage_supports_a_statement_only_with_a_share_of_its_words():

@@ -114,14 +114,18 @@ def test_a_linked_persons_kind_makes_the_question_ask_who(enwiki_store, tmp_path
     rand = [r for r in rows if r["statement"].startswith(RAND)]
     assert [r["citation_idx"] for r in rand] == [19, 20]
     assert parse_links(rand[0]["statement_links"]) == [(56, 65, "person", "Aristotle")]
-    statement = rand[0]["statement"]
+    # "she", which nothing in the statement resolves, would not be asked (unresolved_pronoun): named here, the link
+    # one character on
+    statement = rand[0]["statement"].replace(" she ", " Rand ", 1)
+    links = "57\x1f66\x1fperson\x1fAristotle"
+    assert statement[57:66] == "Aristotle"
     nlp = load_ner("en_core_web_sm")
     doc = nlp(statement)
     assert [(e.text, e.label_) for e in doc.ents if e.text == "Aristotle"] == [("Aristotle", "GPE")]
     block = ("Aristotle was a Greek philosopher and polymath, a student of the Academy and teacher of Alexander "
              "the Great; the writings of Aristotle cover many subjects.")
-    group = [{**rand[0], "source": "reference", "ctx_id": "http://example.org/a", "ctx_doc": None,
-              "ctx_title": "Aristotle", "ctx_text": block}]
+    group = [{**rand[0], "statement": statement, "statement_links": links, "source": "reference",
+              "ctx_id": "http://example.org/a", "ctx_doc": None, "ctx_title": "Aristotle", "ctx_text": block}]
     qac = QAC()
     [triplet] = qac._candidate(SimpleNamespace(config=cfg, seed=0), group, doc)
     assert triplet["answer"] == "Aristotle" and triplet["answer_type"] == "PERSON"
@@ -129,7 +133,7 @@ def test_a_linked_persons_kind_makes_the_question_ask_who(enwiki_store, tmp_path
     assert (qac.counts["answer_wiki_kind"], qac.counts["kind_overrides"]) == (1, 1)
     assert (qac.counts["entities_wiki_kind"], qac.counts["entities_kind_overrides"]) == (1, 1)
     tail = " and Plato, who would be her greatest influence and counter-influence, respectively?"
-    assert triplet["query"] == f"{RAND[:-20]} who{tail}"
+    assert triplet["query"] == f"{RAND[:-20].replace(' she ', ' Rand ')} {triplet['answer_phrase']}{tail}"
     # spaCy's type alone: GPE, no country; no Table 5 phrase reads there
     qac = QAC()
     assert qac._candidate(SimpleNamespace(config=cfg, seed=0), [{**group[0], "statement_links": None}], doc) == []

@@ -27,6 +27,7 @@ from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.index.hybrid import HybridOptions, fuse
 from pretriever.mine.methods import METHODS as REGISTERED
+from pretriever.mine.qac import standalone
 from pretriever.refine import RefineConfig
 from pretriever.refine import pipeline as refinement
 from pretriever.retrieval import Hit
@@ -261,8 +262,9 @@ def test_qac_pairs_carry_the_answer_span_and_the_question_word(evidence, served)
         assert positive["text"][answer["start"]:answer["end"]] == row["answer"]
         [phrase] = [s for s in pair["query"]["spans"] if s["kind"] == "answer_phrase"]
         assert phrase["text"].lower() == row["answer_phrase"].lower()
-        # the question is the statement with the answer replaced by the phrase, at the phrase's offsets
-        assert row["statement"][:phrase["start"]] == row["query"][:phrase["start"]]
+        # the question is the statement (less a leading "However,") with the answer replaced by the phrase, at the
+        # phrase's offsets
+        assert standalone(row["statement"])[:phrase["start"]] == row["query"][:phrase["start"]]
         assert pair["answer"] == {"text": row["answer"], "type": row["answer_type"], "phrase": row["answer_phrase"],
                                   "statement": row["statement"], "reference_url": row["reference_url"],
                                   "reference_title": row["reference_title"], "context_source": row["context_source"]}

@@ -134,7 +134,10 @@ class MineConfig:
         "table5", "QAC: the wh-phrases. table5: C-MORE's Table 5 as written, less the phrases that cannot ask for the "
                   "entity where it stands (\"what\" for the count in \"15 states\", \"what time\" for the duration "
                   "\"2.2 years\", \"what date census\", \"what country\" for Alabama): such an entity is not asked, "
-                  f"counted as no_fitting_phrase. ours (not the paper's): Table 5 plus {OURS_NOTE}.")
+                  "counted as no_fitting_phrase; where \"when\"/\"where\" would sit mid-clause (\"was discovered "
+                  "when by\"), the question is fronted (\"When was petalite discovered by\") or the preposition keeps "
+                  "a noun phrase (\"during what year\", \"in what place\"), and a name after a common noun is asked by "
+                  f"it (\"Which 2015 Japanese film\"). ours (not the paper's): Table 5 plus {OURS_NOTE}.")
     min_other_entities: int = option(
         1, "QAC (ours): a block is a context only when it names at least this many of the statement's other "
            "entities besides the answer (all of them when it has fewer; 0: off); else context_unsupported. 1, "

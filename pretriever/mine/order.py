@@ -24,6 +24,7 @@ Edit = tuple[int, int, str]  # replace statement[start:end] by the text
 IN_PLACE = "in_place"  # the entity is (in) the subject, comes after it, or stands in a subordinate clause
 UNSAFE = "unsafe"  # before the subject, but no inversion the parse can make safely
 SUBORDINATE = "subordinate"  # before the subject inside a subordinate clause: in place unless it opens the question
+WH = "\x00"  # in :func:`front`'s edits: where the wh-word goes
 
 _SUBJECTS = ("nsubj", "nsubjpass", "expl", "csubj", "csubjpass")
 _CLAUSES = ("advcl", "ccomp", "xcomp", "relcl", "acl", "csubj", "conj", "pcomp", "parataxis", "dep", "appos")
@@ -49,7 +50,7 @@ def question_order(doc, start: int, end: int) -> list[Edit] | str:
     subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
     if subject is None:
         return UNSAFE if span.end <= root.i else IN_PLACE
-    first, last = subject.left_edge.i, subject.right_edge.i
+    first = subject.left_edge.i
     if span.start >= first:  # in the subject ("Which person introduced ...") or after it: in place
         return IN_PLACE
     chain, top = [], span.root
@@ -67,24 +68,80 @@ def question_order(doc, start: int, end: int) -> list[Edit] | str:
     between = doc[top.right_edge.i + 1:first]
     if top.right_edge.i >= first or any(t.text != "," for t in between):
         return UNSAFE  # another phrase between it and the subject ("In 2002, at the ceremony, the ...")
+    gap = (top.right_edge.idx + len(top.right_edge.text), subject.left_edge.idx)
+    inversion = _inversion(doc, root, subject)
+    if inversion is None:
+        return UNSAFE
+    aux, verb_edits = inversion
+    return [(*gap, f" {aux} "), *verb_edits]
+
+
+def _inversion(doc, root, subject) -> tuple[str, list[Edit]] | None:
+    """The word that goes before the main clause's ``subject`` and the edits of the verb that go with it: the first
+    auxiliary leaves its place ("a preference has been" -> "has a preference been"), a form of "be" too, any other verb
+    takes "do" in its tense and becomes its lemma; None where no inversion is safe (a coordinated verb that keeps
+    its own tense or subject, a contracted auxiliary, no finite verb)."""
+    first, last = subject.left_edge.i, subject.right_edge.i
     conjuncts = [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")]
     if any(c.tag_ in _FINITE or any(g.dep_ in _SUBJECTS for g in c.children) for c in conjuncts):
-        return UNSAFE  # "he appeared ... and won", "... and the threat was dispatched": the second verb keeps its tense
-    gap = (top.right_edge.idx + len(top.right_edge.text), subject.left_edge.idx)
+        return None  # "he appeared ... and won", "... and the threat was dispatched": the second verb keeps its tense
     auxes = sorted((c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i), key=lambda t: t.i)
     if auxes:
         aux = auxes[0]
         if (aux.i < first or aux.tag_ == "TO" or aux.text[:1] in "'\u2019"  # "he's been": the "'s" cannot move
                 or (aux.i + 1 < len(doc) and doc[aux.i + 1].lower_ in ("n't", "n\u2019t"))):
-            return UNSAFE
-        return [(*gap, f" {aux.lower_} "), (aux.idx, aux.idx + len(aux.text_with_ws), "")]
+            return None
+        return aux.lower_, [(aux.idx, aux.idx + len(aux.text_with_ws), "")]
     if root.tag_ not in _DO or root.i <= last:
-        return UNSAFE  # a participle or infinitive with no auxiliary: no finite verb to invert
+        return None  # a participle or infinitive with no auxiliary: no finite verb to invert
     if conjuncts:  # "did Agassi win five titles and leapt": a past participle tag is often a past tense
-        return UNSAFE
+        return None
     if root.lemma_ == "be":
-        return [(*gap, f" {root.lower_} "), (root.idx, root.idx + len(root.text_with_ws), "")]
-    return [(*gap, f" {_DO[root.tag_]} "), (root.idx, root.idx + len(root.text), root.lemma_)]
+        return root.lower_, [(root.idx, root.idx + len(root.text_with_ws), "")]
+    return _DO[root.tag_], [(root.idx, root.idx + len(root.text), root.lemma_)]
+
+
+def front(doc, start: int, end: int) -> list[Edit] | None:
+    """The edits that ask for the entity at ``statement[start:end]`` by fronting it, where it is the whole of an
+    adjunct of the main clause's verb after its subject ("was discovered in 1800 by ..."): the adjunct goes, and
+    :data:`WH` (the wh-word's place) and the auxiliary go before the subject: "When was petalite discovered by ...",
+    "From 1983 to 2015, where were approximately 50 Oscars made each year by ...". None where the entity is no such
+    adjunct (inside a longer phrase, in a subordinate or coordinated clause), or no inversion is safe
+    (:func:`_inversion`), or anything but phrases ending in a comma stands before the subject.
+
+    The subject's first word loses its capital at the start of the statement unless it is a proper noun."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return None
+    root = span.root.sent.root
+    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
+    if subject is None or span.start <= subject.right_edge.i:
+        return None
+    adjunct = span.root
+    if adjunct.dep_ == "pobj" and adjunct.head.dep_ == "prep":
+        adjunct = adjunct.head
+    lead = span.start - 1 if adjunct.i == span.start - 1 else span.start  # its preposition, or the entity itself
+    if (adjunct.head.i != root.i or adjunct.dep_ not in _ADJUNCTS or adjunct.i < root.i
+            or adjunct.left_edge.i != lead or adjunct.right_edge.i != span.end - 1):
+        return None  # "in a mine on the island of Utö": the entity is not the whole adjunct
+    first = subject.left_edge.i
+    if first > 0 and doc[first - 1].text != ",":
+        return None  # "In July 1627 two pirate ships ...": where the wh-word would go is unclear
+    inversion = _inversion(doc, root, subject)
+    if inversion is None:
+        return None
+    aux, verb_edits = inversion
+    before = doc[lead - 1]
+    after = doc[span.end] if span.end < len(doc) else None
+    cut = before.idx + len(before.text)
+    if before.text == "," and (after is None or after.is_punct):  # "was Patrick Baudry (France), in 1985."
+        cut = before.idx
+    edits = [(cut, span.end_char, ""), *verb_edits]
+    opening = doc[first]
+    edits.append((opening.idx, opening.idx, f"{WH} {aux} "))
+    if first == 0 and opening.pos_ != "PROPN" and opening.text != "I":
+        edits.append((opening.idx, opening.idx + 1, opening.text[0].lower()))
+    return edits
 
 
 def apply(text: str, edits: list[Edit]) -> str:

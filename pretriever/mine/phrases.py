@@ -79,8 +79,10 @@ YEAR = re.compile(r"^\d{3,4}$")  # a bare year: "1987"
 # a date a reader can give: a digit, a month's or a weekday's name, a century, decade or era ("today", "each year",
 # "the following year" are none)
 _MONTHS = ("january february march april may june july august september october november december jan feb mar apr "
-           "jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday")
-_ANSWERABLE_DATE = re.compile(rf"(?i)\d|\b(?:{'|'.join(_MONTHS.split())})\b|centur|decade|millenni|\b(?:BC|AD|BCE)\b")
+           "jun jul aug sep sept oct nov dec")
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+_ANSWERABLE_DATE = re.compile(rf"(?i)\d|\b(?:{'|'.join((_MONTHS + ' ' + _DAYS).split())})\b|centur|decade|millenni|"
+                              r"\b(?:BC|AD|BCE)\b")
 _DETERMINER_BEFORE = re.compile(r"(?i)(?:^|[\s(\"\u201c])(?:the|a|an|this|these|those|its|his|her|their)\s+$")
 _POSSESSIVE_BEFORE = re.compile("(?:['\u2019]s|s['\u2019])\\s+$")  # "Welles' 1941 Oscar"
 # a word after the entity that is the noun it modifies or counts ("the 2006 census", "15 continental states",
@@ -138,6 +140,35 @@ def alternatives(text: str, label: str, head: str, tail: str, phrases: str = "ta
     if label == "GPE" and not is_country(text):
         return ("where", "what place") if ours else tuple(p for p in table if p != "what country")
     return table
+
+
+_MONTH = "|".join(_MONTHS.split())
+# "3 September 1914", "January 1, 2007"
+_DAY_DATE = re.compile(rf"(?i)\b\d{{1,2}}(?:st|nd|rd|th)?\b.*\b(?:{_MONTH})\b|"
+                       rf"\b(?:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?!\d)")
+_MONTH_YEAR = re.compile(rf"(?i)^(?:{_MONTH})\.?,?\s+\d{{3,4}}$")  # "July 1627"
+_DECADE = re.compile(r"(?i)^(?:the\s+)?(?:early\s+|mid-?\s*|late\s+)?\d{3}0['\u2019]?s$")
+_CENTURY = re.compile(r"(?i)^(?:the\s+)?(?:early\s+|mid-?\s*|late\s+)?\d{1,2}(?:st|nd|rd|th)[\s-]+century"
+                      r"(?:\s+(?:AD|BC|BCE|CE))?$")
+
+
+def noun_phrase(text: str, alternatives: tuple[str, ...], place: bool = False) -> str | None:
+    """The "what + noun" that asks for the entity ``text`` in place of "when" or "where" ("was discovered when by"
+    is no English; "in what year" is), or where they cannot stand (a modifier, a possessive): for a time, the noun
+    its form names ("1800" -> "what year", "3 September 1914" -> "what date", "the 1990s" -> "what decade", "the
+    2nd century AD" -> "what century", "July 1627" -> "what month and year"; a TIME: Table 5's "what time"; else
+    None: "in what date" reads no better); for anything else, the first "what/which + noun" among
+    ``alternatives`` ("what country"), else, with ``place`` (the entity is the object of a preposition that
+    "where" stood for), LOC's "what place" (Table 5 leaves a GPE that is no country only "where")."""
+    if "when" in alternatives or "what time" in alternatives:
+        text = text.strip()
+        for pattern, noun in ((YEAR, "what year"), (_MONTH_YEAR, "what month and year"), (_DAY_DATE, "what date"),
+                              (_DECADE, "what decade"), (_CENTURY, "what century")):
+            if pattern.search(text):
+                return noun
+        return "what time" if "what date" not in alternatives and "what time" in alternatives else None
+    found = next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), None)
+    return found if found is not None or not place or "where" not in alternatives else "what place"
 
 
 _ALIASES = ("us", "usa", "united states of america", "america", "uk", "britain", "great britain", "england",

@@ -1,31 +1,40 @@
 """C-MORE's triplet construction (Yue et al., ACL 2022, sections 2.2 and 3.1): statement + context -> Q, A, C.
 
-Inputs: the statement (the sentence a citation supports), its spaCy entities, and the blocks
+Inputs: the statement (the sentence a citation supports), its spaCy entities (and parse), and the blocks
 of its context (the cited page cut into ``block_words``-word blocks with stride
 ``block_stride``, or, with ``--context links``, the passages of the linked articles).
 Steps, each a pure function here so they can be tested and benchmarked alone:
 
-1. :func:`entities_in_block` - keep the statement's entities whose normalised text occurs in the
+0. :func:`unresolved_pronoun` - with spaCy's parse, a statement opening on a pronoun it does not resolve ("In
+   1990, he appeared ...") is not asked: as a question it would not stand alone (ours);
+1. :func:`entities_in_block` - keep the statement's entities whose answer (:func:`answer_of`: less a leading
+   article, a number's hedge such as "only"; a MONEY with its currency sign, :func:`entity_start`) occurs in the
    context (string matching, as the paper);
 2. :func:`pick` - sample one of them, by a hash of (seed, tag, key) so runs are reproducible;
 3. :func:`make_question` - replace it in the statement by an interrogative phrase for its type
    (:data:`~pretriever.mine.phrases.WH_PHRASES`, the paper's Appendix Table 5, less the phrases that cannot ask
    for it where it stands, or ours: :func:`pretriever.mine.phrases.alternatives`), a seeded choice, with the
    words around it fitted (:func:`fit_phrase`: "the what country" -> "what country", "in when" ->
-   "when") and brackets and quotes balanced (:func:`balance`);
+   "when"), brackets and quotes balanced (:func:`balance`), and, with the parse, in the order a person would
+   write it (:func:`compose`: the auxiliary before the subject, "when"/"where" fronted or a noun phrase in their
+   place, a name asked for by the noun it stands in apposition to) and without a leading connective
+   (:func:`standalone`);
 4. :func:`leaks` - a question that still holds a token of its answer is not kept: the statement's
    other entities are tried first;
 5. :class:`BlockRanker` - BM25 (bm25s) between the *question* and the blocks of that one context
    picks the block (section 3.1; "usually less than 20 text blocks"); ``block_query="statement"``
    picks it with the statement before the entities instead (see :func:`build_triplet`);
-6. :func:`find_span` - the answer's character offsets in the block (word-bounded, case-insensitive).
+6. :func:`find_spans` - the answer's character offsets in the block (word-bounded, case-insensitive); with the
+   parse, the first occurrence whose sentence names the noun the answer complements in the statement
+   (:func:`governing_noun`, :func:`in_role`: "Queen of Canada" is not answered by "Governor General of Canada").
 
 Example::
 
     nlp = load_ner("en_core_web_sm")
     blocks = cut_blocks(reference_text, 128, 64)
-    ents = [(e.text, e.label_, e.start_char, e.end_char) for e in nlp(statement).ents]
-    triplet = build_triplet(statement, ents, blocks, seed=0, key="doc|0")  # or the filter that dropped it
+    doc = nlp(statement)
+    ents = [(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
+    triplet = build_triplet(statement, ents, blocks, seed=0, key="doc|0", doc=doc)  # or the filter that dropped it
 """
 
 from __future__ import annotations
@@ -42,9 +51,10 @@ import bm25s
 from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
-from pretriever.mine.order import IN_PLACE, SUBORDINATE, UNSAFE, in_list, question_order
+from pretriever.mine.order import IN_PLACE, SUBORDINATE, UNSAFE, WH, front, in_list, question_order
 from pretriever.mine.order import apply as apply_edits
-from pretriever.mine.phrases import PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives
+from pretriever.mine.phrases import (NUMERIC, PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives,
+                                     noun_phrase)
 
 Entity = tuple[str, str, int, int]  # (text, type, start, end) with character offsets in the statement
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
@@ -146,9 +156,10 @@ def normalise(text: str) -> str:
 
 
 def entities_in_block(entities: Sequence[Entity], block: str) -> list[Entity]:
-    """The entities whose normalised text occurs in the normalised block (string matching, as the paper)."""
+    """The entities whose answer (:func:`answer_of`), normalised, occurs in the normalised block (string matching,
+    as the paper)."""
     norm = normalise(block)
-    return [e for e in entities if normalise(e[0]) and normalise(e[0]) in norm]
+    return [e for e in entities if (answer := normalise(answer_of(e[0], e[1]))) and answer in norm]
 
 
 def stable_hash(seed: int, tag: str, key: str) -> int:
@@ -161,19 +172,122 @@ def pick(items: Sequence, seed: int, tag: str, key: str):
     return items[stable_hash(seed, tag, key) % len(items)]
 
 
-def find_span(answer: str, block: str) -> tuple[int, int] | None:
-    """Character offsets of the first word-bounded, case-insensitive occurrence of ``answer`` in ``block``.
+def find_spans(answer: str, block: str) -> list[tuple[int, int]]:
+    """Character offsets of the word-bounded, case-insensitive occurrences of ``answer`` in ``block``, in order.
 
     Whitespace inside the answer matches any whitespace; typographic quotes and dashes match
-    their plain forms. None when it occurs only inside longer words (e.g. "14" in "2014").
+    their plain forms. None are found where it occurs only inside longer words (e.g. "14" in "2014").
     """
     words = answer.translate(_QUOTES).split()
     if not words:
-        return None
+        return []
     pattern = r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)"
     # the translation maps single characters to single characters, so offsets stay those of ``block``
-    match = re.search(pattern, block.translate(_QUOTES), flags=re.IGNORECASE)
-    return (match.start(), match.end()) if match else None
+    return [m.span() for m in re.finditer(pattern, block.translate(_QUOTES), flags=re.IGNORECASE)]
+
+
+def find_span(answer: str, block: str) -> tuple[int, int] | None:
+    """The first of :func:`find_spans`, or None."""
+    return next(iter(find_spans(answer, block)), None)
+
+
+_ARTICLE = re.compile(r"(?i)^(?:the|an?)\s+")
+# a word that hedges or weighs a number: "only 39%", "approximately 50", "more than $2 million"
+_HEDGE = re.compile(r"(?i)^(?:only|just|about|approximately|nearly|almost|around|roughly|some|over|under|more than|"
+                    r"less than|fewer than|at least|at most|up to)\s+(?=[$\u20ac\u00a3\u00a5]?\d)")
+_CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5]\s*$")
+
+
+def answer_of(entity: str, label: str) -> str:
+    """The answer the entity ``entity`` of type ``label`` gives: less a leading article ("the Clarmac Company" ->
+    "Clarmac Company") and, for a number, less a word that hedges or weighs it ("only 39%" -> "39%"). The question
+    replaces the whole entity; what a reader answers, and the span in the context, is the thing itself."""
+    answer = _ARTICLE.sub("", entity.strip())
+    return _HEDGE.sub("", answer) if label in NUMERIC else answer
+
+
+def entity_start(statement: str, start: int, label: str) -> int:
+    """Where the entity at ``start`` begins with its currency sign: spaCy's MONEY "70,986" in "$70,986" is
+    "$70,986" (the question asks "how much money" for both, and the answer is "$70,986")."""
+    if label == "MONEY" and (sign := _CURRENCY.search(statement[:start])) is not None:
+        return sign.start()
+    return start
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])[\"'\u201d)]?\s+(?=[\"'(\u201c]?[A-Z0-9])")
+
+
+def governing_noun(doc, start: int, end: int) -> tuple[str, ...]:
+    """The noun the entity at ``statement[start:end]`` complements in ``doc`` (spaCy's parse of the statement), as
+    its word and lemma, lower-cased: "queen" for "Victoria, Queen of Canada" (a preposition's object), "population"
+    for "Alabama's population" (a possessor); () where a verb governs it. It is the answer's role: "Queen of what
+    country" is not answered by a context whose "Canada" is the Governor General's (:func:`in_role`)."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return ()
+    root, head = span.root, span.root.head
+    if root.dep_ == "pobj" and head.dep_ == "prep":
+        head = head.head
+    elif root.dep_ != "poss":
+        return ()
+    if head.pos_ not in ("NOUN", "PROPN") or span.start <= head.i < span.end:
+        return ()
+    return tuple(dict.fromkeys((head.lower_, head.lemma_.lower())))
+
+
+def in_role(block: str, span: tuple[int, int], noun: Sequence[str]) -> bool:
+    """Whether the sentence of ``block`` holding ``span`` names the ``noun`` (:func:`governing_noun`; any when it
+    is empty): there the answer stands in the statement's role."""
+    if not noun:
+        return True
+    starts = [0, *(m.end() for m in _SENTENCE.finditer(block) if m.end() <= span[0])]
+    rest = block[starts[-1]:]
+    stop = next((m.start() for m in _SENTENCE.finditer(rest) if m.start() >= span[1] - starts[-1]), len(rest))
+    pattern = r"(?<!\w)(?:" + "|".join(re.escape(n) for n in noun) + r")(?!\w)"
+    return re.search(pattern, rest[:stop], flags=re.IGNORECASE) is not None
+
+
+_SUBJECTS_OF = ("nsubj", "nsubjpass", "aux", "auxpass", "neg", "punct")  # not phrases before the subject
+_PRONOUNS = frozenset("he she it they we i you him her them us me his its their our my your hers theirs this these "
+                      "that those".split())
+
+
+def unresolved_pronoun(doc) -> str | None:
+    """The first pronoun of the statement (``doc``, spaCy's parse) that it does not resolve, or None.
+
+    A personal, possessive or demonstrative pronoun is unresolved where no noun comes before it ("In 1990, he
+    appeared", "It was also shown"), unless it stands in a phrase before a main clause's subject that is a noun,
+    which it then names ("In his autobiography, Agassi admitted"); and so is the main clause's subject, or its first
+    word, with no noun before it but in the phrases before it ("In politics, she condemned", "Those who have cited
+    his influence"). An "it" that only announces a that- or to-clause is none ("It is estimated that ...", "It is
+    possible to ..."). Such a statement does not stand alone as a question ("When did he appear in a television
+    commercial for Canon Inc.?" asks about someone the reader is not told), so it is not asked."""
+    def refers(tok) -> bool:
+        if tok.pos_ != "PRON" or tok.lower_ not in _PRONOUNS or tok.dep_ == "expl":
+            return False
+        verb = tok.head
+        announces = (tok.lower_ == "it" and (verb.lemma_ == "be" or tok.dep_ == "nsubjpass")
+                     and any(t.lower_ in ("that", "to") and t.dep_ in ("mark", "aux", "advmod")
+                             and t.head.dep_ in ("ccomp", "xcomp", "advcl", "csubj", "relcl")
+                             for t in verb.subtree if t.i > verb.i))
+        return not announces
+
+    root = doc[0].sent.root if len(doc) else None
+    subject = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None) if root is not None else None
+    ahead = [c for c in root.children if c.i < subject.i and c.dep_ not in _SUBJECTS_OF] if subject is not None else []
+    before = {t.i for c in ahead for t in c.subtree}  # what stands before the main clause's subject
+    adjuncts = {t.i for c in ahead if c.dep_ in ("prep", "npadvmod", "advmod") for t in c.subtree}  # "In politics,"
+    named = subject is not None and subject.pos_ in ("NOUN", "PROPN")
+    for tok in doc:
+        if tok.pos_ in ("NOUN", "PROPN"):
+            break
+        if refers(tok) and not (named and tok.i in before):  # "During his ... career, Agassi was known"
+            return tok.text
+    if subject is None:
+        return None
+    if any(t.pos_ in ("NOUN", "PROPN") and t.i not in adjuncts for t in doc[:subject.left_edge.i]):
+        return None  # a noun of a clause before it may be what it names ("ABC took over ...; its contract runs")
+    return next((t.text for t in (subject, doc[subject.left_edge.i]) if refers(t)), None)
 
 
 _DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|those)\s+$")
@@ -181,7 +295,6 @@ _PREPOSITION = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:in|on|at|during)\s+$"
 _POSSESSIVE = re.compile("^['\u2019]s(?!\\w)")
 ADVERBS = ("when", "where")  # phrases that stand for a whole prepositional phrase ("in 1985" -> "when")
 TIME_NOUNS = ("what time", "what date", "what year")  # after a preposition, "when" stands instead
-_CURRENCY = re.compile(r"[$\u20ac\u00a3\u00a5]\s*$")
 _CLAUSE_GOES_ON = re.compile(r"(?i)\s*(?:[,.;:!?()[\]\"\u201d]|$|(?:and|or|but|that|which|who|whom|when|where|"
                              r"while|with|for|to|from|in|on|at|by|as|after|before|since|until|during|because|"
                              r"although|though|if|than|so|into|onto|near|under|over|between|among|against|via|"
@@ -219,25 +332,19 @@ def balance(text: str) -> str:
     return _SPACE.sub(" ", "".join(ch for i, ch in enumerate(text) if i not in drop)).strip()
 
 
-def _noun_phrase(alternatives: Sequence[str], phrase: str) -> str | None:
-    """The first "what/which + noun" among the entity's phrases ("what country" for GPE), else ``phrase`` when
-    none is given (a bare call), else None: no phrase reads there."""
-    if not alternatives:
-        return phrase
-    return next((p for p in alternatives if p.split()[0] in ("what", "which") and " " in p), None)
-
-
 def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = (),
-               entity: str = "") -> tuple[str, str | None, str]:
+               entity: str = "", adverbs: bool = True) -> tuple[str, str | None, str]:
     """(head, phrase, tail) with the words around the wh-phrase made to read right; the phrase is None when none
-    of ``alternatives`` reads there (a place that is no country, in a noun's slot, has only "where").
+    of ``alternatives`` reads there (a place that is no country, in a noun's slot, has only "where"). With
+    ``adverbs`` False a time's noun phrase stays one (the preposition before it stays too).
 
     * a determiner before it goes: "the what country" -> "what country";
     * "when"/"where" stand for a whole prepositional phrase, so its preposition goes: "in when" -> "when";
       a time's noun phrase after a preposition, or one holding its preposition ("Between 1940 and 1943"),
       becomes "when" too ("In what time, ..." -> "When ...");
       where the entity is no such phrase (a modifier, "the 1848 Revolution", or an object, "or 2.2
-      years, in space"), the type's noun phrase among ``alternatives`` stands instead ("what time");
+      years, in space"), the noun phrase of :func:`pretriever.mine.phrases.noun_phrase` stands instead;
+    * a time's noun phrase elsewhere is the one its form names: "from what year to 2010", not Table 5's "what date";
     * a possessive entity keeps a possessive: "who's" -> "whose", and "when's"/"where's" take the
       noun phrase ("Pakistan's" -> "what country's");
     * a person's title goes with the name: "led by Colonel which person" -> "led by which person";
@@ -252,16 +359,17 @@ def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = 
         if phrase == "who":
             phrase, tail = "whose", tail[2:]
         elif phrase in ADVERBS:
-            phrase = _noun_phrase(alternatives, phrase)
+            phrase = noun_phrase(entity, tuple(alternatives)) if alternatives else phrase
             if phrase is None:
                 return head, None, tail
     bare = _DETERMINER.sub("", head)
     modifier = bare != head  # "the 1848 Revolution": the entity qualifies a noun
     head = bare
-    if phrase in TIME_NOUNS and "when" in alternatives and (_PREPOSITION.search(head) or _OPENS_PP.match(entity)):
+    if (adverbs and phrase in TIME_NOUNS and "when" in alternatives
+            and (_PREPOSITION.search(head) or _OPENS_PP.match(entity))):
         phrase = "when"  # "in what time, the Kodak Theatre became" reads wrong: "when" takes the "in"
-    if phrase.startswith("how much"):
-        head = _CURRENCY.sub("", head)  # "$70,986" is the entity "70,986": "$how much money" reads wrong
+    elif phrase in TIME_NOUNS:
+        phrase = noun_phrase(entity, tuple(alternatives) or (phrase,)) or phrase
     if phrase in ADVERBS:
         dropped = _PREPOSITION.sub("", head)
         clause_edge = not head.strip() or head.rstrip().endswith(",")
@@ -273,36 +381,110 @@ def fit_phrase(head: str, phrase: str, tail: str, alternatives: Sequence[str] = 
         if not modifier and adverbial and (dropped != head or ends or opens):
             head = dropped
         else:
-            phrase = _noun_phrase(alternatives, phrase)
+            phrase = noun_phrase(entity, tuple(alternatives)) if alternatives else phrase
     return head, phrase, tail
+
+
+def described_name(doc, start: int, end: int) -> tuple[int, str] | None:
+    """Where the name at ``statement[start:end]`` stands in apposition to a common noun just before it ("the 2015
+    Japanese film Sayonara", "the Brazilian chemist José Bonifácio de Andrada", "Illinois manufacturer R.S. Owens &
+    Company"): the start of that noun's phrase and the phrase that asks for the name by it, "which" before its words
+    less the article ("which 2015 Japanese film"). The noun says what the name is, whatever type the tagger gave it
+    (spaCy's "Sayonara" is NORP: "The 2015 Japanese film what"). None otherwise, and where a possessive opens the
+    noun's phrase ("Koji Fukada's film")."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or span.start == 0 or span.root.pos_ != "PROPN":
+        return None
+    noun = doc[span.start - 1]
+    named = ((span.root.dep_ == "appos" and span.root.head.i == noun.i)
+             or (noun.dep_ == "compound" and span.start <= noun.head.i < span.end))
+    if noun.tag_ not in ("NN", "NNS") or not named:
+        return None
+    words = doc[noun.left_edge.i:noun.i + 1]
+    if any(t.dep_ == "poss" or t.tag_ in ("PRP$", "POS") for t in words):
+        return None
+    if words[0].pos_ == "DET":
+        if words[0].lower_ not in ("the", "a", "an"):
+            return None
+        words = words[1:]
+    return doc[noun.left_edge.i].idx, "which " + doc.text[words[0].idx:noun.idx + len(noun.text)]
+
+
+# words that tie a sentence to the one before it and ask nothing: a question that stands alone goes without them
+_CONNECTIVE = re.compile(r"(?i)^\s*(?:(?:however|moreover|furthermore|in addition|additionally|nevertheless|"
+                         r"nonetheless|meanwhile|consequently|therefore|thus|hence|accordingly|instead|likewise|"
+                         r"similarly|indeed|in fact|besides|also|still|otherwise|as a result|on the other hand|"
+                         r"in contrast|by contrast|conversely|for example|for instance|in particular|notably|"
+                         r"in turn|ultimately|eventually|finally)\s*,\s*|(?:and|but|yet)\s+)")
+
+
+def standalone(question: str) -> str:
+    """``question`` without a leading discourse connective ("However, the First World War impacted ..." -> "The
+    First World War impacted ..."): it refers to a sentence the question does not have. The first letter is
+    capitalised."""
+    question = _CONNECTIVE.sub("", question, count=1)
+    return question[:1].upper() + question[1:]
 
 
 def make_question(statement: str, start: int, end: int, phrase: str,
                   alternatives: Sequence[str] = (), doc=None) -> str | None:
     """The statement with ``statement[start:end]`` replaced by ``phrase`` (the words around it fitted by
-    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), ending in a question mark; None when no
-    phrase of ``alternatives`` reads there.
+    :func:`fit_phrase`), brackets and quotes balanced (:func:`balance`), without a leading connective
+    (:func:`standalone`), ending in a question mark; None when no phrase of ``alternatives`` reads there
+    (:func:`compose` also gives the phrase as it reads).
 
-    With ``doc``, spaCy's parse of the statement (tagger, parser, lemmatizer), a wh-phrase before the main
-    clause's subject takes the auxiliary after it ("In 1917, Einstein applied" -> "When did Einstein apply":
-    :func:`pretriever.mine.order.question_order`); None where no inversion is safe, where a subordinate clause's
-    wh-phrase would open the question, or where the entity is an item of an elliptical list
-    (:func:`pretriever.mine.order.in_list`). A parenthetical right after the entity belonged to it and goes
-    ("was who (France), in 1985" -> "was who, in 1985"). Without ``doc`` the statement's order is kept.
+    With ``doc``, spaCy's parse of the statement (tagger, parser, lemmatizer):
+
+    * a wh-phrase before the main clause's subject takes the auxiliary after it ("In 1917, Einstein applied" ->
+      "When did Einstein apply": :func:`pretriever.mine.order.question_order`); None where no inversion is safe,
+      where a subordinate clause's wh-phrase would open the question, or where the entity is an item of an
+      elliptical list (:func:`pretriever.mine.order.in_list`);
+    * "when"/"where" stand only where they open the question: standing for an adjunct of the main verb after the
+      subject, they are fronted with the auxiliary ("was discovered in 1800 by" -> "When was petalite discovered
+      by": :func:`pretriever.mine.order.front`); elsewhere the preposition stays before the noun phrase of
+      :func:`pretriever.mine.phrases.noun_phrase` ("underwent a major revision during what year"), or, with none,
+      the entity is not asked;
+    * a name in apposition to a common noun is asked for by the noun (:func:`described_name`: "Which 2015
+      Japanese film, starring ...").
+
+    A parenthetical right after the entity belonged to it and goes ("was who (France), in 1985" -> "was who, in
+    1985"). Without ``doc`` the statement's order is kept, as in the paper.
     """
+    composed = compose(statement, start, end, phrase, alternatives, doc)
+    return composed[0] if composed is not None else None
+
+
+def compose(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str] = (),
+            doc=None) -> tuple[str, str] | None:
+    """The question of :func:`make_question` and the wh-phrase as it reads in it; None when none reads."""
+    entity = statement[start:end]
+    if doc is not None and (described := described_name(doc, start, end)) is not None:
+        start, phrase = described
+        alternatives = (phrase,)
     order = question_order(doc, start, end) if doc is not None else IN_PLACE
     if order == UNSAFE or (doc is not None and in_list(doc, start, end)):
         return None
     text = statement if isinstance(order, str) else apply_edits(statement, order)
-    head, phrase, tail = fit_phrase(statement[:start], phrase, text[end:], alternatives, statement[start:end])
+    head, phrase, tail = fit_phrase(statement[:start], phrase, text[end:], alternatives, entity)
+    if doc is not None and phrase in ADVERBS and head.strip() and isinstance(order, str):
+        # in place mid-clause ("was discovered when by") "when"/"where" is no English: fronted, or a noun phrase
+        fronted = front(doc, start, end) if order == IN_PLACE else None
+        if fronted is not None:
+            question = apply_edits(statement, fronted).replace(WH, phrase)
+            return standalone(_END.sub("", balance(question)) + "?"), phrase
+        noun = noun_phrase(entity, tuple(alternatives) or (phrase,), place=True)
+        if noun is None:
+            return None
+        head, phrase, tail = fit_phrase(statement[:start], noun, text[end:], alternatives, entity, adverbs=False)
     if phrase is None:
         return None
     tail = _PARENTHETICAL.sub("", tail)
     if not head.strip():  # the phrase opens the question: no comma after it ("In 1990, he" -> "When he")
         if order == SUBORDINATE:
             return None
-        head, phrase, tail = "", phrase[:1].upper() + phrase[1:], re.sub(r"^\s*,", "", tail)
-    return _END.sub("", balance(head + phrase + tail)) + "?"
+        # a subject keeps the comma that closes its apposition ("Which 2015 Japanese film, starring ..., was")
+        head, tail = "", tail if doc is not None and phrase not in ADVERBS else re.sub(r"^\s*,", "", tail)
+    return standalone(_END.sub("", balance(head + phrase + tail)) + "?"), phrase
 
 
 _FUNCTION_WORDS = frozenset({"and", "for", "from", "with", "its", "his", "her", "their"})
@@ -381,13 +563,16 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     the statement picks the block first and only entities in it are answers (its answer words help
     the choice: ours, kept for comparison).
 
-    Filters, in order: ``no_entity`` (spaCy found none of the Table 5 types), ``no_entity_in_block``
+    Filters, in order: ``unresolved_pronoun`` (with ``doc``: :func:`unresolved_pronoun`), ``no_entity`` (spaCy
+    found none of the Table 5 types), ``no_entity_in_block``
     (none in the context, or in the statement's block), ``no_fitting_phrase`` (no phrase of the set
     ``phrases`` can ask for it where it stands: :func:`pretriever.mine.phrases.alternatives`, or a number
     counts it: "approximately 50 Oscars"; or, with ``doc``, spaCy's parse of the statement, no question order
     reads there: :func:`make_question`),
     ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
-    ``answer_span_not_found`` (no word-bounded occurrence), ``context_unsupported`` (each block holding the
+    ``answer_span_not_found`` (no word-bounded occurrence), ``answer_in_other_role`` (with ``doc``, no occurrence
+    whose sentence names the noun the answer complements in the statement: :func:`in_role`),
+    ``context_unsupported`` (each block holding the
     answer holds fewer than ``min_other`` of the statement's other entities, or fewer than all of them when it
     has fewer: :func:`others_held`). The entity is sampled (seeded); when it fails a filter, the statement's
     other entities are tried in order before the citation is dropped, and the reason given is the
@@ -400,6 +585,8 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         raise ValueError(f"block_query must be one of {', '.join(BLOCK_QUERIES)}, got {block_query!r}")
     if phrases not in PHRASE_SETS:
         raise ValueError(f"phrases must be one of {', '.join(PHRASE_SETS)}, got {phrases!r}")
+    if doc is not None and unresolved_pronoun(doc) is not None:
+        return "unresolved_pronoun"
     entities = [e for e in entities if e[1] in WH_PHRASES]
     if not entities:
         return "no_entity"
@@ -415,38 +602,46 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         return "no_entity_in_block"
     first = pick(kept, seed, "qac-answer", key)
     reason = None
-    for tries, (text, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
+    for tries, (_, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
+        asked = entity_start(statement, start, label)  # the question replaces the entity with its currency sign
+        text, answer = statement[asked:end], answer_of(statement[asked:end], label)
         # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
         counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
                       for e in entities)
-        fitting = () if counted else alternatives(text, label, statement[:start], statement[end:], phrases)
+        fitting = () if counted else alternatives(text, label, statement[:asked], statement[end:], phrases)
         drawn = pick(fitting, seed, "qac-phrase", key) if fitting else ""
-        question = make_question(statement, start, end, drawn, fitting, doc) if fitting else None
-        if question is None:
+        composed = compose(statement, asked, end, drawn, fitting, doc) if fitting else None
+        if composed is None:
             reason = reason or "no_fitting_phrase"
             continue
+        question, phrase = composed
         others = [e for e in entities if e[3] <= start or e[2] >= end]
+        role = governing_noun(doc, start, end) if doc is not None else ()
         by_question = ranker.ranking(question)
         order = by_question if block_query == "question" else by_statement[:1]
         found, refused = None, None
         for j in order:
-            if (span := find_span(text, texts[j])) is None:
+            spans = find_spans(answer, texts[j])
+            if not spans:
                 continue
+            if not (spans := [span for span in spans if in_role(texts[j], span, role)]):
+                refused = refused or "answer_in_other_role"
+                continue
+            span = spans[0]
             why = accept(candidates[j], texts[j][span[0]:span[1]]) if accept is not None else None
             if why is None and min_other > 0:
-                held, named = others_held(others, text, texts[j])
+                held, named = others_held(others, answer, texts[j])
                 why = "context_unsupported" if held < min(min_other, named) else None
             if why is None:
                 found = (j, span)
                 break
             refused = refused or why
-        if leaks(text, statement, start, end):
+        if leaks(answer, statement, asked, end):
             reason = reason or "answer_in_question"
         elif found is None:
             reason = reason or refused or "answer_span_not_found"
         else:
             j, span = found
-            phrase = fit_phrase(statement[:start], drawn, statement[end:], fitting, text)[1]  # as it reads
             return Triplet(question=question, answer=texts[j][span[0]:span[1]], answer_start=span[0],
                            answer_end=span[1], answer_type=label, phrase=phrase, block_idx=candidates[j],
                            block=texts[j], tries=tries + 1, question_block=candidates[by_question[0]],

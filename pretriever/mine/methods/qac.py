@@ -5,9 +5,12 @@ Input: the store's ``citations`` (the statement each one supports) and a referen
 (``--references REFS_DIR``: the cited pages' main text). For each citation whose page has
 text (statements with a hole where markup stood, or from a list, are skipped and counted as
 ``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
-per size, or ``block_words``:``block_stride``); spaCy NER (``ner_model``) finds the statement's
-entities; one that also occurs in the page is sampled (seeded) and replaced in the statement by an
-interrogative phrase for its type (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`);
+per size, or ``block_words``:``block_stride``); spaCy (``ner_model``) finds the statement's entities and
+parses it (a statement with a pronoun it does not resolve is not asked, ``unresolved_pronoun``); one entity that
+also occurs in the page is sampled (seeded) and replaced in the statement by an interrogative phrase for its type
+(Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`), in the order a person would ask it
+(:func:`pretriever.mine.qac.make_question`); the answer must stand in the page where the noun it complements in
+the statement does (``answer_in_other_role``);
 a block must name one of the statement's other entities (``--min-other-entities``, ours); BM25 with that
 question picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that
 question, positive = the block, answer = the entity with its offsets in the block. With several sizes the filter counts
@@ -63,8 +66,8 @@ ROWS = pa.schema([("doc_id", pa.string()), ("citation_idx", pa.int32()), ("passa
 TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.string())])
 KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
-FILTERS = ("no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question", "answer_span_not_found",
-           "context_unsupported", "answer_is_context_title")
+FILTERS = ("unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question",
+           "answer_span_not_found", "answer_in_other_role", "context_unsupported", "answer_is_context_title")
 LINKS_ONLY = ("no_linked_passage", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
@@ -79,9 +82,9 @@ ENTITY_COUNTS = ("entities_wiki_kind", "entities_kind_overrides")
 # counted as "unanswered" beside the funnel (they stay counted at their step)
 UNANSWERED = ("no_entity", "no_entity_in_block")
 FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
-          "no_linked_passage", "no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question",
-          "answer_span_not_found", "context_unsupported", "answer_is_context_title", "triplets", "duplicate",
-          "candidates")
+          "no_linked_passage", "unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase",
+          "answer_in_question", "answer_span_not_found", "answer_in_other_role", "context_unsupported",
+          "answer_is_context_title", "triplets", "duplicate", "candidates")
 
 
 @register
