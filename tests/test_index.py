@@ -21,6 +21,7 @@ from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.index import index_app, search_command
 from pretriever.config import ConfigError, build_config
+from pretriever.stage import MARKER
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, MergeError, NotAnIndexError,
@@ -158,9 +159,16 @@ def test_index_order_is_store_order_with_titles(small_store):
 
 # -- dtype, FAISS index types, index.json -------------------------------------------------------
 
+def copy_work(index: Path, to: Path) -> Path:
+    """An encode's work, as a user moves it to merge elsewhere: _work with the folder's marker (a folder without
+    it is not pretriever's to write into)."""
+    shutil.copytree(index / "_work", to / "_work")
+    shutil.copy(index / MARKER, to / MARKER)
+    return to
+
+
 def test_float16_merge_through_cli(reference, tmp_path):
-    copy = tmp_path / "f16"
-    shutil.copytree(reference / "_work", copy / "_work")
+    copy = copy_work(reference, tmp_path / "f16")
     result = CliRunner().invoke(APP, ["index", "merge", str(copy), "--dtype", "float16"])
     assert result.exit_code == 0, result.output
     stored = embeddings(copy)
@@ -303,8 +311,7 @@ def test_merge_refuses_shards_of_another_encode(reference, small_store, model, t
     other = tmp_path / "other"
     encode_mod.run(IndexConfig(corpus=small_store, out=other, shard="0/3", max_chunks=0,
                                **{**SETTINGS, "prepend_title": False}), model=model)
-    copy = tmp_path / "copy"
-    shutil.copytree(reference / "_work", copy / "_work")
+    copy = copy_work(reference, tmp_path / "copy")
     with pytest.raises(MergeError, match="prepend_title"):
         merge_index(copy, [other])
 
@@ -315,7 +322,7 @@ def test_pyserini_export_is_the_faiss_index_and_its_docids(reference, tmp_path):
     out = tmp_path / "pyserini"
     result = CliRunner().invoke(APP, ["index", "export", str(reference), "--format", "pyserini", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["docid", "index", "pretriever-index.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "docid", "index", "pretriever-index.json"]
     index = faiss.read_index(str(out / "index"))  # what Pyserini's FaissSearcher.load_index does
     assert isinstance(faiss.downcast_index(index), faiss.IndexFlatIP) and (index.ntotal, index.d) == (N_DOCS, 384)
     assert os.stat(out / "index").st_ino == os.stat(reference / "index.faiss").st_ino  # linked, not copied
