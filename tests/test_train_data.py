@@ -240,7 +240,7 @@ def test_cli_reports_bad_data_and_options(tmp_path):
     (tmp_path / "m5").mkdir()
     (tmp_path / "m5" / "notes.txt").write_text("mine")
     result = runner.invoke(app, ["train", str(pairs), "--out", str(tmp_path / "m5"), "--overwrite"])
-    assert result.exit_code == 2 and "does not hold a pretriever model" in flat(result.output)
+    assert result.exit_code == 2 and "pretriever did not write" in flat(result.output)
     assert (tmp_path / "m5" / "notes.txt").exists()
 
     config = tmp_path / "run.toml"
