@@ -31,8 +31,8 @@ from pretriever.mine.export import DPR_N_DOCS, PairsDir, PairsError, export_pair
 from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
 from pretriever.mine.qac import (ModelError, answer_of, balance, build_triplet, content_words,  # noqa: E402
-                                 cut_blocks, entity_start, find_span, find_spans, governing_noun, leaks, load_ner,
-                                 make_question, others_held, shared_words, supports, unresolved_pronoun)
+                                 cut_blocks, entity_start, find_span, find_spans, fit_phrase, governing_noun, leaks,
+                                 load_ner, make_question, others_held, shared_words, supports, unresolved_pronoun)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
@@ -190,16 +190,16 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 7
-    ("question", {"unresolved_pronoun": 10, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 8,
-                  "answer_in_question": 2, "answer_span_not_found": 2, "answer_in_other_role": 0,
-                  "context_unsupported": 4, "triplets": 54, "other_entity": 18, "block_choice_differs": 5,
+    # sizes; the question's first block differs from the statement's for 6 triplets and lacks the answer for 7
+    ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 16,
+                  "answer_in_question": 2, "answer_span_not_found": 0, "answer_in_other_role": 0,
+                  "context_unsupported": 2, "triplets": 48, "other_entity": 14, "block_choice_differs": 6,
                   "question_block_lacks_answer": 7}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"unresolved_pronoun": 10, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 9,
-                   "answer_in_question": 3, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                   "context_unsupported": 4, "triplets": 50, "other_entity": 18, "block_choice_differs": 4,
-                   "question_block_lacks_answer": 4}),
+    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 12,
+                   "answer_in_question": 4, "answer_span_not_found": 0, "answer_in_other_role": 0,
+                   "context_unsupported": 4, "triplets": 44, "other_entity": 14, "block_choice_differs": 5,
+                   "question_block_lacks_answer": 5}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -224,8 +224,8 @@ def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_stor
 # replaced by the type's noun phrase where the entity qualifies a noun, brackets and quotes balanced.
 GRAMMAR_CASES = [
     ("The regime of Prince of Wied collapsed and he left the country on 3 September 1914.",
-     "3 September 1914", "DATE", "when",  # a coordinated clause: not fronted; "on what date" in place
-     "The regime of Prince of Wied collapsed and he left the country on what date?"),
+     "3 September 1914", "DATE", "when",  # in the second of two clauses: a question is one clause, not asked
+     None),
     ("The correspondence between Huxley and the society are kept at the Cambridge University Library.",
      "the Cambridge University Library", "ORG", "which organization",
      "The correspondence between Huxley and the society are kept at which organization?"),
@@ -256,9 +256,8 @@ GRAMMAR_CASES = [
      "on November 9, 1979?"),
     ("In 2009, the graduating class had 100 percent graduation rate and expected a 100 percent college "
      "acceptance rate.",
-     "100 percent", "PERCENT", "what percent",  # the second "100 percent", after "a"
-     "In 2009, the graduating class had 100 percent graduation rate and expected what percent college "
-     "acceptance rate?"),
+     "100 percent", "PERCENT", "what percent",  # the second "100 percent", after "a": in the second of two
+     None),                                     # coordinated verbs, not asked
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.",
      "Alabama", "GPE", "where",  # no country: Table 5's "what country's" would be wrong, and "where's" reads wrong
      None),
@@ -296,9 +295,8 @@ GRAMMAR_CASES = [
      "society, and that it perpetuates dependency and ignorance?"),
     ("The category's original name was Best Art Direction, but was changed to its current name in 2012 for the "
      "85th Academy Awards.",
-     "2012", "DATE", "when",
-     "The category's original name was Best Art Direction, but was changed to its current name in what year for "
-     "the 85th Academy Awards?"),
+     "2012", "DATE", "when",  # in the second of two coordinated verbs: not asked
+     None),
     ("Patriots in New Hampshire had seized powder, muskets and cannons from Fort William and Mary in Portsmouth "
      "Harbor in late 1774.",
      "late 1774", "DATE", "when",
@@ -311,9 +309,8 @@ GRAMMAR_CASES = [
      'theoretically unsatisfactory"?'),
     ("Bakunin characterised Marx's ideas as centralist and predicted that, if a Marxist party came to power, its "
      "leaders would simply take the place of the ruling class they had fought against.",
-     "Marx", "PERSON", "who",
-     "Bakunin characterised whose ideas as centralist and predicted that, if a Marxist party came to power, its "
-     "leaders would simply take the place of the ruling class they had fought against?"),
+     "Marx", "PERSON", "who",  # in the first of two coordinated verbs: not asked
+     None),
     ("During this time Howe's army, comfortable in Philadelphia, made no effort to exploit the weakness of the "
      "American army.",
      "Howe", "PERSON", "who",
@@ -333,11 +330,10 @@ GRAMMAR_CASES = [
      "It was shown in the time of Pausanias in what century?"),
     ('Most of them were clearly directed against Bakunin and his followers."',  # the quote's opener is in the
      "Bakunin", "ORG", "which organization",                                    # sentence before
-     "Most of them were clearly directed against which organization and his followers?"),
+     None),  # one of two coordinated nouns: "against which organization and his followers" is not asked
     ('Clouds keep Earth cool by reflecting sunlight, but they can also serve as blankets to trap warmth."',
-     "Earth", "LOC", "where",
-     "Clouds keep what location cool by reflecting sunlight, but they can also serve as blankets to trap "
-     "warmth?"),
+     "Earth", "LOC", "where",  # the coordinated clause with its own subject goes
+     "Clouds keep what location cool by reflecting sunlight?"),
     # A wh-phrase before the main clause's subject takes the auxiliary after it, or "do" in the verb's tense (the
     # coordinator's judgement of 2026-11-27: "When Einstein applied ...?" reads as a subordinate clause); where the
     # parse gives no safe inversion the entity is not asked (None); in a subordinate clause it stays in place.
@@ -387,16 +383,35 @@ GRAMMAR_CASES = [
      "After gaining independence in what year, Azerbaijan became a member of the International Monetary Fund, the "
      "World Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
      "Development Bank?"),
-    # the entity's parenthetical goes with it
+    # the predicate of "be" is asked in front ("was who, in 1985" is no English); its parenthetical goes with it
     ("The first person born in Africa to fly in space was Patrick Baudry (France), in 1985.", "Patrick Baudry",
-     "PERSON", "who", "The first person born in Africa to fly in space was who, in 1985?"),
-    # a date in a list of elliptical "NAME in YEAR" items is not asked; in coordinated clauses it is
+     "PERSON", "who", "Who was the first person born in Africa to fly in space in 1985?"),
+    # a date in a list of elliptical "NAME in YEAR" items is not asked, nor one in one of coordinated verbs (the
+    # blind judgement of round 1: "underwent a major revision during what year, and experienced ..." is no English)
     ("They both endorsed Deutsche Telekom in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in 2007, and "
      "Nintendo Wii and Wii Fit U and Longines in 2013.", "2002", "DATE", "when", None),
     ("The first edition of the standard was published during 1963, underwent a major revision during 1967, and "
-     "experienced its most recent update during 1986.", "1967", "DATE", "when",
-     "The first edition of the standard was published during 1963, underwent a major revision during what year, "
-     "and experienced its most recent update during 1986?"),
+     "experienced its most recent update during 1986.", "1967", "DATE", "when", None),
+    ("The first edition of the standard was published during 1963, underwent a major revision during 1967, and "
+     "experienced its most recent update during 1986.", "1963", "DATE", "when", None),
+    # an item of a list (spaCy: appositions and conjuncts) or a name coordinated with another is not asked
+    ("French anarchists active in the 1848 Revolution included Anselme Bellegarrigue, Ernest Coeurderoy, Joseph "
+     "D\u00e9jacque and Pierre Joseph Proudhon.", "Anselme Bellegarrigue", "PERSON", "which person", None),
+    ("French anarchists active in the 1848 Revolution included Anselme Bellegarrigue, Ernest Coeurderoy, Joseph "
+     "D\u00e9jacque and Pierre Joseph Proudhon.", "Ernest Coeurderoy", "PERSON", "who", None),
+    ("Alberta is named after Princess Louise Caroline Alberta (1848\u20131939), the fourth daughter of Victoria, "
+     "Queen of Canada, and Albert, Prince Consort.", "Prince Consort", "PERSON", "which person", None),
+    # a question is one clause: an independent clause after ";" or a coordinated one with its own subject goes; a
+    # subject the coordinated verbs share is asked
+    ("ABC once again took over broadcast duties in 1976, and has broadcast the Oscars ever since; its current "
+     "contract with the Academy runs through 2020.", "ABC", "ORG", "which organization",
+     "Which organization once again took over broadcast duties in 1976, and has broadcast the Oscars ever since?"),
+    ("ABC once again took over broadcast duties in 1976, and has broadcast the Oscars ever since; its current "
+     "contract with the Academy runs through 2020.", "2020", "DATE", "when", None),  # the later clause
+    ("According to a 2010 survey, religion today plays an important role in the lives of only 39% of Albanians, and "
+     "Albania is ranked among the least religious countries in the world.", "only 39%", "PERCENT", "what percent",
+     "According to a 2010 survey, religion today plays an important role in the lives of what percent of "
+     "Albanians?"),
     # issue 39, the blind judgement of the canned pages' triplets: "when"/"where" in place mid-clause is no English
     # ("was discovered when by"). An adjunct of the main verb is fronted with the auxiliary; elsewhere the
     # preposition keeps a noun phrase (above: "during what year").
@@ -445,8 +460,7 @@ PHRASE_CASES = [
      "9 hours and 39 minutes, or 2.2 years, in space.", "2.2 years", "DATE", "table5", None, None),
     ("As of 2008, the man with the longest cumulative time in space is Sergei K. Krikalev, who has spent 803 days, "
      "9 hours and 39 minutes, or 2.2 years, in space.", "2.2 years", "DATE", "ours", "how many years",
-     "As of 2008, the man with the longest cumulative time in space is Sergei K. Krikalev, who has spent 803 days, "
-     "9 hours and 39 minutes, or how many years, in space?"),
+     None),  # "803 days, ..., or how many years": a conjunct, not asked
     ("In 2008, the 80th Academy Awards telecast was watched by 31.76 million viewers on average with an 18.66% "
      "household rating, the lowest rated and least watched ceremony to date, in spite of celebrating 80 years of "
      "the Academy Awards.", "80 years", "DATE", "ours", "how many years",
@@ -490,12 +504,13 @@ PHRASE_CASES = [
      "the island of what place, Sweden?"),
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "Alabama", "GPE", "ours", "where",
      "In 2011, 46.6% of what place's population younger than age 1 were minorities?"),
-    # a person's title goes with the name; a name spaCy cut is not asked
+    # a person's title goes with the name; a name spaCy cut is not asked; a relative clause on "which" after a
+    # person says something of the clause, not of the person: it goes ("led by which person, which resulted in")
     ("In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection led by "
      "Colonel Surat Huseynov, which resulted in the rise to power of the former leader of Soviet Azerbaijan, Heydar "
      "Aliyev.", "Surat Huseynov", "PERSON", "table5", "which person",
      "In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection led by "
-     "which person, which resulted in the rise to power of the former leader of Soviet Azerbaijan, Heydar Aliyev?"),
+     "which person?"),
     ("In order to prepare herself to play a role commemorating the life of legendary actress Empar Ribera, young "
      "actress (Mercè Pons) interviews three established actresses who had been the Ribera's pupils: the "
      "international diva Glòria Marc (Núria Espert), the television star Assumpta Roca (Rosa Maria Sardà), and "
@@ -513,16 +528,10 @@ PHRASE_CASES = [
      "largest ethnic group at the time?"),
     ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
      'performing opposite a human actor".', "Japanese", "NORP", "table5", None, None),  # not "The 2015 what film"
-    # a facility: Table 5's plural "what buildings"; ours "which building"
+    # a facility: ours "which building" (Table 5's plural "what buildings" in the name's number: test_fit_phrase);
+    # here in the first of two coordinated verbs ("invested ... and sold"): not asked
     ("They invested in PURE, a nightclub at Caesars Palace, which opened in 2004, and sold it to Angel Management "
-     "Group in 2010.", "Caesars Palace", "FAC", "ours", "which building",
-     "They invested in PURE, a nightclub at which building, which opened in 2004, and sold it to Angel Management "
-     "Group in 2010?"),
-    # Table 5's "what buildings" in the number of the name it replaces
-    ("They invested in PURE, a nightclub at Caesars Palace, which opened in 2004, and sold it to Angel Management "
-     "Group in 2010.", "Caesars Palace", "FAC", "table5", "what buildings",
-     "They invested in PURE, a nightclub at what building, which opened in 2004, and sold it to Angel Management "
-     "Group in 2010?"),
+     "Group in 2010.", "Caesars Palace", "FAC", "ours", "which building", None),
     # money: the currency sign goes with the entity (spaCy's MONEY is "70,986": build_triplet adds it)
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "table5", "how much money",
@@ -644,6 +653,12 @@ def test_an_answer_named_in_another_role_does_not_answer():
     doc = load_ner("en_core_web_sm")(statement)
     canada = _entities(doc, "Canada")
     assert governing_noun(doc, canada[0][2], canada[0][3]) == ("queen",)
+    # in the first of the coordinated names it is not asked now; the statement less Albert keeps the role
+    assert build_triplet(statement, canada, [ALBERTA_PAGE], 0, "k", doc=doc) == "no_fitting_phrase"
+    statement = statement.replace(", and Albert, Prince Consort.", ".")
+    doc = load_ner("en_core_web_sm")(statement)
+    canada = _entities(doc, "Canada")
+    assert governing_noun(doc, canada[0][2], canada[0][3]) == ("queen",)
     assert build_triplet(statement, canada, [ALBERTA_PAGE], 0, "k", doc=doc) == "answer_in_other_role"
     assert build_triplet(statement, canada, [ALBERTA_PAGE], 0, "k").answer == "Canada"
     queen = ALBERTA_PAGE.replace("Queen Victoria", "Victoria, Queen of Canada,")
@@ -690,6 +705,30 @@ def test_the_answer_is_the_thing_asked_for():
     assert find_spans("$70,986", block) == [(26, 33)] and find_spans("1915", "1915 and 1915") == [(0, 4), (9, 13)]
 
 
+def test_a_nationality_before_a_noun_answers_with_the_noun():
+    """Round 1's blind judgement: "According to what data" answered "Soviet". The question keeps the noun; the
+    answer is the whole phrase where the context has it, else the entity is not asked (the Azerbaijan page)."""
+    statement = ("According to Soviet data, 100 percent of males and females (ages nine to forty-nine) were literate "
+                 "in 1970.")
+    block = ("Azerbaijan - Education In the Soviet period, Azerbaijan achieved a high rate of literacy. According to "
+             "Soviet data, 100 percent of males and females between the ages of nine and forty-nine were literate in "
+             "1970.")
+    doc = load_ner("en_core_web_sm")(statement)
+    soviet = _entities(doc, "Soviet")
+    got = build_triplet(statement, soviet, [block], 0, "k", doc=doc)
+    assert (got.question, got.answer) == ("According to what data were 100 percent of males and females (ages nine "
+                                          "to forty-nine) literate in 1970?", "Soviet data")
+    assert got.answer_start == block.index("Soviet data")
+    other = block.replace("Soviet data", "the data")  # "Soviet" alone, in "the Soviet period": no answer
+    assert build_triplet(statement, soviet, [other], 0, "k", doc=doc) == "answer_span_not_found"
+
+
+def test_fit_phrase_puts_what_buildings_in_the_number_of_the_name():
+    assert fit_phrase("a nightclub at ", "what buildings", ", which opened", ("what buildings",),
+                      "Caesars Palace")[1] == "what building"
+    assert fit_phrase("at ", "what buildings", ".", ("what buildings",), "the Twin Towers")[1] == "what buildings"
+
+
 # real statements of the sample and the pronoun none of their words resolves (None: resolved or none)
 PRONOUN_CASES = [
     ("In 1990, he appeared in a television commercial for Canon Inc., promoting the Canon EOS Rebel camera.", "he"),
@@ -714,6 +753,10 @@ PRONOUN_CASES = [
      "Christmas Eve transmission during the ninth orbit of the Moon.", None),
     ("It is possible to greatly reduce exposure to radiation with abdominal shielding, depending on how far the area "
      "to be irradiated is from the fetus.", None),
+    # an anaphoric "such" before a noun: deaths of which kind, the sentence before said; "such as" is none
+    ("Between 1999 and 2013, in the U.S., the CDC recorded 531 such deaths for newborns, approximately 4 per 100,000 "
+     "abortions.", "such"),
+    ("Bob Bemer introduced features such as the escape sequence.", None),
 ]
 
 
@@ -748,7 +791,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 9
+    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 7
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -756,22 +799,24 @@ def test_funnel_counts_are_exact(mined, refs):
 # 44 citations cite one of the 35 pages (the 45th, citationtechnologies.com, is cited in a list item of ANSI, and list
 # lines leave the text); the script-only page (Angola, paris21.org) gives no text: 43 left. Checked by hand: a pronoun
 # nothing in the statement resolves in 5 ("In 1990, he appeared ...", "They both endorsed ...", "They invested in PURE
-# ...", "It was also shown at the 1997 Stockholm ...", "He named the metal ..."); no entity in "Several of these
-# students would found their own styles of aikido."; no entity in the block for the Alaska sentence (50.7%, Alaska,
-# two, non-Hispanic: none on the Plain Dealer page) and "Morihei Ueshiba's" (the page: "Morihei Ueshiba, later"); span
-# not found: "Japan" occurs in the aikido block only inside "Japanese"; answer in the question: "Shodokan aikido,
-# however, was controversial, ... contrary to the spirit of aikido" (its only entity). No Table 5 phrase fits (table5,
-# the default) any entity of 4: "Animalia a 1987 Picture Book", "or 2.2 years, in space", "celebrating 80 years",
-# "(Mercè Pons)"; "the 2006 census" gives its "$70,986" instead. Context unsupported: the Alabama page for "As of
-# 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 28 give triplets, no two the
-# same; 9 of them by another entity than the sampled one, which had no fitting phrase ("15 continental states": Kenji
-# Tomiki is asked) or stood in another role on the page ("Victoria, Queen of Canada": the page's "Canada" is the
-# Governor General's; Albert is asked).
+# ...", "It was also shown at the 1997 Stockholm ...", "He named the metal ..."), an anaphoric "such" in 1 ("the CDC
+# recorded 531 such deaths"); no entity in "Several of these students would found their own styles of aikido."; no
+# entity in the block for the Alaska sentence (50.7%, Alaska, two, non-Hispanic: none on the Plain Dealer page) and
+# "Morihei Ueshiba's" (the page: "Morihei Ueshiba, later"); answer in the question: "Shodokan aikido, however, was
+# controversial, ... contrary to the spirit of aikido" (its only entity). No Table 5 phrase fits (table5, the
+# default) any entity of 4: "Animalia a 1987 Picture Book", "or 2.2 years, in space", "celebrating 80 years", "(Mercè
+# Pons)"; "the 2006 census" gives its "$70,986" instead; and no question reads for any of 4 whose entities are items
+# of a list or stand in one of coordinated phrases: "included Anselme Bellegarrigue, Ernest Coeurderoy, ...",
+# "Victoria, Queen of Canada, and Albert, Prince Consort", "was published during 1963, underwent a major revision
+# during 1967, and ...", "have their own headquarters ... in Japan, and have ...". Context unsupported: the Alabama
+# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 24 give
+# triplets, no two the same; 7 of them by another entity than the sampled one, which had no fitting phrase ("15
+# continental states": Kenji Tomiki is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
-                   "no_reference_text": 7779, "unresolved_pronoun": 5, "no_entity": 1, "no_entity_in_block": 2,
-                   "no_fitting_phrase": 4, "answer_in_question": 1, "answer_span_not_found": 1,
-                   "answer_in_other_role": 0, "context_unsupported": 1, "triplets": 28, "duplicate": 0,
-                   "candidates": 28}
+                   "no_reference_text": 7779, "unresolved_pronoun": 6, "no_entity": 1, "no_entity_in_block": 2,
+                   "no_fitting_phrase": 8, "answer_in_question": 1, "answer_span_not_found": 0,
+                   "answer_in_other_role": 0, "context_unsupported": 1, "triplets": 24, "duplicate": 0,
+                   "candidates": 24}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -785,7 +830,9 @@ def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
                                                                        "what date", "what place")
                 or r["answer_phrase"].startswith("which "))
         assert r["answer_phrase"].lower() in r["query"].lower() and r["query"].endswith("?")
-        assert not leaks(r["answer"], r["query"], 0, 0) and r["answer_phrase"] != "how many"
+        # a nationality answers with the noun the question keeps ("what data" -> "Soviet data"): that is no leak
+        said = " ".join(w for w in r["answer"].split() if f"{r['answer_phrase']} {w}".lower() not in r["query"].lower())
+        assert not leaks(said, r["query"], 0, 0) and r["answer_phrase"] != "how many"
         assert r["context_source"] == "reference" and r["positive_title"] == r["reference_title"]
         assert len(r["positive_text"].split()) <= 128 and (r["block_words"], r["block_stride"]) == (128, 64)
         assert r["negative_kind"] == "random" and r["negative_doc_id"] != r["query_doc_id"]
@@ -803,28 +850,30 @@ def test_specific_triplets_checked_by_hand(mined):
 # (doc_id|sentence_idx|url) -> (answer, type, question), each read against its page and Table 5
 HAND_CHECKED: dict[str, tuple[str, str, str]] = {
     '324|107|http://www.oscars.org/press/pressreleases/2011/20110224b.html':
-        ('ABC', 'ORG',
+        ('ABC', 'ORG',  # the clause after ";" goes
          'Which organization once again took over broadcast duties in 1976, and has broadcast the Oscars ever '
-         'since; its current contract with the Academy runs through 2020?'),
+         'since?'),
     '664|63|http://www.astronautix.com/astros/tamendez.htm':
-        ('Patrick Baudry', 'PERSON',
-         'The first person born in Africa to fly in space was who, in 1985?'),  # "(France)" went with the name
+        ('Patrick Baudry', 'PERSON',  # the predicate asked in front; "(France)" went with the name
+         'Who was the first person born in Africa to fly in space in 1985?'),
     '303|238|https://books.google.com/books?id=SVoAXh-dNuYC&pg=PA57&dq=Sharing+the+dream:+white+males+in+multicultural+America++english+ancestry&cd=1#v=onepage&q=&f=false':
-        ('English', 'NORP',  # "Alabama" (no country) and "41%" (not on the page as such) are not asked
+        ('English ancestry', 'NORP',  # "Alabama" (no country), "41%" (not on the page as such) are not asked
          'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '
          'largest ethnic group at the time?'),
     '738|336|http://www.lonelyplanet.com/albania/travel-tips-and-articles/76164':
         ('Albania', 'GPE',
          'In 2011, what country was recommended as a top travel destination, by Lonely Planet?'),
     '738|450|http://www.gallup.com/poll/128210/Gallup-Global-Reports.aspx':
-        ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number
+        ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number; the second clause goes
          'According to a 2010 survey, religion today plays an important role in the lives of what percent of '
-         'Albanians, and Albania is ranked among the least religious countries in the world?'),
+         'Albanians?'),
+    '746|339|http://countrystudies.us/azerbaijan/23.htm':
+        ('Soviet data', 'NORP',  # "what data" asks for "Soviet data", not "Soviet"
+         'According to what data were 100 percent of males and females (ages nine to forty-nine) literate in 1970?'),
     '746|109|http://www.nationsencyclopedia.com/World-Leaders-2003/Azerbaijan-RISE-TO-POWER.html':
-        ('Surat Huseynov', 'PERSON',
+        ('Surat Huseynov', 'PERSON',  # ", which resulted in ..." said nothing of the person: it goes
          'In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection '
-         'led by which person, which resulted in the rise to power of the former leader of Soviet '
-         'Azerbaijan, Heydar Aliyev?'),
+         'led by which person?'),
     # issue 39's failures, as they read now
     '666|309|http://www.webelements.com/lithium/history.html':
         ('1800', 'DATE',  # "was discovered when by": fronted
@@ -834,10 +883,6 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('Chicago', 'GPE',  # "were made each year where by": fronted after the opening phrase
          'From 1983 to 2015, where were approximately 50 Oscars made each year by Illinois manufacturer R.S. Owens & '
          'Company?'),
-    '586|7|http://edition.cnn.com/TECH/computing/9907/06/1963.idg/':
-        ('1967', 'DATE',  # "underwent a major revision when,": a coordinated verb, not fronted; the noun phrase
-         'The first edition of the standard was published during 1963, underwent a major revision during what '
-         'year, and experienced its most recent update during 1986?'),
     '713|89|http://variety.com/2015/film/asia/sayonara-filmmakers-debate-future-of-robot-actors-1201626092/':
         ('Sayonara', 'NORP',  # "The 2015 Japanese film what": asked for by its noun
          'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
@@ -849,10 +894,6 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('$70,986', 'MONEY',  # the "$" was dropped
          'According to the 2006 census, the median annual family income after taxes was how much money in Alberta '
          '(compared to $60,270 in Canada as a whole)?'),
-    '717|11|http://alberta.ca/history.cfm':
-        ('Albert', 'PERSON',  # "Queen of what country" -> Canada: the page's "Canada" is the Governor General's
-         'Alberta is named after Princess Louise Caroline Alberta (1848\u20131939), the fourth daughter of Victoria, '
-         'Queen of Canada, and which person, Prince Consort?'),
     '751|42|http://www.aikidojournal.com/article.php?articleID=626':
         ('Kenji Tomiki', 'PERSON',  # "15 continental states": Table 5's "what" would ask which states
          'Which person toured with a delegation of various martial arts through 15 continental states of the '
@@ -921,7 +962,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     report = result.manifest["methods"]["qac"]
     # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
     # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
-    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 31}
+    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 27}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
     assert len(unanswered) == 3 and len(rows) == len(triplets) + 3
@@ -1093,14 +1134,15 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 # words alone there were 23 triplets (14 candidates); judged by hand, 12 of the 13 whose context shared 30%
 # or less of the statement's words did not answer their question ("Israel" from a list of Azerbaijan's
 # partners for "Outside of what country there are ... Jewish communities"). Only the ASA/ANSI one is left,
-# its context shares 80%. 6 answered with the title of the context's own article ("Aristotle" from the
+# its context shares 80%. 3 answered with the title of the context's own article ("Aristotle" from the
 # article Aristotle); 13 open with a pronoun nothing before it resolves ("In politics, she condemned ...", "Those
-# who have cited his influence ..."); 3 name the answer in another role than the statement's ("the current
-# ambassador of Angola to China": the passage's "Angola" is not the ambassador's).
+# who have cited his influence ..."); 2 name the answer in another role than the statement's ("the current
+# ambassador of Angola to China": the passage's "Angola" is not the ambassador's). 10 have no entity that a
+# question asks for where it stands, most of them in a list or a coordination ("of Aristotle and Plato").
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                 "no_reference_text": 7822, "no_linked_passage": 7775, "unresolved_pronoun": 13, "no_entity": 2,
-                "no_entity_in_block": 9, "no_fitting_phrase": 1, "answer_in_question": 4, "answer_span_not_found": 4,
-                "answer_in_other_role": 3, "context_unsupported": 4, "answer_is_context_title": 6, "triplets": 1,
+                "no_entity_in_block": 9, "no_fitting_phrase": 10, "answer_in_question": 3, "answer_span_not_found": 1,
+                "answer_in_other_role": 2, "context_unsupported": 3, "answer_is_context_title": 3, "triplets": 1,
                 "duplicate": 0, "candidates": 1}
 
 
@@ -1223,7 +1265,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())
     expected = sorted((r["query"], r["answer"], r["reference_url"]) for r in mined[3] if r["reference_url"] in canned)
-    assert got == expected and len(got) >= 25
+    assert got == expected and len(got) >= 20
 
 
 def test_a_linked_passage_supports_a_statement_only_with_a_share_of_its_words():

@@ -97,8 +97,9 @@ def test_the_store_keeps_real_pages_infoboxes_and_categories(enwiki_store):
 
 
 # Ayn Rand, citation 19: spaCy (en_core_web_sm 3.8.0) tags the linked "Aristotle" GPE, so Table 5 asked "where" or
-# "what country" (now neither: Aristotle is no country, and "the writings of where" does not read, so it is not
-# asked); the article Aristotle has {{Infobox philosopher}}: a person, asked "who" or "which person".
+# "what country" (now neither: Aristotle is no country, and "the writings of where" does not read; nor is one of two
+# coordinated names asked); the article Aristotle has {{Infobox philosopher}}: a person, asked "who" or "which
+# person".
 RAND = "At the university she was introduced to the writings of Aristotle and Plato"
 
 
@@ -126,18 +127,27 @@ def test_a_linked_persons_kind_makes_the_question_ask_who(enwiki_store, tmp_path
              "the Great; the writings of Aristotle cover many subjects.")
     group = [{**rand[0], "statement": statement, "statement_links": links, "source": "reference",
               "ctx_id": "http://example.org/a", "ctx_doc": None, "ctx_title": "Aristotle", "ctx_text": block}]
+    # "of Aristotle and Plato": one of two coordinated names is not asked, whatever its kind
+    qac = QAC()
+    assert qac._candidate(SimpleNamespace(config=cfg, seed=0), group, doc) == []
+    assert qac.counts["no_fitting_phrase"] == 1
+    # alone (spaCy: ORG), the linked article's kind asks for a person
+    alone = statement.replace(" and Plato,", ",")
+    doc = nlp(alone)
+    assert [(e.text, e.label_) for e in doc.ents if e.text == "Aristotle"] == [("Aristotle", "ORG")]
+    group = [{**group[0], "statement": alone}]
     qac = QAC()
     [triplet] = qac._candidate(SimpleNamespace(config=cfg, seed=0), group, doc)
     assert triplet["answer"] == "Aristotle" and triplet["answer_type"] == "PERSON"
     assert triplet["answer_phrase"] in WH_PHRASES["PERSON"]
     assert (qac.counts["answer_wiki_kind"], qac.counts["kind_overrides"]) == (1, 1)
     assert (qac.counts["entities_wiki_kind"], qac.counts["entities_kind_overrides"]) == (1, 1)
-    tail = " and Plato, who would be her greatest influence and counter-influence, respectively?"
+    tail = ", who would be her greatest influence and counter-influence, respectively?"
     assert triplet["query"] == f"{RAND[:-20].replace(' she ', ' Rand ')} {triplet['answer_phrase']}{tail}"
-    # spaCy's type alone: GPE, no country; no Table 5 phrase reads there
+    # spaCy's type alone: an organisation
     qac = QAC()
-    assert qac._candidate(SimpleNamespace(config=cfg, seed=0), [{**group[0], "statement_links": None}], doc) == []
-    assert qac.counts["no_fitting_phrase"] == 1 and qac.counts["kind_overrides"] == 0
+    [triplet] = qac._candidate(SimpleNamespace(config=cfg, seed=0), [{**group[0], "statement_links": None}], doc)
+    assert triplet["answer_type"] == "ORG" and qac.counts["kind_overrides"] == 0
 
 
 def test_a_store_built_before_page_tags_still_opens_and_mines_with_spacys_types(enwiki_store, tmp_path):

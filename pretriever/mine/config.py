@@ -136,8 +136,11 @@ class MineConfig:
                   "\"2.2 years\", \"what date census\", \"what country\" for Alabama): such an entity is not asked, "
                   "counted as no_fitting_phrase; where \"when\"/\"where\" would sit mid-clause (\"was discovered "
                   "when by\"), the question is fronted (\"When was petalite discovered by\") or the preposition keeps "
-                  "a noun phrase (\"during what year\", \"in what place\"), and a name after a common noun is asked by "
-                  f"it (\"Which 2015 Japanese film\"). ours (not the paper's): Table 5 plus {OURS_NOTE}.")
+                  "a noun phrase (\"during what year\", \"in what place\"), a name after a common noun is asked by "
+                  "it (\"Which 2015 Japanese film\"), the predicate of \"be\" is fronted (\"Who was the first "
+                  "...\"), and the question ends with the entity's clause (an independent clause after \";\" or "
+                  "\", and\" goes); an entity in a list or one of coordinated phrases, or in such a later clause, is "
+                  f"not asked (no_fitting_phrase). ours (not the paper's): Table 5 plus {OURS_NOTE}.")
     min_other_entities: int = option(
         1, "QAC (ours): a block is a context only when it names at least this many of the statement's other "
            "entities besides the answer (all of them when it has fewer; 0: off); else context_unsupported. 1, "

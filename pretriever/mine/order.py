@@ -33,7 +33,7 @@ _FINITE = ("VBD", "VBZ", "VBP", "MD")
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
 
 
-def question_order(doc, start: int, end: int) -> list[Edit] | str:
+def question_order(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | str:
     """The edits of the statement (``doc``, spaCy's parse of it) that put the auxiliary before the subject when
     the entity at ``statement[start:end]`` stands in a phrase before the main clause's subject; else
     :data:`IN_PLACE` (no edit needed), :data:`SUBORDINATE` or :data:`UNSAFE`.
@@ -41,12 +41,15 @@ def question_order(doc, start: int, end: int) -> list[Edit] | str:
     The edits: the commas between the fronted phrase and the subject become the auxiliary ("In China, a
     historical preference ... has been" -> "In China has a historical preference ... been"); with no auxiliary, a
     form of "be" moves itself ("were minorities"), any other verb takes "do" in its tense ("applied" -> "did ...
-    apply", "suggests" -> "does ... suggest"). All edits lie after ``end``.
+    apply", "suggests" -> "does ... suggest"). All edits lie after ``end``. With ``upto`` (:func:`asked_clause`), the
+    question is the clause before that token, and its root that clause's.
     """
     span = doc.char_span(start, end, alignment_mode="expand")
     if span is None or len(span) == 0:
         return UNSAFE
-    root = span.root.sent.root
+    root = clause_root(span, upto)
+    if root is None:
+        return UNSAFE
     subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
     if subject is None:
         return UNSAFE if span.end <= root.i else IN_PLACE
@@ -69,20 +72,21 @@ def question_order(doc, start: int, end: int) -> list[Edit] | str:
     if top.right_edge.i >= first or any(t.text != "," for t in between):
         return UNSAFE  # another phrase between it and the subject ("In 2002, at the ceremony, the ...")
     gap = (top.right_edge.idx + len(top.right_edge.text), subject.left_edge.idx)
-    inversion = _inversion(doc, root, subject)
+    inversion = _inversion(doc, root, subject, upto)
     if inversion is None:
         return UNSAFE
     aux, verb_edits = inversion
     return [(*gap, f" {aux} "), *verb_edits]
 
 
-def _inversion(doc, root, subject) -> tuple[str, list[Edit]] | None:
+def _inversion(doc, root, subject, upto: int | None = None) -> tuple[str, list[Edit]] | None:
     """The word that goes before the main clause's ``subject`` and the edits of the verb that go with it: the first
     auxiliary leaves its place ("a preference has been" -> "has a preference been"), a form of "be" too, any other verb
     takes "do" in its tense and becomes its lemma; None where no inversion is safe (a coordinated verb that keeps
-    its own tense or subject, a contracted auxiliary, no finite verb)."""
+    its own tense or subject, a contracted auxiliary, no finite verb); conjuncts from ``upto`` on are cut off."""
     first, last = subject.left_edge.i, subject.right_edge.i
-    conjuncts = [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")]
+    conjuncts = [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")
+                 and (upto is None or c.i < upto)]
     if any(c.tag_ in _FINITE or any(g.dep_ in _SUBJECTS for g in c.children) for c in conjuncts):
         return None  # "he appeared ... and won", "... and the threat was dispatched": the second verb keeps its tense
     auxes = sorted((c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i), key=lambda t: t.i)
@@ -101,47 +105,160 @@ def _inversion(doc, root, subject) -> tuple[str, list[Edit]] | None:
     return _DO[root.tag_], [(root.idx, root.idx + len(root.text), root.lemma_)]
 
 
-def front(doc, start: int, end: int) -> list[Edit] | None:
+def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | None:
     """The edits that ask for the entity at ``statement[start:end]`` by fronting it, where it is the whole of an
     adjunct of the main clause's verb after its subject ("was discovered in 1800 by ..."): the adjunct goes, and
     :data:`WH` (the wh-word's place) and the auxiliary go before the subject: "When was petalite discovered by ...",
-    "From 1983 to 2015, where were approximately 50 Oscars made each year by ...". None where the entity is no such
-    adjunct (inside a longer phrase, in a subordinate or coordinated clause), or no inversion is safe
-    (:func:`_inversion`), or anything but phrases ending in a comma stands before the subject.
+    "From 1983 to 2015, where were approximately 50 Oscars made each year by ...". So too the predicate of a
+    main-clause "be" with no auxiliary ("The first person ... was Patrick Baudry (France), in 1985" -> "Who was the
+    first person ... in 1985"; in place, "was who, in 1985" reads as no English), less a bracket after it. None
+    where the entity is no such adjunct or predicate (inside a longer phrase, in a subordinate or coordinated
+    clause), or no inversion is safe (:func:`_inversion`), or anything but phrases ending in a comma stands before
+    the subject. ``upto``: as in :func:`question_order`.
 
     The subject's first word loses its capital at the start of the statement unless it is a proper noun."""
     span = doc.char_span(start, end, alignment_mode="expand")
     if span is None or len(span) == 0:
         return None
-    root = span.root.sent.root
-    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
+    root = clause_root(span, upto)
+    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None) if root is not None else None
     if subject is None or span.start <= subject.right_edge.i:
         return None
     adjunct = span.root
     if adjunct.dep_ == "pobj" and adjunct.head.dep_ == "prep":
         adjunct = adjunct.head
     lead = span.start - 1 if adjunct.i == span.start - 1 else span.start  # its preposition, or the entity itself
-    if (adjunct.head.i != root.i or adjunct.dep_ not in _ADJUNCTS or adjunct.i < root.i
-            or adjunct.left_edge.i != lead or adjunct.right_edge.i != span.end - 1):
+    predicate = is_predicate(span)
+    last = adjunct.right_edge.i if not predicate else span.end - 1  # a predicate's bracket and comma go with it
+    if (adjunct.head.i != root.i or (adjunct.dep_ not in _ADJUNCTS and not predicate) or adjunct.i < root.i
+            or adjunct.left_edge.i != lead or last != span.end - 1):
         return None  # "in a mine on the island of Utö": the entity is not the whole adjunct
     first = subject.left_edge.i
     if first > 0 and doc[first - 1].text != ",":
         return None  # "In July 1627 two pirate ships ...": where the wh-word would go is unclear
-    inversion = _inversion(doc, root, subject)
+    inversion = _inversion(doc, root, subject, upto)
     if inversion is None:
         return None
     aux, verb_edits = inversion
-    before = doc[lead - 1]
-    after = doc[span.end] if span.end < len(doc) else None
-    cut = before.idx + len(before.text)
-    if before.text == "," and (after is None or after.is_punct):  # "was Patrick Baudry (France), in 1985."
-        cut = before.idx
-    edits = [(cut, span.end_char, ""), *verb_edits]
+    if predicate:  # "be" and its predicate go: "... in space was Patrick Baudry (France), in 1985" -> "in space in 1985"
+        if aux != root.lower_:
+            return None  # "has been who": the auxiliary moves, the copula would stay behind the subject
+        stop = adjunct.right_edge.i + 1
+        edits = [(root.idx, doc[stop].idx if stop < len(doc) else len(doc.text), "")]
+    else:
+        before = doc[lead - 1]
+        after = doc[span.end] if span.end < len(doc) else None
+        cut = before.idx + len(before.text)
+        if before.text == "," and (after is None or after.is_punct):  # "was Patrick Baudry (France), in 1985."
+            cut = before.idx
+        edits = [(cut, span.end_char, ""), *verb_edits]
     opening = doc[first]
     edits.append((opening.idx, opening.idx, f"{WH} {aux} "))
     if first == 0 and opening.pos_ != "PROPN" and opening.text != "I":
         edits.append((opening.idx, opening.idx + 1, opening.text[0].lower()))
     return edits
+
+
+def is_predicate(span) -> bool:
+    """Whether ``span`` (an entity) is the whole predicate of a "be" (spaCy's ``attr``) right after it, a bracket and
+    commas after it aside: "was Patrick Baudry (France), in 1985"."""
+    attr = span.root
+    if (attr.dep_ != "attr" or attr.head.lemma_ != "be" or attr.left_edge.i != span.start
+            or attr.head.i != span.start - 1):
+        return False  # "was also who": what stands between would go with the predicate
+    depth = 0
+    for tok in span.doc[span.end:attr.right_edge.i + 1]:
+        depth += (tok.text == "(") - (tok.text == ")")
+        if depth == 0 and not tok.is_punct:
+            return False  # "was Patrick Baudry, a French astronaut": the predicate is longer than the entity
+    return True
+
+
+def clause_root(span, upto: int | None = None):
+    """The root of the clause the question asks in: the sentence's, or with ``upto`` the one word of the tokens
+    before it whose head lies from ``upto`` on ("took" in "ABC ... took over ...; its contract runs ...", which
+    spaCy parses as the object of "runs"); None where there is no such one word."""
+    sent = span.root.sent
+    if upto is None or upto >= sent.end:
+        return sent.root
+    tops = [t for t in sent[:upto - sent.start] if (t.head.i == t.i or t.head.i >= upto) and not t.is_punct]
+    return tops[0] if len(tops) == 1 else None
+
+
+_CLAUSE_SUBJECTS = ("nsubj", "nsubjpass", "expl")
+
+
+def asked_clause(doc, start: int, end: int, person: bool = False) -> tuple[int | None, int] | None:
+    """Where the question for the entity at ``statement[start:end]`` ends: (the token the clause that holds it ends
+    before, its character offset), (None, the statement's length) when that is the whole statement, None when the
+    entity is not asked.
+
+    A question is one clause: the independent clauses after the entity's go ("ABC ... took over broadcast duties in
+    1976 ...; its current contract with the Academy runs through 2020", "... in the lives of only 39% of
+    Albanians, and Albania is ranked among ...": after ";", or a coordinated verb with its own subject); an entity
+    in such a later clause is not asked (it would open on what the clause before said). With ``person`` (a person's
+    wh-phrase), a relative clause on "which" after it says something of the whole clause, not of the person ("led
+    by Colonel Surat Huseynov, which resulted in the rise ..."): asked, the relative clause would attach to the
+    wh-phrase, so it goes when it ends the clause, else the entity is not asked."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return None
+    sent, root = span.sent, span.sent.root
+    bounds = [t.i for t in root.children if t.text == ";"]
+    for clause in root.children:
+        if clause.dep_ == "conj" and clause.pos_ in ("VERB", "AUX") and any(
+                c.dep_ in _CLAUSE_SUBJECTS for c in clause.children):
+            edge = clause.left_edge.i
+            while edge > sent.start and (doc[edge - 1].dep_ == "cc" or doc[edge - 1].text == ","):
+                edge -= 1
+            bounds.append(edge)
+    upto = min((b for b in bounds if b > sent.start), default=None)
+    if upto is not None and span.start >= upto:
+        return None
+    if person:
+        for relative in (c for c in span.root.children if c.dep_ == "relcl" and c.i >= span.end):
+            opening = doc[relative.left_edge.i]
+            if opening.lower_ != "which" or doc[opening.i - 1].text != ",":
+                continue
+            if any(not t.is_punct for t in doc[relative.right_edge.i + 1:upto if upto is not None else sent.end]):
+                return None  # the relative clause is mid-clause: cut, the rest would not join
+            upto = opening.i - 1
+    if upto is None:
+        return None, len(doc.text)
+    if clause_root(span, upto) is None:
+        return None
+    return upto, doc[upto].idx
+
+
+def in_coordination(doc, start: int, end: int, upto: int | None = None) -> bool:
+    """Whether the entity at ``statement[start:end]`` is one conjunct of a coordination, or lies in one: an item
+    of a list ("included Anselme Bellegarrigue, Ernest Coeurderoy, Joseph Déjacque and ...", which spaCy often
+    parses as appositions), a name coordinated with another ("Victoria, Queen of Canada, and Albert, Prince
+    Consort"), an adjunct of one of coordinated verbs ("was published during 1963, underwent a major revision
+    during 1967, and experienced ..."). A wh-phrase there reads as no English ("included which person, Ernest
+    Coeurderoy, ..."), and English cannot front it out of the coordination. What the conjuncts share, a subject
+    or a phrase before the first of them ("ABC once again took over ... and has broadcast ..."), is none. With
+    ``upto`` (:func:`asked_clause`) only the conjuncts before it count."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return False
+    top = clause_root(span, upto)
+    limit = upto if upto is not None else span.sent.end
+
+    def coordinated(tok) -> bool:  # a conjunct after it, or a list through an apposition after it
+        return any(c.i >= span.end and c.i < limit and (
+            c.dep_ == "conj" or (c.dep_ == "appos" and any(g.dep_ in ("conj", "cc") for g in c.children)))
+            for c in tok.children)
+
+    tok, below = span.root, None
+    while True:
+        if tok is not top and tok.dep_ == "conj":
+            return True  # a later conjunct
+        if coordinated(tok) and (below is None or below.i > tok.i):
+            return True  # the first conjunct, or in it
+        if tok is top or tok.head.i == tok.i:
+            return False
+        tok, below = tok.head, tok
 
 
 def apply(text: str, edits: list[Edit]) -> str:

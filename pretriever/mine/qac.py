@@ -6,7 +6,8 @@ of its context (the cited page cut into ``block_words``-word blocks with stride
 Steps, each a pure function here so they can be tested and benchmarked alone:
 
 0. :func:`unresolved_pronoun` - with spaCy's parse, a statement opening on a pronoun it does not resolve ("In
-   1990, he appeared ...") is not asked: as a question it would not stand alone (ours);
+   1990, he appeared ..."), or with an anaphoric "such" ("531 such deaths"), is not asked: as a question it would
+   not stand alone (ours);
 1. :func:`entities_in_block` - keep the statement's entities whose answer (:func:`answer_of`: less a leading
    article, a number's hedge such as "only"; a MONEY with its currency sign, :func:`entity_start`) occurs in the
    context (string matching, as the paper);
@@ -51,7 +52,8 @@ import bm25s
 from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
-from pretriever.mine.order import IN_PLACE, SUBORDINATE, UNSAFE, WH, front, in_list, question_order
+from pretriever.mine.order import (IN_PLACE, SUBORDINATE, UNSAFE, WH, asked_clause, front, in_coordination, in_list,
+                                   is_predicate, question_order)
 from pretriever.mine.order import apply as apply_edits
 from pretriever.mine.phrases import (NUMERIC, PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives,
                                      noun_phrase)
@@ -235,6 +237,22 @@ def governing_noun(doc, start: int, end: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys((head.lower_, head.lemma_.lower())))
 
 
+def modified_noun(doc, start: int, end: int) -> int | None:
+    """Where the common noun ends that the entity at ``statement[start:end]`` modifies right before it ("Soviet
+    data", "English ancestry": spaCy's ``amod`` or ``compound``), or None. The question keeps the noun ("According
+    to what data"); the answer is the whole phrase, "Soviet data", not "Soviet", which no "what data" asks for. A
+    noun that itself names something after it ("the Brazilian chemist José Bonifácio") is none."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0 or span.end >= len(doc):
+        return None
+    noun = doc[span.end]
+    if span.root.dep_ not in ("amod", "compound") or span.root.head.i != noun.i:
+        return None
+    if noun.pos_ != "NOUN" or noun.dep_ in ("compound", "amod"):
+        return None
+    return noun.idx + len(noun.text)
+
+
 def in_role(block: str, span: tuple[int, int], noun: Sequence[str]) -> bool:
     """Whether the sentence of ``block`` holding ``span`` names the ``noun`` (:func:`governing_noun`; any when it
     is empty): there the answer stands in the statement's role."""
@@ -260,8 +278,9 @@ def unresolved_pronoun(doc) -> str | None:
     which it then names ("In his autobiography, Agassi admitted"); and so is the main clause's subject, or its first
     word, with no noun before it but in the phrases before it ("In politics, she condemned", "Those who have cited
     his influence"). An "it" that only announces a that- or to-clause is none ("It is estimated that ...", "It is
-    possible to ..."). Such a statement does not stand alone as a question ("When did he appear in a television
-    commercial for Canon Inc.?" asks about someone the reader is not told), so it is not asked."""
+    possible to ..."). So is an anaphoric "such" before a noun (:func:`such`: "531 such deaths"). Such a statement
+    does not stand alone as a question ("When did he appear in a television commercial for Canon Inc.?" asks about
+    someone the reader is not told), so it is not asked."""
     def refers(tok) -> bool:
         if tok.pos_ != "PRON" or tok.lower_ not in _PRONOUNS or tok.dep_ == "expl":
             return False
@@ -283,11 +302,27 @@ def unresolved_pronoun(doc) -> str | None:
             break
         if refers(tok) and not (named and tok.i in before):  # "During his ... career, Agassi was known"
             return tok.text
-    if subject is None:
-        return None
-    if any(t.pos_ in ("NOUN", "PROPN") and t.i not in adjuncts for t in doc[:subject.left_edge.i]):
-        return None  # a noun of a clause before it may be what it names ("ABC took over ...; its contract runs")
-    return next((t.text for t in (subject, doc[subject.left_edge.i]) if refers(t)), None)
+    if subject is not None and not any(t.pos_ in ("NOUN", "PROPN") and t.i not in adjuncts
+                                       for t in doc[:subject.left_edge.i]):
+        # a noun of a clause before it may be what it names ("ABC took over ...; its contract runs")
+        if (found := next((t.text for t in (subject, doc[subject.left_edge.i]) if refers(t)), None)) is not None:
+            return found
+    return next((t.text for t in doc if such(t)), None)
+
+
+def such(tok) -> bool:
+    """Whether ``tok`` is an anaphoric "such" before a noun the statement has not named before ("the CDC recorded
+    531 such deaths": deaths of which kind, the sentence before said), not "such as", nor "such ... as/that" ("such
+    heights that"), nor "such a" (mostly a degree: "such a success")."""
+    doc = tok.doc
+    noun = tok.head
+    if tok.lower_ != "such" or tok.dep_ not in ("amod", "predet") or noun.pos_ != "NOUN" or noun.i < tok.i:
+        return False
+    if tok.i + 1 < len(doc) and (doc[tok.i + 1].lower_ == "as" or doc[tok.i + 1].pos_ == "DET"):
+        return False
+    if noun.i + 1 < len(doc) and doc[noun.i + 1].lower_ in ("as", "that"):
+        return False
+    return not any(t.lemma_ == noun.lemma_ for t in doc[:tok.i])  # "abortions can cause deaths; 531 such deaths"
 
 
 _DETERMINER = re.compile(r"(?i)(?:^|(?<=[\s(\"\u201c]))(?:the|a|an|this|these|those)\s+$")
@@ -445,9 +480,15 @@ def make_question(statement: str, start: int, end: int, phrase: str,
       :func:`pretriever.mine.phrases.noun_phrase` ("underwent a major revision during what year"), or, with none,
       the entity is not asked;
     * a name in apposition to a common noun is asked for by the noun (:func:`described_name`: "Which 2015
-      Japanese film, starring ...").
+      Japanese film, starring ...");
+    * the question is the clause that holds the entity: an independent clause after ";" or ", and" goes, as does a
+      relative clause on "which" after a person (:func:`pretriever.mine.order.asked_clause`); None where the entity
+      is in such a later clause, or is an item of a list or in one of coordinated phrases
+      (:func:`pretriever.mine.order.in_coordination`);
+    * the predicate of a "be" is asked in front ("Who was the first person ... in 1985?":
+      :func:`pretriever.mine.order.front`), or not at all.
 
-    A parenthetical right after the entity belonged to it and goes ("was who (France), in 1985" -> "was who, in
+    A parenthetical right after the entity belonged to it and goes ("by who (France), in 1985" -> "by who, in
     1985"). Without ``doc`` the statement's order is kept, as in the paper.
     """
     composed = compose(statement, start, end, phrase, alternatives, doc)
@@ -458,17 +499,27 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
             doc=None) -> tuple[str, str] | None:
     """The question of :func:`make_question` and the wh-phrase as it reads in it; None when none reads."""
     entity = statement[start:end]
+    upto = None
+    if doc is not None:
+        clause = asked_clause(doc, start, end, person=any(p in PERSON_PHRASES for p in (phrase, *alternatives)))
+        if clause is None or in_coordination(doc, start, end, clause[0]):
+            return None
+        upto, stop = clause
+        statement = statement[:stop]  # the clause that holds it: "...; its current contract ..." goes
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is not None and is_predicate(span):  # "was who, in 1985": asked in front, "Who was ... in 1985"
+            return _front_predicate(statement, start, end, phrase, alternatives, doc, upto)
     if doc is not None and (described := described_name(doc, start, end)) is not None:
         start, phrase = described
         alternatives = (phrase,)
-    order = question_order(doc, start, end) if doc is not None else IN_PLACE
+    order = question_order(doc, start, end, upto) if doc is not None else IN_PLACE
     if order == UNSAFE or (doc is not None and in_list(doc, start, end)):
         return None
     text = statement if isinstance(order, str) else apply_edits(statement, order)
     head, phrase, tail = fit_phrase(statement[:start], phrase, text[end:], alternatives, entity)
     if doc is not None and phrase in ADVERBS and head.strip() and isinstance(order, str):
         # in place mid-clause ("was discovered when by") "when"/"where" is no English: fronted, or a noun phrase
-        fronted = front(doc, start, end) if order == IN_PLACE else None
+        fronted = front(doc, start, end, upto) if order == IN_PLACE else None
         if fronted is not None:
             question = apply_edits(statement, fronted).replace(WH, phrase)
             return standalone(_END.sub("", balance(question)) + "?"), phrase
@@ -485,6 +536,20 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
         # a subject keeps the comma that closes its apposition ("Which 2015 Japanese film, starring ..., was")
         head, tail = "", tail if doc is not None and phrase not in ADVERBS else re.sub(r"^\s*,", "", tail)
     return standalone(_END.sub("", balance(head + phrase + tail)) + "?"), phrase
+
+
+def _front_predicate(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str],
+                     doc, upto: int | None) -> tuple[str, str] | None:
+    """The question for the predicate of a "be" at ``statement[start:end]``, the wh-phrase before the verb and its
+    subject (:func:`pretriever.mine.order.front`); "when"/"where" ask by their noun phrase ("What country was ...");
+    None where it cannot be fronted: in place, what follows the predicate would hang off the wh-phrase."""
+    if phrase in ADVERBS:
+        phrase = noun_phrase(statement[start:end], tuple(alternatives) or (phrase,))
+    fronted = front(doc, start, end, upto) if phrase is not None else None
+    if fronted is None:
+        return None
+    question = apply_edits(statement, [e for e in fronted if e[0] < len(statement)]).replace(WH, phrase)
+    return standalone(_END.sub("", balance(question)) + "?"), phrase
 
 
 _FUNCTION_WORDS = frozenset({"and", "for", "from", "with", "its", "his", "her", "their"})
@@ -605,6 +670,9 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     for tries, (_, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
         asked = entity_start(statement, start, label)  # the question replaces the entity with its currency sign
         text, answer = statement[asked:end], answer_of(statement[asked:end], label)
+        # a nationality before the noun the question keeps answers with it: "what data" -> "Soviet data"
+        noun_end = modified_noun(doc, start, end) if doc is not None and label == "NORP" else None
+        said = answer if noun_end is None else answer_of(statement[asked:noun_end], label)
         # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
         counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
                       for e in entities)
@@ -621,7 +689,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         order = by_question if block_query == "question" else by_statement[:1]
         found, refused = None, None
         for j in order:
-            spans = find_spans(answer, texts[j])
+            spans = find_spans(said, texts[j])
             if not spans:
                 continue
             if not (spans := [span for span in spans if in_role(texts[j], span, role)]):

@@ -6,7 +6,8 @@ Input: the store's ``citations`` (the statement each one supports) and a referen
 text (statements with a hole where markup stood, or from a list, are skipped and counted as
 ``flagged_statement``): the page is cut into n-word blocks with stride m (``--blocks``, one triplet
 per size, or ``block_words``:``block_stride``); spaCy (``ner_model``) finds the statement's entities and
-parses it (a statement with a pronoun it does not resolve is not asked, ``unresolved_pronoun``); one entity that
+parses it (a statement with a pronoun it does not resolve, or an anaphoric "such", is not asked,
+``unresolved_pronoun``); one entity that
 also occurs in the page is sampled (seeded) and replaced in the statement by an interrogative phrase for its type
 (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`), in the order a person would ask it
 (:func:`pretriever.mine.qac.make_question`); the answer must stand in the page where the noun it complements in
