@@ -18,6 +18,7 @@ from pretriever import mine
 from pretriever.mine import MineConfig
 from pretriever.pretrain import PretrainConfig, PretrainError
 from pretriever.pretrain.data import batch_texts, epoch_batches, load_pairs
+from pretriever.pretrain.heldout import heldout_mlm
 from pretriever.pretrain.objectives.base import mlm_loss, mlm_losses, run_layers
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.objectives.cotmae import window_mask
@@ -720,7 +721,74 @@ def test_mlm_alone_from_a_random_start_is_a_plain_model_of_the_given_shape(tmp_p
     ({"objective": "mlm", "mlm_weight": 0}, "nothing to train"),
     ({"objective": "cotmae", "mlm_weight": 0, "decoder_weight": 0}, "nothing to train"),
     ({"init": "zeros"}, "init must be one of model, random"),
-    ({"init": "random", "init_hidden": 100, "init_heads": 3}, "multiple of init_heads")])
+    ({"init": "random", "init_hidden": 100, "init_heads": 3}, "multiple of init_heads"),
+    ({"target_perplexity": 50.0}, "target_perplexity needs eval_pairs"),
+    ({"eval_pairs": "held", "target_perplexity": 1.0}, "above 1"),
+    ({"eval_pairs": "held", "eval_steps": 0}, "eval_steps must be at least 1")])
 def test_pretrain_settings_that_cannot_train_are_refused(tmp_path, options, message):
     with pytest.raises(ValueError, match=message):
         PretrainConfig(pairs=tmp_path, out=tmp_path / "m", **options)
+
+
+def test_the_held_out_mlm_loss_is_the_mlm_term_on_fixed_masks_and_leaves_training_as_it_was(tiny, tmp_path):
+    """heldout_mlm: the MLM objective's own loss on those texts (the same windows and masks, dropout off), the same
+    at every call, perplexity its exp; the training's random state and mode are left as they were."""
+    objective, _ = objective_for(tiny, tmp_path, objective="mlm")
+    objective.train()
+    torch.manual_seed(11)
+    before = torch.get_rng_state()
+    texts = XS + YS
+    figures = heldout_mlm(objective, texts, 0.15, batch_size=len(texts), seed=7)
+    assert torch.equal(torch.get_rng_state(), before) and objective.training
+    assert heldout_mlm(objective, texts, 0.15, batch_size=len(texts), seed=7) == figures
+    objective.eval()
+    torch.manual_seed(7)
+    with torch.no_grad():
+        inputs = objective.prepare(XS, YS)  # masks x then y, as the held-out texts above, from the same seed
+        expected = objective(**inputs)["mlm"].item()
+    assert figures["masked_tokens"] == int((inputs["labels"] != -100).sum()) and figures["texts"] == 6
+    assert figures["loss"] == pytest.approx(expected, rel=1e-5)
+    assert figures["perplexity"] == pytest.approx(math.exp(expected), rel=1e-5)
+
+
+def test_held_out_perplexity_is_recorded_and_a_target_stops_the_run(tiny, tmp_path):
+    """--eval-pairs: the held-out figures every --eval-steps and at the last step, and the word pieces read;
+    --target-perplexity: the first evaluation at or below it ends the run, and the model is saved there."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "held").mkdir()
+    train, held = write_pairs(tmp_path / "train", XS * 2, YS * 2), write_pairs(tmp_path / "held", XS[:2], YS[:2])
+    options = dict(pairs=train, objective="mlm", model=str(tiny), batch_size=3, max_steps=4, max_length=32,
+                   eval_pairs=held, eval_steps=3)
+    result = pretrain(PretrainConfig(out=tmp_path / "whole", **options))
+    curve = result.manifest["held_out"]["curve"]
+    assert [row["step"] for row in curve] == [3, 4] and all(row["texts"] == 4 for row in curve)
+    assert result.manifest["stopped"] is None and result.manifest["held_out"]["mask_rate"] == 0.15
+    tokenizer = minilm_tokenizer()
+    pieces = sum(len(tokenizer(t)["input_ids"]) for t in XS + YS)
+    assert result.manifest["tokens_seen"] == 2 * 2 * pieces  # 2 epochs of the 6 pairs, each text read whole
+    stopped = pretrain(PretrainConfig(out=tmp_path / "stopped", target_perplexity=1e9, **options))
+    assert stopped.steps == 3 and stopped.manifest["steps"] == 3 and stopped.manifest["planned_steps"] == 4
+    assert "reached the target 1e+09 at step 3 of 4" in stopped.manifest["stopped"]
+    assert [row["step"] for row in stopped.manifest["held_out"]["curve"]] == [3]
+    assert (tmp_path / "stopped" / "model.safetensors").exists()
+
+
+def test_the_mlm_head_is_kept_beside_the_model_and_a_later_run_starts_from_it(tiny, tmp_path):
+    """The MLM head a run trained is saved in model.pt (mlm_head.*, not the output matrix: the input
+    embeddings), and `pretrain --model` of that folder starts from it: a plain start's arms continue with the
+    head its encoder learnt with (before, every later run drew a new head)."""
+    out = tmp_path / "plain"
+    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS * 2, YS * 2), out=out, objective="mlm", model=str(tiny),
+                            batch_size=3, max_steps=2, max_length=32, learning_rate=1e-2))
+    saved = torch.load(out / "model.pt", weights_only=True)
+    assert saved and all(k.startswith("mlm_head.") for k in saved)
+    assert "mlm_head.predictions.decoder.weight" not in saved and "mlm_head.predictions.bias" in saved
+    fresh, _ = objective_for(tiny, tmp_path, objective="cocondenser")
+    later, notes = objective_for(out, tmp_path, objective="cocondenser")
+    assert notes["mlm_head"].startswith("from model.pt") and notes["head_modules"] == ["mlm_head"]
+    assert notes["head_weights_new"] == [] and notes["head_weights_left_out"] == []
+    head = later.mlm_head.state_dict()
+    assert all(torch.equal(head[k[len("mlm_head."):]], v) for k, v in saved.items())
+    dense = "predictions.transform.dense.weight"
+    assert not torch.equal(head[dense], fresh.mlm_head.state_dict()[dense])  # trained, not drawn anew
+    assert later.mlm_head.predictions.decoder.weight is later.encoder.get_input_embeddings().weight

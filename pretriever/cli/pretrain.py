@@ -20,8 +20,10 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method
     qc), or with masked-LM alone (--objective mlm; from nothing with --init random).
 
-    MODEL_DIR is a plain sentence-transformers model (heads and decoder discarded): fine-tune it with
-    `pretriever train --model MODEL_DIR`.
+    MODEL_DIR is a plain sentence-transformers model (Condenser head and decoders discarded; the MLM head
+    kept in MODEL_DIR/model.pt for a later `pretrain --model MODEL_DIR`): fine-tune it with `pretriever
+    train --model MODEL_DIR`. With --eval-pairs (pairs never trained on) it measures the held-out MLM
+    perplexity as it goes, and --target-perplexity stops there: a plain start trained to a stated quality.
 
     What it buys: from a model that is already a retriever (the packaged all-MiniLM-L6-v2), little or
     nothing. On SciFact (bench/README.md, "Pre-training on SciFact, again", 2026-11-27; three seeds) no
@@ -43,7 +45,8 @@ def pretrain_command(cfg: PretrainConfig) -> None:
 
       pretriever pretrain qc-pairs/ --objective mlm --init random --init-layers 2 --init-hidden 64
           --init-heads 2 --batch-size 8 --max-steps 4 --out plain-bert/
-          (a plain masked-LM from nothing, the MiniLM tokenizer; then pre-train it with --model plain-bert/)
+          (a plain masked-LM from nothing, the MiniLM tokenizer; then pre-train it with --model plain-bert/;
+          with --eval-pairs HELD_OUT_PAIRS/ --target-perplexity P it stops once that perplexity is reached)
     """
     # Imported here, as pretriever.pretrain says: it loads torch and transformers (~6 s of CPU), which every
     # other command, `pretriever corpus build` included, would otherwise pay at start-up.

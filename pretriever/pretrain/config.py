@@ -111,15 +111,28 @@ class PretrainConfig:
     device: str | None = option(None, "cpu, cuda, ...", default_help="cuda when present, else cpu")
     save_steps: int = option(500, "Checkpoint every N optimizer steps into MODEL_DIR/checkpoints.")
     logging_steps: int = option(10, "Log the loss terms every N optimizer steps.")
+    eval_pairs: Path | None = option(None, "Held-out pairs (a pairs folder, as PAIRS, never trained on): every "
+                                           "--eval-steps optimizer steps and at the end, the masked-LM loss of the "
+                                           "encoder and its MLM head on their texts (both texts of each pair, each "
+                                           "distinct text once, masked at --mask-rate with a fixed seed, dropout off) "
+                                           "and its perplexity, the exp of that mean loss per masked word piece, in "
+                                           "pretrain.json's held_out. How good a plain start is (--objective mlm "
+                                           "--init random), or how much another objective costs the MLM.")
+    eval_steps: int = option(500, "With --eval-pairs: evaluate every N optimizer steps (and at the last).")
+    target_perplexity: float | None = option(None, "With --eval-pairs: stop at the first evaluation whose held-out "
+                                                   "perplexity is at or below this; the learning-rate schedule stays "
+                                                   "the one planned for --max-steps or --epochs, which end the run "
+                                                   "otherwise.", default_help="none: run the planned steps")
     resume: bool = option(False, "Continue from the last checkpoint in MODEL_DIR/checkpoints.")
     overwrite: bool = option(False, "Replace a model already in MODEL_DIR.")
 
     def __post_init__(self) -> None:
         self.pairs, self.out = Path(self.pairs), Path(self.out)
+        self.eval_pairs = None if self.eval_pairs is None else Path(self.eval_pairs)
         self.objective = str(self.objective).lower()
         self.mix = parse_mix(self.mix)
         for name in ("max_length", "batch_size", "gradient_accumulation", "head_layers", "attn_window",
-                     "save_steps", "logging_steps"):
+                     "save_steps", "logging_steps", "eval_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.batch_size < 2:
@@ -164,6 +177,9 @@ class PretrainConfig:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.target_perplexity is not None and (self.eval_pairs is None or not self.target_perplexity > 1):
+            raise ValueError("target_perplexity needs eval_pairs (the held-out texts it is measured on) and a value "
+                             f"above 1 (a perplexity), got {self.target_perplexity} with eval_pairs {self.eval_pairs}")
         if self.resume and self.overwrite:
             raise ValueError("--resume continues the run in MODEL_DIR and --overwrite replaces it: pick one")
 

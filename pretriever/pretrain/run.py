@@ -1,20 +1,24 @@
 """``pretriever pretrain``: pre-train a sentence-transformers encoder with coCondenser or CoT-MAE.
 
 The encoder is loaded with its MLM head (created and tied to the input embeddings when the
-checkpoint has none, as for the packaged MiniLM), wrapped by the objective (whose Condenser
-head or decoder starts from ``model.pt`` beside the encoder when the checkpoint has one, as
-Luyu/condenser's do: :func:`load_head`), and trained with AdamW, a linear warm-up then
+checkpoint has none, as for the packaged MiniLM; from ``model.pt`` beside it when an earlier
+run kept it there), wrapped by the objective (whose Condenser head or decoder starts from
+``model.pt`` when the checkpoint has one, as Luyu/condenser's do: :func:`load_head`), and
+trained with AdamW, a linear warm-up then
 linear decay (as ``get_linear_schedule_with_warmup``) and gradient accumulation; with
 ``--head-warmup-steps`` the new heads first train alone on a frozen encoder
 (:func:`make_optimizer`). Checkpoints (``MODEL_DIR/checkpoints/step-N.pt``: weights,
 optimizer, schedule, random state, loss curve) are written every ``save_steps`` and
-``--resume`` continues from the newest. At the end the encoder's weights are copied back
-into the model's sentence-transformers Transformer module and saved: MODEL_DIR is a plain
-sentence-transformers model (the input's modules, with the pooling and normalisation that
-were trained: the model's own, or ``--pooling``/``--normalize`` when given, recorded in its
-pooling config; no MLM head, Condenser head or decoder) that ``pretriever train``, ``index``
-and ``evaluate`` use as is, with ``pretrain.json`` (settings, pairs per method, loss curve
-per term, time, pairs/s).
+``--resume`` continues from the newest; with ``--eval-pairs`` the held-out MLM loss and
+perplexity are measured along the way (:mod:`pretriever.pretrain.heldout`), and
+``--target-perplexity`` ends the run when it is reached. At the end the encoder's weights
+are copied back into the model's sentence-transformers Transformer module and saved:
+MODEL_DIR is a plain sentence-transformers model (the input's modules, with the pooling and
+normalisation that were trained: the model's own, or ``--pooling``/``--normalize`` when
+given, recorded in its pooling config; no Condenser head or decoder) that ``pretriever
+train``, ``index`` and ``evaluate`` use as is, with the MLM head in ``model.pt`` (for a
+later ``pretrain``; :func:`save_encoder`) and ``pretrain.json`` (settings, pairs per
+method, loss curve per term, word pieces read, held-out figures, time, pairs/s).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.gradcache import gradcache_step
+from pretriever.pretrain.heldout import heldout_mlm, heldout_texts
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
@@ -58,7 +63,10 @@ class PretrainResult(StageResult):
     pairs_seen: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # process CPU time inside the training loop (this run only)
+    tokens_seen: int = 0  # word pieces the encoder read (padding not counted)
     curve: list[dict[str, float]] = field(default_factory=list)
+    held_out: list[dict[str, float]] = field(default_factory=list)  # --eval-pairs: figures per evaluation
+    stopped: str | None = None  # why the run ended before its planned steps
 
     @property
     def rate(self) -> float:
@@ -109,9 +117,11 @@ def build_objective(cfg: PretrainConfig, device: str):
         objective = OBJECTIVES[cfg.objective](mlm, transformer.tokenizer, cfg, modules[1:])
     except (TypeError, ValueError) as err:
         raise PretrainError(str(err)) from err
-    notes = {"mlm_head": "created and tied to the input embeddings" if created else "from the checkpoint",
-             "created_weights": created, "pooling": pooling, "normalize": normalize,
-             **load_head(objective, ref)}
+    heads = load_head(objective, ref)
+    notes = {"mlm_head": f"from {HEAD_FILE} beside the encoder (its output matrix: the input embeddings)"
+             if "mlm_head" in heads.get("head_modules", []) else
+             "created and tied to the input embeddings" if created else "from the checkpoint",
+             "created_weights": created, "pooling": pooling, "normalize": normalize, **heads}
     return st, objective.to(device), notes
 
 
@@ -137,6 +147,7 @@ def random_encoder(tokenizer_ref: str, cfg: PretrainConfig, folder: Path) -> str
 
 
 HEAD_FILE = "model.pt"  # where Condenser/coCondenser (luyug) and caskcsg's code keep the head beside the encoder
+MLM_HEAD = "mlm_head."  # model.pt's prefix for the MLM head that pretriever pretrain keeps beside the encoder
 
 
 def _beside(ref: str, name: str) -> Path | None:
@@ -156,9 +167,10 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     """Start the objective's heads from the checkpoint's ``model.pt`` when it has one: Luyu/condenser and caskcsg's
     checkpoints save everything but the encoder there (``c_head.N.*``: transformer layers shaped as ours; caskcsg's
     CoT-MAE also ``d_head.N.*`` and ``d_head_ln_f.*``: the AR decoder's GPT-2 blocks and final LayerNorm), each
-    prefix filling the module that ``objective.heads`` names. As their ``load_state_dict(strict=False)``, layers
-    it lacks stay new and extra ones (or buffers such as caskcsg's window mask) are left out. Read with
-    ``weights_only``: tensors only, never code."""
+    prefix filling the module that ``objective.heads`` names; ``mlm_head.*``, what :func:`save_encoder` keeps,
+    fills the MLM head (all but its output matrix, which is the input embeddings). As their
+    ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones (or buffers such as caskcsg's window
+    mask) are left out. Read with ``weights_only``: tensors only, never code."""
     import torch  # heavy
 
     path = _beside(ref, HEAD_FILE)
@@ -172,7 +184,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise PretrainError(f"{path}: expected a state dict of the head (c_head.N.* tensors)")
     loaded, new, left_out, modules = 0, [], [], []
-    for prefix, name in objective.heads.items():
+    tied = objective.encoder.get_input_embeddings().weight
+    for prefix, name in {MLM_HEAD: "mlm_head", **objective.heads}.items():
         weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         module = getattr(objective, name, None)
         if not weights:
@@ -186,7 +199,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
             raise PretrainError(f"{path}: its {prefix.rstrip('.')} does not fit this encoder's {name}: "
                                 f"{str(err).splitlines()[-1].strip()[:200]}") from err
         loaded += len(weights) - len(unexpected)
-        new += [prefix + k for k in missing]
+        own = module.state_dict(keep_vars=True)
+        new += [prefix + k for k in missing if own[k] is not tied]
         left_out += [prefix + k for k in unexpected]
         modules.append(name)
     if not loaded:
@@ -198,7 +212,12 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
 
 
 def save_encoder(st, objective: Objective, out: Path) -> None:
-    """Copy the trained encoder into the sentence-transformers model and save it (atomically)."""
+    """Copy the trained encoder into the sentence-transformers model and save it (atomically), with its MLM head
+    beside it in ``model.pt`` (``mlm_head.*``, all but the output matrix, which is the input embeddings), as
+    luyug's checkpoints keep their head: a later ``pretrain --model`` of this folder continues with the head the
+    encoder was trained with (a plain start's, above all), and only the Condenser head and decoders are lost."""
+    import torch  # heavy
+
     target = st[0].auto_model
     state = {k: v.detach().cpu() for k, v in objective.encoder.state_dict().items()}
     missing, unexpected = target.load_state_dict(state, strict=False)
@@ -207,6 +226,9 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
     tmp = out / SAVING
     shutil.rmtree(tmp, ignore_errors=True)
     st.save(str(tmp))
+    tied = objective.encoder.get_input_embeddings().weight
+    torch.save({MLM_HEAD + k: v.detach().cpu() for k, v in objective.mlm_head.state_dict(keep_vars=True).items()
+                if v is not tied}, tmp / HEAD_FILE)
     for item in tmp.iterdir():
         dest = out / item.name
         if dest.is_dir():
@@ -243,6 +265,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
     per_epoch, total_steps = plan(cfg, pairs)
+    held_texts = heldout_texts(cfg.eval_pairs) if cfg.eval_pairs else []
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     st, objective, notes = build_objective(cfg, device)
     if cfg.gradient_accumulation > 1:
@@ -263,7 +286,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     if resume_from is not None:
         state = _load_checkpoint(resume_from, device)
         same = {"resume": cfg.resume, "overwrite": cfg.overwrite}
-        if state["settings"] | same != cfg.to_json():
+        if cfg.to_json() | state["settings"] | same != cfg.to_json():  # an option added since keeps its value
             raise PretrainError(f"{resume_from} was written with other settings; resume with the same options")
         objective.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -271,6 +294,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         torch.set_rng_state(state["rng"])
         step, micro, result.curve = state["step"], state["micro"], state["curve"]
         result.pairs_seen, seconds_before = state["pairs_seen"], state["seconds"]
+        result.tokens_seen, result.held_out = state.get("tokens_seen", 0), state.get("held_out", [])
     else:
         torch.manual_seed(cfg.seed)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast(
@@ -289,6 +313,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
                                    [pairs.methods[pairs.method[i]] for i in batch])
         inputs = {k: v.to(device) for k, v in inputs.items()}
+        result.tokens_seen += int(inputs[objective.encoder_rows[1]].sum())
         if cfg.mini_batch_size:
             out = gradcache_step(objective, inputs, cfg.mini_batch_size, 1 / cfg.gradient_accumulation, autocast)
         else:
@@ -316,6 +341,14 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                                     if cfg.head_warmup_steps else {}), **terms})
             sums, count = {}, 0
         report.progress("pretraining", step, total_steps, unit="steps", **terms)
+        if held_texts and (step % cfg.eval_steps == 0 or step == total_steps):
+            figures = heldout_mlm(objective, held_texts, cfg.mask_rate, cfg.batch_size * 2, cfg.seed)
+            result.held_out.append({"step": step, **figures})
+            log.info("step %d: held-out MLM loss %.4f, perplexity %.2f", step, figures["loss"], figures["perplexity"])
+            if cfg.target_perplexity is not None and figures["perplexity"] <= cfg.target_perplexity:
+                result.stopped = (f"held-out perplexity {figures['perplexity']:.2f} reached the target "
+                                  f"{cfg.target_perplexity:g} at step {step} of {total_steps}")
+                break
         if step % cfg.save_steps == 0 and step < total_steps:
             elapsed = seconds_before + time.perf_counter() - loop_start
             _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, elapsed)
@@ -387,7 +420,7 @@ def freeze(params: list, frozen: bool) -> None:
 
 
 CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "rng", "step", "micro", "curve", "pairs_seen", "seconds",
-                   "settings")
+                   "settings")  # and, from checkpoints written since they were added, tokens_seen and held_out
 
 
 def _load_checkpoint(path: Path, device: str) -> dict[str, Any]:
@@ -416,7 +449,8 @@ def _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, 
     path = cfg.out / CHECKPOINTS / f"step-{step}.pt"
     state = {"model": objective.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
              "rng": torch.get_rng_state(), "step": step, "micro": micro, "curve": result.curve,
-             "pairs_seen": result.pairs_seen, "seconds": seconds, "settings": cfg.to_json()}
+             "pairs_seen": result.pairs_seen, "tokens_seen": result.tokens_seen, "held_out": result.held_out,
+             "seconds": seconds, "settings": cfg.to_json()}
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
     for old in _folder(cfg.out).all_checkpoints()[:-1]:
@@ -436,15 +470,20 @@ def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, 
         "model": {"base": resolve_model(cfg.model) if cfg.init == "model" else
                   f"random BERT {cfg.init_layers} x {cfg.init_hidden} ({cfg.init_heads} heads, seed {cfg.seed}), "
                   f"tokenizer of {resolve_model(cfg.model)}", **notes,
-                  "discarded": {"cocondenser": "MLM head and Condenser head", "cotmae": "MLM head and decoder(s)"}.get(
-                      cfg.objective, "MLM head")},
+                  "kept": f"the MLM head, in {HEAD_FILE}",
+                  "discarded": {"cocondenser": "Condenser head", "cotmae": "decoder(s)"}.get(cfg.objective, "nothing")},
         "steps": result.steps,
         "planned_steps": total_steps,
+        "stopped": result.stopped,
         "pairs_seen": result.pairs_seen,
+        "tokens_seen": result.tokens_seen,
         "device": device,
         "train_seconds": round(result.seconds, 2),
         "train_cpu_seconds": round(result.cpu_seconds, 2),
         "pairs_per_second": round(result.rate, 2),
         "wall_seconds": round(wall, 2),
         "loss_curve": result.curve,
+        **({"held_out": {"pairs": str(cfg.eval_pairs), "mask_rate": cfg.mask_rate, "seed": cfg.seed,
+                         "target_perplexity": cfg.target_perplexity, "curve": result.held_out}}
+           if cfg.eval_pairs else {}),
     }

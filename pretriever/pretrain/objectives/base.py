@@ -5,8 +5,8 @@ created, tied to the input embeddings, when the checkpoint has none) and adds wh
 needs (a Condenser head, a decoder). ``prepare`` turns a batch of (x, y) texts into
 tensors, masking whole words as the official collators do (luyug/Condenser's and caskcsg's
 ``CondenserCollator``): :meth:`Objective.mask`; ``forward``
-maps those tensors to ``{"loss": total, term: value, ...}``. Everything but the encoder is
-discarded after training.
+maps those tensors to ``{"loss": total, term: value, ...}``. Only the encoder and its MLM head
+are kept after training (the head in ``model.pt`` beside the saved model).
 
 The vector a bottleneck (Condenser head, CoT-MAE decoder) reads is the model's own pooled vector
 *before* normalisation (:meth:`Objective.pooled`: the mean of the last layer's token states under mean
@@ -123,7 +123,8 @@ class Tokenized(dict):
 class Objective(nn.Module):
     """A context-supervised pre-training objective: a masked-LM encoder plus the pieces the objective
     adds (a Condenser head, a decoder), trained on pairs (x, y) of related texts. Only the encoder is
-    kept: ``pretriever pretrain`` saves it as a plain sentence-transformers model.
+    kept, with its MLM head: ``pretriever pretrain`` saves it as a plain sentence-transformers model and the
+    head in ``model.pt`` beside it.
 
     A subclass sets ``name`` (the ``--objective`` value) and ``terms`` (the loss terms it reports),
     registers itself with :func:`register`, and implements ``prepare`` (texts -> masked tensors, drawn
