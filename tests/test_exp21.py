@@ -155,7 +155,7 @@ def test_a_finished_arm_seed_is_skipped_without_running_anything(tmp_path, monke
 
 def test_a_step_whose_output_is_there_is_skipped(tmp_path, monkeypatch):
     work = fake_work(tmp_path)
-    monkeypatch.setattr(exp.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    monkeypatch.setattr(exp.experiment.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
     done = tmp_path / "out" / "index.json"
     done.parent.mkdir()
     done.write_text("{}")
@@ -191,7 +191,7 @@ def test_an_interrupted_step_keeps_its_time_and_counts_with_its_rerun(tmp_path, 
     def stopped(*args, **kwargs):
         raise SystemExit("stopped by signal 15")
 
-    monkeypatch.setattr(exp.subprocess, "run", stopped)
+    monkeypatch.setattr(exp.experiment.subprocess, "run", stopped)
     with pytest.raises(SystemExit):
         exp.run_step(work, tmp_path, "pretrain", ["pretrain"], tmp_path / "pt" / "pretrain.json")
     (first,) = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
@@ -205,7 +205,7 @@ def test_an_interrupted_step_keeps_its_time_and_counts_with_its_rerun(tmp_path, 
         (tmp_path / "pt" / "pretrain.json").write_text("{}")
         return Done()
 
-    monkeypatch.setattr(exp.subprocess, "run", finishes)
+    monkeypatch.setattr(exp.experiment.subprocess, "run", finishes)
     exp.run_step(work, tmp_path, "pretrain", ["pretrain", "--resume"], tmp_path / "pt" / "pretrain.json")
     rows = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
     assert [r["rc"] for r in rows] == ["interrupted", 0]
