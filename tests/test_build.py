@@ -60,6 +60,20 @@ def test_resume_after_interruption_gives_identical_tables(tmp_path, workers):
     assert table_bytes(tmp_path / "resumed") == table_bytes(full.path)
 
 
+def test_a_sample_is_a_finished_store_of_its_first_chunks(tmp_path):
+    corpus = write_jsonl(tmp_path / "c.jsonl", 25)
+    sample = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "sample", workers=1, chunk_pages=4,
+                                           max_chunks=2, sample=True))
+    assert not sample.stopped and sample.manifest["sample"] == {"chunks": 2, "chunk_pages": 4, "chunk_mb": 4.0}
+    docs = CorpusStore(tmp_path / "sample").connect().execute("SELECT count(*) FROM documents").fetchone()[0]
+    assert docs == 8  # two chunks of four documents, and the store opens
+    whole = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "whole", workers=1, chunk_pages=4,
+                                          max_chunks=7, sample=True))
+    assert "sample" not in whole.manifest  # the chunks hold the whole input: no sample
+    with pytest.raises(ValueError, match="max_chunks"):
+        CorpusConfig(input=corpus, out=tmp_path / "x", sample=True)
+
+
 def test_resume_refuses_other_options(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 10)
     corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=2, max_chunks=1, workers=1))

@@ -57,6 +57,9 @@ def quickstart(
     out: Path = typer.Option(Path("pretriever-quickstart"), "--out", "-o", help="Folder for everything the demo writes."),
     workers: int = typer.Option(2, "--workers", "-w", help="Worker processes for parsing."),
     pairs: int = typer.Option(192, "--pairs", help="Pairs to mine and train on (about 4 pairs/s on 2 CPU cores)."),
+    pages: int = typer.Option(0, "--pages", min=0, help="Keep only the dump's first PAGES pages (articles and redirects) "
+                                                        "for a faster run: 100 hold 29 articles, 1,272 passages, and "
+                                                        "the before/after nears its ceiling there. 0 keeps all 206."),
 ) -> None:
     """Run the whole pipeline on the demo enwiki dump shipped with gensim, offline, in a few minutes.
 
@@ -77,7 +80,8 @@ def quickstart(
     corpus, pair_dir, model, index, start = (str(out / name) for name in ("corpus", "pairs", "model", "index",
                                                                           "start-index"))
     _run(root, "1/7 corpus: parse the demo dump into a linked passage store",
-         ["corpus", "build", str(dump), "--out", corpus, "--workers", str(workers), "--overwrite"])
+         ["corpus", "build", str(dump), "--out", corpus, "--workers", str(workers), "--overwrite",
+          *(["--chunk-pages", str(pages), "--max-chunks", "1", "--sample"] if pages else [])])
     # Co-mention needs an entity E that is an article of the store linked from both sides: on this
     # 105-article sample no such pair exists, and `mine` says why (a full wiki has plenty).
     _run(root, "2/7 mine: dual-link, co-mention and ICT pairs",

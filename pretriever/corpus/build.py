@@ -106,11 +106,15 @@ def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: Segme
         raise InputError(f"{err}\n{done} chunk(s) before the error are saved "
                          f"in {work}; fix the input and run again with --resume to continue.") from err
 
-    if cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg, done):
+    sample = cfg.max_chunks is not None and done >= cfg.max_chunks and _has_more(fmt, cfg, done)
+    if sample and not cfg.sample:
         return CorpusResult(out=cfg.out, chunks_done=done, seconds=time.perf_counter() - started, stopped=True)
     if size:
         report.progress(task, size, size, unit="bytes", pages=pages)
-    manifest = finalize_store(cfg.out, work, _manifest_head(cfg, input_path, fmt_cls, options), engine)
+    head = _manifest_head(cfg, input_path, fmt_cls, options)
+    if sample:  # a reader of the store must not take a sample for the whole input
+        head["sample"] = {"chunks": done, "chunk_pages": cfg.chunk_pages, "chunk_mb": cfg.chunk_mb}
+    manifest = finalize_store(cfg.out, work, head, engine)
     shutil.rmtree(work)
     manifest["build_seconds"] = round(time.perf_counter() - started, 3)
     write_json(cfg.out / "manifest.json", manifest)

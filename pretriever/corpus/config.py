@@ -42,6 +42,9 @@ class CorpusConfig:
     resume: bool = option(False, "Continue an interrupted build from its last completed chunk.")
     overwrite: bool = option(False, "Replace an existing store in --out.")
     max_chunks: int | None = option(None, "Stop after this many chunks (a sample); finish later with --resume.")
+    sample: bool = option(False, "With --max-chunks: finish the store from the chunks read, a complete smaller "
+                                 "store to try things on (links to later pages count as dangling; manifest.json "
+                                 "says 'sample'). Without it the build stops unfinished, for --resume.")
 
     def __post_init__(self) -> None:
         self.input, self.out = Path(self.input), Path(self.out)
@@ -57,6 +60,8 @@ class CorpusConfig:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.spark_master and self.engine != "spark":
             raise ValueError(f"spark_master ({self.spark_master}) is only used with engine spark")
+        if self.sample and self.max_chunks is None:
+            raise ValueError("sample needs max_chunks: the number of chunks the sample keeps")
         if self.words is not None and self.words < 0:
             raise ValueError(f"words must be 0 (whole documents) or more, got {self.words}")
 
