@@ -18,10 +18,12 @@ import platform
 import time
 from pathlib import Path
 
-from pretriever.index import read_index_meta
-from pretriever.progress import Reporter
-from pretriever.tune import TuneConfig
-from pretriever.tune import run as tuning
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does: the library never sets it
+
+from pretriever.index import read_index_meta  # noqa: E402
+from pretriever.progress import Reporter  # noqa: E402
+from pretriever.tune import TuneConfig  # noqa: E402
+from pretriever.tune import run as tuning  # noqa: E402
 
 
 class Printed(Reporter):

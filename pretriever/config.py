@@ -44,6 +44,38 @@ def option(default: Any = _MISSING, help: str = "", *, default_factory: Any = _M
     return dataclasses.field(default=default, metadata=meta)
 
 
+# The options many stages share, declared once: one wording each, into which a stage puts only what differs
+# (what runs on the device, what a batch holds). Field factories rather than mixin dataclasses: a base class's
+# fields would come first, before a stage's required fields (CORPUS, --out), which dataclasses refuse.
+DEVICE_DEFAULT = "cuda when present, else mps, else cpu"  # what pretriever.models.resolve_device picks
+
+
+def device_option(use: str) -> Any:
+    """``--device``: where ``use`` happens ("queries are encoded"); left out, it is resolved by
+    :func:`pretriever.models.resolve_device`."""
+    return option(None, f"Where {use}: cpu, cuda, cuda:1, mps.", default_help=DEVICE_DEFAULT)
+
+
+def batch_size_option(default: int, items: str, per: str = "forward pass", more: str = "") -> Any:
+    """``--batch-size``: ``items`` ("Passages") per ``per`` ("forward pass"), then ``more`` (a note)."""
+    return option(default, f"{items} per {per}{more}.")
+
+
+def seed_option(decides: str, default: int = 0) -> Any:
+    """``--seed``: what the seed ``decides`` ("the sample and the bootstrap"), so a run can be repeated."""
+    return option(default, f"Seed of {decides}.")
+
+
+def resume_option(what: str) -> Any:
+    """``--resume``: continue ``what`` ("an interrupted build from its last completed chunk")."""
+    return option(False, f"Continue {what}.")
+
+
+def overwrite_option(what: str) -> Any:
+    """``--overwrite``: replace ``what`` ("an existing store in --out")."""
+    return option(False, f"Replace {what}.")
+
+
 def _default_text(f: dataclasses.Field) -> str | None:
     if "default_help" in f.metadata:
         return f.metadata["default_help"]

@@ -30,9 +30,23 @@ def model_label(name_or_path: str | os.PathLike | None) -> str:
     return path.name if path.exists() else str(name_or_path)
 
 
+def resolve_device(device: str | None = None) -> str:
+    """Where a model runs: ``device`` as given, else cuda when torch sees a GPU, else mps (Apple), else cpu.
+
+    Every stage's ``--device`` left out means this (``config.DEVICE_DEFAULT`` says it in --help); it is also
+    where a transformers Trainer puts a model, so precision chosen from it matches the Trainer.
+    """
+    if device:
+        return device
+    import torch  # lazily: torch is slow to import
+
+    if torch.cuda.is_available():
+        return "cuda"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
+
+
 def load_model(name_or_path: str | os.PathLike | None = None, device: str | None = None, **kwargs):
-    """A ``SentenceTransformer`` (imported lazily: torch is slow to import)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """A ``SentenceTransformer`` on ``device`` (:func:`resolve_device`), imported lazily: torch is slow to import."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(resolve_model(name_or_path), device=device, **kwargs)
+    return SentenceTransformer(resolve_model(name_or_path), device=resolve_device(device), **kwargs)

@@ -6,15 +6,18 @@ Plain helpers are in helpers.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from pretriever.backends import spark_session
-from pretriever.corpus import build as corpus_build
-from pretriever.corpus.config import CorpusConfig
-from pretriever.data.store import CorpusStore
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does (the library never sets it): no hub, ever
+
+from pretriever.backends import spark_session  # noqa: E402
+from pretriever.corpus import build as corpus_build  # noqa: E402
+from pretriever.corpus.config import CorpusConfig  # noqa: E402
+from pretriever.data.store import CorpusStore  # noqa: E402
 
 pytest_plugins = ["mine_fixtures", "reader_fixtures", "refine_fixtures", "serve_fixtures"]
 

@@ -1,10 +1,11 @@
 """The architecture holds: layers point down, no import cycles (those inside functions included), no
 function-level import of the package without its reason, the command line lists its commands in pipeline
-order, and no test module imports a fixture."""
+order, no test module imports a fixture, and only the command line sets the process environment."""
 
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -173,3 +174,48 @@ def test_help_lists_the_commands_in_pipeline_order():
               if line.startswith("│ ") and len(line.split()) > 1 and line.split()[1] in PIPELINE_ORDER]
     assert listed == sorted(listed, key=PIPELINE_ORDER.index)
     assert listed[:2] == ["quickstart", "corpus"] and "mine" in listed and "evaluate" in listed
+
+
+# The process environment belongs to the command line, the composition root. The one exception: the Python that
+# a local Spark session's workers run, which PySpark reads from the environment only (pyspark/core/context.py).
+ENVIRONMENT_WRITES_ALLOWED = {("pretriever.backends", "PYSPARK_PYTHON")}
+_ENVIRON_METHODS = {"setdefault", "update", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _environment_writes(path: Path) -> list[tuple[int, str]]:
+    """(line, variable) of each statement in a module that changes ``os.environ`` ('?' when the name is not a
+    literal)."""
+    def is_environ(node: ast.AST) -> bool:
+        return ast.unparse(node) in ("os.environ", "environ")
+
+    def key(node: ast.AST | None) -> str:
+        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else "?"
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if (is_environ(node.func.value) and node.func.attr in _ENVIRON_METHODS) or \
+                    ast.unparse(node.func) in ("os.putenv", "os.unsetenv"):
+                found.append((node.lineno, key(node.args[0] if node.args else None)))
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, ast.AugAssign) else []
+        found += [(node.lineno, key(t.slice)) for t in targets if isinstance(t, ast.Subscript) and is_environ(t.value)]
+    return found
+
+
+def test_the_library_never_sets_the_process_environment():
+    """HF_HUB_OFFLINE, TOKENIZERS_PARALLELISM and the like are the command line's decision (its app callback),
+    so a library caller's process keeps the environment it was given."""
+    found = [f"{path.relative_to(ROOT)}:{line} {variable}"
+             for name, path in _modules().items() if not name.startswith("pretriever.cli")
+             for line, variable in _environment_writes(path) if (name, variable) not in ENVIRONMENT_WRITES_ALLOWED]
+    assert not found, "library code sets environment variables: " + ", ".join(found)
+
+
+def test_the_command_line_runs_offline_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert CliRunner().invoke(app, ["corpus", "formats"]).exit_code == 0
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # a user who wants the hub says so, and the command line keeps it
+    assert CliRunner().invoke(app, ["corpus", "formats"]).exit_code == 0
+    assert os.environ["HF_HUB_OFFLINE"] == "0"

@@ -216,3 +216,42 @@ def test_every_stage_checks_precision_alike(tmp_path):
     # the defaults: train stays fp32 (a default must not change results), reader and generate follow the device
     assert [make("fp32").__class__.__dataclass_fields__["precision"].default for make in made.values()] == \
         ["fp32", "auto", "auto"]
+
+
+# --- the options many stages share: declared once (pretriever.config), resolved once (resolve_device) ---
+
+SHARED_WORDING = {  # field -> the wording its one declaration gives, whatever the stage
+    "device": r"Where .+: cpu, cuda, cuda:1, mps\.", "batch_size": r"[A-Z]\w+ per .+\.", "seed": r"Seed of .+\.",
+    "resume": r"Continue .+\.", "overwrite": r"Replace .+\."}
+
+
+def test_shared_options_are_worded_by_their_one_declaration():
+    import dataclasses
+    import re
+
+    from pretriever.config import DEVICE_DEFAULT
+
+    seen = {name: [] for name in SHARED_WORDING}
+    for config in _stage_configs():
+        for f in dataclasses.fields(config):
+            if f.name in SHARED_WORDING:
+                where = f"{config.__name__}.{f.name}: {f.metadata['help']!r}"
+                assert re.fullmatch(SHARED_WORDING[f.name], f.metadata["help"], re.S), where
+                seen[f.name].append(config.__name__)
+            if f.name == "device":
+                assert (f.default, f.metadata["default_help"]) == (None, DEVICE_DEFAULT), config.__name__
+    assert {"IndexConfig", "GenerateConfig", "PretrainConfig", "ServeConfig", "RefineConfig"} <= set(seen["device"])
+    assert {"TrainConfig", "ReaderConfig", "PretrainConfig", "EvaluateConfig"} <= set(seen["batch_size"])
+    assert {"CorpusConfig", "MineConfig", "FinetuneConfig"} <= set(seen["overwrite"]), seen
+
+
+def test_resolve_device_is_the_device_given_else_cuda_else_mps_else_cpu(monkeypatch):
+    import torch
+
+    from pretriever.models import resolve_device
+
+    assert resolve_device("cuda:1") == "cuda:1"
+    for cuda, mps, expected in ((True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+        assert resolve_device(None) == resolve_device() == expected

@@ -24,8 +24,6 @@ from pretriever.cli.serve import serve_command
 from pretriever.cli.train import finetune_command, train_command
 from pretriever.cli.tune import tune_command
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models come from local paths or packages, never a hub
-
 # `pretriever --help` lists the commands in the order a user runs them
 PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",
                   "search", "tune", "finetune", "refine", "evaluate", "reader", "answer", "serve")
@@ -98,6 +96,9 @@ def _version(value: bool) -> None:
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                         help="Print the version and exit.")) -> None:
     """pretriever: pre-training data for dense retrievers from hyperlinks and citations."""
+    # The command line decides the process environment (the library never sets it): models come from local
+    # paths or packages, never a hub, unless HF_HUB_OFFLINE=0 is set. Before any command imports the hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def main() -> None:

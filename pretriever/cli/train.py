@@ -69,8 +69,6 @@ def train_command(cfg: TrainConfig) -> None:
 
 def run_train(cfg: TrainConfig):
     """Train under a progress bar and print the summary table."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bar
     _quiet_libraries()
     with RichReporter() as report, stage(report):
         result = training.run(cfg, report)
@@ -113,8 +111,6 @@ def finetune_command(cfg: FinetuneConfig) -> None:
           --negatives-per-query 15 --batch-size 4 --max-steps 2 --out scifact-r2/
           (retriever 2 alone, with the paper's depth and count, from the index the run above built)
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TQDM_DISABLE", "1")  # progress is shown by our rich bars
     _quiet_libraries()
     with RichReporter() as report, stage(report):
         result = finetuning.run(cfg, report, run_train=_train_stage)
@@ -130,7 +126,10 @@ def finetune_command(cfg: FinetuneConfig) -> None:
 
 
 def _quiet_libraries() -> None:
-    """Our rich progress bar replaces the tqdm bars of transformers and the hub (loading, saving)."""
+    """Our rich progress bar replaces the tqdm bars of transformers and the hub (loading, saving), and
+    tokenizers run serially, so DataLoader workers fork without tokenizers' deadlock warning."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         from huggingface_hub.utils import disable_progress_bars
         from transformers.utils import logging as hf_logging

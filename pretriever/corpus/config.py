@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import option, overwrite_option, resume_option
 
 ENGINES = ("local", "spark")
 
@@ -39,8 +39,8 @@ class CorpusConfig:
     chunk_mb: float = option(4.0, "... or this many MB of raw page data, whichever comes first.")
     multistream_index: Path | None = option(None, "Index of a multistream dump (found automatically beside it "
                                                   "when named like Wikipedia's).")
-    resume: bool = option(False, "Continue an interrupted build from its last completed chunk.")
-    overwrite: bool = option(False, "Replace an existing store in --out.")
+    resume: bool = resume_option("an interrupted build from its last completed chunk")
+    overwrite: bool = overwrite_option("an existing store in --out")
     max_chunks: int | None = option(None, "Stop after this many chunks (a sample); finish later with --resume.")
     sample: bool = option(False, "With --max-chunks: finish the store from the chunks read, a complete smaller "
                                  "store to try things on (links to later pages count as dangling; manifest.json "

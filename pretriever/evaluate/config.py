@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option
 from pretriever.index.hybrid import HybridOptions
 from pretriever.metrics import LENIENT_HELP, MAX_GRADE
 
@@ -63,7 +63,7 @@ class EvaluateConfig:
                                 "top-20).")
     overlap: bool = option(True, "The Q-P overlap analysis (table and overlap.png; needs passage texts from the "
                                  "store).")
-    batch_size: int = option(256, "Questions per search call.")
+    batch_size: int = batch_size_option(256, "Questions", "search call")
     limit: int | None = option(None, "Only the first N questions (a quick look).")
     plots: bool = option(True, "Write PNG plots beside results.json.")
     save_runs: bool = option(False, "Also write each system's ranking as a TREC run file under EVAL_DIR/runs/.")
@@ -71,7 +71,7 @@ class EvaluateConfig:
                                          "there for the next run.",
                                    default_help="INDEX_DIR/bm25 when the first index has one, else built in memory "
                                                 "for this run")
-    device: str | None = option(None, "Where queries are encoded: cpu, cuda, cuda:1, mps.", default_help="automatic")
+    device: str | None = device_option("queries are encoded")
     reader: Path | None = option(None, "With answers: a READER_DIR (`pretriever reader train`) that reads the top "
                                        "reader_k passages of every system: end-to-end EM/F1 (SQuAD normalisation; "
                                        "regex answers in regex mode) beside top-k accuracy, and reader-only EM on "

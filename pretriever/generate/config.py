@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
 from pretriever.training import PRECISION_HELP, check_precision
 from pretriever.data.passages import Shard, parse_shard
 
@@ -34,15 +34,15 @@ class GenerateConfig:
                                 "(paper: 0.95).")
     max_input_length: int = option(256, "Passage tokens given to the model (longer passages are cut).")
     max_output_length: int = option(64, "Tokens per generated query.")
-    batch_size: int = option(16, "Passages per generate() call (each gives --per-passage sequences).")
-    seed: int = option(0, "Every passage samples from its own generator seeded by (seed, passage id, candidate), "
-                          "so the queries do not depend on batching, sharding or resuming.")
+    batch_size: int = batch_size_option(16, "Passages", "generate() call", " (each gives --per-passage sequences)")
+    seed: int = seed_option("every passage's own generator, which also takes the passage id and the candidate, so "
+                             "the queries do not depend on batching, sharding or resuming")
     prepend_title: bool = option(False, "Give the model 'title text' instead of the passage text alone.")
     shard: Shard | str | None = option(None, "Generate only shard i of n (e.g. 0/4) of the checkpoint chunks; run "
                                              "every shard into the same QUERIES_DIR and the last one writes the table.")
     checkpoint_every: int = option(1000, "Passages per checkpoint part (a part is written atomically and skipped "
                                          "on --resume).")
-    device: str | None = option(None, "cpu, cuda, cuda:1 ...", default_help="cuda when present, else cpu")
+    device: str | None = device_option("the query generator runs")
     precision: str = option("auto", PRECISION_HELP)
     limit: int | None = option(None, "Only the first N passages of the store (for trials).")
     from_file: Path | None = option(None, "Import queries generated elsewhere instead: a TSV (id<TAB>query"
@@ -51,8 +51,8 @@ class GenerateConfig:
                                          "no id or queries), counted as bad_lines, instead of stopping.")
     key: str = option("auto", "What the ids of --from name: passage | doc (a doc's queries go to its first "
                               "passage) | auto (whichever matches more ids).")
-    resume: bool = option(False, "Continue an interrupted run in QUERIES_DIR (parts already written are kept).")
-    overwrite: bool = option(False, "Replace what QUERIES_DIR holds.")
+    resume: bool = resume_option("an interrupted run in QUERIES_DIR (parts already written are kept)")
+    overwrite: bool = overwrite_option("what QUERIES_DIR holds")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)

@@ -12,7 +12,6 @@ query.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from pretriever.generate.prefix import resolve_prefix
 from pretriever.generate.sampling import row_seed, seeded_sampler
 from pretriever.data import QUERIES_FILE, PassageSource
 from pretriever.io import read_json, write_json, write_parquet
+from pretriever.models import resolve_device
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import resolve_precision
@@ -100,11 +100,10 @@ def prepare(cfg: GenerateConfig, state: dict[str, Any], report: Reporter = QUIET
 
 def _load_generator(cfg: GenerateConfig):
     """(tokenizer, model, device) with bf16 on GPU unless told otherwise."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch  # heavy: imported only when generating
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     try:

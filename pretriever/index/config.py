@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option
 from pretriever.data.passages import Shard, parse_shard
 from pretriever.index.bm25 import BM25Options
 from pretriever.index.faiss_index import DTYPES, FaissParams
@@ -28,8 +28,8 @@ class IndexConfig:
     out: Path = option(help="The index folder (created).")
     model: str | None = option(None, "sentence-transformers model: a local folder or a name.",
                                default_help="the packaged all-MiniLM-L6-v2")
-    device: str | None = option(None, "cpu, cuda, cuda:1, mps.", default_help="sentence-transformers' choice")
-    batch_size: int = option(64, "Passages per forward pass.")
+    device: str | None = device_option("passages are encoded")
+    batch_size: int = batch_size_option(64, "Passages")
     max_length: int | None = option(None, "Word pieces per passage; longer ones are cut.",
                                     default_help="the model's max_seq_length (256 for all-MiniLM-L6-v2)")
     normalize: bool = option(False, "L2-normalise passage and query vectors (all-MiniLM-L6-v2 normalises by itself).")
@@ -41,8 +41,8 @@ class IndexConfig:
     checkpoint_every: int = option(8192, "Passages per checkpoint chunk; each finished chunk is saved atomically.")
     shard: str | None = option(None, "Encode only shard i of n (i/n, counted from 0, e.g. 0/4) and stop; then "
                                      "`pretriever index merge`.")
-    resume: bool = option(False, "Continue an interrupted encode from its last finished chunk.")
-    overwrite: bool = option(False, "Replace an existing index (or this shard's chunks) in --out.")
+    resume: bool = resume_option("an interrupted encode from its last finished chunk")
+    overwrite: bool = overwrite_option("an existing index (or this shard's chunks) in --out")
     max_chunks: int | None = option(None, "Stop after encoding this many chunks; finish later with --resume.")
     keep_work: bool = option(False, "Keep the per-chunk files (OUT/_work) after merging.")
     dtype: str = option("float32", "float32 or float16 for the stored embeddings (and the flat/HNSW index).")
@@ -84,7 +84,7 @@ class SearchConfig:
     hybrid: bool = option(False, "Show the fusion of the index with BM25 beside them (see --fusion).")
     fusion: HybridOptions = option(default_factory=HybridOptions,
                                    help="How hybrid fuses the rankings ([search.fusion] in TOML).")
-    device: str | None = option(None, "Device for encoding the queries.", default_help="automatic")
+    device: str | None = device_option("queries are encoded")
     tuned: bool = option(True, "Search the index the way `pretriever tune` chose (index.json's \"tuned\"); "
                                "--no-tuned: the index alone.")
     words: int = option(30, "Words of each passage to show (0: titles only).")

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import deprecation_note, option
+from pretriever.config import deprecation_note, option, overwrite_option, resume_option, seed_option
 from pretriever.data import generated_queries_path
 from pretriever.mine.phrases import OURS_NOTE, PHRASE_SETS
 
@@ -43,8 +43,8 @@ class MineConfig:
     max_pairs: int | None = option(None, "Total number of pairs, split evenly over the methods (a method that has "
                                          "fewer gives the rest to the others); each keeps a seeded random sample.",
                                    default_help="no limit: every pair that passes the caps")
-    seed: int = option(0, "Seed of every sampling decision (each is a hash of seed and key); the same seed gives "
-                          "the same pairs on either engine.")
+    seed: int = seed_option("every sampling decision (each is a hash of seed and key); the same seed gives the "
+                             "same pairs on either engine")
     engine: str = option("duckdb", "duckdb (one machine, out-of-core) or spark (local PySpark; same pairs as "
                                    "duckdb for the same seed).")
     prepend_title: bool = option(False, "Prepend the document title to positive and negative passages "
@@ -66,7 +66,7 @@ class MineConfig:
     skip_disambiguation: bool = option(True, "Disambiguation pages give neither queries nor passages.")
     overlap_candidates: int = option(16, "Overlap negatives: passages sampled per shared entity.")
     stats_sample: int = option(10000, "Pairs per method tokenized for the query-passage lexical overlap statistic.")
-    overwrite: bool = option(False, "Replace pairs already in --out.")
+    overwrite: bool = overwrite_option("pairs already in --out")
     threads: int | None = option(None, "Cores to use (DuckDB threads, Spark local cores).", default_help="all")
     memory_limit: str | None = option(
         None, "DuckDB's memory before it spills to OUT/.work/spill (removed at the end), e.g. 8GiB or 500MB. "
@@ -102,9 +102,9 @@ class MineConfig:
                                           "the statement, before an answer is chosen, so its answer words help. "
                                           "pairs.json counts how often the two choices differ and how often the "
                                           "question's block lacks the answer.")
-    resume: bool = option(False, "Continue an interrupted run into the same --out with the same options: qac "
-                                 "keeps the batches of triplets it finished (the relational methods rerun; "
-                                 "they are quick).")
+    resume: bool = resume_option("an interrupted run into the same --out with the same options: qac keeps the "
+                                  "batches of triplets it finished (the relational methods rerun; they are "
+                                  "quick)")
     queries: Path | None = option(None, "QC: QUERIES_DIR from `pretriever generate` (or its "
                                         "generated_queries.parquet): the generated queries paired with their "
                                         "passages.")

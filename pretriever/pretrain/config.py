@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
 from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
 
 DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
@@ -80,7 +80,7 @@ class PretrainConfig:
     epochs: float = option(1.0, "Passes over the pairs (a qc passage and a cc document count once per pass: one "
                                 "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
-    batch_size: int = option(32, "Pairs per forward pass; in-batch negatives come from the same batch.")
+    batch_size: int = batch_size_option(32, "Pairs", more="; in-batch negatives come from the same batch")
     mini_batch_size: int | None = option(None, "Use GradCache (as `pretriever train`): encode this many texts at "
                                                "a time, so a batch whose contrastive term scores --batch-size pairs "
                                                "fits in the memory of this many. Same gradients, one more encoder "
@@ -107,8 +107,8 @@ class PretrainConfig:
                                   "--lr (2e-5) barely moves random layers in 200 steps, and the frozen encoder "
                                   "cannot suffer from a larger one.")
     weight_decay: float = option(0.01, "AdamW weight decay.")
-    seed: int = option(0, "Batch order, candidate choice, masking, dropout and new layers' initialisation.")
-    device: str | None = option(None, "cpu, cuda, ...", default_help="cuda when present, else cpu")
+    seed: int = seed_option("the batch order, candidate choice, masking, dropout and new layers' initialisation")
+    device: str | None = device_option("the model trains")
     save_steps: int = option(500, "Checkpoint every N optimizer steps into MODEL_DIR/checkpoints.")
     logging_steps: int = option(10, "Log the loss terms every N optimizer steps.")
     eval_pairs: Path | None = option(None, "Held-out pairs (a pairs folder, as PAIRS, never trained on): every "
@@ -123,8 +123,8 @@ class PretrainConfig:
                                                    "perplexity is at or below this; the learning-rate schedule stays "
                                                    "the one planned for --max-steps or --epochs, which end the run "
                                                    "otherwise.", default_help="none: run the planned steps")
-    resume: bool = option(False, "Continue from the last checkpoint in MODEL_DIR/checkpoints.")
-    overwrite: bool = option(False, "Replace a model already in MODEL_DIR.")
+    resume: bool = resume_option("from the last checkpoint in MODEL_DIR/checkpoints")
+    overwrite: bool = overwrite_option("a model already in MODEL_DIR")
 
     def __post_init__(self) -> None:
         self.pairs, self.out = Path(self.pairs), Path(self.out)

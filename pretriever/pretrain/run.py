@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import pickle
 import shutil
 import time
@@ -35,7 +34,7 @@ from typing import Any
 
 from pretriever import __version__
 from pretriever.io import atomic_path, write_json
-from pretriever.models import load_model, model_label, resolve_model
+from pretriever.models import load_model, model_label, resolve_device, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
@@ -259,14 +258,13 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     the optimizer steps (task ``pretraining``, with the last loss terms)."""
     import torch  # heavy
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     folder = _folder(cfg.out, report)
     resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
     pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
     per_epoch, total_steps = plan(cfg, pairs)
     held_texts = heldout_texts(cfg.eval_pairs) if cfg.eval_pairs else []
-    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device(cfg.device)
     st, objective, notes = build_objective(cfg, device)
     if cfg.gradient_accumulation > 1:
         notes["warning"] = (f"--gradient-accumulation {cfg.gradient_accumulation} averages the gradients of "

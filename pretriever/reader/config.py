@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
 from pretriever.index import SYSTEM_MODES
 from pretriever.metrics import LENIENT_HELP
 from pretriever.training import PRECISION_HELP, check_precision
@@ -31,8 +31,8 @@ class ReadOptions:
     n_best: int = option(5, "Spans kept per passage and answers listed per question.")
     max_length: int = option(256, "Tokens per `question [SEP] title [SEP] passage` input; the passage is cut to "
                                   "fit (DPR: 350).")
-    batch_size: int = option(32, "Passages encoded per forward pass.")
-    device: str | None = option(None, "cpu, cuda, cuda:1, mps.", default_help="automatic")
+    batch_size: int = batch_size_option(32, "Passages")
+    device: str | None = device_option("the reader runs")
 
     def __post_init__(self) -> None:
         if self.rank not in RANKINGS:
@@ -64,7 +64,7 @@ class ReaderConfig:
     max_length: int = option(256, "Tokens per input; a passage is cut to fit and an answer cut off is dropped.")
     epochs: float = option(2.0, "Passes over the training questions.")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides --epochs).")
-    batch_size: int = option(4, "Questions per device batch (each brings --passages passages).")
+    batch_size: int = batch_size_option(4, "Questions", "device batch", " (each brings --passages passages)")
     gradient_accumulation: int = option(1, "Gradient accumulation steps.", renamed_from=("grad_accum",))
     group_by_length: bool = option(True, "Batch questions whose inputs (question with its positive) are of similar "
                                          "length, as transformers' LengthGroupedSampler does (shuffled, then sorted "
@@ -77,11 +77,11 @@ class ReaderConfig:
     eval_steps: int = option(100, "Measure dev EM every N steps, save a checkpoint then, keep the best.")
     dev_limit: int = option(500, "Dev questions read at each evaluation.")
     save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")
-    seed: int = option(13, "Seed of the negatives, the dev split and the training order.")
+    seed: int = seed_option("the negatives, the dev split and the training order", 13)
     lenient_match: bool = option(False, LENIENT_HELP + " Here: the dev EM that picks the best checkpoint.")
     limit: int | None = option(None, "Only the first N training questions.")
-    resume: bool = option(False, "Continue the interrupted run in READER_DIR/checkpoints.")
-    overwrite: bool = option(False, "Replace an existing READER_DIR.")
+    resume: bool = resume_option("the interrupted run in READER_DIR/checkpoints")
+    overwrite: bool = overwrite_option("an existing READER_DIR")
     read: ReadOptions = option(default_factory=ReadOptions, help="How answers are picked at dev time.")
     preset: str | None = option(None, "The papers' settings on every option left at its default: dpr (24 passages, "
                                       "length 350, batch 16, lr 2e-5) or cmore (dpr's, 3 epochs: C-MORE's reader "
@@ -120,8 +120,7 @@ class RetrievalSource:
                                      "(the index fused with its BM25, RRF).")
     tuned: bool = option(True, "Unless BM25 or hybrid retrieval is asked for: retrieve the way `pretriever tune` "
                                "chose for the index (index.json's \"tuned\"); --no-tuned: the index alone.")
-    device: str | None = option(None, "Where queries are encoded (and, when reading, the reader runs).",
-                                default_help="automatic")
+    device: str | None = device_option("queries are encoded (and, when reading, the reader runs)")
     corpus: Path | None = option(None, "The corpus store the passage texts come from, when it is not where the "
                                        "index says (moved).", default_help="the store the index names")
 
@@ -157,7 +156,7 @@ class PrepareConfig(QASetSource):
 
     out: Path = option(help="DPR reader JSON written here: question, answers, ctxs (id, title, text, score, "
                             "has_answer).")
-    batch_size: int = option(256, "Questions per search call.")
+    batch_size: int = batch_size_option(256, "Questions", "search call")
     keep_source: bool = option(False, "Keep a qac question's own source among its passages: the passage of the "
                                       "statement it was made from (source_passage_id in `pairs export --format "
                                       "dpr`), which holds the question's words and its answer. Left out by "

@@ -150,7 +150,6 @@ def load_reader_model(name_or_path: str | os.PathLike | None):
     """(reader module, fast tokenizer) from a reader folder, a Hugging Face encoder or the packaged MiniLM.
 
     A reader folder brings its trained selection layer; any other encoder gets new heads."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

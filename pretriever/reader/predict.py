@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pretriever.models import resolve_device
 from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model
@@ -115,10 +116,7 @@ class Reader:
             raise ReaderError(f"{path}: no such reader folder (train one with `pretriever reader train`)")
         module, tokenizer = load_reader_model(str(path))
         options = options or ReadOptions()
-        import torch  # lazily: torch is slow to import
-
-        device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        return cls(module.to(device).eval(), tokenizer, options, path)
+        return cls(module.to(resolve_device(options.device)).eval(), tokenizer, options, path)
 
     def spans(self, question: str, passages: list[Passage]) -> list[list[Span]]:
         """The n-best spans of every passage, in the order given."""

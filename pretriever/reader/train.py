@@ -27,7 +27,7 @@ from typing import Any
 from pretriever.data.qa import guess_match_mode
 from pretriever.data.reading import load_reading_file
 from pretriever.io import write_json
-from pretriever.models import model_label
+from pretriever.models import model_label, resolve_device
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
@@ -214,7 +214,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex,
                              cfg.lenient_match)
 
-    precision = resolve_precision(cfg.precision, "cuda" if cuda_available() else "cpu")  # where the Trainer puts it
+    precision = resolve_precision(cfg.precision, resolve_device())  # where the Trainer puts it
     args = _training_args(cfg, precision, evaluate=bool(dev))
     dataset = InstanceSet(train, pool, cfg.passages, cfg.seed)
     callbacks = [epoch_callback(dataset), progress_callback(report)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pretriever import __version__
-from pretriever.config import option
+from pretriever.config import option, overwrite_option, resume_option
 
 PROJECT_URL = "https://github.com/pretriever/pretriever"
 DEFAULT_USER_AGENT = f"pretriever/{__version__} (+{PROJECT_URL}; citation fetcher)"
@@ -64,11 +64,11 @@ class FetchConfig:
     checkpoint_rows: int = option(500, "Finished pages per checkpoint part (each page is also "
                                        "journalled at once, so a kill loses only pages in flight).")
     limit: int | None = option(None, "Fetch at most this many unique URLs (a sample).")
-    resume: bool = option(False, "Continue an interrupted job: finished URLs are not fetched again, failed "
-                                 "ones neither (see --retry-failed).")
+    resume: bool = resume_option("an interrupted job: finished URLs are not fetched again, failed ones neither "
+                                  "(see --retry-failed)")
     retry_failed: bool = option(False, "With --resume, fetch again the URLs whose row is a failure (any error "
                                        "in references.parquet); the new row replaces the old one.")
-    overwrite: bool = option(False, "Replace the results in --out.")
+    overwrite: bool = overwrite_option("the results in --out")
 
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
@@ -104,9 +104,9 @@ class ImportConfig:
     allow_truncated: bool = option(False, "Import the records before the end of a WARC file that is cut off, "
                                           "or before a record whose Content-Length is wrong (listed as truncated "
                                           "in manifest.json), instead of stopping with exit status 4.")
-    resume: bool = option(False, "Continue a failed or earlier import in --out: URLs already imported are "
-                                 "kept and not imported again.")
-    overwrite: bool = option(False, "Replace the results in --out.")
+    resume: bool = resume_option("a failed or earlier import in --out: URLs already imported are kept and not "
+                                  "imported again")
+    overwrite: bool = overwrite_option("the results in --out")
 
     def __post_init__(self) -> None:
         if self.resume and self.overwrite:

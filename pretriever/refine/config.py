@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, overwrite_option, seed_option
 from pretriever.data.qa import guess_match_mode
 from pretriever.index.hybrid import HybridOptions
 from pretriever.refine.labels import FEEDBACK_KINDS
@@ -85,17 +85,16 @@ class RefineConfig:
                                  help="grid: the gamma values swept.")
     validation: float = option(0.2, "grid: share of the feedback queries held out to score every point (honest "
                                     "protocol; not with --oracle).")
-    seed: int = option(0, "grid: seed of the validation split.")
+    seed: int = seed_option("the validation split (grid)")
     select_metric: str | None = option(None, "grid: the metric that picks the best point.",
                                        default_help="nDCG@10 (qrels), Acc@20 (answers)")
     # output and resources
     label_texts: bool = option(True, "Passage-centric labels carry title and text (from the corpus store).")
-    device: str | None = option(None, "cpu, cuda, ... for encoding the queries and for AOpt.",
-                                default_help="sentence-transformers' choice")
+    device: str | None = device_option("queries are encoded, and AOpt runs when given (else on cpu)")
     threads: int | None = option(None, "torch threads for AOpt (1 is often fastest on a CPU shared with other "
                                        "jobs).", default_help="torch's")
-    batch_size: int = option(64, "Queries per encoding batch.")
-    overwrite: bool = option(False, "Replace an index already in --out.")
+    batch_size: int = batch_size_option(64, "Queries", "encoding batch")
+    overwrite: bool = overwrite_option("an index already in --out")
 
     def __post_init__(self) -> None:
         self.index, self.out = Path(self.index), Path(self.out)

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pretriever.config import option
+from pretriever.config import device_option, option
 from pretriever.errors import PretrieverError
 from pretriever.index import HybridOptions
 
@@ -91,7 +91,7 @@ class ServeConfig:
                                         "view).")
     answers: dict[str, Path] = option(default_factory=dict, help="QA files (NQ-open JSONL, DPR TSV/JSON) requests "
                                       "may name for /compare, as NAME=PATH (repeatable).")
-    device: str | None = option(None, "Torch device of the query encoder (cpu, cuda).", default_help="auto")
+    device: str | None = device_option("queries are encoded (and, with --reader, the reader runs)")
     max_query_chars: int = option(1000, "Longest query accepted, in characters.")
     max_k: int = option(1000, "Largest k (hits per query) accepted.")
     max_batch: int = option(64, "Most queries in one /search/batch request.")

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, option, overwrite_option, resume_option, seed_option
 from pretriever.training import PRECISION_HELP, check_precision
 
 SIMILARITIES = ("cos", "dot")
@@ -144,16 +144,16 @@ class TrainConfig:
     # --- optimisation ---
     epochs: float = option(1.0, "Passes over the data. HLP: 5 pre-training, 40 fine-tuning.", default_help="1")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides the epochs).")
-    batch_size: int = option(32, "Pairs per step per device; every other passage in the batch is a negative. HLP: "
-                                 "400 pre-training, 256 fine-tuning.")
+    batch_size: int = batch_size_option(32, "Pairs", "step per device", "; every other passage in the batch is a "
+                                         "negative. HLP: 400 pre-training, 256 fine-tuning")
     mini_batch_size: int | None = option(None, "Use GradCache (CachedMultipleNegativesRankingLoss): encode this many "
                                                "texts at a time, so a batch of 400 fits in the memory of this many. "
                                                "Same loss, about 20-30% slower.", default_help="off")
     learning_rate: float = option(2e-5, "Peak learning rate (AdamW). HLP: 2e-5.", default_help="2e-5")
     warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0. HLP: 0.1.")
     weight_decay: float = option(0.0, "AdamW weight decay.", default_help="0")
-    seed: int = option(0, "Seed of the data sample (limit, mix), the batch order, dropout and the initialisation "
-                          "of new layers.")
+    seed: int = seed_option("the data sample (limit, mix), the batch order, dropout and the initialisation of new "
+                             "layers")
     no_duplicates: bool = option(True, "Never put the same text twice in a batch (a duplicate would be a false "
                                        "in-batch negative).")
     precision: str = option("fp32", PRECISION_HELP)
@@ -165,9 +165,9 @@ class TrainConfig:
     save_total_limit: int | None = option(2, "Keep only the newest N checkpoints.")
     logging_steps: int | None = option(None, "Record the loss every N steps.",
                                        default_help="about 50 points over the run")
-    resume: bool = option(False, "Continue an interrupted run from the newest checkpoint in MODEL_DIR (same options "
-                                 "as the interrupted run).")
-    overwrite: bool = option(False, "Replace a model already in MODEL_DIR.")
+    resume: bool = resume_option("an interrupted run from the newest checkpoint in MODEL_DIR (same options as the "
+                                  "interrupted run)")
+    overwrite: bool = overwrite_option("a model already in MODEL_DIR")
     keep_checkpoints: bool = option(False, "Keep MODEL_DIR/checkpoints after a successful run.")
     heldout_pairs: int = option(0, "Pairs kept out of training (at most a fifth of them) to check the model a person "
                                    "can read: their loss, and how often a query ranks its own positive first among "
@@ -268,8 +268,8 @@ class FinetuneConfig(TrainConfig):
     out: Path = option(help="FINETUNE_DIR: stage1/ (retriever 1), and with --two-stage stage1-index/ (the corpus "
                             "indexed with retriever 1), stage2/ (retriever 2), store/ (the corpus store, when no "
                             "--corpus is given) and finetune.json (where each stage's output is).")
-    overwrite: bool = option(False, "Run every stage again (FINETUNE_DIR is cleared first). Without it, the "
-                                    "finished stages are kept and an interrupted one continues.")
+    overwrite: bool = overwrite_option("FINETUNE_DIR: every stage runs again (the folder is cleared first). Without "
+                                       "it, the finished stages are kept and an interrupted one continues")
     two_stage: bool = option(False, "Train retriever 2 as well: index the corpus with retriever 1, mine "
                                     "--negatives-per-query negatives per query from its top --negative-depth, "
                                     "train again from --model with them (query-as-context, Figure 3).")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 from pathlib import Path
 
 from pretriever.models import model_label, resolve_model
@@ -58,7 +57,6 @@ def _modules(model) -> list:
 
 def build_model(cfg: TrainConfig, device: str | None = None):
     """Load the base model and shape it as the config says; returns (model, description dict)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Router, Transformer
 

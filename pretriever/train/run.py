@@ -34,6 +34,7 @@ from pretriever import __version__
 from pretriever.data import CorpusStore
 from pretriever.index import open_system
 from pretriever.io import atomic_path, write_json
+from pretriever.models import resolve_device
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
@@ -222,7 +223,7 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
 
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
-    precision = resolve_precision(cfg.precision, "cuda" if cuda_available() else "cpu")  # where the Trainer puts it
+    precision = resolve_precision(cfg.precision, resolve_device())  # where the Trainer puts it
     return SentenceTransformerTrainingArguments(
         output_dir=str(output_dir or cfg.out / CHECKPOINTS),
         num_train_epochs=cfg.epochs,
@@ -353,8 +354,6 @@ def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, 
 def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -> TrainResult:
     """Train as ``cfg`` says and write MODEL_DIR; ``report`` hears each step of the work and the training's
     progress (task ``training``: optimizer steps, with the loss and pairs/s)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     t_start = time.perf_counter()
     main = _rank() == 0
     barrier = _barrier()

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import option
+from pretriever.config import batch_size_option, device_option, option, seed_option
 
 DEFAULT_GENERATORS = ("masked-ict", "titles")
 
@@ -25,7 +25,7 @@ class TuneConfig:
     pairs: Path | None = option(None, "A pairs folder of `pretriever mine --method dl,cm` over the same store, for "
                                       "the linked generator.")
     n: int = option(1000, "Pseudo-queries per generator (each masked passage is encoded again).")
-    seed: int = option(0, "Seed of the sample, the masked sentences and the bootstrap.")
+    seed: int = seed_option("the sample, the masked sentences and the bootstrap")
     prf: bool = option(True, "Also try each fusion with label-free dense PRF (k = 3).")
     bootstrap: int = option(1000, "Bootstrap resamples of the pseudo-queries for the intervals.")
     dry_run: bool = option(False, "Print the table and the choice; write neither tune.json nor index.json.")
@@ -39,8 +39,8 @@ class TuneConfig:
                                         "dense is reported with a bootstrap interval. It is never a candidate.")
     corpus: Path | None = option(None, "The corpus store, when it is not where index.json says (moved).",
                                  default_help="the store the index names")
-    device: str | None = option(None, "Where queries and masked passages are encoded.", default_help="automatic")
-    batch_size: int = option(64, "Passages per forward pass when masked passages are encoded again.")
+    device: str | None = device_option("queries and masked passages are encoded")
+    batch_size: int = batch_size_option(64, "Passages", more=" when masked passages are encoded again")
 
     def __post_init__(self) -> None:
         self.index = Path(self.index)
