@@ -273,6 +273,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                             "--batch-size with --mini-batch-size: GradCache)")
         log.warning(notes["warning"])
     encoder_params, optimizer, scheduler = make_optimizer(cfg, objective, total_steps, device)
+    trained = Trained(objective, optimizer, scheduler)
     params = [p for group in optimizer.param_groups for p in group["params"]]
     if cfg.head_warmup_steps:
         notes["head_warmup"] = {"steps": min(cfg.head_warmup_steps, total_steps), "head_lr": cfg.head_lr,
@@ -286,10 +287,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         same = {"resume": cfg.resume, "overwrite": cfg.overwrite}
         if cfg.to_json() | state["settings"] | same != cfg.to_json():  # an option added since keeps its value
             raise PretrainError(f"{resume_from} was written with other settings; resume with the same options")
-        objective.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
+        trained.restore(state)
         step, micro, result.curve = state["step"], state["micro"], state["curve"]
         result.pairs_seen, seconds_before = state["pairs_seen"], state["seconds"]
         result.tokens_seen, result.held_out = state.get("tokens_seen", 0), state.get("held_out", [])
@@ -349,7 +347,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                 break
         if step % cfg.save_steps == 0 and step < total_steps:
             elapsed = seconds_before + time.perf_counter() - loop_start
-            _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, elapsed)
+            _save_checkpoint(cfg, trained, result, step=step, micro=micro, seconds=elapsed)
     result.steps = step
     result.seconds = seconds_before + time.perf_counter() - loop_start
     result.cpu_seconds = time.process_time() - cpu_start
@@ -441,12 +439,37 @@ def _load_checkpoint(path: Path, device: str) -> dict[str, Any]:
     return state
 
 
-def _save_checkpoint(cfg, objective, optimizer, scheduler, step, micro, result, seconds) -> None:
+@dataclass
+class Trained:
+    """What a checkpoint saves and a resumed run restores together: the weights, AdamW's moments, the schedule's
+    step and torch's random state (the batch order and masking)."""
+
+    objective: Objective
+    optimizer: Any
+    scheduler: Any
+
+    def state(self) -> dict[str, Any]:
+        import torch  # heavy
+
+        return {"model": self.objective.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        import torch  # heavy
+
+        self.objective.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+
+
+def _save_checkpoint(cfg: PretrainConfig, trained: Trained, result: PretrainResult, *, step: int, micro: int,
+                     seconds: float) -> None:
+    """MODEL_DIR/checkpoints/step-N.pt (atomically), the older ones removed."""
     import torch  # heavy
 
     path = cfg.out / CHECKPOINTS / f"step-{step}.pt"
-    state = {"model": objective.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-             "rng": torch.get_rng_state(), "step": step, "micro": micro, "curve": result.curve,
+    state = {**trained.state(), "step": step, "micro": micro, "curve": result.curve,
              "pairs_seen": result.pairs_seen, "tokens_seen": result.tokens_seen, "held_out": result.held_out,
              "seconds": seconds, "settings": cfg.to_json()}
     with atomic_path(path) as tmp:
