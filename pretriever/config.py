@@ -76,6 +76,12 @@ def overwrite_option(what: str) -> Any:
     return option(False, f"Replace {what}.")
 
 
+def refuse_resume_with_overwrite(resume: bool, overwrite: bool, folder: str) -> None:
+    """A ValueError when both are given, worded alike in every stage that refuses them (``folder``: MODEL_DIR)."""
+    if resume and overwrite:
+        raise ValueError(f"--resume continues the run in {folder} and --overwrite replaces it: pick one")
+
+
 def _default_text(f: dataclasses.Field) -> str | None:
     if "default_help" in f.metadata:
         return f.metadata["default_help"]

@@ -255,3 +255,20 @@ def test_resolve_device_is_the_device_given_else_cuda_else_mps_else_cpu(monkeypa
         monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
         monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
         assert resolve_device(None) == resolve_device() == expected
+
+
+@pytest.mark.parametrize("config, required, folder", [
+    ("pretriever.references.config:FetchConfig", {"corpus": "c", "out": "o"}, "--out"),
+    ("pretriever.references.config:ImportConfig", {"corpus": "c", "files": ["w.warc"], "out": "o"}, "--out"),
+    ("pretriever.train.config:TrainConfig", {"pairs": "p", "out": "o"}, "MODEL_DIR"),
+    ("pretriever.pretrain.config:PretrainConfig", {"pairs": "p", "out": "o"}, "MODEL_DIR"),
+    ("pretriever.generate.config:GenerateConfig", {"corpus": "c", "out": "o", "model": "m"}, "QUERIES_DIR"),
+])
+def test_resume_with_overwrite_is_refused_in_one_wording(config, required, folder):
+    import importlib
+
+    module, name = config.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    with pytest.raises(ValueError, match=f"^--resume continues the run in {folder} and --overwrite replaces it: "
+                                         "pick one$"):
+        cls(**required, resume=True, overwrite=True)

@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
+from pretriever.config import (batch_size_option, device_option, option, overwrite_option,
+                               refuse_resume_with_overwrite, resume_option, seed_option)
 from pretriever.training import PRECISION_HELP, check_precision
 from pretriever.data.passages import Shard, parse_shard
 
@@ -73,8 +74,7 @@ class GenerateConfig:
         if not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         self.precision = check_precision(self.precision)
-        if self.resume and self.overwrite:
-            raise ValueError("--resume continues the run in QUERIES_DIR and --overwrite replaces it: pick one")
+        refuse_resume_with_overwrite(self.resume, self.overwrite, "QUERIES_DIR")
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, (Path, Shard)) else v) for k, v in asdict(self).items()}

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
+from pretriever.config import (batch_size_option, device_option, option, overwrite_option,
+                               refuse_resume_with_overwrite, resume_option, seed_option)
 from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
 
 DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
@@ -180,8 +181,7 @@ class PretrainConfig:
         if self.target_perplexity is not None and (self.eval_pairs is None or not self.target_perplexity > 1):
             raise ValueError("target_perplexity needs eval_pairs (the held-out texts it is measured on) and a value "
                              f"above 1 (a perplexity), got {self.target_perplexity} with eval_pairs {self.eval_pairs}")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume continues the run in MODEL_DIR and --overwrite replaces it: pick one")
+        refuse_resume_with_overwrite(self.resume, self.overwrite, "MODEL_DIR")
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pretriever import __version__
-from pretriever.config import option, overwrite_option, resume_option
+from pretriever.config import option, overwrite_option, refuse_resume_with_overwrite, resume_option
 
 PROJECT_URL = "https://github.com/pretriever/pretriever"
 DEFAULT_USER_AGENT = f"pretriever/{__version__} (+{PROJECT_URL}; citation fetcher)"
@@ -78,8 +78,7 @@ class FetchConfig:
         for name in ("host_delay", "backoff", "retries"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if self.resume and self.overwrite:
-            raise ValueError("give --resume or --overwrite, not both")
+        refuse_resume_with_overwrite(self.resume, self.overwrite, "--out")
         if self.retry_failed and not self.resume:
             raise ValueError("--retry-failed goes with --resume (it fetches again the failures of an earlier run)")
         if self.proxy is None:  # behind a gateway, as curl and pip do
@@ -109,8 +108,7 @@ class ImportConfig:
     overwrite: bool = overwrite_option("the results in --out")
 
     def __post_init__(self) -> None:
-        if self.resume and self.overwrite:
-            raise ValueError("give --resume or --overwrite, not both")
+        refuse_resume_with_overwrite(self.resume, self.overwrite, "--out")
         self.files = [Path(f) for f in self.files]
         self.out = Path(self.out)
         self.corpus = Path(self.corpus) if self.corpus is not None else None

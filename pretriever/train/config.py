@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import batch_size_option, option, overwrite_option, resume_option, seed_option
+from pretriever.config import (batch_size_option, option, overwrite_option, refuse_resume_with_overwrite,
+                               resume_option, seed_option)
 from pretriever.training import PRECISION_HELP, check_precision
 
 SIMILARITIES = ("cos", "dot")
@@ -236,8 +237,7 @@ class TrainConfig:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume continues the run in MODEL_DIR and --overwrite replaces it: pick one")
+        refuse_resume_with_overwrite(self.resume, self.overwrite, "MODEL_DIR")
 
     @property
     def source(self) -> str:
