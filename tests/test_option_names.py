@@ -114,7 +114,7 @@ def test_shared_fields_have_the_shared_flag_in_every_command():
                 seen[param.name].append(path)
     assert {"reader train", "train", "pretrain", "refine run"} <= set(seen["learning_rate"]), seen
     assert {"reader train", "pretrain"} <= set(seen["gradient_accumulation"]), seen  # train has none
-    assert {"reader train", "train", "generate"} <= set(seen["precision"]), seen
+    assert {"reader train", "train", "generate", "pretrain"} <= set(seen["precision"]), seen
 
 
 def test_reader_train_takes_lr_and_grad_accum(monkeypatch, tmp_path):
@@ -201,10 +201,12 @@ def test_resolve_precision():
 
 def test_every_stage_checks_precision_alike(tmp_path):
     from pretriever.generate.config import GenerateConfig
+    from pretriever.pretrain.config import PretrainConfig
     from pretriever.reader.config import ReaderConfig
     from pretriever.train.config import TrainConfig
 
     made = {"train": lambda p: TrainConfig(pairs=tmp_path, out=tmp_path / "m", precision=p),
+            "pretrain": lambda p: PretrainConfig(pairs=tmp_path, out=tmp_path / "p", precision=p),
             "reader": lambda p: ReaderConfig(data=tmp_path, out=tmp_path / "r", precision=p),
             "generate": lambda p: GenerateConfig(corpus=tmp_path, out=tmp_path / "q", model="t5", precision=p)}
     for stage, make in made.items():
@@ -213,9 +215,8 @@ def test_every_stage_checks_precision_alike(tmp_path):
         with pytest.raises(ValueError) as err:
             make("half")
         assert str(err.value) == "precision must be one of auto, fp32, fp16, bf16, got 'half'", stage
-    # the defaults: train stays fp32 (a default must not change results), reader and generate follow the device
-    assert [make("fp32").__class__.__dataclass_fields__["precision"].default for make in made.values()] == \
-        ["fp32", "auto", "auto"]
+    # one default everywhere: auto, fp32 on a CPU (nothing changes there), bf16 (else fp16) on a GPU
+    assert {make("fp32").__class__.__dataclass_fields__["precision"].default for make in made.values()} == {"auto"}
 
 
 # --- the options many stages share: declared once (pretriever.config), resolved once (resolve_device) ---

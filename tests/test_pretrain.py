@@ -792,3 +792,38 @@ def test_the_mlm_head_is_kept_beside_the_model_and_a_later_run_starts_from_it(ti
     dense = "predictions.transform.dense.weight"
     assert not torch.equal(head[dense], fresh.mlm_head.state_dict()[dense])  # trained, not drawn anew
     assert later.mlm_head.predictions.decoder.weight is later.encoder.get_input_embeddings().weight
+
+
+def test_mixed_precision_is_autocast_at_half_precision_and_scales_only_fp16():
+    from pretriever.pretrain.run import mixed_precision
+
+    off, none = mixed_precision("fp32", "cpu")
+    assert none is None and not off._enabled
+    bf16, none = mixed_precision("bf16", "cpu")
+    assert none is None and bf16._enabled and bf16.fast_dtype == torch.bfloat16
+    fp16, scaler = mixed_precision("fp16", "cpu")
+    assert fp16.fast_dtype == torch.float16 and isinstance(scaler, torch.amp.GradScaler)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_pretrain_at_half_precision_trains_and_resumes(tiny, scifact, tmp_path, precision):
+    """--precision on the CPU (what a GPU run does with its autocast and, for fp16, a scaled loss through
+    GradCache): the losses stay near the fp32 run's, the saved weights are fp32 and finite, and fp16's loss scale
+    is in the checkpoint, so a resumed run goes on with it."""
+    root, _, _ = scifact
+    options = dict(pairs=root / "pairs", objective="cocondenser", model=str(tiny), batch_size=4, max_steps=4,
+                   logging_steps=1, max_length=48, mini_batch_size=2, save_steps=2)
+    full = pretrain(PretrainConfig(out=tmp_path / "fp32", precision="fp32", **options))
+    half = pretrain(PretrainConfig(out=tmp_path / precision, precision=precision, **options))
+    report = json.loads((tmp_path / precision / "pretrain.json").read_text())
+    assert report["precision"] == precision and report["options"]["precision"] == precision
+    for a, b in zip(full.manifest["loss_curve"], half.manifest["loss_curve"]):
+        assert a["loss"] != b["loss"] and b["loss"] == pytest.approx(a["loss"], rel=0.05)
+    weights = load_file(tmp_path / precision / "model.safetensors")
+    assert all(w.dtype == torch.float32 and torch.isfinite(w).all() for w in weights.values())
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(PretrainConfig(out=tmp_path / "cut", precision=precision, **options), Interrupt(3, "pretraining"))
+    state = torch.load(tmp_path / "cut" / "checkpoints" / "step-2.pt", weights_only=True)
+    assert ("scaler" in state) == (precision == "fp16")
+    pretrain(PretrainConfig(out=tmp_path / "cut", precision=precision, resume=True, **options))
+    assert load_file(tmp_path / "cut" / "model.safetensors").keys() == weights.keys()

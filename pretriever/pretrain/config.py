@@ -15,6 +15,7 @@ from typing import Any
 
 from pretriever.config import (batch_size_option, device_option, option, overwrite_option,
                                refuse_resume_with_overwrite, resume_option, seed_option)
+from pretriever.training import PRECISION_HELP, check_precision
 from pretriever.train.config import POOLINGS, SIMILARITIES, parse_mix
 
 DECODERS = ("auto", "ar", "symmetric", "mlm")  # CoT-MAE's decoders (see pretrain/objectives/cotmae.py)
@@ -89,6 +90,7 @@ class PretrainConfig:
     gradient_accumulation: int = option(1, "Forward passes per optimizer step. It does not add in-batch negatives "
                                            "(each pass scores its own batch only; the papers' 2,048+ sequences share "
                                            "one batch: use --mini-batch-size), so the run warns.")
+    precision: str = option("auto", PRECISION_HELP + " fp16 scales the loss (torch.amp.GradScaler).")
     learning_rate: float = option(1e-4, "Peak learning rate of AdamW (coCondenser: 1e-4).")
     warmup_ratio: float = option(0.1, "Share of the steps with a linear warm-up; then linear decay to 0 (with "
                                       "--head-warmup-steps, within each of the two phases).")
@@ -141,6 +143,7 @@ class PretrainConfig:
         for name in ("mask_rate", "encoder_mask_rate", "decoder_mask_rate"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
+        self.precision = check_precision(self.precision)
         for name in ("max_steps", "mini_batch_size"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

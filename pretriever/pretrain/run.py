@@ -42,6 +42,7 @@ from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.heldout import heldout_mlm, heldout_texts
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
+from pretriever.training import resolve_precision
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 
@@ -273,7 +274,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                             "--batch-size with --mini-batch-size: GradCache)")
         log.warning(notes["warning"])
     encoder_params, optimizer, scheduler = make_optimizer(cfg, objective, total_steps, device)
-    trained = Trained(objective, optimizer, scheduler)
+    autocast, scaler = mixed_precision(resolve_precision(cfg.precision, device), device)
+    trained = Trained(objective, optimizer, scheduler, scaler)
     params = [p for group in optimizer.param_groups for p in group["params"]]
     if cfg.head_warmup_steps:
         notes["head_warmup"] = {"steps": min(cfg.head_warmup_steps, total_steps), "head_lr": cfg.head_lr,
@@ -293,8 +295,6 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         result.tokens_seen, result.held_out = state.get("tokens_seen", 0), state.get("held_out", [])
     else:
         torch.manual_seed(cfg.seed)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast(
-        "cpu", enabled=False)
     objective.train()
     sums: dict[str, float] = {}
     count = 0
@@ -310,12 +310,14 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                                    [pairs.methods[pairs.method[i]] for i in batch])
         inputs = {k: v.to(device) for k, v in inputs.items()}
         result.tokens_seen += int(inputs[objective.encoder_rows[1]].sum())
+        # fp16: the loss scaled by GradScaler's factor (a tensor, no host sync), unscaled before clipping
+        scale = (scaler.scale(torch.ones((), device=device)) if scaler else 1.0) / cfg.gradient_accumulation
         if cfg.mini_batch_size:
-            out = gradcache_step(objective, inputs, cfg.mini_batch_size, 1 / cfg.gradient_accumulation, autocast)
+            out = gradcache_step(objective, inputs, cfg.mini_batch_size, scale, autocast)
         else:
             with autocast:
                 out = objective(**inputs)
-            (out["loss"] / cfg.gradient_accumulation).backward()
+            (out["loss"] * scale).backward()
         for name, value in out.items():
             sums[name] = sums.get(name, 0.0) + float(value.detach())
         count += 1
@@ -323,8 +325,14 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         result.pairs_seen += len(batch)
         if micro % cfg.gradient_accumulation:
             continue
+        if scaler:
+            scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
+        if scaler:
+            scaler.step(optimizer)  # skipped when a gradient overflowed; the scale then shrinks
+            scaler.update()
+        else:
+            optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
@@ -359,6 +367,18 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     shutil.rmtree(cfg.out / INIT, ignore_errors=True)
     folder.seal()
     return result
+
+
+def mixed_precision(precision: str, device: str) -> tuple[Any, Any]:
+    """``torch.autocast`` for ``precision`` (fp32, fp16 or bf16) on ``device``, disabled at fp32, and a GradScaler
+    for fp16 (None otherwise): fp16's narrow range underflows small gradients unless the loss is scaled."""
+    import torch  # heavy
+
+    kind = torch.device(device).type
+    if precision == "fp32":
+        return torch.autocast(kind, enabled=False), None
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    return torch.autocast(kind, dtype=dtype), torch.amp.GradScaler(kind) if precision == "fp16" else None
 
 
 def make_optimizer(cfg: PretrainConfig, objective: Objective, total_steps: int, device: str):
@@ -447,12 +467,14 @@ class Trained:
     objective: Objective
     optimizer: Any
     scheduler: Any
+    scaler: Any = None  # fp16's GradScaler: its loss scale goes on where it was
 
     def state(self) -> dict[str, Any]:
         import torch  # heavy
 
         return {"model": self.objective.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state()}
+                "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state(),
+                **({"scaler": self.scaler.state_dict()} if self.scaler else {})}
 
     def restore(self, state: dict[str, Any]) -> None:
         import torch  # heavy
@@ -461,6 +483,8 @@ class Trained:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"])
+        if self.scaler and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
 
 
 def _save_checkpoint(cfg: PretrainConfig, trained: Trained, result: PretrainResult, *, step: int, micro: int,
@@ -499,6 +523,7 @@ def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, 
         "pairs_seen": result.pairs_seen,
         "tokens_seen": result.tokens_seen,
         "device": device,
+        "precision": resolve_precision(cfg.precision, device),
         "train_seconds": round(result.seconds, 2),
         "train_cpu_seconds": round(result.cpu_seconds, 2),
         "pairs_per_second": round(result.rate, 2),

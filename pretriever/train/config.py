@@ -157,7 +157,7 @@ class TrainConfig:
                              "layers")
     no_duplicates: bool = option(True, "Never put the same text twice in a batch (a duplicate would be a false "
                                        "in-batch negative).")
-    precision: str = option("fp32", PRECISION_HELP)
+    precision: str = option("auto", PRECISION_HELP)
     gather_across_devices: bool = option(False, "Multi-GPU: every device's passages are negatives for every query "
                                                 "(a global batch of batch size x GPUs).")
     dataloader_workers: int = option(0, "Processes that load batches (0: the training process itself).")
