@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pretriever.errors import ConfigError
 from pretriever.progress import Reporter
 
 
@@ -44,6 +45,19 @@ def resolve_precision(value: str, device: str | None) -> str:
     import torch  # lazily: torch is slow to import
 
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def trainer_precision(value: str) -> str:
+    """:func:`resolve_precision` for a stage that trains with the Hugging Face Trainer (train, reader), on the
+    device the Trainer picks; a ConfigError for fp16 or bf16 without a GPU, which the Trainer cannot run."""
+    from pretriever.models import resolve_device
+
+    device = resolve_device()
+    precision = resolve_precision(value, device)
+    if precision != "fp32" and not device.startswith("cuda"):
+        raise ConfigError(f"--precision {value}: the Hugging Face Trainer runs fp16 and bf16 on a GPU only, and this "
+                          f"machine has {device}; use --precision auto (fp32 here) or fp32")
+    return precision
 
 
 def checkpoints(folder: Path, prefix: str = "checkpoint-", suffix: str = "",

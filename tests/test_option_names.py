@@ -199,6 +199,19 @@ def test_resolve_precision():
         resolve_precision("fp8", "cpu")
 
 
+def test_half_precision_without_a_gpu_is_refused_before_the_trainer_starts(monkeypatch):
+    import pretriever.models
+    from pretriever.errors import ConfigError
+    from pretriever.training import trainer_precision
+
+    monkeypatch.setattr(pretriever.models, "resolve_device", lambda device=None: "cpu")
+    assert trainer_precision("auto") == trainer_precision("fp32") == "fp32"
+    for value in ("bf16", "fp16"):
+        with pytest.raises(ConfigError, match=f"--precision {value}: the Hugging Face Trainer runs fp16 and bf16 on "
+                                              "a GPU only, and this machine has cpu"):
+            trainer_precision(value)
+
+
 def test_every_stage_checks_precision_alike(tmp_path):
     from pretriever.generate.config import GenerateConfig
     from pretriever.pretrain.config import PretrainConfig

@@ -27,7 +27,7 @@ from typing import Any
 from pretriever.data.qa import guess_match_mode
 from pretriever.data.reading import load_reading_file
 from pretriever.io import write_json
-from pretriever.models import model_label, resolve_device
+from pretriever.models import model_label
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
@@ -37,7 +37,7 @@ from pretriever.reader.predict import Passage, Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, resolve_precision
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, trainer_precision
 
 CHECKPOINTS = "checkpoints"
 
@@ -214,7 +214,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         return evaluate_gold(Reader(model, tokenizer, cfg.read), dev, pool, cfg.passages, cfg.seed + 1, regex,
                              cfg.lenient_match)
 
-    precision = resolve_precision(cfg.precision, resolve_device())  # where the Trainer puts it
+    precision = trainer_precision(cfg.precision)
     args = _training_args(cfg, precision, evaluate=bool(dev))
     dataset = InstanceSet(train, pool, cfg.passages, cfg.seed)
     callbacks = [epoch_callback(dataset), progress_callback(report)]

@@ -34,7 +34,6 @@ from pretriever import __version__
 from pretriever.data import CorpusStore
 from pretriever.index import open_system
 from pretriever.io import atomic_path, write_json
-from pretriever.models import resolve_device
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
@@ -44,7 +43,7 @@ from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, resolve_precision
+from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, trainer_precision
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -223,7 +222,7 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
 
     warmup = ({"warmup_steps": cfg.warmup_ratio} if int(transformers.__version__.split(".")[0]) >= 5
               else {"warmup_ratio": cfg.warmup_ratio})
-    precision = resolve_precision(cfg.precision, resolve_device())  # where the Trainer puts it
+    precision = trainer_precision(cfg.precision)
     return SentenceTransformerTrainingArguments(
         output_dir=str(output_dir or cfg.out / CHECKPOINTS),
         num_train_epochs=cfg.epochs,
