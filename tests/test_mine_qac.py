@@ -30,9 +30,10 @@ from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import DPR_N_DOCS, PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
-from pretriever.mine.qac import (ModelError, answer_of, balance, build_triplet, content_words,  # noqa: E402
-                                 cut_blocks, entity_start, find_span, find_spans, fit_phrase, governing_noun, leaks,
-                                 load_ner, make_question, others_held, shared_words, supports, unresolved_pronoun)
+from pretriever.mine.qac import (ModelError, answer_of, asks_a_member, balance, bare_definites,  # noqa: E402
+                                 build_triplet, content_words, cut_blocks, entity_start, find_span, find_spans,
+                                 fit_phrase, governing_noun, leaks, load_ner, make_question, others_held, shared_words,
+                                 supports, unresolved_definite, unresolved_pronoun)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
@@ -190,16 +191,16 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 6 triplets and lacks the answer for 7
+    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 7
     ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 16,
-                  "answer_in_question": 2, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                  "context_unsupported": 2, "triplets": 48, "other_entity": 14, "block_choice_differs": 6,
+                  "answer_in_question": 4, "answer_span_not_found": 0, "answer_in_other_role": 0,
+                  "context_unsupported": 2, "triplets": 46, "other_entity": 14, "block_choice_differs": 5,
                   "question_block_lacks_answer": 7}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 12,
-                   "answer_in_question": 4, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                   "context_unsupported": 4, "triplets": 44, "other_entity": 14, "block_choice_differs": 5,
-                   "question_block_lacks_answer": 5}),
+    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 13,
+                   "answer_in_question": 5, "answer_span_not_found": 0, "answer_in_other_role": 0,
+                   "context_unsupported": 4, "triplets": 42, "other_entity": 14, "block_choice_differs": 4,
+                   "question_block_lacks_answer": 4}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -432,10 +433,20 @@ GRAMMAR_CASES = [
     ("From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by Illinois manufacturer R.S. Owens "
      "& Company.", "R.S. Owens & Company", "ORG", "which organization",
      "From 1983 to 2015, approximately 50 Oscars were made each year in Chicago by which Illinois manufacturer?"),
-    # a leading connective goes: the question stands alone
+    # a leading connective goes: the question stands alone; a non-restrictive relative clause or apposition of the
+    # entity would hang off the wh-phrase ("on what organization, which entered ..."): it goes where it ends the
+    # clause, else the entity is not asked (the blind judgement of 2026-11-28b)
     ("However, the First World War impacted financially on the Clarmac Company, which entered into liquidation in "
      "1915.", "the Clarmac Company", "ORG", "what organization",
-     "The First World War impacted financially on what organization, which entered into liquidation in 1915?"),
+     "The First World War impacted financially on what organization?"),
+    ('"These are the times that try men\'s souls," wrote Thomas Paine, who was with the army on the retreat.',
+     "Thomas Paine", "PERSON", "which person", '"These are the times that try men\'s souls," wrote which person?'),
+    ("According to a modern etymology, the name of Azerbaijan derives from that of Atropates, a Persian satrap under "
+     "the Achaemenid Empire, who was later reinstated as the satrap of Media under Alexander the Great.",
+     "Atropates", "PERSON", "which person",
+     "According to a modern etymology, the name of Azerbaijan derives from that of which person?"),
+    ('"Congo and Angola have agreed to suspend expulsions from both sides of the border," said Lambert Mende, DR '
+     'Congo information minister, in October 2009.', "Lambert Mende", "PERSON", "which person", None),  # mid-clause
 ]
 
 
@@ -501,7 +512,7 @@ PHRASE_CASES = [
     ("Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
      "the island of Utö, Sweden.", "Utö", "GPE", "ours", "what place",
      "Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
-     "the island of what place, Sweden?"),
+     "the island of what place?"),  # ", Sweden", an apposition of the entity, would hang off the wh-phrase
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "Alabama", "GPE", "ours", "where",
      "In 2011, 46.6% of what place's population younger than age 1 were minorities?"),
     # a person's title goes with the name; a name spaCy cut is not asked; a relative clause on "which" after a
@@ -691,8 +702,7 @@ def test_the_answer_is_the_thing_asked_for():
     doc = nlp(statement)
     got = build_triplet(statement, _entities(doc, "the Clarmac Company"), [block], 0, "k", doc=doc)
     assert (got.answer, got.answer_start) == ("Clarmac Company", block.index("Clarmac"))
-    assert got.question == ("The First World War impacted financially on what organization, which entered into "
-                            "liquidation in 1915?")
+    assert got.question == "The First World War impacted financially on what organization?"
     statement = ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta "
                  "(compared to $60,270 in Canada as a whole).")
     block = "Canada: $60,270. Alberta: $70,986. Ontario: $64,216."
@@ -772,6 +782,99 @@ def test_a_statement_with_an_unresolved_pronoun_is_not_asked(statement, pronoun)
     assert build_triplet(statement, ents, [statement], 0, "k") != "unresolved_pronoun"
 
 
+# the canned pages' blocks of the three failures of the blind judgement of 2026-11-28b
+CLARMAC_BLOCK = ("Companies (Consolidation) Act, 1908: The Clarmac Company Limited Notice is hereby given that at an "
+                 "Extraordinary General Meeting of the Clarmac Company Limited, held on the 21st day of October, 1915, "
+                 "the following Extraordinary Resolution was duly passed: That ... the Company be wound up "
+                 "voluntarily.")
+KODAK_BLOCK = ("Oscars' home renamed Dolby Theatre The Hollywood theater that has hosted the Academy Awards since 2002 "
+               "will now be called the Dolby Theatre. Dolby Laboratories signed a 20-year naming rights deal for the "
+               "venue formerly known as the Kodak Theatre, after Eastman Kodak filed for bankruptcy in January.")
+ALBANIA_BLOCK = ("Best in Travel 2011: top 10 countries Every year our authors and editors pick the destinations that "
+                 "we think deserve the spotlight. For 2011 the number one country on the list is Albania, a "
+                 "Mediterranean gem that has long been hidden behind the mountains of the Balkans. Go now, before "
+                 "everyone else does. Also on this year's list are Brazil, Canada, Greece and Morocco.")
+ALGERIA_BLOCK = ("Countries are placed within one of four types of regime: full democracies, flawed democracies, "
+                 "hybrid regimes and authoritarian regimes. In the Middle East and North Africa, Algeria is classified "
+                 "as an authoritarian regime, ranking 117th with an overall score of 3.83. Tunisia was the only "
+                 "country in the region to improve enough to be classified as a flawed democracy in the 2014 edition.")
+
+
+def test_an_aside_the_question_cut_ties_it_to_no_context():
+    """Round 2 of the blind judgement: "The First World War impacted financially on what organization, which entered
+    into liquidation in 1915?". The relative clause goes (above); what it said is no longer in the question, so the
+    context must name an entity the question still holds: the canned page names the company and 1915, not the war.
+    The year is asked instead, in the clause that holds it."""
+    statement = ("However, the First World War impacted financially on the Clarmac Company, which entered into "
+                 "liquidation in 1915.")
+    doc = load_ner("en_core_web_sm")(statement)
+    company = _entities(doc, "the First World War", "the Clarmac Company")
+    assert build_triplet(statement, company, [CLARMAC_BLOCK], 0, "k", min_other=1, doc=doc) == "context_unsupported"
+    war = "Shipping and the First World War ruined the Clarmac Company."
+    got = build_triplet(statement, company, [war], 0, "e", min_other=1, doc=doc)  # key "e": the company drawn
+    assert got.tries == 1 and (got.answer, got.question) == ("Clarmac Company",
+                                          "The First World War impacted financially on which organization?")
+    got = build_triplet(statement, _entities(doc, "the First World War", "the Clarmac Company", "1915"),
+                        [CLARMAC_BLOCK], 0, "k", min_other=1, doc=doc)
+    assert (got.answer, got.question) == ("1915", "The First World War impacted financially on the Clarmac Company, "
+                                                  "which entered into liquidation in what year?")
+
+
+@pytest.mark.parametrize("statement, definites", [
+    ("In 2002, the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the presentation.",
+     ["presentation"]),  # the presentation of the Academy Awards, the page's sentence before said
+    ("However, the First World War impacted financially on the Clarmac Company, which entered into liquidation in "
+     "1915.", []),  # "the Clarmac Company" is a name
+    ("The Economy of Angola is one of the fastest-growing economies in the world, with reported annual average GDP "
+     "growth of 11.1 percent for the period from 2001 to 2010.", []),  # one world; "the period from ..." is modified
+    ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
+     "largest ethnic group at the time.", []),  # "the time" after a date
+    ("In December 2011, Orson Welles' 1941 Oscar for Citizen Kane (Best Original Screenplay) was put up for auction, "
+     "after his heirs won a 2004 court decision contending that Welles did not sign any agreement to return the "
+     "statue to the Academy.", ["statue"]),
+])
+def test_bare_definites_are_those_the_statement_does_not_resolve(statement, definites):
+    assert [t.text for t in bare_definites(load_ner("en_core_web_sm")(statement))] == definites
+
+
+def test_a_bare_definite_no_context_names_is_not_asked():
+    """Round 2 of the blind judgement: "When did the Kodak Theatre (now known as the Dolby Theatre) become the current
+    venue of the presentation?": which presentation, neither the question nor its context says (the Academy Awards,
+    the page's sentence before). A block that names it answers; without the parse, as the paper, it is asked."""
+    statement = ("In 2002, the Kodak Theatre (now known as the Dolby Theatre) became the current venue of the "
+                 "presentation.")
+    doc = load_ner("en_core_web_sm")(statement)
+    year = _entities(doc, "2002")
+    assert unresolved_definite("When did ... the presentation?", bare_definites(doc), KODAK_BLOCK) == "the presentation"
+    assert build_triplet(statement, year, [KODAK_BLOCK], 0, "k", doc=doc) == "unresolved_definite"
+    named = KODAK_BLOCK + " The presentation of the Oscars moved there in 2002."
+    assert build_triplet(statement, year, [named], 0, "k", doc=doc).question == (
+        "When did the Kodak Theatre (now known as the Dolby Theatre) become the current venue of the presentation?")
+    assert build_triplet(statement, year, [KODAK_BLOCK], 0, "k").answer == "2002"
+
+
+def test_a_member_of_a_class_the_context_lists_others_of_is_not_asked():
+    """Round 2 of the blind judgement: "In 2011, what country was recommended as a top travel destination, by Lonely
+    Planet?": Albania, and the page's Brazil, Canada, Greece and Morocco. A question asking for one member of a class
+    ("a top travel destination") has no one answer where the context lists others of the answer's type; a context
+    naming one apart ("Tunisia was the only country ...") keeps it ("What country is an authoritarian regime ...",
+    judged a pass). Without the pipeline (nlp) the blocks are not read for it."""
+    nlp = load_ner("en_core_web_sm")
+    statement = "In 2011, Albania was recommended as a top travel destination, by Lonely Planet."
+    doc = nlp(statement)
+    albania, year = _entities(doc, "Albania"), _entities(doc, "2011")
+    assert asks_a_member(doc, *albania[0][2:]) and not asks_a_member(doc, *year[0][2:])
+    assert build_triplet(statement, albania, [ALBANIA_BLOCK], 0, "k", doc=doc, nlp=nlp) == "answer_not_unique"
+    assert build_triplet(statement, albania, [ALBANIA_BLOCK], 0, "k", doc=doc).answer == "Albania"
+    alone = ALBANIA_BLOCK.replace("Brazil, Canada, Greece and Morocco", "four others")
+    assert build_triplet(statement, albania, [alone], 0, "k", doc=doc, nlp=nlp).answer == "Albania"
+    algeria = "Algeria is an authoritarian regime, according to the Democracy Index 2014."
+    doc = nlp(algeria)
+    got = build_triplet(algeria, _entities(doc, "Algeria"), [ALGERIA_BLOCK], 0, "k", doc=doc, nlp=nlp)
+    assert asks_a_member(doc, 0, 7) and got.question == (
+        "What country is an authoritarian regime, according to the Democracy Index 2014?")
+
+
 def test_grammar_cases_are_real_statements_of_the_sample(enwiki_store):
     statements = set(pq.read_table(enwiki_store.path / "citations", columns=["statement"]).column(0).to_pylist())
     assert len(GRAMMAR_CASES) >= 20
@@ -791,7 +894,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 7
+    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 8
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -803,20 +906,23 @@ def test_funnel_counts_are_exact(mined, refs):
 # recorded 531 such deaths"); no entity in "Several of these students would found their own styles of aikido."; no
 # entity in the block for the Alaska sentence (50.7%, Alaska, two, non-Hispanic: none on the Plain Dealer page) and
 # "Morihei Ueshiba's" (the page: "Morihei Ueshiba, later"); answer in the question: "Shodokan aikido, however, was
-# controversial, ... contrary to the spirit of aikido" (its only entity). No Table 5 phrase fits (table5, the
+# controversial, ... contrary to the spirit of aikido" (its only entity), and "In 2002, the Kodak Theatre (now known
+# as the Dolby Theatre) became ..." (the theatres name each other; its year is no question: no block names "the
+# presentation", unresolved_definite). No Table 5 phrase fits (table5, the
 # default) any entity of 4: "Animalia a 1987 Picture Book", "or 2.2 years, in space", "celebrating 80 years", "(Mercè
 # Pons)"; "the 2006 census" gives its "$70,986" instead; and no question reads for any of 4 whose entities are items
 # of a list or stand in one of coordinated phrases: "included Anselme Bellegarrigue, Ernest Coeurderoy, ...",
 # "Victoria, Queen of Canada, and Albert, Prince Consort", "was published during 1963, underwent a major revision
 # during 1967, and ...", "have their own headquarters ... in Japan, and have ...". Context unsupported: the Alabama
-# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 24 give
-# triplets, no two the same; 7 of them by another entity than the sampled one, which had no fitting phrase ("15
-# continental states": Kenji Tomiki is asked).
+# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 23 give
+# triplets, no two the same; 8 of them by another entity than the sampled one, which had no fitting phrase ("15
+# continental states": Kenji Tomiki is asked), or whose page lists others of its kind (Albania, answer_not_unique:
+# its year is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                    "no_reference_text": 7779, "unresolved_pronoun": 6, "no_entity": 1, "no_entity_in_block": 2,
-                   "no_fitting_phrase": 8, "answer_in_question": 1, "answer_span_not_found": 0,
-                   "answer_in_other_role": 0, "context_unsupported": 1, "triplets": 24, "duplicate": 0,
-                   "candidates": 24}
+                   "no_fitting_phrase": 8, "answer_in_question": 2, "answer_span_not_found": 0,
+                   "answer_in_other_role": 0, "context_unsupported": 1, "unresolved_definite": 0,
+                   "answer_not_unique": 0, "triplets": 23, "duplicate": 0, "candidates": 23}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -861,8 +967,8 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '
          'largest ethnic group at the time?'),
     '738|336|http://www.lonelyplanet.com/albania/travel-tips-and-articles/76164':
-        ('Albania', 'GPE',
-         'In 2011, what country was recommended as a top travel destination, by Lonely Planet?'),
+        ('2011', 'DATE',  # not "what country": the page also lists Brazil, Canada, Greece and Morocco
+         'When was Albania recommended as a top travel destination, by Lonely Planet?'),
     '738|450|http://www.gallup.com/poll/128210/Gallup-Global-Reports.aspx':
         ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number; the second clause goes
          'According to a 2010 survey, religion today plays an important role in the lives of what percent of '
@@ -888,8 +994,10 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
          'performing opposite a human actor"?'),
     '657|106|http://www.london-gazette.co.uk/issues/29340/pages/10568':
-        ('Clarmac Company', 'ORG',  # "The Clarmac Company" and a leading "However,"
-         'The First World War impacted financially on what organization, which entered into liquidation in 1915?'),
+        ('1915', 'DATE',  # a leading "However," goes; the company, its relative clause cut, names no entity of the
+         # page (the war): its year is asked
+         'The First World War impacted financially on the Clarmac Company, which entered into liquidation in what '
+         'year?'),
     '717|194|http://www12.statcan.ca/english/census06/data/highlights/income/pages/Page.cfm?Lang=E&Geo=PR&Code=01&Table=5&Data1=1&Data2=1&StartRec=1&Sort=2&Display=Page':
         ('$70,986', 'MONEY',  # the "$" was dropped
          'According to the 2006 census, the median annual family income after taxes was how much money in Alberta '
@@ -962,7 +1070,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     report = result.manifest["methods"]["qac"]
     # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
     # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
-    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 27}
+    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 26}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
     assert len(unanswered) == 3 and len(rows) == len(triplets) + 3
@@ -1142,7 +1250,8 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                 "no_reference_text": 7822, "no_linked_passage": 7775, "unresolved_pronoun": 13, "no_entity": 2,
                 "no_entity_in_block": 9, "no_fitting_phrase": 10, "answer_in_question": 3, "answer_span_not_found": 1,
-                "answer_in_other_role": 2, "context_unsupported": 3, "answer_is_context_title": 3, "triplets": 1,
+                "answer_in_other_role": 2, "context_unsupported": 3, "unresolved_definite": 0, "answer_not_unique": 0,
+                "answer_is_context_title": 3, "triplets": 1,
                 "duplicate": 0, "candidates": 1}
 
 

@@ -139,11 +139,13 @@ class MineConfig:
                   "a noun phrase (\"during what year\", \"in what place\"), a name after a common noun is asked by "
                   "it (\"Which 2015 Japanese film\"), the predicate of \"be\" is fronted (\"Who was the first "
                   "...\"), and the question ends with the entity's clause (an independent clause after \";\" or "
-                  "\", and\" goes); an entity in a list or one of coordinated phrases, or in such a later clause, is "
+                  "\", and\" goes, as does a relative clause or apposition after the entity set off by a comma); "
+                  "an entity in a list or one of coordinated phrases, or in such a later clause, is "
                   f"not asked (no_fitting_phrase). ours (not the paper's): Table 5 plus {OURS_NOTE}.")
     min_other_entities: int = option(
-        1, "QAC (ours): a block is a context only when it names at least this many of the statement's other "
-           "entities besides the answer (all of them when it has fewer; 0: off); else context_unsupported. 1, "
+        1, "QAC (ours): a block is a context only when it names at least this many of the other entities the "
+           "question holds besides the answer (all of them when it has fewer; 0: off; an entity of a clause or an "
+           "aside the question cut does not count); else context_unsupported. 1, "
            "chosen on the canned reference pages: the one context naming none (an Alabama page for \"As of 2011, "
            "50.7% of Alaska's population ...\") did not answer its question; every other context named one.")
     how_many: bool = option(False, "Deprecated: --phrases ours (which gives a CARDINAL \"how many\", and more).")

@@ -188,7 +188,7 @@ def clause_root(span, upto: int | None = None):
 _CLAUSE_SUBJECTS = ("nsubj", "nsubjpass", "expl")
 
 
-def asked_clause(doc, start: int, end: int, person: bool = False) -> tuple[int | None, int] | None:
+def asked_clause(doc, start: int, end: int) -> tuple[int | None, int] | None:
     """Where the question for the entity at ``statement[start:end]`` ends: (the token the clause that holds it ends
     before, its character offset), (None, the statement's length) when that is the whole statement, None when the
     entity is not asked.
@@ -196,10 +196,11 @@ def asked_clause(doc, start: int, end: int, person: bool = False) -> tuple[int |
     A question is one clause: the independent clauses after the entity's go ("ABC ... took over broadcast duties in
     1976 ...; its current contract with the Academy runs through 2020", "... in the lives of only 39% of
     Albanians, and Albania is ranked among ...": after ";", or a coordinated verb with its own subject); an entity
-    in such a later clause is not asked (it would open on what the clause before said). With ``person`` (a person's
-    wh-phrase), a relative clause on "which" after it says something of the whole clause, not of the person ("led
-    by Colonel Surat Huseynov, which resulted in the rise ..."): asked, the relative clause would attach to the
-    wh-phrase, so it goes when it ends the clause, else the entity is not asked."""
+    in such a later clause is not asked (it would open on what the clause before said). A non-restrictive modifier
+    of the entity (:func:`aside`: ", which entered into liquidation in 1915", ", a French astronaut") would hang
+    off the wh-phrase ("impacted financially on what organization, which entered ..."), which no one asks: it goes
+    when it ends the clause, else the entity is not asked. What it said is then no longer in the question: the
+    context must still name an entity the question holds (:func:`pretriever.mine.qac.build_triplet`)."""
     span = doc.char_span(start, end, alignment_mode="expand")
     if span is None or len(span) == 0:
         return None
@@ -215,19 +216,27 @@ def asked_clause(doc, start: int, end: int, person: bool = False) -> tuple[int |
     upto = min((b for b in bounds if b > sent.start), default=None)
     if upto is not None and span.start >= upto:
         return None
-    if person:
-        for relative in (c for c in span.root.children if c.dep_ == "relcl" and c.i >= span.end):
-            opening = doc[relative.left_edge.i]
-            if opening.lower_ != "which" or doc[opening.i - 1].text != ",":
-                continue
-            if any(not t.is_punct for t in doc[relative.right_edge.i + 1:upto if upto is not None else sent.end]):
-                return None  # the relative clause is mid-clause: cut, the rest would not join
-            upto = opening.i - 1
+    for modifier in aside(span, upto):
+        if any(not t.is_punct for t in doc[modifier.right_edge.i + 1:upto if upto is not None else sent.end]):
+            return None  # mid-clause: cut, the rest would not join
+        upto = modifier.left_edge.i - 1
     if upto is None:
         return None, len(doc.text)
     if clause_root(span, upto) is None:
         return None
     return upto, doc[upto].idx
+
+
+def aside(span, upto: int | None = None) -> list:
+    """The non-restrictive modifiers of the entity ``span`` after it, before ``upto``: a relative clause (``relcl``)
+    or an apposition (``appos``) set off by a comma ("the Clarmac Company, which entered into liquidation in 1915",
+    "Patrick Baudry, a French astronaut"). An apposition with a coordination in it is a list's items
+    (:func:`in_coordination`), not an aside."""
+    doc = span.doc
+    limit = upto if upto is not None else span.sent.end
+    return [c for c in span.root.children
+            if c.dep_ in ("relcl", "appos") and span.end < c.left_edge.i < limit and doc[c.left_edge.i - 1].text == ","
+            and not (c.dep_ == "appos" and any(t.dep_ in ("conj", "cc") for t in c.subtree))]
 
 
 def in_coordination(doc, start: int, end: int, upto: int | None = None) -> bool:

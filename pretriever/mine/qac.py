@@ -27,7 +27,13 @@ Steps, each a pure function here so they can be tested and benchmarked alone:
    picks it with the statement before the entities instead (see :func:`build_triplet`);
 6. :func:`find_spans` - the answer's character offsets in the block (word-bounded, case-insensitive); with the
    parse, the first occurrence whose sentence names the noun the answer complements in the statement
-   (:func:`governing_noun`, :func:`in_role`: "Queen of Canada" is not answered by "Governor General of Canada").
+   (:func:`governing_noun`, :func:`in_role`: "Queen of Canada" is not answered by "Governor General of Canada");
+7. with the parse, the block must name another entity the question still holds (:func:`others_held`; an aside
+   the question cut, :func:`pretriever.mine.order.aside`, holds none), the noun of a bare "the NOUN" the question
+   holds (:func:`bare_definites`, :func:`unresolved_definite`), and, where the question asks for a member of a
+   class (:func:`asks_a_member`: "what country was recommended as a top travel destination"), no list of other
+   entities of the answer's type (:func:`listed_alike`): the question must stand alone with its context and have
+   one answer there (ours).
 
 Example::
 
@@ -501,7 +507,7 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
     entity = statement[start:end]
     upto = None
     if doc is not None:
-        clause = asked_clause(doc, start, end, person=any(p in PERSON_PHRASES for p in (phrase, *alternatives)))
+        clause = asked_clause(doc, start, end)
         if clause is None or in_coordination(doc, start, end, clause[0]):
             return None
         upto, stop = clause
@@ -599,6 +605,87 @@ def others_held(others: Sequence[Entity], answer: str, block: str) -> tuple[int,
     return sum(f" {n} " in norm for n in names), len(names)
 
 
+# nouns that name one thing for everyone: "the world" needs no sentence before it
+UNIQUE_NOUNS = frozenset({"world", "universe", "internet", "public", "past", "future"})
+# nouns of a time, which a date before them in the statement resolves: "In the 1980 census, ... at the time"
+TIME_WORDS = frozenset({"time", "period", "year", "day", "month", "era", "decade", "century", "season"})
+
+
+def bare_definites(doc) -> list:
+    """The bare definite noun phrases of the statement (``doc``, spaCy's parse): "the" and a common noun with no
+    other word ("the presentation" in "became the current venue of the presentation"), outside an entity, whose
+    noun the statement has not named before ("the Clarmac Company ... the company" is resolved), less
+    :data:`UNIQUE_NOUNS` and a noun of :data:`TIME_WORDS` after a date ("In the 1980 census, ... at the time").
+    Such a phrase points back to a sentence before the statement (there, the Academy Awards' presentation): the
+    question needs a context that names it (:func:`unresolved_definite`)."""
+    found = []
+    for tok in doc:
+        if tok.tag_ not in ("NN", "NNS") or tok.ent_type_ or tok.lower_ in UNIQUE_NOUNS:
+            continue
+        words = list(tok.children)
+        dated = tok.lemma_.lower() in TIME_WORDS and any(t.ent_type_ in ("DATE", "TIME") for t in doc[:tok.i])
+        if (len(words) == 1 and words[0].lower_ == "the" and words[0].i == tok.i - 1 and not dated
+                and not any(t.lemma_ == tok.lemma_ for t in doc[:tok.i - 1])):
+            found.append(tok)
+    return found
+
+
+def unresolved_definite(question: str, definites: Sequence, block: str) -> str | None:
+    """The first of ``definites`` (:func:`bare_definites`) that the question still holds and the ``block`` does not
+    name (its noun or lemma, word-bounded, a plural "s" allowed), as "the NOUN", or None. Its reader has the
+    question and the block, not the page before the statement: "When did the Kodak Theatre become the current
+    venue of the presentation?" asks about a presentation neither names. The page's title is no help: the reader
+    does not see it."""
+    for tok in definites:
+        phrase = f"the {tok.text}"
+        if re.search(rf"(?i)(?<!\w){re.escape(phrase)}(?!\w)", question) is None:
+            continue
+        forms = "|".join(re.escape(f) for f in {tok.lower_, tok.lemma_.lower()})
+        if re.search(rf"(?i)(?<!\w)(?:{forms})(?:e?s)?(?!\w)", block) is None:
+            return phrase
+    return None
+
+
+def _indefinite(tok) -> bool:
+    """Whether the noun phrase of ``tok`` names one of a kind: "a top travel destination", "one of the ..."."""
+    return (any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in tok.children)
+            or (tok.lower_ == "one" and any(c.dep_ == "prep" and c.lower_ == "of" for c in tok.children)))
+
+
+def asks_a_member(doc, start: int, end: int) -> bool:
+    """Whether the entity at ``statement[start:end]`` is the subject or object of a verb that predicates an
+    indefinite noun phrase of it (:func:`_indefinite`): "Albania was recommended as a top travel destination",
+    "Algeria is an authoritarian regime". Its question asks for one member of a class ("what country was
+    recommended as a top travel destination"); it has one answer only where the context names no other
+    (:func:`listed_alike`)."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0 or span.root.dep_ not in ("nsubj", "nsubjpass", "dobj"):
+        return False
+    verb = span.root.head
+    # with an object, an "as" phrase says what the object is: "Lonely Planet recommended Albania as a ..."
+    as_ok = span.root.dep_ == "dobj" or not any(c.dep_ == "dobj" for c in verb.children)
+    predicates = [c for c in verb.children if c.dep_ in ("attr", "oprd") and span.root.dep_ != "dobj"]
+    predicates += [g for c in verb.children if as_ok and c.dep_ == "prep" and c.lower_ == "as"
+                   for g in c.children if g.dep_ == "pobj"]
+    return any(_indefinite(p) for p in predicates)
+
+
+_LIST_GLUE = re.compile(r"\s*,?\s*(?:and|or)\s+")  # "Greece and Morocco", "Greece, and Morocco"
+
+
+def listed_alike(block_doc, label: str) -> bool:
+    """Whether the block (``block_doc``, parsed by the statement's pipeline) lists entities of type ``label``: two
+    of them with nothing but "and" or "or" between, a comma before it allowed ("Also on this year's list are
+    Brazil, Canada, Greece and Morocco"; a comma alone is none: "In the Middle East and North Africa, Algeria is
+    ..."). Where the question asks for a member of a class (:func:`asks_a_member`), the items of such a list
+    are as likely members as the answer, which is then not the one answer ("what country was recommended as a top
+    travel destination": Albania, and Brazil ...). Entities of the type standing apart ("Tunisia was the only
+    country ... a flawed democracy") do not count: a context names many dates and places."""
+    ents = [e for e in block_doc.ents if e.label_ == label]
+    text = block_doc.text
+    return any(_LIST_GLUE.fullmatch(text[a.end_char:b.start_char]) is not None for a, b in zip(ents, ents[1:]))
+
+
 @dataclass
 class Triplet:
     question: str
@@ -618,7 +705,7 @@ class Triplet:
 def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[str], seed: int,
                   key: str, mentioning: bool = False, phrases: str = "table5", block_query: str = "question",
                   accept: Callable[[int, str], str | None] | None = None, min_other: int = 0,
-                  doc=None) -> Triplet | str:
+                  doc=None, nlp: Callable | None = None) -> Triplet | str:
     """The triplet for one statement and its context blocks, or the name of the filter that dropped it.
 
     ``block_query="question"`` (C-MORE section 3.1): the statement's entities that occur in the context
@@ -638,8 +725,13 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     ``answer_span_not_found`` (no word-bounded occurrence), ``answer_in_other_role`` (with ``doc``, no occurrence
     whose sentence names the noun the answer complements in the statement: :func:`in_role`),
     ``context_unsupported`` (each block holding the
-    answer holds fewer than ``min_other`` of the statement's other entities, or fewer than all of them when it
-    has fewer: :func:`others_held`). The entity is sampled (seeded); when it fails a filter, the statement's
+    answer holds fewer than ``min_other`` of the other entities the question holds, or fewer than all of them when
+    it has fewer: :func:`others_held`; one the question cut, with a later clause or an aside, ties it to nothing),
+    ``unresolved_definite`` (with ``doc``, the question holds a bare "the NOUN" that no block holding the answer
+    names: :func:`unresolved_definite`), ``answer_not_unique`` (with ``doc`` and ``nlp``, the pipeline that parsed
+    it: the question asks for a member of a class, :func:`asks_a_member`, and each block holding the answer lists
+    entities of its type, :func:`listed_alike`). The entity is sampled (seeded); when it fails a filter, the
+    statement's
     other entities are tried in order before the citation is dropped, and the reason given is the
     sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
     entities compete. ``accept(block index, answer)`` may refuse a block by naming a filter (the links
@@ -666,6 +758,8 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     if not kept:
         return "no_entity_in_block"
     first = pick(kept, seed, "qac-answer", key)
+    definites = bare_definites(doc) if doc is not None else []
+    parsed: dict[int, object] = {}  # the blocks parsed for answer_not_unique
     reason = None
     for tries, (_, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
         asked = entity_start(statement, start, label)  # the question replaces the entity with its currency sign
@@ -683,7 +777,10 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             reason = reason or "no_fitting_phrase"
             continue
         question, phrase = composed
-        others = [e for e in entities if e[3] <= start or e[2] >= end]
+        # the statement's other entities that the question holds: none of a later clause or an aside it cut
+        stop = asked_clause(doc, asked, end)[1] if doc is not None else len(statement)
+        others = [e for e in entities if (e[3] <= start or e[2] >= end) and e[3] <= stop]
+        member = doc is not None and nlp is not None and asks_a_member(doc, start, end)
         role = governing_noun(doc, start, end) if doc is not None else ()
         by_question = ranker.ranking(question)
         order = by_question if block_query == "question" else by_statement[:1]
@@ -700,6 +797,12 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
             if why is None and min_other > 0:
                 held, named = others_held(others, answer, texts[j])
                 why = "context_unsupported" if held < min(min_other, named) else None
+            if why is None and unresolved_definite(question, definites, texts[j]) is not None:
+                why = "unresolved_definite"
+            if why is None and member:
+                if j not in parsed:
+                    parsed[j] = nlp(texts[j])
+                why = "answer_not_unique" if listed_alike(parsed[j], label) else None
             if why is None:
                 found = (j, span)
                 break

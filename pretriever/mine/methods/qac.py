@@ -12,7 +12,10 @@ also occurs in the page is sampled (seeded) and replaced in the statement by an 
 (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`), in the order a person would ask it
 (:func:`pretriever.mine.qac.make_question`); the answer must stand in the page where the noun it complements in
 the statement does (``answer_in_other_role``);
-a block must name one of the statement's other entities (``--min-other-entities``, ours); BM25 with that
+a block must name one of the other entities the question holds (``--min-other-entities``, ours), the noun of a
+bare "the NOUN" it holds (``unresolved_definite``), and, for a question asking for a member of a class ("what
+country was recommended as a top travel destination"), no list of others of the answer's type
+(``answer_not_unique``; :func:`pretriever.mine.qac.build_triplet`); BM25 with that
 question picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that
 question, positive = the block, answer = the entity with its offsets in the block. With several sizes the filter counts
 and triplets are per citation and size.
@@ -68,7 +71,8 @@ TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.
 KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
 FILTERS = ("unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question",
-           "answer_span_not_found", "answer_in_other_role", "context_unsupported", "answer_is_context_title")
+           "answer_span_not_found", "answer_in_other_role", "context_unsupported", "unresolved_definite",
+           "answer_not_unique", "answer_is_context_title")
 LINKS_ONLY = ("no_linked_passage", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
@@ -85,7 +89,7 @@ UNANSWERED = ("no_entity", "no_entity_in_block")
 FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
           "no_linked_passage", "unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase",
           "answer_in_question", "answer_span_not_found", "answer_in_other_role", "context_unsupported",
-          "answer_is_context_title", "triplets", "duplicate", "candidates")
+          "unresolved_definite", "answer_not_unique", "answer_is_context_title", "triplets", "duplicate", "candidates")
 
 
 @register
@@ -332,7 +336,7 @@ class QAC(Method):
                                                                      cfg.min_shared_share)
             result = build_triplet(first["statement"], entities, blocks, ctx.seed, choice, mentioning=mentioning,
                                    phrases=cfg.phrases, block_query=cfg.block_query, accept=accept,
-                                   min_other=cfg.min_other_entities, doc=doc)
+                                   min_other=cfg.min_other_entities, doc=doc, nlp=load_ner(cfg.ner_model))
             if isinstance(result, Triplet):
                 self.counts["other_entity"] += result.tries > 1
                 self.counts["block_choice_differs"] += result.question_block != result.statement_block
