@@ -8,7 +8,7 @@ them; `pretriever mine store --method qac --references refs --context links` wit
 --phrases ours --out qac-ours, with --min-shared-share 0 --out links0-table5 / links0-ours, and on commit 4d15036
 --out qac-before):
 
-    python bench/judge_qac_2026-11-27b.py bench/qac_judged_2026-11-27b.jsonl
+    python bench/records/judge_qac_2026-11-27b.py bench/records/qac_judged_2026-11-27b.jsonl
 """
 import random
 import sys

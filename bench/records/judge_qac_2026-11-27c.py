@@ -9,7 +9,7 @@ Run in a folder holding the mined outputs (store and refs as bench/exp_reader_qa
 `pretriever mine store --method qac --references refs --context links --out qac-table5`, and with
 --phrases ours --out qac-ours):
 
-    python bench/judge_qac_2026-11-27c.py bench/qac_judged_2026-11-27c.jsonl
+    python bench/records/judge_qac_2026-11-27c.py bench/records/qac_judged_2026-11-27c.jsonl
 """
 import sys
 from pathlib import Path
