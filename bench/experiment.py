@@ -571,26 +571,13 @@ def print_finished(work: Work, units: list[tuple[str, Any]]) -> None:
 
 
 def smoke_data(folder: Path, source: Path = SCIFACT, n_test: int = 6, n_train: int = 12, n_docs: int = 60) -> Path:
-    """A tiny BEIR folder with test and train judgments: the first claims of each split and their abstracts, then
-    other abstracts up to ``n_docs``."""
+    """A tiny BEIR folder with test and train judgments (:func:`pretriever.testing.beir_subset`): the first claims
+    of each split and their abstracts, then other abstracts up to ``n_docs``."""
+    from pretriever.testing import beir_subset
+
     if (folder / "corpus.jsonl").exists():
         return folder
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    judged, keep = {}, set()
-    for split, n in (("test", n_test), ("train", n_train)):
-        lines = (source / "qrels" / f"{split}.tsv").read_text().splitlines()
-        wanted = list(dict.fromkeys(line.split("\t")[0] for line in lines[1:]))[:n]
-        judged[split] = [lines[0], *(line for line in lines[1:] if line.split("\t")[0] in wanted)]
-        keep |= set(wanted)
-    needed = {line.split("\t")[1] for rows in judged.values() for line in rows[1:]}
-    docs = [d for d in map(json.loads, (source / "corpus.jsonl").open())]
-    docs = [d for d in docs if d["_id"] in needed] + [d for d in docs if d["_id"] not in needed][:n_docs - len(needed)]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (folder / "queries.jsonl").write_text("".join(line + "\n" for line in (source / "queries.jsonl").read_text()
-                                                  .splitlines() if json.loads(line)["_id"] in keep))
-    for split, rows in judged.items():
-        (folder / "qrels" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-    return folder
+    return beir_subset(folder, source, n_docs=n_docs, splits={"test": n_test, "train": n_train})
 
 
 def stop(signum: int, frame: Any) -> None:

@@ -45,15 +45,20 @@ def random_t5(path: Path, seed: int = 0, d_model: int = 32, d_kv: int = 8, d_ff:
     return path
 
 
-def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6) -> Path:
-    """A BEIR folder: the documents judged for the first ``n_queries`` test queries of ``source``, then others
-    up to ``n_docs`` in corpus order, with those queries and their judgements (split test)."""
+def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6,
+                splits: dict[str, int] | None = None) -> Path:
+    """A BEIR folder: the documents judged for the first ``n_queries`` test queries of ``source`` (or the first
+    ``splits[split]`` queries of each split named), then others up to ``n_docs`` in corpus order, with those
+    queries and their judgements."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "qrels").mkdir(exist_ok=True)
-    qrels = [line.split("\t") for line in (source / "qrels" / "test.tsv").read_text().splitlines()[1:]]
-    wanted = list(dict.fromkeys(q[0] for q in qrels))[:n_queries]
-    judged = [q for q in qrels if q[0] in wanted]
-    needed = {q[1] for q in judged}
+    judged: dict[str, list[list[str]]] = {}
+    for split, n in (splits or {"test": n_queries}).items():
+        qrels = [line.split("\t") for line in (source / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]]
+        wanted = list(dict.fromkeys(q[0] for q in qrels))[:n]
+        judged[split] = [q for q in qrels if q[0] in wanted]
+    asked = {q[0] for rows in judged.values() for q in rows}
+    needed = {q[1] for rows in judged.values() for q in rows}
     docs = []
     with (source / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
@@ -62,10 +67,11 @@ def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6
                 docs.append(doc)
     queries = [json.loads(line) for line in (source / "queries.jsonl").read_text().splitlines()]
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in wanted),
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in asked),
                                           encoding="utf-8")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        "\t".join(q) + "\n" for q in judged), encoding="utf-8")
+    for split, rows in judged.items():
+        (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+            "\t".join(q) + "\n" for q in rows), encoding="utf-8")
     return folder
 
 
