@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pretriever import models
 from pretriever.errors import ConfigError
 from pretriever.progress import Reporter
 
@@ -50,9 +51,7 @@ def resolve_precision(value: str, device: str | None) -> str:
 def trainer_precision(value: str) -> str:
     """:func:`resolve_precision` for a stage that trains with the Hugging Face Trainer (train, reader), on the
     device the Trainer picks; a ConfigError for fp16 or bf16 without a GPU, which the Trainer cannot run."""
-    from pretriever.models import resolve_device
-
-    device = resolve_device()
+    device = models.resolve_device()  # through the module: a test can replace it
     precision = resolve_precision(value, device)
     if precision != "fp32" and not device.startswith("cuda"):
         raise ConfigError(f"--precision {value}: the Hugging Face Trainer runs fp16 and bf16 on a GPU only, and this "

@@ -22,14 +22,14 @@ from typing import Any
 
 from pretriever import __version__
 from pretriever.corpus.config import CorpusConfig
-from pretriever.corpus.engine import BuildEngine, LocalEngine
+from pretriever.corpus.engine import BuildEngine, LocalBuildEngine
 from pretriever.corpus.finalize import finalize_store
 from pretriever.corpus.formats import detect_format
 from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, resolve_input
 from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import CHUNK_TABLES, STORE_TABLES
 from pretriever.corpus.segment import SegmentOptions
-from pretriever.corpus.spark import SparkEngine
+from pretriever.corpus.spark import SparkBuildEngine
 from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
@@ -73,9 +73,9 @@ def run(cfg: CorpusConfig, report: Reporter = QUIET, spark_session: Any = None) 
 def open_engine(cfg: CorpusConfig, fmt: InputFormat, spark_session: Any = None) -> BuildEngine:
     """The engine ``cfg.engine`` names, after it has checked that it can read ``fmt``'s input."""
     if cfg.engine == "spark":
-        SparkEngine.check_input(fmt)  # before a Spark session is started for nothing
-        return SparkEngine(cfg.workers, cfg.spark_master, spark_session)
-    return LocalEngine(cfg.workers)
+        SparkBuildEngine.check_input(fmt)  # before a Spark session is started for nothing
+        return SparkBuildEngine(cfg.workers, cfg.spark_master, spark_session)
+    return LocalBuildEngine(cfg.workers)
 
 
 def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: SegmentOptions, engine: BuildEngine,

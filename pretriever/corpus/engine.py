@@ -5,7 +5,7 @@ An engine does the two phases' legwork and nothing else. *Parse*: run
 Spark tasks). *Finalize*: run the Ibis expressions of :mod:`pretriever.corpus.finalize`
 and hand their rows, in a fixed order, to pyarrow's writer
 (:class:`~pretriever.io.ParquetBatchWriter`), so a store's bytes do not depend on the
-engine that built it. :class:`LocalEngine` is here; the Spark engine is in
+engine that built it. :class:`LocalBuildEngine` is here; the Spark engine is in
 :mod:`pretriever.corpus.spark`.
 """
 
@@ -85,7 +85,7 @@ class BuildEngine:
         """Let go of processes, connections and sessions this engine started."""
 
 
-class LocalEngine(BuildEngine):
+class LocalBuildEngine(BuildEngine):
     """This machine: ``workers`` processes parse, DuckDB (out of core, spilling to ``_work/duckdb``) finalizes."""
 
     name = "local"

@@ -49,7 +49,7 @@ class SparkJobError(PretrieverError):
     """A Spark job failed for a reason other than the input (lost executors, out of memory, ...)."""
 
 
-class SparkEngine(BuildEngine):
+class SparkBuildEngine(BuildEngine):
     """Spark tasks parse, Spark SQL finalizes (through Ibis); a session is started unless one is lent."""
 
     name = "spark"

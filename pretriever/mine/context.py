@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from pretriever.data import generated_queries_path
 from pretriever.mine.config import MineConfig
-from pretriever.mine.engine import Engine, Part, part_key, word_count
+from pretriever.mine.engine import MineEngine, Part, part_key, word_count
 from pretriever.mine.schema import CANDIDATE
 
 
 class MineContext:
-    def __init__(self, engine: Engine, config: MineConfig):
+    def __init__(self, engine: MineEngine, config: MineConfig):
         self.engine = engine
         self.config = config
         self.seed = config.seed
@@ -152,7 +152,7 @@ class MineContext:
     @cached_property
     def parts(self) -> int:
         """How many parts DL's and CM's joins of a query's links with a positive's run in (``--parts``, or as
-        many as the engine's memory needs for the links that can give a query: :meth:`Engine.parts_for`)."""
+        many as the engine's memory needs for the links that can give a query: :meth:`MineEngine.parts_for`)."""
         if self.config.parts:
             return self.config.parts
         return self.engine.parts_for(self.engine.count(self.doc_links.filter(self.doc_links.s_ok)))

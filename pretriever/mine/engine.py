@@ -1,6 +1,6 @@
 """Where the relational mining runs: DuckDB (default) or local PySpark, both through Ibis.
 
-Mining is written once as Ibis expressions over the store's tables; an :class:`Engine`
+Mining is written once as Ibis expressions over the store's tables; a :class:`MineEngine`
 only registers the tables, writes intermediate results to Parquet (so each is computed
 once and DuckDB can spill to disk) and streams final rows back. Randomness never comes
 from an engine's RNG: every sampling decision orders rows by ``md5(seed|tag|key...)``
@@ -73,7 +73,7 @@ class Part:
     """Part ``index`` of ``count``: the rows whose :func:`part_key` falls in the index-th of ``count`` equal ranges.
 
     A join too large for memory runs as ``count`` joins of disjoint slices when both sides are split by the key
-    they join on (a Grace hash join done by us, see :meth:`Engine.materialize_parts`): each slice's build side
+    they join on (a Grace hash join done by us, see :meth:`MineEngine.materialize_parts`): each slice's build side
     fits, so DuckDB spills neither side, where one large join spills both (at 10^8 links, tens of GB).
     """
 
@@ -103,7 +103,7 @@ def remove(path: Path) -> None:
     shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
 
-class Engine:
+class MineEngine:
     """Base class: a connected Ibis backend plus a work folder for intermediate Parquet."""
 
     name = "?"
@@ -285,7 +285,7 @@ def explained(work: Path, limit: str) -> Iterator[None]:
                         "for the spilled joins and the pairs; choose an --out on a larger disk") from err
 
 
-class DuckDBEngine(Engine):
+class DuckDBMineEngine(MineEngine):
     """DuckDB in-process: out-of-core within ``memory_limit`` (default :func:`default_memory_limit`), spilling
     to the work folder; all cores by default."""
 
@@ -324,7 +324,7 @@ class DuckDBEngine(Engine):
             super().close()
 
 
-class SparkEngine(Engine):
+class SparkMineEngine(MineEngine):
     """Local PySpark (``local[*]``): the same expressions, compiled to Spark SQL by Ibis."""
 
     name = "spark"
@@ -373,9 +373,9 @@ class SparkEngine(Engine):
 
 def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
                 memory_limit: str | None = None, spark_master: str | None = None,
-                spark_session: Any = None, max_spill: str | None = None) -> Engine:
+                spark_session: Any = None, max_spill: str | None = None) -> MineEngine:
     if name == "duckdb":
-        return DuckDBEngine(store, work, threads=threads, memory_limit=memory_limit, max_spill=max_spill)
+        return DuckDBMineEngine(store, work, threads=threads, memory_limit=memory_limit, max_spill=max_spill)
     if name == "spark":
-        return SparkEngine(store, work, threads=threads, master=spark_master, session=spark_session)
+        return SparkMineEngine(store, work, threads=threads, master=spark_master, session=spark_session)
     raise ValueError(f"unknown engine {name!r}; choose duckdb or spark")

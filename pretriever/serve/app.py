@@ -38,7 +38,7 @@ from pretriever.serve.engine import Engine
 from pretriever.serve.guards import DOCS_CSP, PAGE_CSP, BodyLimit, HostCheck, KeyCheck, SecurityHeaders
 from pretriever.serve.handlers import install_error_handlers, without_paths
 from pretriever.serve.judged import JudgedSets
-from pretriever.serve.pairs import PageError, PairsView
+from pretriever.serve.pairs import PageOutOfRange, PairsView
 from pretriever.serve.schemas import (ANSWERED_BY_GUARDS, ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut,
                                       PassageOut, QueriesOut, SearchOut, errors, has_text, request_models)
 
@@ -151,7 +151,7 @@ def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
         total, rows = sets.judged_page(set, page, page_size)
         pages = max(1, math.ceil(total / page_size))
         if page > pages:
-            raise PageError(f"page {page} is past the last page ({pages}) of {total:,} queries of {set!r}")
+            raise PageOutOfRange(f"page {page} is past the last page ({pages}) of {total:,} queries of {set!r}")
         return QueriesOut(set=set, page=page, pages=pages, total=total,
                           queries=[{"id": i, "text": t, "judged": n} for i, t, n in rows])
 

@@ -19,7 +19,7 @@ from starlette.routing import Match, Mount
 from pretriever.data.pairs import PairsError
 from pretriever.errors import PretrieverError
 from pretriever.serve.judged import UnknownSetError
-from pretriever.serve.pairs import PageError
+from pretriever.serve.pairs import PageOutOfRange
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -88,7 +88,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(PretrieverError)
     async def domain_error(request: Request, exc: PretrieverError) -> JSONResponse:
-        status = 404 if isinstance(exc, (UnknownSetError, PageError, PairsError)) else 400
+        status = 404 if isinstance(exc, (UnknownSetError, PageOutOfRange, PairsError)) else 400
         return _public(request, status, str(exc))
 
     @app.exception_handler(Exception)  # a bug: the trace goes to the server log (uvicorn prints it), not here

@@ -24,7 +24,7 @@ from pretriever.mine.qac import standalone
 from pretriever.mine.schema import STATS
 
 
-class PageError(PairsError):
+class PageOutOfRange(PairsError):
     """A page past the last one."""
 
 
@@ -177,7 +177,7 @@ class PairsView:
             total = self._con.execute(f"SELECT count(*) FROM {source}{condition}", params).fetchone()[0]
             pages = max(1, math.ceil(total / page_size))
             if page > pages:
-                raise PageError(f"page {page} is past the last page ({pages}) of {total:,} {method} pairs "
+                raise PageOutOfRange(f"page {page} is past the last page ({pages}) of {total:,} {method} pairs "
                                 f"at {page_size} a page")
             cursor = self._con.execute(f"SELECT * FROM {source}{condition} LIMIT ? OFFSET ?",
                                        params + [page_size, (page - 1) * page_size])
