@@ -18,7 +18,7 @@ import platform
 import time
 from pathlib import Path
 
-from pretriever.index import read_index_meta
+from pretriever.index import IndexMeta
 from pretriever.progress import Reporter
 from pretriever.tune import TuneConfig
 from pretriever.tune import run as tuning
@@ -48,9 +48,9 @@ def main() -> None:
                      qrels=args.qrels, queries=args.queries)
     result = tuning.run(cfg, Printed())
     wall = time.perf_counter() - started
-    meta = read_index_meta(args.index)
-    rate = (meta.get("encode") or {}).get("passages_per_second")
-    encode_s = meta["count"] / rate if rate else None
+    meta = IndexMeta.read(args.index, dense=True)
+    rate = (meta.recorded.get("encode") or {}).get("passages_per_second")
+    encode_s = meta.count / rate if rate else None
     v = result.validation
     gens = list(result.generators)
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, {os.cpu_count()} cores, "

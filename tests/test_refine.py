@@ -352,7 +352,7 @@ def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "method must be one of" in result.output
 
 
-def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retriever(toy, tmp_path, monkeypatch):
+def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_index_folder(toy, tmp_path, monkeypatch):
     from pretriever.cli.refine import refine_app
 
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
@@ -373,7 +373,7 @@ def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retr
                                  str(toy["data"] / "qrels" / "train.tsv"), "--method", "aopt-query", "-k", "10",
                                  "--max-epochs", "2", "--out", str(tmp_path / "q")], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    assert "pretriever.index.open_retriever" in result.output and "pretriever.refine.open_index" not in result.output
+    assert "pretriever.index.IndexFolder" in result.output and "pretriever.refine.open_index" not in result.output
 
 
 def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
@@ -393,16 +393,16 @@ def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
 
 
 def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(toy, tmp_path, monkeypatch):
-    """`pretriever search` opens the folder by its recorded kind (open_retriever), so an aopt-query index
+    """`pretriever search` opens the folder by its recorded kind (IndexFolder), so an aopt-query index
     refines each query at search time (label-free top-k feedback), exactly as `evaluate` ranks it."""
     from pretriever.cli.index import search_command
-    from pretriever.index import open_retriever, retriever_kind
+    from pretriever.index import IndexFolder
 
     out = tmp_path / "refined-query"
     refinement.run(toy_config(toy, out, method="aopt-query", learning_rate=1.0), query_vectors=toy["train_vectors"])
-    assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
+    assert IndexFolder(out).kind == "refined" and IndexFolder(toy["index"]).kind == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
-    refined = open_retriever(out)
+    refined = IndexFolder(out).retriever()
     assert isinstance(refined, RefinedIndex)
     plain = DenseIndex.load(out, model=toy["model"])
     # queries whose search-time refinement changes the top 5
@@ -417,7 +417,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     assert result.exit_code == 0, result.output
     shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
     qid = next(q for q, t in toy["texts"].items() if t == query)
-    evaluated = evaluate_retrievers([open_retriever(out)], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
+    evaluated = evaluate_retrievers([IndexFolder(out).retriever()], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
     assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
     assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
 
