@@ -72,7 +72,7 @@ class TunedRecord:
     def from_json(cls, data: dict[str, Any]) -> TunedRecord:
         try:
             setting = TunedSetting.from_json(data)
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"the {TUNED_KEY!r} entry of {INDEX_JSON} is not a setting `pretriever tune` wrote "
                              f"({err}); run `pretriever tune` again") from err
         return cls(setting, data.get("from"), data.get("created"))
@@ -163,20 +163,21 @@ class IndexMeta:
             raise NotAnIndexError(f"{source} was not written by pretriever (kind is not {DENSE_FORMAT!r} or "
                                   f"{BM25_FORMAT!r})")
         try:
+            tuned = TunedRecord.from_json(data[TUNED_KEY]) if data.get(TUNED_KEY) else None
+        except ValueError as err:
+            raise NotAnIndexError(f"{source}: {err}") from err
+        try:
             corpus = data.get("corpus") or {}
             encoder = data.get("encoder")
-            tuned = data.get(TUNED_KEY)
             return cls(
                 format=data["kind"], name=str(data.get("name") or ("bm25" if data["kind"] == BM25_FORMAT else "")),
                 count=int(data["count"]), store=corpus.get("store"), n_passages=corpus.get("n_passages"),
                 encoder=EncoderInfo.from_json(encoder) if encoder is not None else None,
                 dim=_int(data.get("dim")), dtype=data.get("dtype"), faiss=data.get("index"),
                 options=data.get("options"), vocabulary=_int(data.get("vocabulary")), retriever=data.get("retriever"),
-                refine=data.get("refine"), tuned=TunedRecord.from_json(tuned) if tuned else None,
+                refine=data.get("refine"), tuned=tuned,
                 recorded={key: value for key, value in data.items() if key not in _TYPED})
         except ValueError as err:
-            if TUNED_KEY in str(err):
-                raise NotAnIndexError(f"{source}: {err}") from err
             raise NotAnIndexError(f"{source}: a value does not fit ({err}); rebuild the index") from err
         except (KeyError, TypeError, AttributeError) as err:
             raise NotAnIndexError(f"{source}: the key {err} is missing or malformed; rebuild the index") from err
