@@ -119,7 +119,7 @@ def scifact_methods(index_dir: Path, work: Path, threads: int) -> list[dict]:
         t = time.perf_counter()
         meta = refinement.run(cfg, query_vectors=vectors).manifest
         total = time.perf_counter() - t
-        for r in meta["refine"]["rounds"]:
+        for r in meta.refine["rounds"]:
             rows.append({"method": method, "side": r["side"], "round": r["round"], **r["seconds"],
                          "edges": r["labels"]["edges"], "moved": r["optimise"].get("trained", r["optimise"].get("moved")),
                          "epochs_mean": r["optimise"].get("epochs_mean")})

@@ -39,7 +39,7 @@ def ensure_index(index_dir: Path) -> Path:
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, encode
-    from pretriever.index.dense import INDEX_JSON
+    from pretriever.index.meta import INDEX_JSON
 
     if (index_dir / INDEX_JSON).exists():
         return index_dir
@@ -83,7 +83,7 @@ def main() -> None:
     queries = flat.encode_queries(claims)
     exact, flat_s = timed_search(flat, queries, args.repeat)
     results = [{"index": "flat (exact)", "param": "", "recall_at_100": 1.0, "qps": len(queries) / flat_s,
-                "build_s": flat.meta.get("index_seconds"), "bytes": os.path.getsize(args.index / "index.faiss")}]
+                "build_s": flat.meta.recorded.get("index_seconds"), "bytes": os.path.getsize(args.index / "index.faiss")}]
 
     scratch = args.index.parent / "bench-search"
     # (kind, build parameters, search settings to sweep; rerank = exact re-scoring of rerank x k candidates)
@@ -94,7 +94,7 @@ def main() -> None:
         started = time.perf_counter()
         index = flat.reindex(scratch / kind, params)
         build_s = time.perf_counter() - started
-        built = {k: v for k, v in index.meta["index"].items() if k not in ("type", "rerank", "hnsw_ef_search",
+        built = {k: v for k, v in index.meta.faiss.items() if k not in ("type", "rerank", "hnsw_ef_search",
                                                                          "ivf_nprobe")}
         for setting in settings:
             index.set_search_params(**setting)

@@ -59,7 +59,7 @@ from rich.table import Table  # noqa: E402
 
 from pretriever.data import CorpusStore, load_qrels, load_queries  # noqa: E402
 from pretriever.index import BM25Index, DenseIndex, HybridOptions, fuse  # noqa: E402
-from pretriever.index.open import index_meta, recorded_store  # noqa: E402
+from pretriever.index import IndexFolder  # noqa: E402
 from pretriever.retrieval import Hit  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,7 +75,7 @@ def ensure_index(index_dir: Path) -> Path:
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, encode
-    from pretriever.index.dense import INDEX_JSON
+    from pretriever.index.meta import INDEX_JSON
 
     if (index_dir / INDEX_JSON).exists() and (index_dir / "bm25" / "bm25.json").exists():
         return index_dir
@@ -109,7 +109,7 @@ class Floor:
         self.dense = DenseIndex.load(index)
         self.bm25 = BM25Index.load(index / "bm25")
         self.options = options
-        con = CorpusStore(recorded_store(index_meta(index))).connect()
+        con = CorpusStore(IndexFolder(index).meta.store).connect()
         self.texts = {pid: (title, text) for pid, title, text in con.execute(
             "SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d USING (doc_id)").fetchall()}
         con.close()

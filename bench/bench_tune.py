@@ -20,7 +20,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does: the library never sets it
 
-from pretriever.index import read_index_meta  # noqa: E402
+from pretriever.index import IndexMeta  # noqa: E402
 from pretriever.progress import Reporter  # noqa: E402
 from pretriever.tune import TuneConfig  # noqa: E402
 from pretriever.tune import run as tuning  # noqa: E402
@@ -50,9 +50,9 @@ def main() -> None:
                      qrels=args.qrels, queries=args.queries)
     result = tuning.run(cfg, Printed())
     wall = time.perf_counter() - started
-    meta = read_index_meta(args.index)
-    rate = (meta.get("encode") or {}).get("passages_per_second")
-    encode_s = meta["count"] / rate if rate else None
+    meta = IndexMeta.read(args.index, dense=True)
+    rate = (meta.recorded.get("encode") or {}).get("passages_per_second")
+    encode_s = meta.count / rate if rate else None
     v = result.validation
     gens = list(result.generators)
     print(f"\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, {os.cpu_count()} cores, "

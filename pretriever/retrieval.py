@@ -2,7 +2,7 @@
 
 * :class:`Retriever` - ``name`` and ``search(queries, k)``: all that evaluation needs to rank.
 * :class:`Searcher` - a retriever that also returns its passages (``passages(ids)``), as pyserini's
-  ``LuceneSearcher.doc(id)`` does: what :func:`pretriever.index.open_system` returns.
+  ``LuceneSearcher.doc(id)`` does: what :meth:`pretriever.index.IndexFolder.open` returns.
 * :class:`VectorSearch` - optional: search by query vector (a dense index, a refined one, and a
   searcher wrapping either), so a caller can batch query encoding apart from searching (the
   server) or move query vectors before searching (dense PRF).
@@ -72,9 +72,9 @@ class Searcher(Retriever, Protocol):
 
     Example::
 
-        from pretriever.index import open_system
+        from pretriever.index import IndexFolder
 
-        with open_system("scifact-index/", "hybrid") as searcher:
+        with IndexFolder("scifact-index/").open("hybrid") as searcher:
             hits = searcher.search(["vitamin D and bone fractures"], k=10)[0]
             best = searcher.passages([h.passage_id for h in hits])
             print(next(iter(best.values())).title)

@@ -32,7 +32,9 @@ class StageResult:
     """What a stage's ``run`` returns: the folder it wrote and its manifest (the JSON report it saved).
 
     Stages subclass it to add their own figures; ``out`` and ``manifest`` are keyword-only so that a
-    subclass's own fields keep their positions.
+    subclass's own fields keep their positions. A stage whose folder has a typed manifest narrows ``manifest``
+    to that class, which writes the file and reads it back (``to_json``/``from_json``): the index stage's and
+    refine's are :class:`pretriever.index.IndexMeta`. The others still hold the dict they wrote.
     """
 
     out: Path

@@ -58,7 +58,7 @@ def test_minilm_exact_index_matches_the_reference(dense_index_dir, scifact_test)
 
     queries, qrels = scifact_test
     index = DenseIndex.load(dense_index_dir)
-    assert index.meta["index"]["type"] == "flat"  # exact inner product
+    assert index.meta.index_type == "flat"  # exact inner product
     result = evaluate_retrievers([index], queries, qrels)  # the store named in index.json is not needed here
     metrics = result.systems[index.name]
     assert index.name == "all-MiniLM-L6-v2"

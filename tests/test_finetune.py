@@ -14,7 +14,7 @@ from pretriever.cli.train import finetune_command
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import PassageLookup, load_qrels, load_queries, qrels_path, relevant
-from pretriever.index import open_retriever
+from pretriever.index import IndexFolder
 from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
 from pretriever.train import FinetuneConfig, TrainConfig
@@ -244,7 +244,7 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
     # retriever 1's top 10 of each claim: the judged abstracts in it were skipped, 2 others drawn per claim
     qrels = relevant(load_qrels(qrels_path(tiny_beir, "train")))
     queries = load_queries(tiny_beir)
-    top = open_retriever(out / "stage1-index").search([queries[q] for q in qrels], 10)
+    top = IndexFolder(out / "stage1-index").retriever().search([queries[q] for q in qrels], 10)
     judged_in_top = sum(h.passage_id in qrels[q] for q, row in zip(qrels, top) for h in row)
     assert judged_in_top >= 3
     assert second["data"]["negatives_found"] == {"queries": 6, "judged_positives_skipped": judged_in_top,

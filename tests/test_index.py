@@ -24,8 +24,8 @@ from pretriever.config import ConfigError, build_config
 from pretriever.stage import MARKER
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
-from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, MergeError, NotAnIndexError,
-                              ShardSpecError, merge_index, parse_shard, read_index_meta)
+from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, IndexMeta, MergeError,
+                              NotAnIndexError, ShardSpecError, merge_index, parse_shard)
 from pretriever.data.passages import PassageSource
 
 APP = cli_app(index=index_app, search=search_command)
@@ -43,6 +43,11 @@ TINY_DOCS = [
     ("lighthouse", "Lighthouse", "A lighthouse is a tower with a bright lamp that guides ships away from rocks at night."),
     ("origami", "Origami", "Origami is the Japanese art of folding a single sheet of paper into shapes and figures."),
 ]
+
+
+def _index_json(folder: Path) -> dict:
+    """An index folder's index.json as written."""
+    return json.loads((folder / "index.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +146,7 @@ def test_shards_then_merge_equal_one_process_index(small_store, model, reference
     result = encode_mod.run(IndexConfig(corpus=small_store, out=dirs[2], shard="2/3", **SETTINGS), model=model)
     assert result.chunks == range(2, 4)  # 4 chunks over 3 shards: [0], [1], [2, 3]
     meta = merge_index(dirs[0], dirs[1:])
-    assert meta["count"] == N_DOCS and meta["encode"]["shards"] == [3]
+    assert meta.count == N_DOCS and meta.recorded["encode"]["shards"] == [3]
     assert np.array_equal(embeddings(dirs[0]), embeddings(reference))
     assert ids(dirs[0]) == ids(reference)
 
@@ -174,8 +179,8 @@ def test_float16_merge_through_cli(reference, tmp_path):
     stored = embeddings(copy)
     assert stored.dtype == np.float16
     assert np.array_equal(stored, embeddings(reference).astype(np.float16))
-    meta = read_index_meta(copy)
-    assert meta["dtype"] == "float16" and meta["count"] == N_DOCS
+    meta = IndexMeta.read(copy)
+    assert meta.dtype == "float16" and meta.count == N_DOCS
     index = DenseIndex.load(copy)
     rows = index.search_arrays(embeddings(reference)[:20], 1)[1][:, 0]
     assert rows.tolist() == list(range(20))
@@ -183,7 +188,7 @@ def test_float16_merge_through_cli(reference, tmp_path):
 
 def test_hnsw_and_ivfpq_reload_and_find_a_passage_by_its_own_text(reference, model, tmp_path):
     flat = DenseIndex.load(reference, model=model)
-    source = PassageSource(flat.meta["corpus"]["store"])
+    source = PassageSource(flat.meta.store)
     passage_ids, texts = source.read(0, 8, prepend_title=True)
     source.close()
     queries = flat.encode_queries(texts)
@@ -195,7 +200,7 @@ def test_hnsw_and_ivfpq_reload_and_find_a_passage_by_its_own_text(reference, mod
     }
     for kind, index in built.items():
         reloaded = DenseIndex.load(tmp_path / kind, model=model)
-        assert reloaded.meta["index"]["type"] == kind and reloaded.index.ntotal == N_DOCS
+        assert reloaded.meta.index_type == kind and reloaded.index.ntotal == N_DOCS
         top1 = [hits[0].passage_id for hits in reloaded.search_vectors(queries, 3)]
         assert top1 == passage_ids, kind
     # exact re-ranking of 4 x k IVF-PQ candidates with the stored vectors gives the exact top k
@@ -203,14 +208,14 @@ def test_hnsw_and_ivfpq_reload_and_find_a_passage_by_its_own_text(reference, mod
     exact_scores, exact_rows = flat.search_arrays(queries, 5)
     scores, rows = reranked.search_arrays(queries, 5)
     assert np.array_equal(rows, exact_rows) and np.allclose(scores, exact_scores, atol=1e-5)
-    meta = read_index_meta(tmp_path / "ivfpq")["index"]
+    meta = IndexMeta.read(tmp_path / "ivfpq").faiss
     assert meta["ivf_nlist"] == 1 and meta["pq_m"] == 48 and meta["ivf_nprobe"] == 8  # automatic values resolved
     hits = built["hnsw"].search([texts[5]], 3)  # the text path of the Retriever protocol
     assert hits[0][0].passage_id == passage_ids[5] and hits[0][0].score > hits[0][1].score
 
 
 def test_index_json_round_trip(reference, small_store, tmp_path):
-    meta = read_index_meta(reference)
+    meta = _index_json(reference)  # the file as written: its layout did not change
     assert meta["pretriever_version"] == __version__ and meta["name"] == "all-MiniLM-L6-v2"
     assert meta["encoder"] == {"model": "all-MiniLM-L6-v2", "model_label": "all-MiniLM-L6-v2", "max_length": 128,
                                "normalize": False, "prepend_title": True, "passage_prompt": "",
@@ -223,7 +228,7 @@ def test_index_json_round_trip(reference, small_store, tmp_path):
     assert index.name == "all-MiniLM-L6-v2" and len(index) == N_DOCS and index.embeddings.shape == (N_DOCS, 384)
     # a re-index from (ids, vectors) keeps the encoder and corpus, with the new index parameters
     copy = index.reindex(tmp_path / "again", FaissParams(type="hnsw"))
-    again = read_index_meta(tmp_path / "again")
+    again = _index_json(tmp_path / "again")
     assert {k: again[k] for k in ("encoder", "corpus", "dim", "count", "name")} == \
            {k: meta[k] for k in ("encoder", "corpus", "dim", "count", "name")}
     assert again["index"] == {"type": "hnsw", "hnsw_m": 32, "hnsw_ef_construction": 200, "hnsw_ef_search": 128,
@@ -257,7 +262,7 @@ def test_cli_build_search_and_bm25(tiny_store, tmp_path):
                                        "--checkpoint-every", "3", "--index-type", "hnsw"])
     assert result.exit_code == 0, result.output
     assert (out / "bm25" / "bm25.json").exists()
-    meta = read_index_meta(out)
+    meta = _index_json(out)
     assert meta["count"] == len(TINY_DOCS) and meta["encode"]["chunks"] == 3 and meta["index"]["type"] == "hnsw"
     result = runner.invoke(APP, ["search", str(out), "hot water pressed through ground coffee", "-k", "2",
                                        "--bm25"], env={"COLUMNS": "200"})
@@ -333,7 +338,7 @@ def test_pyserini_export_is_the_faiss_index_and_its_docids(reference, tmp_path):
     _, rows = index.search(embeddings(reference)[:10].astype(np.float32), 3)
     assert [[docids[r] for r in row] for row in rows] == \
         [[h.passage_id for h in hits] for hits in dense.search_vectors(embeddings(reference)[:10], 3)]
-    assert json.loads((out / "pretriever-index.json").read_text()) == read_index_meta(reference)  # how to encode queries
+    assert json.loads((out / "pretriever-index.json").read_text()) == _index_json(reference)  # how to encode queries
 
 
 def test_pyserini_export_refuses_what_pyserini_cannot_search(reference, tiny_store, tmp_path):

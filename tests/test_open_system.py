@@ -1,4 +1,4 @@
-"""open_system: one assembly of index, store, BM25 and fusion; a searcher that returns its passages; the vector
+"""IndexFolder.open: one assembly of index, store, BM25 and fusion; a searcher that returns its passages; the vector
 protocol passed through wrappers; a moved store with and without --corpus. A tiny store, hand-made vectors and a
 fake query encoder, so nothing here loads a model."""
 
@@ -17,8 +17,8 @@ from pretriever.corpus.config import CorpusConfig
 from pretriever.data import CorpusStore, PassageLookup, StoreError
 from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrievers
 from pretriever.evaluate.pipeline import open_systems
-from pretriever.index import (BM25Index, DenseIndex, HybridOptions, HybridRetriever, NotAnIndexError, System,
-                              encoder_info, fuse, open_system, save_dense_index)
+from pretriever.index import (BM25Index, DenseIndex, HybridOptions, HybridRetriever, IndexFolder, NotAnIndexError,
+                              System, encoder_info, fuse, save_dense_index)
 from pretriever.reader.config import PrepareConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.refine.retriever import RefinedIndex
@@ -54,10 +54,10 @@ def built(tmp_path_factory) -> dict[str, Path]:
     vectors = np.array([DIRECTION[doc] for _, doc in rows], dtype=np.float32)
     encoder = encoder_info(None, 256, False, True)
     store = str((root / "store").resolve())
-    save_dense_index(root / "index", ids, vectors, encoder, extra={"corpus": {"store": store}})
+    save_dense_index(root / "index", ids, vectors, encoder, store=store)
     BM25Index.build(root / "store").save(root / "index" / "bm25")
     BM25Index.build(root / "store").save(root / "bm25")
-    save_dense_index(root / "moved", ids, vectors, encoder, extra={"corpus": {"store": str(root / "gone")}})
+    save_dense_index(root / "moved", ids, vectors, encoder, store=str(root / "gone"))
     save_dense_index(root / "unnamed", ids, vectors, encoder)
     return {"root": root, "store": root / "store", "index": root / "index", "bm25": root / "bm25",
             "moved": root / "moved", "unnamed": root / "unnamed"}
@@ -79,7 +79,7 @@ def _first(system, query: str) -> Hit:
 
 def test_each_mode_searches_and_returns_the_stores_passages(built):
     truth = _store_passages(built["store"])
-    with open_system(built["index"], model=_Model()) as dense:
+    with IndexFolder(built["index"]).open(model=_Model()) as dense:
         assert isinstance(dense, Searcher) and isinstance(dense, VectorSearch)
         assert isinstance(dense.retriever, DenseIndex) and dense.name == "all-MiniLM-L6-v2" and len(dense) == 3
         top = _first(dense, "tower")
@@ -90,17 +90,17 @@ def test_each_mode_searches_and_returns_the_stores_passages(built):
             truth[top.passage_id]
         assert found["nope"] == Passage("nope", None, None, None)
 
-    with open_system(built["index"], "bm25") as lexical:
+    with IndexFolder(built["index"]).open("bm25") as lexical:
         assert isinstance(lexical.retriever, BM25Index) and not isinstance(lexical, VectorSearch)
-        assert lexical.name == "bm25" and lexical.meta["kind"] == "pretriever-bm25-index"
+        assert lexical.name == "bm25" and lexical.meta.format == "pretriever-bm25-index"
         top = _first(lexical, "Fleming penicillin")
         assert truth[top.passage_id][2] == "C"
         assert lexical.passages([top.passage_id])[top.passage_id].text == truth[top.passage_id][1]
 
     options = HybridOptions(fusion="convex", alpha=0.5)
-    with open_system(built["index"], "hybrid", fusion=options, model=_Model()) as hybrid:
+    with IndexFolder(built["index"]).open("hybrid", fusion=options, model=_Model()) as hybrid:
         assert hybrid.name == "hybrid[convex alpha=0.5](all-MiniLM-L6-v2+bm25)"
-        assert hybrid.meta["encoder"]["model_label"] == "all-MiniLM-L6-v2"  # the index's own metadata
+        assert hybrid.meta.encoder.model_label == "all-MiniLM-L6-v2"  # the index's own metadata
         dense, bm25 = DenseIndex.load(built["index"], model=_Model()), BM25Index.load(built["index"] / "bm25")
         expected = fuse(dense.search(["x-rays"], 100)[0], bm25.search(["x-rays"], 100)[0], options, 3)
         assert hybrid.search(["x-rays"], 3)[0] == expected
@@ -109,19 +109,19 @@ def test_each_mode_searches_and_returns_the_stores_passages(built):
 
 
 def test_a_bm25_folder_opens_as_itself_and_is_no_hybrid(built):
-    with open_system(built["bm25"]) as itself, open_system(built["bm25"], "bm25") as same:
+    with IndexFolder(built["bm25"]).open() as itself, IndexFolder(built["bm25"]).open("bm25") as same:
         assert isinstance(itself.retriever, BM25Index) and isinstance(same.retriever, BM25Index)
-        assert itself.lookup.path == Path(itself.meta["corpus"]["store"])  # bm25.json names the store
+        assert itself.lookup.path == Path(itself.meta.store)  # bm25.json names the store
         assert _first(itself, "Eiffel") == _first(same, "Eiffel")
     with pytest.raises(NotAnIndexError, match="is a BM25 index: hybrid retrieval fuses"):
-        open_system(built["bm25"], "hybrid")
+        IndexFolder(built["bm25"]).open("hybrid")
     with pytest.raises(ValueError, match="mode must be one of index, bm25, hybrid"):
-        open_system(built["index"], "dense")
+        IndexFolder(built["index"]).open("dense")
 
 
 def test_wrappers_pass_the_vector_protocol_through(built):
     index = DenseIndex.load(built["index"], model=_Model())
-    with open_system(built["index"], model=_Model()) as system:
+    with IndexFolder(built["index"]).open(model=_Model()) as system:
         renamed = system.renamed("other")
         for wrapper in (system, renamed):
             assert isinstance(wrapper, VectorSearch)
@@ -151,26 +151,26 @@ def test_wrappers_pass_the_vector_protocol_through(built):
 
 def test_a_moved_store_with_and_without_the_override(built):
     truth = _store_passages(built["store"])
-    with open_system(built["moved"], model=_Model()) as system:  # the store is optional: no passages, still search
+    with IndexFolder(built["moved"]).open(model=_Model()) as system:  # the store is optional: no passages, still search
         assert system.lookup is None
         top = _first(system, "tower")
         assert system.passages([top.passage_id]) == {top.passage_id: Passage(top.passage_id, None, None, None)}
     with pytest.raises(StoreError, match=r"moved/index.json names the corpus store .*gone, which is not there "
                                          r"\(moved\?\); give its new place with --corpus"):
-        open_system(built["moved"], require_store=True)
+        IndexFolder(built["moved"]).open(require_store=True)
     with pytest.raises(StoreError, match=r"unnamed/index.json names no corpus store; give the store with --corpus"):
-        open_system(built["unnamed"], require_store=True)
-    with open_system(built["moved"], "hybrid", corpus=built["store"], require_store=True, model=_Model()) as system:
+        IndexFolder(built["unnamed"]).open(require_store=True)
+    with IndexFolder(built["moved"], built["store"]).open("hybrid", require_store=True, model=_Model()) as system:
         assert system.lookup.path == built["store"]
         hits = system.search(["tower"], 3)[0]
         assert {h.passage_id: p.text for h, p in zip(hits, system.passages(h.passage_id for h in hits).values())} \
             == {h.passage_id: truth[h.passage_id][1] for h in hits}
     # BM25 with the store gone: the folder beside the index, unchecked; none there: a clear error
     with pytest.raises(StoreError, match="no BM25 index in .*moved/bm25, and no corpus store is known"):
-        open_system(built["moved"], "bm25")
+        IndexFolder(built["moved"]).open("bm25")
     shutil.copytree(built["index"] / "bm25", built["moved"] / "bm25")
     try:
-        with open_system(built["moved"], "bm25") as lexical:
+        with IndexFolder(built["moved"]).open("bm25") as lexical:
             assert isinstance(lexical.retriever, BM25Index) and lexical.lookup is None
     finally:
         shutil.rmtree(built["moved"] / "bm25")
@@ -200,7 +200,7 @@ def test_evaluate_and_the_reader_resolve_the_store_the_same_way(built, tmp_path)
 
 def test_evaluate_retrievers_reads_a_searchers_own_store(built):
     answers = [("where is the tower", ["Paris"]), ("who found penicillin", ["Fleming"])]
-    with open_system(built["index"], "bm25") as lexical:
+    with IndexFolder(built["index"]).open("bm25") as lexical:
         result = evaluate_retrievers([lexical], answers=answers, ks=[1])  # no store= : the searcher brings its own
         assert result.systems["bm25"]["Acc@1"] == 1.0
         with pytest.raises(EvaluationError, match="corpus store"):  # the bare index knows no store

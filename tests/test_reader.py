@@ -15,14 +15,14 @@ from conftest import QA, shared
 from reader_fixtures import DOCS, QUESTIONS
 from pretriever.cli import app
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
-from pretriever.index import encoder_info, save_dense_index
+from pretriever.index import IndexFolder, encoder_info, save_dense_index
 from pretriever.metrics import exact_match, f1_score, normalize_answer
 from pretriever.models import resolve_model
 from pretriever.reader.config import ReaderConfig, ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model, reader_loss
 from pretriever.reader.predict import Passage, Reader, whole_words
-from pretriever.reader.prepare import answer_questions, open_system
+from pretriever.reader.prepare import answer_questions
 from pretriever.reader.samples import build_samples, instance
 from pretriever.reader.spans import answer_char_spans, encode, token_spans
 from pretriever.reader.train import collate
@@ -621,7 +621,7 @@ def test_bad_input_gets_a_clear_error(tiny, tmp_path):
 
 def test_empty_index_and_no_passage_retrieved(tiny, tmp_path):
     root, _ = tiny
-    system = open_system(root / "bm25", "index")
+    system = IndexFolder(root / "bm25").open()
     with pytest.raises(ReaderError, match="no passage was retrieved"):
         answer_questions(system, Reader(None, None), ["zzzq qqqz"], 3)  # no term of it is in the index
     with pytest.raises(ReaderError, match="nothing was retrieved"):
@@ -629,6 +629,6 @@ def test_empty_index_and_no_passage_retrieved(tiny, tmp_path):
     # an index folder with no passages (a dense index over no vectors, on the tiny store)
     empty = tmp_path / "empty-index"
     save_dense_index(empty, [], np.zeros((0, 384), dtype="float32"), encoder_info(None, 128, True, True),
-                     extra={"corpus": {"store": str(root / "store")}})
+                     store=str(root / "store"))
     result = runner.invoke(app, ["answer", str(empty), "--reader", str(root), "who?"])
     assert result.exit_code == 2 and "holds no passages" in result.output

@@ -230,10 +230,10 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     out = tmp_path / f"refined-{method}"
     meta = refinement.run(toy_config(toy, out, method=method, rounds=2),
                           query_vectors=toy["train_vectors"]).manifest
-    ref = meta["refine"]
+    ref = meta.refine
     assert ref["method"] == method and ref["protocol"]["name"] == "honest"
     label = method + ("[prf k'=2]" if method in ("aopt-query", "hybrid") else "")  # honest query side: label-free PRF
-    assert ref["queries"]["count"] == 40 and meta["name"] == f"all-MiniLM-L6-v2+{label}"
+    assert ref["queries"]["count"] == 40 and meta.name == f"all-MiniLM-L6-v2+{label}"
     passage_side = method != "aopt-query"
     assert [r["side"] for r in ref["rounds"]] == ["passage"] * (2 * passage_side) + \
         ["query"] * (method in ("aopt-query", "hybrid"))
@@ -244,8 +244,8 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     assert changed.sum() == ref["passages_changed"] and (changed.sum() > 0) == passage_side
     refined = RefinedIndex.load(out, model=toy["model"])
     result = evaluate_retrievers([base, refined], toy["test"], toy["test_qrels"])
-    assert set(result.systems) == {"all-MiniLM-L6-v2", meta["name"]}
-    assert result.systems[meta["name"]]["queries"] == 20
+    assert set(result.systems) == {"all-MiniLM-L6-v2", meta.name}
+    assert result.systems[meta.name]["queries"] == 20
     if method in ("aopt-query", "hybrid"):
         assert ref["query_side"]["test_time"]["feedback"] == "topk"
         assert refined.last_stats["test_time_refined"] > 0  # test queries were not feedback queries
@@ -263,7 +263,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
 def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_path):
     cfg = toy_config(toy, tmp_path / "r", method="aopt-passage", rounds=1, max_epochs=100)
     meta = refinement.run(cfg, query_vectors=toy["train_vectors"]).manifest
-    opt = meta["refine"]["rounds"][0]["optimise"]
+    opt = meta.refine["rounds"][0]["optimise"]
     assert opt["trained"] > 0 and opt["loss_end"] < opt["loss_start"]
     # on the feedback (training) queries themselves the refined index ranks relevant passages higher
     base = DenseIndex.load(toy["index"], model=toy["model"])
@@ -280,15 +280,15 @@ def test_protocol_test_labels_need_oracle_and_holdout_drops_queries(toy, tmp_pat
         refinement.run(toy_config(toy, tmp_path / "leak", qrels=test_qrels), query_vectors=np.zeros((20, 8)))
     meta = refinement.run(toy_config(toy, tmp_path / "oracle", qrels=test_qrels, oracle=True, method="linear"),
                           query_vectors=np.stack([toy["model"].vectors[t] for t in toy["test"].values()])).manifest
-    assert meta["refine"]["protocol"]["name"] == "oracle" and "ORACLE" in meta["refine"]["protocol"]["warning"]
-    assert meta["name"].endswith("+oracle")
+    assert meta.refine["protocol"]["name"] == "oracle" and "ORACLE" in meta.refine["protocol"]["warning"]
+    assert meta.name.endswith("+oracle")
     # training labels, but a holdout list that overlaps: the overlapping queries are dropped
     holdout = toy["data"] / "overlap.tsv"
     holdout.write_text("query-id\tcorpus-id\tscore\nq0\td1\t1\nq1\td2\t1\n")
     vectors = toy["train_vectors"][2:]
     meta = refinement.run(toy_config(toy, tmp_path / "held", holdout=holdout, method="linear"),
                           query_vectors=vectors).manifest
-    assert meta["refine"]["protocol"]["dropped_from_feedback"] == 2 and meta["refine"]["queries"]["count"] == 38
+    assert meta.refine["protocol"]["dropped_from_feedback"] == 2 and meta.refine["queries"]["count"] == 38
 
 
 def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
@@ -352,7 +352,7 @@ def test_cli_refine_and_grid(toy, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "method must be one of" in result.output
 
 
-def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retriever(toy, tmp_path, monkeypatch):
+def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_index_folder(toy, tmp_path, monkeypatch):
     from pretriever.cli.refine import refine_app
 
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
@@ -373,7 +373,7 @@ def test_cli_refine_errors_name_the_missing_setting_and_notes_point_to_open_retr
                                  str(toy["data"] / "qrels" / "train.tsv"), "--method", "aopt-query", "-k", "10",
                                  "--max-epochs", "2", "--out", str(tmp_path / "q")], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    assert "pretriever.index.open_retriever" in result.output and "pretriever.refine.open_index" not in result.output
+    assert "pretriever.index.IndexFolder" in result.output and "pretriever.refine.open_index" not in result.output
 
 
 def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
@@ -393,16 +393,16 @@ def test_answer_feedback_uses_dpr_matching_and_scores_accuracy():
 
 
 def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(toy, tmp_path, monkeypatch):
-    """`pretriever search` opens the folder by its recorded kind (open_retriever), so an aopt-query index
+    """`pretriever search` opens the folder by its recorded kind (IndexFolder), so an aopt-query index
     refines each query at search time (label-free top-k feedback), exactly as `evaluate` ranks it."""
     from pretriever.cli.index import search_command
-    from pretriever.index import open_retriever, retriever_kind
+    from pretriever.index import IndexFolder
 
     out = tmp_path / "refined-query"
     refinement.run(toy_config(toy, out, method="aopt-query", learning_rate=1.0), query_vectors=toy["train_vectors"])
-    assert retriever_kind(out) == "refined" and retriever_kind(toy["index"]) == "dense"
+    assert IndexFolder(out).kind == "refined" and IndexFolder(toy["index"]).kind == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
-    refined = open_retriever(out)
+    refined = IndexFolder(out).retriever()
     assert isinstance(refined, RefinedIndex)
     plain = DenseIndex.load(out, model=toy["model"])
     # queries whose search-time refinement changes the top 5
@@ -417,7 +417,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     assert result.exit_code == 0, result.output
     shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
     qid = next(q for q, t in toy["texts"].items() if t == query)
-    evaluated = evaluate_retrievers([open_retriever(out)], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
+    evaluated = evaluate_retrievers([IndexFolder(out).retriever()], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
     assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
     assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
 

@@ -89,7 +89,8 @@ def test_fuse_bm25_labels_what_evaluate_hybrid_ranks_and_differs_from_dense(slic
     import pyarrow.parquet as pq
 
     from pretriever.cli.refine import refine_app
-    from pretriever.index import DenseIndex, HybridRetriever, bm25_beside
+    from pretriever.data import PassageLookup
+    from pretriever.index import DenseIndex, HybridRetriever, bm25_system
 
     root, data, _, _ = slice_index
     app = cli_app(refine=refine_app)
@@ -107,7 +108,7 @@ def test_fuse_bm25_labels_what_evaluate_hybrid_ranks_and_differs_from_dense(slic
     labels = pq.read_table(out / "refine" / "labels_queries.parquet").to_pylist()
     assert len(labels) == 60
     base = DenseIndex.load(root / "index")
-    bm25, _ = bm25_beside(root / "store", [])
+    bm25 = bm25_system(PassageLookup(root / "store"), [])[0].retriever
     texts = [row["query"] for row in labels]
     fused = HybridRetriever(base, bm25).search(texts, 20)
     dense = base.search(texts, 20)

@@ -457,7 +457,7 @@ def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path)
 def test_a_recorded_file_that_is_gone_is_skipped_and_said(served, tmp_path):
     meta = {"refine": {"feedback": {"kind": "qrels", "queries": str(served.queries), "qrels": "gone/train.tsv"},
                        "protocol": {"name": "honest", "holdout": str(served.queries)}}}
-    sets = JudgedSets.load(ServeConfig(index=tmp_path / "refined"), meta)
+    sets = JudgedSets.load(ServeConfig(index=tmp_path / "refined"), meta["refine"])
     assert sets.qrels == {} and sets.answers == {}
     assert "gone/train.tsv (recorded in" in sets.skipped["feedback"] and "not there" in sets.skipped["feedback"]
     assert "neither qrels nor a QA file" in sets.skipped["holdout"]  # a queries file holds no judgments

@@ -23,9 +23,8 @@ from pretriever.cli import app
 from pretriever.data import PassageLookup
 from pretriever.evaluate import EvaluateConfig
 from pretriever.evaluate import pipeline as evaluation
-from pretriever.index import BM25Index, IndexConfig, encode, open_system, retriever_kind, tuned_setting
+from pretriever.index import BM25Index, IndexConfig, IndexFolder, TunedRecord, encode
 from pretriever.index.encode import encode_texts
-from pretriever.index.open import index_meta
 from pretriever.reader.config import AnswerConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.refine import RefineConfig
@@ -145,7 +144,7 @@ def test_dense_must_win_on_paraphrases(tmp_path):
 
 def test_the_masked_ict_positive_lacks_its_sentence_in_the_vectors_and_in_bm25(lexical):
     index = lexical["index"]
-    with open_system(index) as system:
+    with IndexFolder(index).open() as system:
         lookup = system.lookup
         pseudo = GENERATORS["masked-ict"]().make(lookup, n=5, seed=0)
         qid, query = next(iter(pseudo.queries.items()))
@@ -217,7 +216,7 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
     runner = CliRunner()
     done = runner.invoke(app, ["tune", str(index), "-n", "30"], env={"COLUMNS": "160"})
     assert done.exit_code == 0, done.output
-    setting = tuned_setting(index_meta(index))
+    setting = IndexFolder(index).meta.tuned_setting
     assert setting is not None and setting.label != "dense" and "choice: " + setting.label in done.output
     written = json.loads((index / "tune.json").read_text(encoding="utf-8"))
     assert written["choice"]["label"] == setting.label and len(written["candidates"]) == 22
@@ -256,7 +255,7 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
 def test_the_masked_overlay_searches_as_an_index_rebuilt_with_the_masked_vectors(lexical):
     """Brute force over the stored vectors with the masked rows replaced gives the same lists, also when the masked
     passages crowd a query's list (25 of 30 masked, k = 3: rows searched again, deeper)."""
-    with open_system(lexical["index"]) as system:
+    with IndexFolder(lexical["index"]).open() as system:
         ids = list(system.retriever.passage_ids)
         masked = {pid: f"an unrelated text number {i} about gardens" for i, pid in enumerate(ids[:25])}
         dense = MaskedDense(system, masked)
@@ -288,14 +287,13 @@ def test_linked_pairs_give_one_query_per_document_whose_own_document_is_left_out
 
 
 def test_a_tuned_record_is_checked_when_read():
-    assert tuned_setting({}) is None
     hybrid = {"label": "hybrid convex 0.3", "mode": "hybrid", "fusion": {"fusion": "convex", "alpha": 0.3}}
-    setting = tuned_setting({"tuned": hybrid})
+    setting = TunedRecord.from_json(hybrid).setting
     assert setting.fusion.alpha == 0.3 and setting.to_json()["fusion"]["fusion"] == "convex"
     for broken in ({"label": "x", "mode": "sparse"}, {"label": "x", "mode": "hybrid"},
                    {"label": "x", "mode": "hybrid", "fusion": {"alpha": 2.0}}, {"mode": "index"}):
         with pytest.raises(ValueError, match="pretriever tune"):
-            tuned_setting({"tuned": broken})
+            TunedRecord.from_json(broken)
 
 
 # ---------------------------------------------------------------- corpora that one generator does not fit (issue 39)
@@ -326,7 +324,7 @@ def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp
         tsv.write_text("id\ttext\ttitle\n" + "".join(f"{i}\t{x}\t\n" for i, _, x in docs), encoding="utf-8")
         store = build(tsv, tmp_path / "store", workers=1).path
     index = _index(store, tmp_path / "index")
-    with open_system(index) as system:
+    with IndexFolder(index).open() as system:
         assert len({p.doc_id for p in system.lookup.passages([i for i, _, _ in docs]).values()}) == len(docs)
     done = CliRunner().invoke(app, ["tune", str(index), "-n", "16"], env={"COLUMNS": "240"})
     assert done.exit_code == 0, done.output
@@ -423,9 +421,9 @@ def test_tune_on_a_refined_index(lexical, tmp_path):
     refinement.run(RefineConfig(index=lexical["index"], out=refined, method="linear", queries=root / "queries.jsonl",
                                 qrels=root / "qrels.tsv", k=10))
     result = tuning.run(TuneConfig(index=refined, n=30))
-    assert retriever_kind(refined) == "refined" and set(result.generators) == {"masked-ict", "titles"}
+    assert IndexFolder(refined).kind == "refined" and set(result.generators) == {"masked-ict", "titles"}
     assert result.generators["masked-ict"]["queries"] == 30 and not result.left_out
-    assert tuned_setting(index_meta(refined)).label == result.choice.label
+    assert IndexFolder(refined).meta.tuned_setting.label == result.choice.label
     assert result.choice.scores["bm25"].mean > result.choice.scores["dense"].mean  # the code words still decide
 
 

@@ -1,4 +1,9 @@
-"""The ``pretriever`` command line: one sub-command per pipeline stage."""
+"""The ``pretriever`` command line: one sub-command per pipeline stage.
+
+It is the composition root: importing :mod:`pretriever.refine.retriever` here registers the ``refined`` index
+kind with :class:`pretriever.index.IndexFolder` (the index layer cannot import the refine layer above it), so
+every command opens a refined index whether or not the package's entry points are installed.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from pretriever.cli.references import references_app
 from pretriever.cli.serve import serve_command
 from pretriever.cli.train import finetune_command, train_command
 from pretriever.cli.tune import tune_command
+from pretriever.refine import retriever as _refined_kind  # noqa: F401 - registers the "refined" index kind
 
 # `pretriever --help` lists the commands in the order a user runs them
 PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pairs", "pretrain", "train", "index",

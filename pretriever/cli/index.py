@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -15,11 +14,11 @@ from rich.table import Table
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore
-from pretriever.index import (BM25Index, BM25Options, IndexConfig, SearchConfig, System, bm25_system, encode,
-                              merge_index, open_system, read_index_meta, recorded_store, tuned_of)
+from pretriever.index import (BM25Index, BM25Options, IndexConfig, IndexFolder, IndexMeta, SearchConfig, System,
+                              encode, merge_index)
 from pretriever.index.bm25 import bm25_folder
-from pretriever.index.dense import BM25_DIR
-from pretriever.index.encode import ENCODE_JSON, WORK
+from pretriever.index.encode import ENCODE_JSON, WORK, EncodeState
+from pretriever.index.meta import BM25_DIR, BM25_JSON
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
 from pretriever.progress import RichReporter, console
 
@@ -88,7 +87,7 @@ def _corpus_of_shards(values: dict, extras: dict) -> None:
     values["corpus"] = Path(".")
     for work in [Path(values["out"]) / WORK, *((d / WORK) for d in extras["shard_dirs"] or [])]:
         if (work / ENCODE_JSON).exists():
-            values["corpus"] = Path(json.loads((work / ENCODE_JSON).read_text(encoding="utf-8"))["corpus"]["store"])
+            values["corpus"] = Path(EncodeState.read(work).store)
             break
 
 
@@ -135,7 +134,7 @@ def bm25_command(cfg: IndexConfig) -> None:
     Example:  pretriever index bm25 scifact-store/ --out scifact-index/bm25
     """
     index = _build_bm25(cfg.corpus, cfg.out, cfg.bm25)
-    console.print(f"BM25 index of {len(index):,} passages ({index.meta['vocabulary']:,} terms) in {cfg.out}")
+    console.print(f"BM25 index of {len(index):,} passages ({index.meta.vocabulary:,} terms) in {cfg.out}")
 
 
 def _build_bm25(corpus: Path, out: Path, options: BM25Options) -> BM25Index:
@@ -178,23 +177,23 @@ def export(
 def info(index_dir: Path = typer.Argument(..., help="An index folder.")) -> None:
     """Print what an index holds and how it was built (from its index.json)."""
     with stage():
-        print_meta(read_index_meta(index_dir), index_dir)
+        print_meta(IndexMeta.read(index_dir, dense=True), index_dir)
 
 
-def print_meta(meta: dict, path: Path) -> None:
+def print_meta(meta: IndexMeta, path: Path) -> None:
     table = Table(title=f"dense index {path}")
     table.add_column("what")
     table.add_column("value")
-    enc = meta["encoder"]
-    rows = [("model", f"{enc['model_label']} ({enc['model']})"), ("passages", f"{meta['count']:,}"),
-            ("dimension", str(meta["dim"])), ("dtype", meta["dtype"]),
-            ("index", ", ".join(f"{k}={v}" for k, v in meta["index"].items())),
-            ("max length", str(enc["max_length"])), ("title prepended", str(enc["prepend_title"])),
-            ("normalize", str(enc["normalize"])), ("corpus", recorded_store(meta) or "?")]
-    if (Path(path) / "bm25" / "bm25.json").exists():
-        rows.append(("bm25", str(Path(path) / "bm25")))
-    if meta.get("tuned"):
-        rows.append(("tuned", f"{meta['tuned']['label']} (`pretriever tune`, {meta['tuned'].get('created', '?')})"))
+    enc = meta.encoder
+    rows = [("model", f"{enc.model_label} ({enc.model})"), ("passages", f"{meta.count:,}"),
+            ("dimension", str(meta.dim)), ("dtype", str(meta.dtype)),
+            ("index", ", ".join(f"{k}={v}" for k, v in (meta.faiss or {}).items())),
+            ("max length", str(enc.max_length)), ("title prepended", str(enc.prepend_title)),
+            ("normalize", str(enc.normalize)), ("corpus", meta.store or "?")]
+    if (Path(path) / BM25_DIR / BM25_JSON).exists():
+        rows.append(("bm25", str(Path(path) / BM25_DIR)))
+    if meta.tuned is not None:
+        rows.append(("tuned", f"{meta.tuned.setting.label} (`pretriever tune`, {meta.tuned.created or '?'})"))
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -224,17 +223,19 @@ def search_command(cfg: SearchConfig) -> None:
           cancer" --hybrid --fusion convex --alpha 0.5
     """
     queries, k = cfg.queries, cfg.k
-    with RichReporter() as report, stage(report), open_system(cfg.index_dir, device=cfg.device) as system:
-        tuned = tuned_of(system, cfg.index_dir, report) if cfg.tuned else None
-        systems = [tuned or system]
-        if (cfg.bm25 or cfg.hybrid) and not isinstance(system.retriever, BM25Index):
-            lexical, _ = bm25_system(system.lookup, [cfg.index_dir / BM25_DIR], report=report)
-            systems += [lexical] if cfg.bm25 else []
-            if cfg.hybrid:
-                systems.append(system.fused(lexical, cfg.fusion))
-        results = [s.search(list(queries), k) for s in systems]
-        wanted = sorted({h.passage_id for per_system in results for hits in per_system for h in hits})
-        details = _passage_details(system, wanted, cfg.words)
+    with RichReporter() as report, stage(report):
+        folder = IndexFolder(cfg.index_dir)
+        with folder.open(device=cfg.device) as system:
+            tuned = folder.tuned(system, report) if cfg.tuned else None
+            systems = [tuned or system]
+            if (cfg.bm25 or cfg.hybrid) and not folder.is_bm25:
+                lexical, _ = folder.bm25(system.lookup, report)
+                systems += [lexical] if cfg.bm25 else []
+                if cfg.hybrid:
+                    systems.append(system.fused(lexical, cfg.fusion))
+            results = [s.search(list(queries), k) for s in systems]
+            wanted = sorted({h.passage_id for per_system in results for hits in per_system for h in hits})
+            details = _passage_details(system, wanted, cfg.words)
     out = Console()  # results go to stdout (progress and messages to stderr)
     for qi, query in enumerate(queries):
         table = Table(title=f"[bold]{escape(query)}[/bold]", show_lines=True)

@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
+from pretriever.index import IndexMeta
 from pretriever.progress import RichReporter, console
 from pretriever.refine import grid
 from pretriever.refine import pipeline as refinement
@@ -93,8 +94,8 @@ def run_command(cfg: RefineConfig) -> None:
     print_refine(meta, cfg.out)
 
 
-def print_refine(meta: dict, out: Path) -> None:
-    ref = meta["refine"]
+def print_refine(meta: IndexMeta, out: Path) -> None:
+    ref = meta.refine
     protocol = ref["protocol"]["name"]
     table = Table(title=f"refined index {out}  [{protocol.upper() if protocol == 'oracle' else protocol}]")
     table.add_column("side")
@@ -115,7 +116,7 @@ def print_refine(meta: dict, out: Path) -> None:
                       f"{r['seconds']['total']:.2f}")
     console.print(table)
     console.print(f"method {ref['method']}, {ref['queries']['count']:,} feedback queries ({ref['feedback']['kind']}), "
-                  f"{ref['passages_changed']:,} passage vectors changed, name {meta['name']!r}")
+                  f"{ref['passages_changed']:,} passage vectors changed, name {meta.name!r}")
     search = ref["params"].get("label_search") or {"retrieval": "dense"}
     fusion = search.get("fusion")
     console.print(f"labelled passages found by: {search['retrieval']}"
@@ -123,7 +124,7 @@ def print_refine(meta: dict, out: Path) -> None:
     console.print(f"query side: {ref['query_side']['note']}")
     if ref["query_side"].get("test_time") or ref["query_side"].get("refined_vectors"):
         console.print("[yellow]`pretriever search` and `pretriever evaluate` (which open indexes with "
-                      "pretriever.index.open_retriever) use the refined query side; DenseIndex.load does not: it "
+                      "pretriever.index.IndexFolder) use the refined query side; DenseIndex.load does not: it "
                       "searches the refined passages with plainly encoded queries[/yellow]")
     if protocol == "oracle":
         console.print(Panel(escape(ref["protocol"]["warning"]), title="ORACLE", style="bold red"))

@@ -70,7 +70,7 @@ class PassageLookup:
             print(len(lookup.passages(ids)), "passages from memory")
         lookup.close()
 
-    A :class:`pretriever.retrieval.Searcher` (``pretriever.index.open_system``) carries one as
+    A :class:`pretriever.retrieval.Searcher` (``pretriever.index.IndexFolder.open``) carries one as
     ``searcher.lookup``, so a consumer never opens the store itself.
     """
 

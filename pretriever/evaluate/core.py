@@ -4,7 +4,7 @@ Systems are anything with the :class:`pretriever.retrieval.Retriever` interface;
 knows how a system searches. The corpus store (see :mod:`pretriever.data.lookup`) supplies
 what the hits alone do not: passage -> document for judgments, passage text for answers and
 overlap, titles for multi-hop gold titles. A :class:`pretriever.retrieval.Searcher` (what
-:func:`pretriever.index.open_system` returns) brings its own; any other system uses the one given.
+:meth:`pretriever.index.IndexFolder.open` returns) brings its own; any other system uses the one given.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def evaluate_retrievers(
 
     ``store``: the corpus store searched (a :class:`CorpusStore`, its folder, or an open
     :class:`PassageLookup`), for every system; without it, a :class:`Searcher` reads its own
-    store (``lookup``; :func:`pretriever.index.open_system` opens the store its index names) and
+    store (``lookup``; :meth:`pretriever.index.IndexFolder.open` opens the store its index names) and
     any other system has none. Answers and gold titles need a store; judgments need one only
     when passages are not whole documents.
     ``ignore_identical_ids`` drops a document whose id is the query's id from that query's

@@ -14,9 +14,8 @@ from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
 from pretriever.evaluate.report import eval_folder, write_results
-from pretriever.index import (HybridOptions, HybridRetriever, System, bm25_system, choose_alpha, open_system,
-                              retriever_kind, tuned_of)
-from pretriever.index.dense import BM25_DIR
+from pretriever.index import HybridOptions, HybridRetriever, IndexFolder, System, bm25_system, choose_alpha
+from pretriever.index.meta import BM25_DIR
 from pretriever.io import read_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import StageResult
@@ -43,7 +42,7 @@ class Systems:
 
 
 def open_systems(cfg: EvaluateConfig, report: Reporter = QUIET) -> Systems:
-    """The indexes of ``cfg.index`` (any kind :func:`open_system` knows) and, with ``cfg.bm25``,
+    """The indexes of ``cfg.index`` (any kind :class:`IndexFolder` opens) and, with ``cfg.bm25``,
     BM25 over the same store; close them when done."""
     say = report.message
     systems = Systems()
@@ -61,28 +60,28 @@ def open_systems(cfg: EvaluateConfig, report: Reporter = QUIET) -> Systems:
     indexes: list[tuple[System, Refined | None]] = []
     for index_dir in cfg.index:
         say(f"opening {index_dir}")
-        # a refined index brings its query side along
-        system = open_system(index_dir, device=cfg.device, corpus=cfg.corpus, require_store=True)
+        folder = IndexFolder(index_dir, cfg.corpus)
+        system = folder.open(device=cfg.device, require_store=True)  # a refined index brings its query side along
         store = system.lookup.store
         n_store = store.counts.get("passages")
         if n_store is not None and n_store != len(system):
             raise EvaluationError(f"{index_dir} holds {len(system):,} passages but the store {store.path} has "
                                   f"{n_store:,}: the index was not built from this store")
         refined = system.retriever if isinstance(system.retriever, Refined) else None
-        described = {"type": retriever_kind(index_dir), "index": str(index_dir), "store": str(store.path),
-                     "model": system.meta.get("encoder", {}).get("model"),
-                     "index_type": system.meta.get("index", {}).get("type")}
+        meta = folder.meta
+        described = {"type": folder.kind, "index": str(index_dir), "store": str(store.path),
+                     "model": meta.encoder.model if meta.encoder is not None else None, "index_type": meta.index_type}
         indexes.append((add(system, described, refined), refined))
-        tuned = tuned_of(system, index_dir, report) if cfg.tuned else None
+        tuned = folder.tuned(system, report) if cfg.tuned else None
         if tuned is not None:
-            add(tuned, {**described, "type": "tuned", "tuned": system.meta.get("tuned")}, refined)
+            add(tuned, {**described, "type": "tuned", "tuned": meta.tuned.to_json()}, refined)
     if cfg.bm25 or cfg.hybrid:
         lookup = indexes[0][0].lookup if indexes else PassageLookup(cfg.corpus)
         candidates = [p for p in (cfg.bm25_dir, *(Path(d) / BM25_DIR for d in cfg.index)) if p is not None]
         bm25, source = bm25_system(lookup, candidates, cfg.bm25_dir, report)
         if cfg.bm25:
             add(bm25, {"type": "bm25", "store": str(lookup.path), "source": source,
-                       "options": bm25.meta.get("options")})
+                       "options": bm25.meta.options})
         if cfg.hybrid:
             for dense, refined in indexes:
                 options, chosen = _fusion(dense, bm25, cfg, report)

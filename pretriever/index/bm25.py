@@ -11,7 +11,6 @@ this gives nDCG@10 0.686. A saved BM25 folder holds::
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -26,14 +25,12 @@ from pretriever import __version__
 from pretriever.config import option
 from pretriever.data import CorpusStore, PassageSource
 from pretriever.index.errors import NotAnIndexError
-from pretriever.io import write_json, write_parquet
+from pretriever.index.meta import BM25_FORMAT, BM25_JSON, IDS_FILE, IndexMeta
+from pretriever.io import read_json, write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit
 from pretriever.stage import OutputFolder
 
-BM25_JSON = "bm25.json"
-IDS_FILE = "passage_ids.parquet"
-KIND = "pretriever-bm25-index"
 TOKENIZING = "BM25 tokenizing"  # the Reporter's task while a build tokenizes
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
@@ -112,7 +109,7 @@ class BM25Index:
 
     name = "bm25"
 
-    def __init__(self, retriever, passage_ids: Sequence[str], options: BM25Options, meta: dict[str, Any]):
+    def __init__(self, retriever, passage_ids: Sequence[str], options: BM25Options, meta: IndexMeta):
         self.retriever = retriever
         self.passage_ids = np.asarray(passage_ids, dtype=object)
         self.options = options
@@ -143,10 +140,9 @@ class BM25Index:
                 report.progress(TOKENIZING, len(ids), source.total, unit="passages")
         finally:
             source.close()
-        meta = {"corpus": {"store": str(source.store.path.resolve()), "n_passages": source.total}}
-        index = cls._from_tokens(ids, tokens, tokenizer.get_vocab_dict(), options, meta)
-        index.meta["build_seconds"] = round(time.perf_counter() - started, 3)
-        return index
+        return cls._from_tokens(ids, tokens, tokenizer.get_vocab_dict(), options,
+                                store=str(source.store.path.resolve()), n_passages=source.total,
+                                recorded={"build_seconds": round(time.perf_counter() - started, 3)})
 
     @classmethod
     def build_from_texts(cls, passage_ids: Sequence[str], texts: Sequence[str],
@@ -155,16 +151,19 @@ class BM25Index:
         options = options or BM25Options()
         tokenizer = _tokenizer(options)
         tokens = tokenizer.tokenize(list(texts), update_vocab=True, return_as="ids", show_progress=False)
-        return cls._from_tokens(list(passage_ids), tokens, tokenizer.get_vocab_dict(), options, {})
+        return cls._from_tokens(list(passage_ids), tokens, tokenizer.get_vocab_dict(), options)
 
     @classmethod
-    def _from_tokens(cls, ids, tokens, vocab, options: BM25Options, meta: dict[str, Any]) -> BM25Index:
+    def _from_tokens(cls, ids, tokens, vocab, options: BM25Options, recorded: dict[str, Any] | None = None,
+                     **fields: Any) -> BM25Index:
+        """``fields``: more :class:`IndexMeta` fields (the store); ``recorded``: keys kept as given."""
         import bm25s
 
         retriever = bm25s.BM25(k1=options.k1, b=options.b, delta=options.delta, method=options.method)
         retriever.index((tokens, vocab), show_progress=False)
-        meta = {"kind": KIND, "pretriever_version": __version__, "name": cls.name, "options": asdict(options),
-                "count": len(ids), "vocabulary": len(vocab), **meta}
+        meta = IndexMeta(format=BM25_FORMAT, name=cls.name, count=len(ids), options=asdict(options),
+                         vocabulary=len(vocab), **fields,
+                         recorded={"pretriever_version": __version__, **(recorded or {})})
         return cls(retriever, ids, options, meta)
 
     def save(self, path: Path | str, report: Reporter = QUIET) -> None:
@@ -179,7 +178,7 @@ class BM25Index:
         (path / BM25_JSON).unlink(missing_ok=True)
         self.retriever.save(str(path), show_progress=False)
         write_parquet(pa.table({"passage_id": pa.array(self.passage_ids.tolist(), pa.string())}), path / IDS_FILE)
-        write_json(path / BM25_JSON, self.meta)
+        self.meta.write(path)
         folder.seal()
 
     @classmethod
@@ -191,12 +190,12 @@ class BM25Index:
         if not meta_path.exists():
             raise NotAnIndexError(f"{path} is not a BM25 index: {BM25_JSON} is missing; build one with "
                                   "`pretriever index bm25 CORPUS_DIR --out DIR`")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("kind") != KIND:
-            raise NotAnIndexError(f"{meta_path} was not written by pretriever (kind is not {KIND!r})")
+        meta = IndexMeta.from_json(read_json(meta_path, NotAnIndexError), meta_path)
+        if meta.format != BM25_FORMAT or meta.options is None:
+            raise NotAnIndexError(f"{meta_path} was not written by pretriever (kind is not {BM25_FORMAT!r})")
         retriever = bm25s.BM25.load(str(path), mmap=mmap, show_progress=False)
         ids = pq.read_table(path / IDS_FILE).column("passage_id").to_pylist()
-        return cls(retriever, ids, BM25Options(**meta["options"]), meta)
+        return cls(retriever, ids, BM25Options(**meta.options), meta)
 
     def tokenize_queries(self, queries: Sequence[str]) -> list[list[str]]:
         """Queries tokenized exactly as the passages were (lower-case, stop words, stemmer)."""

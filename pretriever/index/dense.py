@@ -16,7 +16,6 @@ stage that rewrites passage vectors (AOpt refinement) re-indexes with one call.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,29 +28,24 @@ import pyarrow.parquet as pq
 from pretriever import __version__
 from pretriever.index.errors import NotAnIndexError
 from pretriever.index.faiss_index import FaissParams, build_faiss_index, set_search_params
-from pretriever.io import atomic_path, write_json, write_parquet
+from pretriever.index.meta import DENSE_FORMAT, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, EncoderInfo, IndexMeta
+from pretriever.io import atomic_path, write_parquet
 from pretriever.models import DEFAULT_MODEL, load_model, model_label, resolve_model
 from pretriever.retrieval import Hit
 
-INDEX_JSON = "index.json"
-IDS_FILE = "passage_ids.parquet"
-EMBEDDINGS_FILE = "embeddings.npy"
-FAISS_FILE = "index.faiss"
-BM25_DIR = "bm25"
-KIND = "pretriever-dense-index"
 WRITE_BLOCK = 65536
 
 
 def encoder_info(model: str | None, max_length: int, normalize: bool, prepend_title: bool,
-                 passage_prompt: str = "", query_prompt: str = "") -> dict[str, Any]:
+                 passage_prompt: str = "", query_prompt: str = "") -> EncoderInfo:
     """How passages were (and queries must be) encoded; stored under ``encoder`` in index.json."""
     packaged = model is None or resolve_model(model) == resolve_model(None)
     reference = DEFAULT_MODEL if packaged else str(model)
     if not packaged and Path(reference).exists():
         reference = str(Path(reference).resolve())
-    return {"model": reference, "model_label": model_label(model), "max_length": int(max_length),
-            "normalize": bool(normalize), "prepend_title": bool(prepend_title),
-            "passage_prompt": passage_prompt, "query_prompt": query_prompt}
+    return EncoderInfo(model=reference, model_label=model_label(model), max_length=int(max_length),
+                       normalize=bool(normalize), prepend_title=bool(prepend_title), passage_prompt=passage_prompt,
+                       query_prompt=query_prompt)
 
 
 def write_embeddings(path: Path, blocks, n: int, dim: int, dtype: str) -> None:
@@ -68,14 +62,14 @@ def write_embeddings(path: Path, blocks, n: int, dim: int, dtype: str) -> None:
         del out
 
 
-def save_dense_index(out: Path | str, passage_ids: Sequence[str], vectors: np.ndarray, encoder: dict[str, Any],
-                     params: FaissParams | None = None, dtype: str = "float32",
-                     extra: dict[str, Any] | None = None, on_add=None) -> dict[str, Any]:
+def save_dense_index(out: Path | str, passage_ids: Sequence[str], vectors: np.ndarray, encoder: EncoderInfo,
+                     params: FaissParams | None = None, dtype: str = "float32", on_add=None,
+                     **fields: Any) -> IndexMeta:
     """Write a complete index folder (embeddings, ids, FAISS index, index.json) from vectors.
 
     ``encoder`` says how queries must be encoded (:func:`encoder_info`; copy it from the
-    index whose vectors you rewrite); ``extra`` adds keys to index.json (e.g. ``corpus``).
-    Returns the index.json contents.
+    index whose vectors you rewrite); ``fields`` are more :class:`IndexMeta` fields (``store``,
+    ``name``, ``retriever``, ``refine``, ...). Returns the metadata written.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,13 +79,14 @@ def save_dense_index(out: Path | str, passage_ids: Sequence[str], vectors: np.nd
         raise ValueError(f"{len(passage_ids)} passage ids for {n} vectors")
     write_embeddings(out / EMBEDDINGS_FILE, (vectors[i:i + WRITE_BLOCK] for i in range(0, n, WRITE_BLOCK)),
                      n, dim, dtype)
-    return finish_dense_index(out, passage_ids, encoder, params, dtype, extra, on_add)
+    return finish_dense_index(out, passage_ids, encoder, params, dtype, on_add, **fields)
 
 
-def finish_dense_index(out: Path, passage_ids: Sequence[str] | pa.Array, encoder: dict[str, Any],
-                       params: FaissParams | None, dtype: str, extra: dict[str, Any] | None = None,
-                       on_add=None) -> dict[str, Any]:
-    """Build the FAISS index over ``out/embeddings.npy``, write the ids and then index.json."""
+def finish_dense_index(out: Path, passage_ids: Sequence[str] | pa.Array, encoder: EncoderInfo,
+                       params: FaissParams | None, dtype: str, on_add=None, *, name: str | None = None,
+                       recorded: dict[str, Any] | None = None, **fields: Any) -> IndexMeta:
+    """Build the FAISS index over ``out/embeddings.npy``, write the ids and then index.json (``fields``: more
+    :class:`IndexMeta` fields; ``recorded``: keys kept as given, such as encode statistics)."""
     import faiss
 
     params = params or FaissParams()
@@ -104,51 +99,14 @@ def finish_dense_index(out: Path, passage_ids: Sequence[str] | pa.Array, encoder
         faiss.write_index(index, str(tmp))
     ids = passage_ids if isinstance(passage_ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(passage_ids), pa.string())
     write_parquet(pa.table({"passage_id": ids}), out / IDS_FILE)
-    meta = {
-        "kind": KIND,
-        "pretriever_version": __version__,
-        "name": encoder["model_label"],
-        "encoder": encoder,
-        "dim": int(dim),
-        "count": int(n),
-        "dtype": dtype,
-        "index": resolved.to_json(),
-        "files": {"embeddings": EMBEDDINGS_FILE, "passage_ids": IDS_FILE, "faiss": FAISS_FILE},
-        **(extra or {}),
-        "index_seconds": round(time.perf_counter() - started, 3),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    write_json(out / INDEX_JSON, meta)
-    return meta
-
-
-def read_index_meta(path: Path | str) -> dict[str, Any]:
-    """index.json of a complete dense index folder, or a :class:`NotAnIndexError` saying why not."""
-    path = Path(path)
-    if not path.is_dir():
-        raise NotAnIndexError(f"{path} is not a folder; build an index with "
-                              "`pretriever index build CORPUS_DIR --out INDEX_DIR`")
-    meta_path = path / INDEX_JSON
-    if not meta_path.exists():
-        if (path / "_work").exists():
-            hint = ("it holds an unfinished encode: continue it with `pretriever index build ... --resume`, "
-                    f"or merge finished shards with `pretriever index merge {path}`")
-        elif (path / "manifest.json").exists():
-            hint = "it is a corpus store; index it with `pretriever index build CORPUS_DIR --out INDEX_DIR`"
-        elif (path / "bm25.json").exists():
-            hint = "it is a BM25 index (load it with BM25Index.load)"
-        else:
-            hint = "build one with `pretriever index build CORPUS_DIR --out INDEX_DIR`"
-        raise NotAnIndexError(f"{path} is not a dense index: {INDEX_JSON} is missing; {hint}")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise NotAnIndexError(f"{meta_path}: not valid JSON ({err})") from err
-    if not isinstance(meta, dict) or meta.get("kind") != KIND:
-        raise NotAnIndexError(f"{meta_path} was not written by `pretriever index` (kind is not {KIND!r})")
-    for name in (IDS_FILE, EMBEDDINGS_FILE, FAISS_FILE):
-        if not (path / name).exists():
-            raise NotAnIndexError(f"{path}: {name} is missing; rebuild the index")
+    meta = IndexMeta(
+        format=DENSE_FORMAT, name=name or encoder.model_label, count=int(n), encoder=encoder, dim=int(dim),
+        dtype=dtype, faiss=resolved.to_json(), **fields,
+        recorded={"pretriever_version": __version__,
+                  "files": {"embeddings": EMBEDDINGS_FILE, "passage_ids": IDS_FILE, "faiss": FAISS_FILE},
+                  **(recorded or {}), "index_seconds": round(time.perf_counter() - started, 3),
+                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    meta.write(out)
     return meta
 
 
@@ -175,7 +133,7 @@ class DenseIndex:
         vectors = index.encode_queries(["vitamin D deficiency increases the risk of fractures"])
         assert [h.passage_id for h in index.search_vectors(vectors, k=3)[0]] == [h.passage_id for h in hits]
 
-    ``pretriever.index.open_system("scifact-index/")`` opens the same index with its store, to read the
+    ``pretriever.index.IndexFolder("scifact-index/").open()`` opens the same index with its store, to read the
     passages found.
 
     References:
@@ -183,37 +141,39 @@ class DenseIndex:
         Johnson et al., "Billion-scale similarity search with GPUs", 2017 (FAISS).
     """
 
-    def __init__(self, path: Path, meta: dict[str, Any], model=None, device: str | None = None):
+    def __init__(self, path: Path, meta: IndexMeta, model=None, device: str | None = None):
         import faiss
 
+        if meta.encoder is None or meta.faiss is None or meta.dim is None:
+            raise NotAnIndexError(f"{path}: {INDEX_JSON} is not a dense index's (no encoder or FAISS settings)")
         self.path = Path(path)
         self.meta = meta
-        self.name: str = meta["name"]
-        self.encoder: dict[str, Any] = meta["encoder"]
-        self.params = FaissParams.from_json(meta["index"])
+        self.name: str = meta.name
+        self.encoder: EncoderInfo = meta.encoder
+        self.params = FaissParams.from_json(meta.faiss)
         self.index = faiss.read_index(str(self.path / FAISS_FILE))
         set_search_params(self.index, self.params)
         self.device = device
         self._model = model
         if model is not None:  # queries must be cut like the passages were
-            model.max_seq_length = self.encoder["max_length"]
+            model.max_seq_length = self.encoder.max_length
         self._ids: np.ndarray | None = None
         self._embeddings: np.ndarray | None = None
         self._row_of: dict[str, int] | None = None
-        if self.index.ntotal != meta["count"]:
+        if self.index.ntotal != meta.count:
             raise NotAnIndexError(f"{self.path}: {FAISS_FILE} holds {self.index.ntotal} vectors, index.json says "
-                                  f"{meta['count']}; rebuild the index")
+                                  f"{meta.count}; rebuild the index")
 
     @classmethod
     def load(cls, path: Path | str, model=None, device: str | None = None) -> DenseIndex:
-        return cls(Path(path), read_index_meta(path), model=model, device=device)
+        return cls(Path(path), IndexMeta.read(path, dense=True), model=model, device=device)
 
     def __len__(self) -> int:
-        return int(self.meta["count"])
+        return self.meta.count
 
     @property
     def dim(self) -> int:
-        return int(self.meta["dim"])
+        return int(self.meta.dim)  # type: ignore[arg-type]  # checked in __init__
 
     @property
     def passage_ids(self) -> np.ndarray:
@@ -240,20 +200,20 @@ class DenseIndex:
     @property
     def model(self):
         if self._model is None:
-            reference = self.encoder["model"]
+            reference = self.encoder.model
             try:
                 self._model = load_model(reference, device=self.device)
             except Exception as err:  # noqa: BLE001 - any loading failure gets the same advice
                 raise NotAnIndexError(f"{self.path}: cannot load the index's model {reference!r} ({err}); "
                                       "pass model= to DenseIndex.load") from err
-            self._model.max_seq_length = self.encoder["max_length"]
+            self._model.max_seq_length = self.encoder.max_length
         return self._model
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Query vectors (float32), encoded as the index says (prompt, max length, normalisation)."""
         vectors = self.model.encode_query(list(queries), batch_size=batch_size, convert_to_numpy=True,
-                                          show_progress_bar=False, normalize_embeddings=self.encoder["normalize"],
-                                          prompt=self.encoder.get("query_prompt") or None)
+                                          show_progress_bar=False, normalize_embeddings=self.encoder.normalize,
+                                          prompt=self.encoder.query_prompt or None)
         return np.asarray(vectors, dtype=np.float32)
 
     def set_search_params(self, ef_search: int | None = None, nprobe: int | None = None,
@@ -305,8 +265,8 @@ class DenseIndex:
     def reindex(self, out: Path | str, params: FaissParams | None = None, dtype: str | None = None,
                 vectors: np.ndarray | None = None) -> DenseIndex:
         """A new index folder over these passages: other FAISS parameters, dtype, or new ``vectors``."""
-        extra = {key: self.meta[key] for key in ("corpus",) if key in self.meta}
         save_dense_index(out, pa.array(self.passage_ids.tolist(), pa.string()),
                          self.embeddings if vectors is None else vectors, self.encoder,
-                         params or self.params, dtype or self.meta["dtype"], extra)
+                         params or self.params, dtype or self.meta.dtype, store=self.meta.store,
+                         n_passages=self.meta.n_passages)
         return DenseIndex.load(out, model=self._model, device=self.device)

@@ -26,7 +26,7 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,13 +37,13 @@ import pyarrow.parquet as pq
 
 from pretriever import __version__
 from pretriever.index.config import IndexConfig, Shard
-from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, encoder_info,
-                                    finish_dense_index, write_embeddings)
+from pretriever.index.dense import encoder_info, finish_dense_index, write_embeddings
 from pretriever.index.errors import EncodeStateError, MergeError
 from pretriever.index.faiss_index import FaissParams
+from pretriever.index.meta import BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, EncoderInfo, IndexMeta
 from pretriever.index.tuned import TUNE_JSON
 from pretriever.data.passages import PassageSource
-from pretriever.io import atomic_path, write_json, write_parquet
+from pretriever.io import atomic_path, read_json, write_json, write_parquet
 from pretriever.models import load_model
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult, differences
@@ -55,10 +55,49 @@ SUBCALL_BATCHES = 8  # batches per SentenceTransformer.encode call inside a chun
 ENCODING, MERGING, ADDING = "encoding", "merging chunks", "adding to FAISS"
 
 
+@dataclass(frozen=True)
+class EncodeState:
+    """``_work/encode.json``: what an encode is (its ``fingerprint``: every shard, resume and merge must match
+    it), how it encodes, and the corpus store it reads."""
+
+    fingerprint: dict[str, Any]
+    encoder: EncoderInfo
+    dim: int
+    store: str
+    n_passages: int
+    pretriever_version: str = __version__
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "encoder": self.encoder.to_json(), "dim": self.dim,
+                "corpus": {"store": self.store, "n_passages": self.n_passages},
+                "pretriever_version": self.pretriever_version}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: Path | str = ENCODE_JSON) -> EncodeState:
+        try:
+            return cls(fingerprint=dict(data["fingerprint"]), encoder=EncoderInfo.from_json(data["encoder"]),
+                       dim=int(data["dim"]), store=str(data["corpus"]["store"]),
+                       n_passages=int(data["corpus"]["n_passages"]),
+                       pretriever_version=str(data.get("pretriever_version", "")))
+        except (KeyError, TypeError, ValueError) as err:
+            raise MergeError(f"{source}: not an encode's state ({err!r} is missing or malformed); encode again "
+                             "with --overwrite") from err
+
+    @classmethod
+    def read(cls, work: Path) -> EncodeState:
+        """The state in the work folder ``work`` (``OUT/_work``)."""
+        return cls.from_json(read_json(work / ENCODE_JSON, MergeError), work / ENCODE_JSON)
+
+    def write(self, work: Path) -> None:
+        write_json(work / ENCODE_JSON, self.to_json())
+
+
 @dataclass
 class IndexResult(StageResult):
-    """An encode: ``manifest`` is index.json when the index was merged; empty after a shard or a stop."""
+    """An encode: ``manifest`` is the index's metadata (index.json) when the index was merged; None after a shard
+    or a stop."""
 
+    manifest: IndexMeta | None = field(default=None, kw_only=True)
     shard: Shard | None
     chunks: range  # the chunks this run is responsible for
     chunks_encoded: int  # encoded by this run (the others were finished before: --resume)
@@ -114,10 +153,10 @@ def embedding_dim(model) -> int:
     return int(get())
 
 
-def _fingerprint(encoder: dict[str, Any], source: PassageSource, every: int) -> dict[str, Any]:
+def _fingerprint(encoder: EncoderInfo, source: PassageSource, every: int) -> dict[str, Any]:
     """What must be equal for two runs to be parts of the same encode."""
     keys = ("model_label", "max_length", "normalize", "prepend_title", "passage_prompt")
-    return {**{k: encoder[k] for k in keys}, "checkpoint_every": every, **source.fingerprint()}
+    return {**{k: getattr(encoder, k) for k in keys}, "checkpoint_every": every, **source.fingerprint()}
 
 
 def index_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
@@ -180,10 +219,8 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
         fingerprint = _fingerprint(encoder, source, cfg.checkpoint_every)
         work = out / WORK
         _prepare_work(folder, work, fingerprint, cfg, shard)
-        state = {"fingerprint": fingerprint, "encoder": encoder, "dim": embedding_dim(model),
-                 "corpus": {"store": str(source.store.path.resolve()), "n_passages": source.total},
-                 "pretriever_version": __version__}
-        write_json(work / ENCODE_JSON, state)
+        EncodeState(fingerprint, encoder, embedding_dim(model), str(source.store.path.resolve()),
+                    source.total).write(work)
 
         total_chunks = n_chunks(source.total, cfg.checkpoint_every)
         chunks = shard_chunks(shard, total_chunks)
@@ -268,14 +305,14 @@ def _work_dir(path: Path) -> Path:
 
 def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: FaissParams | None = None,
                 dtype: str = "float32", keep_work: bool = False, report: Reporter = QUIET,
-                encode_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+                encode_stats: dict[str, Any] | None = None) -> IndexMeta:
     """Gather the chunks of a sharded encode into the index folder ``out`` and build its FAISS index.
 
     Chunks are looked for in ``out/_work`` and in every folder of ``sources`` (the ``--out``
     folders of shards encoded elsewhere, or their ``_work`` folders). All must come from the
     same encode (same settings and corpus), and every chunk must be there; otherwise a
     :class:`MergeError` names the missing shards. ``out/_work`` is removed afterwards unless
-    ``keep_work``. Returns the index.json contents.
+    ``keep_work``. Returns the index's metadata (index.json).
     """
     out = Path(out)
     folder = index_folder(out, report)
@@ -287,14 +324,14 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
         named = ", ".join(str(p) for p in [out, *sources])
         raise MergeError(f"no encode to merge in {named}: none holds {WORK}/{ENCODE_JSON} "
                          "(encode shards with `pretriever index build CORPUS_DIR --out DIR --shard i/n`)")
-    states = [json.loads((w / ENCODE_JSON).read_text(encoding="utf-8")) for w in works]
+    states = [EncodeState.read(w) for w in works]
     for work, state in zip(works[1:], states[1:]):
-        diff = differences(states[0]["fingerprint"], state["fingerprint"])
+        diff = differences(states[0].fingerprint, state.fingerprint)
         if diff:
             raise MergeError(f"{work} is part of another encode than {works[0]} ({'; '.join(diff)})")
     state = states[0]
-    fingerprint = state["fingerprint"]
-    n, every, dim = fingerprint["n_passages"], fingerprint["checkpoint_every"], state["dim"]
+    fingerprint = state.fingerprint
+    n, every, dim = fingerprint["n_passages"], fingerprint["checkpoint_every"], state.dim
     total_chunks = n_chunks(n, every)
     found: dict[int, Path] = {}
     for j in range(total_chunks):
@@ -320,12 +357,11 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
     ids = pa.chunked_array([pq.read_table(chunk_ids_path(found[j], j)).column("passage_id")
                             for j in range(total_chunks)], pa.string())
     shard_counts = sorted({int(p.stem.split("-of-")[1]) for w in works for p in (w / "shards").glob("*-of-*.json")})
-    extra = {"corpus": state["corpus"],
-             "encode": {"checkpoint_every": every, "chunks": total_chunks, "shards": shard_counts or [1],
-                        **(encode_stats or {})}}
+    encode = {"checkpoint_every": every, "chunks": total_chunks, "shards": shard_counts or [1], **(encode_stats or {})}
     report.progress(ADDING, 0, n, unit="vectors")
-    meta = finish_dense_index(out, ids.combine_chunks(), state["encoder"], params, dtype, extra,
-                              on_add=lambda done: report.progress(ADDING, done, n, unit="vectors"))
+    meta = finish_dense_index(out, ids.combine_chunks(), state.encoder, params, dtype,
+                              on_add=lambda done: report.progress(ADDING, done, n, unit="vectors"),
+                              store=state.store, n_passages=state.n_passages, recorded={"encode": encode})
     if not keep_work and (out / WORK).exists():
         shutil.rmtree(out / WORK)
     folder.seal()

@@ -28,9 +28,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from pretriever.index.dense import FAISS_FILE, IDS_FILE, INDEX_JSON, read_index_meta
 from pretriever.index.errors import IndexExportError
-from pretriever.index.open import retriever_kind
+from pretriever.index.folder import IndexFolder
+from pretriever.index.meta import FAISS_FILE, IDS_FILE, INDEX_JSON
 from pretriever.io import atomic_path
 from pretriever.stage import OutputFolder
 
@@ -44,11 +44,10 @@ def export_pyserini(index_dir: Path | str, out: Path | str) -> dict[str, Any]:
     Returns ``{"count", "dim", "index", "linked"}`` (``linked``: ``index`` is a hard link, not a copy).
     """
     index_dir, out = Path(index_dir), Path(out)
-    kind = retriever_kind(index_dir)  # NotAnIndexError names what is missing
-    if kind != "dense":
-        raise IndexExportError(f"{index_dir} is a {kind} index; only plain dense indexes export to Pyserini "
+    meta = IndexFolder(index_dir).meta  # NotAnIndexError names what is missing
+    if meta.kind != "dense":
+        raise IndexExportError(f"{index_dir} is a {meta.kind} index; only plain dense indexes export to Pyserini "
                                "(a refined index's query side, or BM25, has no Pyserini FAISS equivalent)")
-    meta = read_index_meta(index_dir)
     if out.resolve() == index_dir.resolve():
         raise IndexExportError(f"--out must be another folder than the index ({index_dir})")
     folder = OutputFolder(out, stage="pyserini export", holds="a Pyserini export",
@@ -62,12 +61,12 @@ def export_pyserini(index_dir: Path | str, out: Path | str) -> dict[str, Any]:
             ids = batch.column(0).to_pylist()
             f.writelines(f"{i}\n" for i in ids)
             rows += len(ids)
-    if rows != meta["count"]:
-        raise IndexExportError(f"{index_dir / IDS_FILE} holds {rows} ids, {INDEX_JSON} says {meta['count']}; "
+    if rows != meta.count:
+        raise IndexExportError(f"{index_dir / IDS_FILE} holds {rows} ids, {INDEX_JSON} says {meta.count}; "
                                "rebuild the index")
     shutil.copyfile(index_dir / INDEX_JSON, out / PYSERINI_META)
     folder.seal()
-    return {"count": rows, "dim": meta["dim"], "index": meta["index"], "linked": linked}
+    return {"count": rows, "dim": meta.dim, "index": meta.faiss, "linked": linked}
 
 
 def _link_or_copy(src: Path, dst: Path) -> bool:

@@ -19,11 +19,11 @@ or refined index, or a system wrapping one): the passage vectors are read from i
 
 Example::
 
-    from pretriever.index import HybridOptions, open_system
-    hybrid = open_system("scifact-index/", "hybrid", fusion=HybridOptions(fusion="convex", alpha=0.5))
+    from pretriever.index import HybridOptions, IndexFolder
+    hybrid = IndexFolder("scifact-index/").open("hybrid", fusion=HybridOptions(fusion="convex", alpha=0.5))
     hits = hybrid.search(["vitamin D and bone fractures"], k=10)
 
-``open_system`` takes the dense index's BM25 beside it (``INDEX_DIR/bm25``, ``pretriever index build
+``IndexFolder.open`` takes the dense index's BM25 beside it (``INDEX_DIR/bm25``, ``pretriever index build
 --bm25``), or builds one from the store the index names.
 """
 
@@ -124,7 +124,7 @@ class HybridRetriever:
         print(hybrid.name)  # hybrid[convex alpha=0.5](...+bm25)
         hits = hybrid.search(["vitamin D deficiency increases the risk of fractures"], k=5)[0]
 
-    ``open_system("scifact-index/", "hybrid")`` builds the same from one folder, with the store.
+    ``IndexFolder("scifact-index/").open("hybrid")`` builds the same from one folder, with the store.
 
     References:
         Cormack et al., "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning

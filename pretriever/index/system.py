@@ -1,7 +1,7 @@
 """:class:`System`: an opened index together with the store its passages come from.
 
 A :class:`pretriever.retrieval.Searcher`: it searches (text, and vectors when what it wraps can) and
-returns passages by id, as pyserini's ``LuceneSearcher`` does. :func:`pretriever.index.open_system`
+returns passages by id, as pyserini's ``LuceneSearcher`` does. :meth:`pretriever.index.IndexFolder.open`
 builds one from an index folder; a stage that composes systems (evaluate: one BM25 beside several
 indexes) builds the others from it with :meth:`System.fused` and :meth:`System.renamed`, so every
 system of a run reads passages through the same store.
@@ -10,20 +10,19 @@ system of a run reads passages through the same store.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
-
 import numpy as np
 
 from pretriever.data import PassageLookup
 from pretriever.index.hybrid import HybridOptions, HybridRetriever
+from pretriever.index.meta import IndexMeta
 from pretriever.retrieval import Hit, Passage, Retriever, VectorSearch
 
 
 class System:
     """``retriever`` with the store its passages come from (``lookup``; None when no store is known):
-    the :class:`pretriever.retrieval.Searcher` that :func:`pretriever.index.open_system` returns.
+    the :class:`pretriever.retrieval.Searcher` that :meth:`pretriever.index.IndexFolder.open` returns.
 
-    ``meta`` is what the index folder records (index.json, or bm25.json); ``name`` is the retriever's
+    ``meta`` is what the index folder records (its :class:`~pretriever.index.meta.IndexMeta`); ``name`` is the retriever's
     unless given. Use :meth:`of`, which returns a :class:`VectorSystem` when ``retriever`` searches by
     vector, so the vector protocol passes through.
 
@@ -43,7 +42,7 @@ class System:
                 print(passage.title)
     """
 
-    def __init__(self, retriever: Retriever, lookup: PassageLookup | None, meta: dict[str, Any],
+    def __init__(self, retriever: Retriever, lookup: PassageLookup | None, meta: IndexMeta,
                  name: str | None = None):
         self.retriever = retriever
         self.lookup = lookup
@@ -51,7 +50,7 @@ class System:
         self.name = name or retriever.name
 
     @staticmethod
-    def of(retriever: Retriever, lookup: PassageLookup | None, meta: dict[str, Any],
+    def of(retriever: Retriever, lookup: PassageLookup | None, meta: IndexMeta,
            name: str | None = None) -> System:
         """A :class:`VectorSystem` when ``retriever`` offers :class:`VectorSearch`, else a :class:`System`."""
         kind = VectorSystem if isinstance(retriever, VectorSearch) else System

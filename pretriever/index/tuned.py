@@ -7,21 +7,18 @@ and writes the winner under ``tuned`` in ``INDEX_DIR/index.json``::
               "fusion": {"fusion": "convex", "alpha": 0.3, "rrf_k": 60, "prf_k": 0, ...},
               "from": "tune.json", "created": "..."}
 
-``search``, ``evaluate``, ``serve`` and ``answer`` open an index with :func:`pretriever.index.open_system`'s
+``search``, ``evaluate``, ``serve`` and ``answer`` open an index with :meth:`pretriever.index.IndexFolder.open`'s
 ``tuned`` mode (the recorded setting, or the index as it is when none is recorded) unless told ``--no-tuned``.
-This module only reads and writes the record; choosing is ``pretriever.tune``'s work.
+:class:`pretriever.index.meta.TunedRecord` is the record, :meth:`pretriever.index.IndexFolder.record_tuned` writes
+it; choosing is ``pretriever.tune``'s work.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from pretriever.index.dense import INDEX_JSON, read_index_meta
 from pretriever.index.hybrid import HybridOptions
-from pretriever.io import write_json
 
 TUNED_KEY = "tuned"
 TUNE_JSON = "tune.json"  # tune's report, beside index.json in the index folder it tuned
@@ -30,7 +27,7 @@ TUNED_MODES = ("index", "bm25", "hybrid")
 
 @dataclass(frozen=True)
 class TunedSetting:
-    """How to search an index: ``mode`` as :func:`open_system` takes it and, for ``hybrid``, the fusion.
+    """How to search an index: ``mode`` as :meth:`IndexFolder.open` takes it and, for ``hybrid``, the fusion.
 
     ``label`` names it in tables ("dense", "bm25", "hybrid convex 0.3", "hybrid rrf k=60 + prf 3").
     """
@@ -53,24 +50,3 @@ class TunedSetting:
     def from_json(cls, data: dict[str, Any]) -> TunedSetting:
         fusion = data.get("fusion")
         return cls(str(data["label"]), str(data["mode"]), HybridOptions(**fusion) if fusion else None)
-
-
-def tuned_setting(meta: dict[str, Any]) -> TunedSetting | None:
-    """The setting an index's metadata records (None when the index was never tuned)."""
-    data = meta.get(TUNED_KEY)
-    if not data:
-        return None
-    try:
-        return TunedSetting.from_json(data)
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"the {TUNED_KEY!r} entry of {INDEX_JSON} is not a setting `pretriever tune` wrote "
-                         f"({err}); run `pretriever tune` again") from err
-
-
-def record_tuned(index_dir: Path | str, setting: TunedSetting, source: str = "tune.json") -> dict[str, Any]:
-    """Write ``setting`` into ``index_dir/index.json`` (atomically; every other key is kept); returns the record."""
-    path = Path(index_dir)
-    meta = read_index_meta(path)
-    meta[TUNED_KEY] = {**setting.to_json(), "from": source, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    write_json(path / INDEX_JSON, meta)
-    return meta[TUNED_KEY]

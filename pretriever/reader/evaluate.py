@@ -11,7 +11,7 @@
 
 Example::
 
-    with open_system("nq-index/") as system:
+    with IndexFolder("nq-index/").open() as system:
         result = evaluate_reader(system, load_qa_file("nq-dev.jsonl"), Reader.load("reader/"), k=20)
     result.metrics  # {"EM": ..., "F1": ..., "top-20 accuracy": ..., "gold EM": ...}
 """

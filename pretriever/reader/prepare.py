@@ -1,7 +1,7 @@
 """Retrieval for the reader: open an index as the reader needs it, label retrieved passages, answer questions.
 
 * :func:`open_for_reading`: the index folder as it is (dense, refined or BM25), the BM25 beside it,
-  or both fused (:func:`pretriever.index.open_system`), refusing an index whose store (the passage
+  or both fused (:meth:`pretriever.index.IndexFolder.open`), refusing an index whose store (the passage
   texts) is not there or that holds no passages.
 * :func:`run` (``pretriever reader prepare``): the top k of every question of a
   QA set, each marked ``has_answer`` by DPR's answer matching, written as DPR reader JSON
@@ -12,7 +12,7 @@
 
 Example::
 
-    with open_system("nq-index/", "hybrid") as system:
+    with IndexFolder("nq-index/").open("hybrid") as system:
         answers = answer_questions(system, Reader.load("reader/"), ["who wrote hamlet"], k=20)
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from pretriever.data import AnswerMatcher, load_qa_file
 from pretriever.data.qa import guess_match_mode
-from pretriever.index import System, open_system
+from pretriever.index import IndexFolder, System
 from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import PrepareConfig, RetrievalSource
@@ -37,8 +37,8 @@ def open_for_reading(source: RetrievalSource, report: Reporter = QUIET) -> Syste
     """The system ``source`` names (its index, as ``source.retrieval`` says), reading passage texts from the
     index's store (or ``source.corpus``)."""
     mode = "tuned" if source.tuned and source.retrieval == "index" else source.retrieval
-    system = open_system(source.index, mode, device=source.device, corpus=source.corpus,
-                         require_store=True, report=report)
+    system = IndexFolder(source.index, source.corpus).open(mode, device=source.device, require_store=True,
+                                                           report=report)
     if len(system) == 0:
         system.close()
         raise ReaderError(f"{source.index}: the index holds no passages")

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pretriever.index import store_lookup
-from pretriever.index.dense import DenseIndex
+from pretriever.index import IndexFolder
 from pretriever.io import atomic_path, write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.refine.config import RefineConfig
@@ -71,8 +70,9 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
             raise RefineError("the honest grid scores a validation split of the feedback queries: give "
                               "--validation > 0 (or --oracle to score on the feedback queries themselves)")
         fit, val = split_queries(len(feedback), cfg.validation, cfg.seed)
-    dense = DenseIndex.load(cfg.index, model=model, device=cfg.device)
-    lookup = store_lookup(cfg.index, dense.meta)
+    index = IndexFolder(cfg.index)
+    dense = index.dense(model=model, device=cfg.device)
+    lookup = index.store()
     try:
         started = time.perf_counter()
         if query_vectors is None:

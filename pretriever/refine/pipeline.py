@@ -30,11 +30,10 @@ import numpy as np
 import pyarrow as pa
 
 from pretriever.data import DatasetError, QAFileError, load_qa_file, load_qrels, load_queries
-from pretriever.index import bm25_system, store_lookup
+from pretriever.index import IndexFolder, IndexMeta, save_dense_index
+from pretriever.index.meta import EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON
 from pretriever.index.tuned import TUNE_JSON
-from pretriever.index.dense import (BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, DenseIndex,
-                                     save_dense_index)
-from pretriever.io import write_json, write_parquet
+from pretriever.io import write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.refine.config import RefineConfig
 from pretriever.refine.errors import RefineError
@@ -260,7 +259,10 @@ def build_refine_meta(cfg: RefineConfig, feedback: FeedbackSet, protocol: dict[s
 
 @dataclass(kw_only=True)
 class RefineResult(StageResult):
-    """The refined index folder (``out``) and its index.json (``manifest``; the refinement under ``refine``)."""
+    """The refined index folder (``out``) and its metadata (``manifest``, index.json; the refinement under
+    ``refine``)."""
+
+    manifest: IndexMeta
 
 
 def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarray | None = None,
@@ -282,8 +284,9 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
     feedback, protocol = open_feedback(cfg, report)
     if cfg.oracle:
         say(ORACLE_WARNING)
-    dense = DenseIndex.load(cfg.index, model=model, device=cfg.device)
-    lookup = store_lookup(cfg.index, dense.meta)
+    index = IndexFolder(cfg.index)
+    dense = index.dense(model=model, device=cfg.device)
+    lookup = index.store()
     try:
         passage_ids = dense.passage_ids
         judge = feedback.judge(passage_ids, lookup, cfg.k_pos, cfg.match)
@@ -296,7 +299,7 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
         searcher = PatchedSearcher.of(dense)
         lexical = None
         if cfg.fuse_bm25:
-            bm25, source = bm25_system(lookup, [Path(cfg.index) / BM25_DIR], report=report)
+            bm25, source = index.bm25(lookup, report)
             say(f"labels: the dense ranking fused with BM25 ({cfg.fusion.label}; BM25 {source})")
             lexical = LexicalRanking.of(bm25, feedback.texts, passage_ids, cfg.fusion, cfg.k)
         passage_tables: list[pa.Table] = []
@@ -345,18 +348,17 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
                 "vector": pa.array(list(refined_queries), pa.list_(pa.float32())),
             }), rdir / QUERY_VECTORS)
 
-        base_name = dense.meta.get("name", dense.encoder.get("model_label", "dense"))
+        base_name = dense.meta.name or dense.encoder.model_label
         name = f"{base_name}+{system_label(cfg)}"
         refine_meta = build_refine_meta(cfg, feedback, protocol, log, passages_changed=len(searcher.rows),
                                         base_name=base_name, query_vectors=refined_queries is not None,
                                         passage_labels=bool(passage_tables), query_labels=bool(query_tables))
-        extra = {key: dense.meta[key] for key in ("corpus",) if key in dense.meta}
-        extra.update(name=name, retriever="refined", refine=refine_meta)
         vectors = searcher.patched() if len(searcher.rows) else dense.embeddings
         meta = save_dense_index(out, pa.array(passage_ids.tolist(), pa.string()), vectors, dense.encoder,
-                                dense.params, dense.meta.get("dtype", "float32"), extra)
-        meta["refine"]["seconds"] = round(time.perf_counter() - started, 3)
-        write_json(out / INDEX_JSON, meta)
+                                dense.params, dense.meta.dtype or "float32", name=name, retriever="refined",
+                                refine=refine_meta, store=dense.meta.store, n_passages=dense.meta.n_passages)
+        meta.refine["seconds"] = round(time.perf_counter() - started, 3)
+        meta.write(out)
         folder.seal()
         return RefineResult(out=out, manifest=meta)
     finally:

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pretriever.data.qa import word_tokens
-from pretriever.index.dense import DenseIndex
+from pretriever.index import IndexFolder, register_retriever
 from pretriever.refine.labels import TopkJudge
 from pretriever.refine.pipeline import refine_queries
 from pretriever.refine.search import PatchedSearcher
@@ -86,12 +86,12 @@ class RefinedIndex:
     @property
     def protocol(self) -> str:
         """``honest`` (feedback labels never belong to evaluation queries) or ``oracle`` (the paper's setting)."""
-        return ((self.meta.get("refine") or {}).get("protocol") or {}).get("name", "honest")
+        return ((self.meta.refine or {}).get("protocol") or {}).get("name", "honest")
 
     def feedback_overlap(self, ids: list[str], texts: list[str]) -> dict[str, Any]:
         """How many of the given (evaluation) questions were feedback queries of this refinement, by id and by
         normalised text, and what that means: evaluate refuses a labelled overlap under the honest protocol."""
-        refine = self.meta.get("refine") or {}
+        refine = self.meta.refine or {}
         kind = (refine.get("feedback") or {}).get("kind")
         table = pq.read_table(self.path / refine["queries"]["file"], columns=["query_id", "query"])
         fb_ids = set(table.column("query_id").to_pylist())
@@ -105,20 +105,21 @@ class RefinedIndex:
                 "leak": bool(same) and kind != "topk"}
 
     @classmethod
-    def load(cls, path: Path | str, model=None, device: str | None = None, test_time: bool | dict | None = None,
+    def load(cls, path: IndexFolder | Path | str, model=None, device: str | None = None, test_time: bool | dict | None = None,
              stored_queries: bool | None = None, name: str | None = None, threads: int | None = None) -> RefinedIndex:
         """Open a refined index folder. ``test_time``: None = as index.json says, False = off,
         a dict = these topk settings instead; ``stored_queries``: search a feedback query with its refined
         vector (None: only under the oracle protocol; honestly, a searched query is never a labelled one)."""
-        dense = DenseIndex.load(path, model=model, device=device)
-        refine = dense.meta.get("refine") or {}
+        folder = path if isinstance(path, IndexFolder) else IndexFolder(path)
+        dense = folder.dense(model=model, device=device)
+        refine = dense.meta.refine or {}
         side = refine.get("query_side") or {}
         if stored_queries is None:
             stored_queries = (refine.get("protocol") or {}).get("name") == "oracle"
         vectors: dict[str, np.ndarray] = {}
         stored = side.get("refined_vectors")
-        if stored_queries and stored and (Path(path) / stored).exists():
-            table = pq.read_table(Path(path) / stored, columns=["query", "vector"])
+        if stored_queries and stored and (folder.path / stored).exists():
+            table = pq.read_table(folder.path / stored, columns=["query", "vector"])
             for text, vec in zip(table.column("query").to_pylist(), table.column("vector").to_pylist()):
                 vectors[text] = np.asarray(vec, dtype=np.float32)
         settings = side.get("test_time") if test_time is None else (test_time or None)
@@ -167,7 +168,9 @@ def _norm(text: str) -> str:
     return " ".join(word_tokens(text))
 
 
-def open_refined(path: Path | str, *, device: str | None = None, model=None) -> RefinedIndex:
-    """The opener of the ``refined`` index kind (an entry point of ``pretriever.retrievers``):
-    ``pretriever.index.open_retriever`` calls it for folders written by ``pretriever refine``."""
-    return RefinedIndex.load(path, model=model, device=device)
+@register_retriever("refined")
+def open_refined(folder: IndexFolder, *, device: str | None = None, model=None) -> RefinedIndex:
+    """The opener of the ``refined`` index kind, registered when this module is imported (``pretriever.cli``
+    imports it; a library caller gets it through the ``pretriever.retrievers`` entry point that names it):
+    :meth:`pretriever.index.IndexFolder.open` calls it for folders written by ``pretriever refine``."""
+    return RefinedIndex.load(folder, model=model, device=device)

@@ -1,6 +1,6 @@
 """Serve and look: an HTTP search API and a web page over an index and a pairs folder.
 
-The top layer, beside the CLI: it opens indexes with :func:`pretriever.index.open_system`
+The top layer, beside the CLI: it opens indexes with :meth:`pretriever.index.IndexFolder.open`
 (which reads the index's passages from its store), the pairs' store through :mod:`pretriever.data`, pairs through
 :class:`pretriever.data.pairs.PairsDir` and answers with :class:`pretriever.reader.predict.Reader`;
 no stage imports it.

@@ -223,7 +223,7 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
     app.state.engine = engine or Engine.open(cfg)
     app.state.pairs = PairsView(cfg.pairs) if cfg.pairs is not None else None
     app.state.reader = Answering(cfg.reader, cfg.device) if cfg.reader is not None else None
-    app.state.judged = JudgedSets.load(cfg, app.state.engine.meta)
+    app.state.judged = JudgedSets.load(cfg, app.state.engine.meta.refine)
     pairs_store = app.state.pairs.store_path() if app.state.pairs is not None else None
     app.state.stores = {"index": app.state.engine.lookup,
                         "pairs": PassageLookup(pairs_store) if pairs_store is not None else None}

@@ -1,9 +1,9 @@
 """The search engine behind the API: one model, adaptive micro-batches of query encodings, nothing slow on the
 event loop.
 
-* The index is opened once with :func:`pretriever.index.open_system` (dense, refined or BM25
+* The index is opened once with :meth:`pretriever.index.IndexFolder.open` (dense, refined or BM25
   folder, with the store its passages come from), so its model is loaded once; BM25 comes from
-  the index's ``bm25/`` folder (:func:`pretriever.index.bm25_system`, built in memory when the
+  the index's ``bm25/`` folder (:meth:`pretriever.index.IndexFolder.bm25`, built in memory when the
   folder has none).
 * :class:`MicroBatcher`: concurrent requests queue their query; one worker encodes whatever is queued
   (up to ``encode_batch``) in one call and searches the vectors, on the encoder's own thread. A lone
@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pretriever.data import PassageLookup
-from pretriever.index import System, TunedSetting, bm25_system, open_system, retriever_kind, tuned_setting
-from pretriever.index.dense import BM25_DIR
+from pretriever.index import IndexFolder, IndexMeta, System, TunedSetting
 from pretriever.index.hybrid import fuse
 from pretriever.retrieval import Hit, Passage, VectorSearch
 from pretriever.serve.config import MODES, ServeConfig, ServeError
@@ -191,8 +190,9 @@ class Engine:
     @classmethod
     def open(cls, config: ServeConfig) -> Engine:
         """Open ``config.index``; its model is loaded here, once, and its passages read when they fit."""
-        kind = retriever_kind(config.index)
-        system = open_system(config.index, device=config.device)
+        folder = IndexFolder(config.index)
+        kind = folder.kind
+        system = folder.open(device=config.device)
         if system.lookup is not None:
             system.lookup.hold(config.passages_mb * 2**20)
         executor = ThreadPoolExecutor(config.threads, thread_name_prefix="pretriever-serve")
@@ -201,15 +201,15 @@ class Engine:
         if not isinstance(system, VectorSearch):
             raise ServeError(f"{config.index}: a {kind} index has no query encoder to serve in dense mode")
         bm25, source = None, ""
-        if (config.index / BM25_DIR).exists() or system.lookup is not None:
-            bm25, source = bm25_system(system.lookup, [config.index / BM25_DIR])
+        if folder.bm25_dir.exists() or system.lookup is not None:
+            bm25, source = folder.bm25(system.lookup)
         encoder = ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="pretriever-encode",
                                      initializer=set_encode_threads, initargs=(config.encode_threads,))
         encoder.submit(system.encode_queries, ["warm up"]).result()  # load the model now, not on the first request
-        tuned = tuned_setting(system.meta) if config.tuned else None
+        tuned = folder.meta.tuned_setting if config.tuned else None
         if tuned is not None and tuned.mode != "index" and bm25 is None:
             raise ServeError(f"{config.index}: its tuned setting ({tuned.label}) needs BM25, and neither "
-                             f"{config.index / BM25_DIR} nor the corpus store is there; serve with --no-tuned")
+                             f"{folder.bm25_dir} nor the corpus store is there; serve with --no-tuned")
         return cls(config, system, bm25, kind, source, executor, encoder,
                    MicroBatcher(system, encoder, config.encode_batch, config.batch_wait_ms / 1000), tuned)
 
@@ -290,19 +290,19 @@ class Engine:
         return await self.run(self.system.passages, ids)
 
     @property
-    def meta(self) -> dict[str, Any]:
-        """The served index's recorded metadata (index.json; a refined index's has a ``refine`` section)."""
+    def meta(self) -> IndexMeta:
+        """The served index's recorded metadata (index.json; a refined index's has a ``refine`` record)."""
         return self.system.meta
 
     def info(self) -> dict[str, Any]:
         meta = self.meta
-        encoder = meta.get("encoder", {}) if self.dense is not None else {}
+        encoder = meta.encoder if self.dense is not None else None
         return {
             "index": str(self.config.index.resolve()), "kind": self.kind, "modes": self.modes,
             "default_mode": self.default_mode, "tuned": self.tuned.to_json() if self.tuned else None,
-            "model": encoder.get("model_label") or encoder.get("model"),
-            "index_type": (meta.get("index") or {}).get("type") if self.dense is not None else "bm25",
-            "dim": meta.get("dim"), "passages": len(self.system),
+            "model": (encoder.model_label or encoder.model) if encoder is not None else None,
+            "index_type": meta.index_type if self.dense is not None else "bm25",
+            "dim": meta.dim, "passages": len(self.system),
             "bm25": {"passages": len(self.bm25), "source": self.bm25_source,
                      "search_ms": round(self.bm25_ms, 4) if self.bm25_ms is not None else None,
                      "inline_ms": self.config.bm25_inline_ms} if self.bm25 is not None else None,

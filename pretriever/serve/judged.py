@@ -54,15 +54,15 @@ class JudgedSets:
     default_matcher: AnswerMatcher = field(default_factory=AnswerMatcher)  # answers given in the request
 
     @classmethod
-    def load(cls, cfg: ServeConfig, index_meta: dict[str, Any] | None = None) -> JudgedSets:
-        """The sets of the command line, then those a refined index records (see the module docstring)."""
+    def load(cls, cfg: ServeConfig, refine: dict[str, Any] | None = None) -> JudgedSets:
+        """The sets of the command line, then those a refined index records (``refine``: its refine record; see
+        the module docstring)."""
         queries = load_queries(cfg.queries) if cfg.queries else {}
         sets = cls()
         for name, path in cfg.qrels.items():
             sets.qrels[name], sets.texts[name], sets.sources[name] = load_qrels(path), queries, f"--qrels {path}"
         for name, path in cfg.answers.items():
             sets.answers[name], sets.sources[name] = AnswerSet.read(path), f"--answers {path}"
-        refine = (index_meta or {}).get("refine")
         if refine:
             sets._add_refined(refine, cfg.index)
         return sets

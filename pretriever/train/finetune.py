@@ -42,8 +42,8 @@ from pretriever.corpus.build import WORK as STORE_WORK
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data.store import CorpusStore
-from pretriever.index import IndexConfig, encode, read_index_meta, recorded_store
-from pretriever.index.dense import INDEX_JSON
+from pretriever.index import IndexConfig, IndexMeta, encode
+from pretriever.index.meta import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
 from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
@@ -147,9 +147,9 @@ def _index_stage(cfg: FinetuneConfig, store: Path, model: Path, redo: bool, repo
     out = cfg.out / INDEX
     name = "index of retriever 1"
     if (out / INDEX_JSON).exists() and not redo:
-        meta = read_index_meta(out)
-        built_with = (meta.get("encoder") or {}).get("model")
-        built_on = recorded_store(meta)
+        meta = IndexMeta.read(out, dense=True)
+        built_with = meta.encoder.model if meta.encoder is not None else None
+        built_on = meta.store
         if built_with != str(model.resolve()) or built_on != str(store.resolve()):
             raise TrainError(f"{out} is an index of {built_with} over {built_on}, not of {model} over {store}; "
                              "pass --overwrite to run every stage again")

@@ -24,8 +24,8 @@ negatives (false negatives); the paper does not filter them, and neither does th
 
 Example::
 
-    from pretriever.index import open_system
-    with open_system("stage1-index/") as system:  # the index with the store its passages come from
+    from pretriever.index import IndexFolder
+    with IndexFolder("stage1-index/").open() as system:  # the index with the store its passages come from
         stats = mine_index_negatives(data.examples, system, system.lookup, passages, depth=200, count=15, seed=0)
 """
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from pretriever import __version__
 from pretriever.data import CorpusStore
-from pretriever.index import open_system
+from pretriever.index import IndexFolder
 from pretriever.io import atomic_path, write_json
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
@@ -185,7 +185,7 @@ def index_negatives(cfg: TrainConfig, data, passages, report: Reporter) -> tuple
     Returns the counts and that store."""
     report.message(f"mining {cfg.negatives_per_query} hard negatives per query from the top {cfg.negative_depth} "
                    f"of {cfg.negatives_from} for {data.queries:,} queries")
-    with open_system(cfg.negatives_from) as system:
+    with IndexFolder(cfg.negatives_from).open() as system:
         stats = mine_index_negatives(data.examples, system, system.lookup, passages, cfg.negative_depth,
                                      cfg.negatives_per_query, cfg.seed, cfg.prepend_title)
         return stats, str(system.lookup.path) if system.lookup is not None else None

@@ -43,12 +43,12 @@ class MaskedDense:
     def __init__(self, dense: VectorSearch, masked: Mapping[str, str], batch_size: int = 64):
         self.dense = dense
         self.name = "dense"
-        encoder = getattr(getattr(dense, "retriever", dense), "encoder", None) or {}
+        encoder = getattr(getattr(dense, "retriever", dense), "encoder", None)  # an EncoderInfo, or None
         self.ids = list(masked)
         self.row = {pid: i for i, pid in enumerate(self.ids)}
         texts = [masked[p] for p in self.ids]
-        self.vectors = (encode_texts(encoder_model(dense), texts, batch_size, bool(encoder.get("normalize")),
-                                     encoder.get("passage_prompt") or "")
+        normalize, prompt = (encoder.normalize, encoder.passage_prompt) if encoder is not None else (False, "")
+        self.vectors = (encode_texts(encoder_model(dense), texts, batch_size, normalize, prompt)
                         if texts else np.zeros((0, 1), np.float32))
         self._queries: dict[str, np.ndarray] = {}
         self._searched: dict[tuple[str, int], list[Hit]] = {}

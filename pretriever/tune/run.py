@@ -15,8 +15,7 @@ from typing import Any
 from pretriever.data import load_qrels, load_queries, queries_in_qrels
 from pretriever.data.qa import word_tokens
 from pretriever.evaluate.core import evaluate_retrievers
-from pretriever.index import bm25_beside, open_system, record_tuned, retriever_kind
-from pretriever.index.dense import BM25_DIR
+from pretriever.index import IndexFolder
 from pretriever.index.tuned import TUNE_JSON
 from pretriever.io import write_json
 from pretriever.metrics import overlap_ratio
@@ -97,18 +96,19 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
     """Tune ``cfg.index`` (see the module docstring); returns the result and, unless ``dry_run``, writes it.
     ``report`` hears each step (pseudo-queries made, candidates scored, validation)."""
     started = time.perf_counter()
-    if retriever_kind(cfg.index) == "bm25":
+    folder = IndexFolder(cfg.index, cfg.corpus)
+    if folder.is_bm25:
         raise TuneError(f"{cfg.index} is a BM25 index: tune chooses between a dense index, its BM25 and their "
                         "fusions; give the dense index folder")
     seconds: dict[str, float] = {}
     with ExitStack() as held:
-        system = held.enter_context(open_system(cfg.index, device=cfg.device, corpus=cfg.corpus, require_store=True,
-                                                report=report))
+        system = held.enter_context(folder.open(device=cfg.device, require_store=True, report=report))
         if not isinstance(system, VectorSearch):
             raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
         lookup = system.lookup
         other = held.enter_context(_open_compared(cfg, lookup.path, report)) if cfg.compare is not None else None
-        bm25, source = bm25_beside(lookup.path, [cfg.index / BM25_DIR], report=report)
+        lexical_system, source = folder.bm25(lookup, report)
+        bm25 = lexical_system.retriever
         prepend = _prepends(system)
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
@@ -163,7 +163,7 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
     result.manifest = result.to_json(cfg)
     if not cfg.dry_run:
         write_json(cfg.index / TUNE_JSON, result.manifest)
-        record_tuned(cfg.index, result.setting, TUNE_JSON)
+        folder.record_tuned(result.setting, TUNE_JSON)
         result.written = [cfg.index / TUNE_JSON, cfg.index / "index.json"]
     return result
 
@@ -185,12 +185,13 @@ def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, pre
 
 def _prepends(system) -> bool:
     """Whether the index's passages were encoded as "title text" (as its masked passages must be again)."""
-    return bool(system.meta.get("encoder", {}).get("prepend_title", True))
+    encoder = system.meta.encoder
+    return encoder.prepend_title if encoder is not None else True
 
 
 def _open_compared(cfg: TuneConfig, store: Path, report: Reporter):
     """The --compare index, opened to search by vector; it must index ``store``, the tuned index's store."""
-    other = open_system(cfg.compare, device=cfg.device, corpus=cfg.corpus, require_store=True, report=report)
+    other = IndexFolder(cfg.compare, cfg.corpus).open(device=cfg.device, require_store=True, report=report)
     if not isinstance(other, VectorSearch) or Path(other.lookup.path).resolve() != Path(store).resolve():
         why = ("not a dense index (its retriever cannot encode passages again)" if not isinstance(other, VectorSearch)
                else f"indexes {other.lookup.path}, not {store}: the pseudo-queries' positives must be passages of both")
