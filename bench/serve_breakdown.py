@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import uvicorn  # noqa: E402
 
 from pretriever.serve import ServeConfig, create_app  # noqa: E402
-from pretriever.serve.engine import Engine  # noqa: E402
+from pretriever.serve.engine import QueryEngine  # noqa: E402
 from pretriever.serve.server import uvicorn_options  # noqa: E402
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "beir" / "scifact"
@@ -101,7 +101,7 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cfg = ServeConfig(index=args.index, port=port, **options)
-    engine = Engine.open(cfg)
+    engine = QueryEngine.open(cfg)
     stages = Stages()
     stages.wrap(engine.dense.retriever, "encode_queries", "encode")
     stages.wrap(engine.dense.retriever, "search_vectors", "FAISS search")

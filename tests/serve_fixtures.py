@@ -24,7 +24,7 @@ from qac_fixtures import make_refs
 from pretriever.generate import GenerateConfig, import_queries
 from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.serve import ServeConfig, create_app
-from pretriever.serve.engine import Engine
+from pretriever.serve.engine import QueryEngine
 from pretriever.serve.server import uvicorn_options
 
 N_DOCS = 300
@@ -46,7 +46,7 @@ class Served:
     evidence_pairs: Path
     qrels: Path
     queries: Path
-    engine: Engine
+    engine: QueryEngine
 
     def config(self, **options) -> ServeConfig:
         return ServeConfig(**{"index": self.index, "pairs": self.pairs, "qrels": {"test": self.qrels},
@@ -90,7 +90,7 @@ def served(tmp_path_factory, cowiki_store, enwiki_store) -> Served:
     BM25Index.build(store).save(index / "bm25")
     run(cowiki_store, root / "pairs", methods=",".join(METHODS), negatives="overlap", seed=0)
     evidence = mine_evidence_pairs(enwiki_store, root)
-    engine = Engine.open(ServeConfig(index=index, batch_wait_ms=20.0))
+    engine = QueryEngine.open(ServeConfig(index=index, batch_wait_ms=20.0))
     yield Served(index, root / "pairs", evidence, beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)
     engine.executor.shutdown(wait=False)
 
@@ -108,7 +108,7 @@ def slashed(tmp_path_factory) -> Path:
 
 
 @contextmanager
-def running(cfg: ServeConfig, engine: Engine | None = None):
+def running(cfg: ServeConfig, engine: QueryEngine | None = None):
     """The app of ``cfg`` (sharing ``engine``) served by uvicorn in a thread on a free loopback port, with the
     options `pretriever serve` gives it; yields its URL."""
     with socket.socket() as s:

@@ -6,7 +6,7 @@ The top layer, beside the CLI: it opens indexes with :meth:`pretriever.index.Ind
 no stage imports it.
 
 * :mod:`~pretriever.serve.config` - :class:`ServeConfig` (the ``[serve]`` TOML table);
-* :mod:`~pretriever.serve.engine` - :class:`Engine`: the model loaded once, query encoding
+* :mod:`~pretriever.serve.engine` - :class:`QueryEngine`: the model loaded once, query encoding
   micro-batched across concurrent requests and searched with FAISS on the encoder's thread, BM25 on the event loop
   when it is cheaper than a thread hop (else in the pool), hybrid by
   :func:`pretriever.index.hybrid.fuse` (RRF or convex, ``[serve.hybrid]``);

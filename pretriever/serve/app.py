@@ -34,7 +34,7 @@ from pretriever.data import PassageLookup
 from pretriever.retrieval import Hit
 from pretriever.serve.answer import Answering, answer_router, no_reader_router
 from pretriever.serve.config import ServeConfig
-from pretriever.serve.engine import Engine
+from pretriever.serve.engine import QueryEngine
 from pretriever.serve.guards import DOCS_CSP, PAGE_CSP, BodyLimit, HostCheck, KeyCheck, SecurityHeaders
 from pretriever.serve.handlers import install_error_handlers, without_paths
 from pretriever.serve.judged import JudgedSets
@@ -62,10 +62,10 @@ def _api(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
                   AfterValidator(has_text)]
     K = Annotated[int, Query(ge=1, le=cfg.max_k, description="hits to return")]
 
-    def engine(request: Request) -> Engine:
+    def engine(request: Request) -> QueryEngine:
         return request.app.state.engine
 
-    async def search_out(eng: Engine, queries: list[str], k: int, mode: str) -> list[SearchOut]:
+    async def search_out(eng: QueryEngine, queries: list[str], k: int, mode: str) -> list[SearchOut]:
         started = time.perf_counter()
         results = await eng.search(queries, k, mode)
         passages = await eng.passages([h.passage_id for hits in results for h in hits])
@@ -202,7 +202,7 @@ def _pairs_view(request: Request) -> PairsView:
     return view
 
 
-def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
+def create_app(cfg: ServeConfig, engine: QueryEngine | None = None) -> FastAPI:
     """The application serving ``cfg.index`` (and ``cfg.pairs``, ``cfg.reader``); ``engine`` shares an
     already opened one (its ``config`` need not be ``cfg``: the search settings are the engine's)."""
     owned = engine is None  # an engine passed in belongs to the caller, who closes it
@@ -220,7 +220,7 @@ def create_app(cfg: ServeConfig, engine: Engine | None = None) -> FastAPI:
                   responses=ANSWERED_BY_GUARDS,
                   description="Search an index (dense, BM25, hybrid), compare systems, browse mined pairs, "
                               "answer questions with a reader.")
-    app.state.engine = engine or Engine.open(cfg)
+    app.state.engine = engine or QueryEngine.open(cfg)
     app.state.pairs = PairsView(cfg.pairs) if cfg.pairs is not None else None
     app.state.reader = Answering(cfg.reader, cfg.device) if cfg.reader is not None else None
     app.state.judged = JudgedSets.load(cfg, app.state.engine.meta.refine)

@@ -15,7 +15,7 @@ event loop.
   pool; store queries and pairs run in the pool (``threads``), never on the event loop.
 * BM25 (mode bm25) runs on the event loop while its searches so far took at most ``bm25_inline_ms`` a query
   (SciFact's: 0.16 ms, less than the 0.2 ms a hop to a worker thread and back adds), else in the pool, so a
-  large index never holds the loop (:meth:`Engine._bm25`). Hybrid's BM25 runs in the pool, beside the encode.
+  large index never holds the loop (:meth:`QueryEngine._bm25`). Hybrid's BM25 runs in the pool, beside the encode.
 * Passages come from memory when the store fits (``passages_mb``,
   :meth:`pretriever.data.PassageLookup.hold`), read on the event loop; else from the store, in the pool.
 * ``hybrid`` is dense and BM25 fused by :func:`pretriever.index.hybrid.fuse` (``[serve.hybrid]``: RRF by
@@ -172,7 +172,7 @@ class Queued(NamedTuple):
 
 
 @dataclass
-class Engine:
+class QueryEngine:
     """The opened index (dense and/or BM25, each a :class:`pretriever.index.System` reading passages from the
     index's store), the encoder's thread and the pool the other searches and lookups run in."""
 
@@ -188,7 +188,7 @@ class Engine:
     bm25_ms: float | None = None  # a BM25 search's time per query so far (moving average); None: none yet
 
     @classmethod
-    def open(cls, config: ServeConfig) -> Engine:
+    def open(cls, config: ServeConfig) -> QueryEngine:
         """Open ``config.index``; its model is loaded here, once, and its passages read when they fit."""
         folder = IndexFolder(config.index)
         kind = folder.kind
