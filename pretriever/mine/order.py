@@ -127,11 +127,13 @@ def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | No
     adjunct of the main clause's verb after its subject ("was discovered in 1800 by ..."): the adjunct goes, and
     :data:`WH` (the wh-word's place) and the auxiliary go before the subject: "When was petalite discovered by ...",
     "From 1983 to 2015, where were approximately 50 Oscars made each year by ...". So too the predicate of a
-    main-clause "be" with no auxiliary ("The first person ... was Patrick Baudry (France), in 1985" -> "Who was the
-    first person ... in 1985"; in place, "was who, in 1985" reads as no English), less a bracket after it. None
-    where the entity is no such adjunct or predicate (inside a longer phrase, in a subordinate or coordinated
-    clause), or no inversion is safe (:func:`_inversion`), or anything but phrases ending in a comma stands before
-    the subject. ``upto``: as in :func:`question_order`.
+    main-clause "be" with no auxiliary ("the median ... income after taxes was $70,986 in Alberta" -> "How much
+    money was the median ... income after taxes in Alberta"; in place, "was how much money in Alberta" reads as no
+    English), less a bracket after it. None where the entity is no such adjunct or predicate (inside a longer
+    phrase, in a subordinate or coordinated clause), or no inversion is safe (:func:`_inversion`), or anything but
+    phrases ending in a comma stands before the subject, or a phrase would stay after a subject with a "first" or
+    a superlative ("Who was the first person ... to fly in space in 1985" asks for the first of 1985). ``upto``: as
+    in :func:`question_order`.
 
     The subject's first word loses its capital at the start of the statement unless it is a proper noun."""
     span = doc.char_span(start, end, alignment_mode="expand")
@@ -157,7 +159,7 @@ def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | No
     if inversion is None:
         return None
     aux, verb_edits = inversion
-    if predicate:  # "be" and its predicate go: "... in space was Patrick Baudry (France), in 1985" -> "in space in 1985"
+    if predicate:  # "be" and its predicate go: "... after taxes was $70,986 in Alberta" -> "after taxes in Alberta"
         if aux != root.lower_:
             return None  # "has been who": the auxiliary moves, the copula would stay behind the subject
         stop = predicate_end(span)

@@ -511,7 +511,8 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
     upto = None
     if doc is not None:
         clause = asked_clause(doc, start, end)
-        if clause is None or in_coordination(doc, start, end, clause[0]) or in_relative_clause(doc, start, end, clause[0]):
+        if (clause is None or in_coordination(doc, start, end, clause[0])
+                or in_relative_clause(doc, start, end, clause[0])):
             return None
         upto, stop = clause
         statement = statement[:stop]  # the clause that holds it: "...; its current contract ..." goes
