@@ -192,14 +192,14 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
     # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 7
-    ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 16,
+    ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 18,
                   "answer_in_question": 4, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                  "context_unsupported": 2, "triplets": 46, "other_entity": 14, "block_choice_differs": 5,
-                  "question_block_lacks_answer": 7}),
+                  "context_unsupported": 4, "triplets": 42, "other_entity": 14, "block_choice_differs": 5,
+                  "question_block_lacks_answer": 8}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 13,
+    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 16,
                    "answer_in_question": 5, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                   "context_unsupported": 4, "triplets": 42, "other_entity": 14, "block_choice_differs": 4,
+                   "context_unsupported": 6, "triplets": 37, "other_entity": 13, "block_choice_differs": 4,
                    "question_block_lacks_answer": 4}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
@@ -356,16 +356,19 @@ GRAMMAR_CASES = [
      "enacted in 1979.", "China", "GPE", "what country",
      "In what country has a historical preference for a male child been exacerbated by the one-child policy, "
      "which was enacted in 1979?"),
-    ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "2011", "DATE", "when",
-     "When were 46.6% of Alabama's population younger than age 1 minorities?"),
+    # a phrase between the subject and the verb would strand the predicate after the inversion (the blind
+    # judgement of 2026-11-28c: "When were 46.6% of Alabama's population younger than age 1 minorities?")
+    ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "2011", "DATE", "when", None),
     ("According to Soviet data, 100 percent of males and females (ages nine to forty-nine) were literate in 1970.",
      "Soviet", "NORP", "what",
      "According to what data were 100 percent of males and females (ages nine to forty-nine) literate in 1970?"),
+    # a passive's agent takes no comma: the statement's stray one goes (2026-11-28c: "..., by Lonely Planet?" read
+    # as a phrase tacked on)
     ("In 2011, Albania was recommended as a top travel destination, by Lonely Planet.", "2011", "DATE", "when",
-     "When was Albania recommended as a top travel destination, by Lonely Planet?"),
+     "When was Albania recommended as a top travel destination by Lonely Planet?"),
     ("In 2011, Albania was recommended as a top travel destination, by Lonely Planet.", "Albania", "GPE",
      "what country",  # the subject: no inversion
-     "In 2011, what country was recommended as a top travel destination, by Lonely Planet?"),
+     "In 2011, what country was recommended as a top travel destination by Lonely Planet?"),
     ("In 1844 in Germany the post-hegelian philosopher Max Stirner published the book, The Ego and Its Own, which "
      "would later be considered an influential early text of individualist anarchism.", "Germany", "GPE",
      "what country",
@@ -384,9 +387,20 @@ GRAMMAR_CASES = [
      "After gaining independence in what year, Azerbaijan became a member of the International Monetary Fund, the "
      "World Bank, the European Bank for Reconstruction and Development, the Islamic Development Bank and the Asian "
      "Development Bank?"),
-    # the predicate of "be" is asked in front ("was who, in 1985" is no English); its parenthetical goes with it
+    # the predicate of "be" is asked in front ("was who, in 1985" is no English), or not at all; a phrase on a
+    # preposition after it stays after the subject, a bracket ending the question goes (2026-11-28c: "was how much
+    # money in Alberta (compared to ...)?"); after a "first" or a superlative a phrase left at the end would bound
+    # it ("the first person ... to fly in space in 1985" is the first of that year): not asked
     ("The first person born in Africa to fly in space was Patrick Baudry (France), in 1985.", "Patrick Baudry",
-     "PERSON", "who", "Who was the first person born in Africa to fly in space in 1985?"),
+     "PERSON", "who", None),
+    ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
+     "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "how much money",
+     "According to the 2006 census, how much money was the median annual family income after taxes in Alberta?"),
+    # English cannot ask into a relative clause (2026-11-28c: "..., which entered into liquidation in what year?")
+    ("However, the First World War impacted financially on the Clarmac Company, which entered into liquidation in "
+     "1915.", "1915", "DATE", "when", None),
+    ("In China, a historical preference for a male child has been exacerbated by the one-child policy, which was "
+     "enacted in 1979.", "1979", "DATE", "when", None),
     # a date in a list of elliptical "NAME in YEAR" items is not asked, nor one in one of coordinated verbs (the
     # blind judgement of round 1: "underwent a major revision during what year, and experienced ..." is no English)
     ("They both endorsed Deutsche Telekom in 2002, Genworth Financial and Canon Inc. in 2004, LVMH in 2007, and "
@@ -483,8 +497,7 @@ PHRASE_CASES = [
      "to $60,270 in Canada as a whole).", "2006", "DATE", "table5", None, None),
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "2006", "DATE", "ours", "which year's",
-     "According to which year's census was the median annual family income after taxes $70,986 in Alberta "
-     "(compared to $60,270 in Canada as a whole)?"),
+     None),  # "was the median ... income after taxes $70,986": the subject's modifier would run into the predicate
     ("It was also shown at the 1997 Stockholm International Film Festival.", "1997", "DATE", "ours",
      "which year's", "It was also shown at which year's Stockholm International Film Festival?"),
     ("The Children's Book Council of Australia designated Animalia a 1987 Picture Book of the Year: Honour Book.",
@@ -507,14 +520,13 @@ PHRASE_CASES = [
      "largest ethnic group at the time.", "Alabama", "GPE", "table5", "where", None),  # "the people where identified"
     ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
      "largest ethnic group at the time.", "Alabama", "GPE", "ours", "where",
-     "In the 1980 census, 41% of the people in what place identified as being of English ancestry, making them the "
-     "largest ethnic group at the time?"),
+     None),  # inside the subject, not opening it: "41% of the people in what place identified" reads as an echo
     ("Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
      "the island of Utö, Sweden.", "Utö", "GPE", "ours", "what place",
      "Petalite (LiAlSi4O10) was discovered in 1800 by the Brazilian chemist José Bonifácio de Andrada in a mine on "
      "the island of what place?"),  # ", Sweden", an apposition of the entity, would hang off the wh-phrase
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "Alabama", "GPE", "ours", "where",
-     "In 2011, 46.6% of what place's population younger than age 1 were minorities?"),
+     None),
     # a person's title goes with the name; a name spaCy cut is not asked; a relative clause on "which" after a
     # person says something of the clause, not of the person: it goes ("led by which person, which resulted in")
     ("In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection led by "
@@ -546,8 +558,7 @@ PHRASE_CASES = [
     # money: the currency sign goes with the entity (spaCy's MONEY is "70,986": build_triplet adds it)
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "table5", "how much money",
-     "According to the 2006 census, the median annual family income after taxes was how much money in Alberta "
-     "(compared to $60,270 in Canada as a whole)?"),
+     "According to the 2006 census, how much money was the median annual family income after taxes in Alberta?"),
 ]
 
 
@@ -711,7 +722,8 @@ def test_the_answer_is_the_thing_asked_for():
     assert money and entity_start(statement, money[0][2], "MONEY") == statement.index("$70,986")
     got = build_triplet(statement, money, [block], 0, "k", doc=doc)
     assert (got.answer, got.answer_start, got.entity_span) == ("$70,986", block.index("$70,986"), money[0][2:])
-    assert got.question.endswith("after taxes was how much in Alberta (compared to $60,270 in Canada as a whole)?")
+    assert got.question == ("According to the 2006 census, how much was the median annual family income after taxes "
+                            "in Alberta?")
     assert find_spans("$70,986", block) == [(26, 33)] and find_spans("1915", "1915 and 1915") == [(0, 4), (9, 13)]
 
 
@@ -804,7 +816,8 @@ def test_an_aside_the_question_cut_ties_it_to_no_context():
     """Round 2 of the blind judgement: "The First World War impacted financially on what organization, which entered
     into liquidation in 1915?". The relative clause goes (above); what it said is no longer in the question, so the
     context must name an entity the question still holds: the canned page names the company and 1915, not the war.
-    The year is asked instead, in the clause that holds it."""
+    The year, in the relative clause, is not asked either (round 3: "..., which entered into liquidation in what
+    year?")."""
     statement = ("However, the First World War impacted financially on the Clarmac Company, which entered into "
                  "liquidation in 1915.")
     doc = load_ner("en_core_web_sm")(statement)
@@ -816,8 +829,7 @@ def test_an_aside_the_question_cut_ties_it_to_no_context():
                                           "The First World War impacted financially on which organization?")
     got = build_triplet(statement, _entities(doc, "the First World War", "the Clarmac Company", "1915"),
                         [CLARMAC_BLOCK], 0, "k", min_other=1, doc=doc)
-    assert (got.answer, got.question) == ("1915", "The First World War impacted financially on the Clarmac Company, "
-                                                  "which entered into liquidation in what year?")
+    assert got == "context_unsupported"
 
 
 @pytest.mark.parametrize("statement, definites", [
@@ -913,16 +925,18 @@ def test_funnel_counts_are_exact(mined, refs):
 # Pons)"; "the 2006 census" gives its "$70,986" instead; and no question reads for any of 4 whose entities are items
 # of a list or stand in one of coordinated phrases: "included Anselme Bellegarrigue, Ernest Coeurderoy, ...",
 # "Victoria, Queen of Canada, and Albert, Prince Consort", "was published during 1963, underwent a major revision
-# during 1967, and ...", "have their own headquarters ... in Japan, and have ...". Context unsupported: the Alabama
-# page for "As of 2011, 50.7% of Alaska's population ..." names none of its other entities. The other 23 give
+# during 1967, and ...", "have their own headquarters ... in Japan, and have ..."; nor for "In 2011, 46.6% of
+# Alabama's population younger than age 1 were minorities." (a phrase between subject and verb, inside the subject).
+# Context unsupported: the Alabama page for "As of 2011, 50.7% of Alaska's population ..." names none of its other
+# entities, nor the London Gazette page the First World War (its "1915" is in a relative clause). The other 21 give
 # triplets, no two the same; 8 of them by another entity than the sampled one, which had no fitting phrase ("15
 # continental states": Kenji Tomiki is asked), or whose page lists others of its kind (Albania, answer_not_unique:
 # its year is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                    "no_reference_text": 7779, "unresolved_pronoun": 6, "no_entity": 1, "no_entity_in_block": 2,
-                   "no_fitting_phrase": 8, "answer_in_question": 2, "answer_span_not_found": 0,
-                   "answer_in_other_role": 0, "context_unsupported": 1, "unresolved_definite": 0,
-                   "answer_not_unique": 0, "triplets": 23, "duplicate": 0, "candidates": 23}
+                   "no_fitting_phrase": 9, "answer_in_question": 2, "answer_span_not_found": 0,
+                   "answer_in_other_role": 0, "context_unsupported": 2, "unresolved_definite": 0,
+                   "answer_not_unique": 0, "triplets": 21, "duplicate": 0, "candidates": 21}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -960,15 +974,16 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'Which organization once again took over broadcast duties in 1976, and has broadcast the Oscars ever '
          'since?'),
     '664|63|http://www.astronautix.com/astros/tamendez.htm':
-        ('Patrick Baudry', 'PERSON',  # the predicate asked in front; "(France)" went with the name
-         'Who was the first person born in Africa to fly in space in 1985?'),
+        ('1985', 'DATE',  # "Who was the first person ... in 1985?" bounds "first" by the year: the name is not
+         # asked; the year, in place at the clause's end
+         'The first person born in Africa to fly in space was Patrick Baudry (France), in what year?'),
     '303|238|https://books.google.com/books?id=SVoAXh-dNuYC&pg=PA57&dq=Sharing+the+dream:+white+males+in+multicultural+America++english+ancestry&cd=1#v=onepage&q=&f=false':
         ('English ancestry', 'NORP',  # "Alabama" (no country), "41%" (not on the page as such) are not asked
          'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '
          'largest ethnic group at the time?'),
     '738|336|http://www.lonelyplanet.com/albania/travel-tips-and-articles/76164':
         ('2011', 'DATE',  # not "what country": the page also lists Brazil, Canada, Greece and Morocco
-         'When was Albania recommended as a top travel destination, by Lonely Planet?'),
+         'When was Albania recommended as a top travel destination by Lonely Planet?'),  # the stray comma goes
     '738|450|http://www.gallup.com/poll/128210/Gallup-Global-Reports.aspx':
         ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number; the second clause goes
          'According to a 2010 survey, religion today plays an important role in the lives of what percent of '
@@ -993,15 +1008,10 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('Sayonara', 'NORP',  # "The 2015 Japanese film what": asked for by its noun
          'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
          'performing opposite a human actor"?'),
-    '657|106|http://www.london-gazette.co.uk/issues/29340/pages/10568':
-        ('1915', 'DATE',  # a leading "However," goes; the company, its relative clause cut, names no entity of the
-         # page (the war): its year is asked
-         'The First World War impacted financially on the Clarmac Company, which entered into liquidation in what '
-         'year?'),
     '717|194|http://www12.statcan.ca/english/census06/data/highlights/income/pages/Page.cfm?Lang=E&Geo=PR&Code=01&Table=5&Data1=1&Data2=1&StartRec=1&Sort=2&Display=Page':
-        ('$70,986', 'MONEY',  # the "$" was dropped
-         'According to the 2006 census, the median annual family income after taxes was how much money in Alberta '
-         '(compared to $60,270 in Canada as a whole)?'),
+        ('$70,986', 'MONEY',  # the "$" was dropped; the predicate of "be" asked in front, the bracket at the end goes
+         'According to the 2006 census, how much money was the median annual family income after taxes in '
+         'Alberta?'),
     '751|42|http://www.aikidojournal.com/article.php?articleID=626':
         ('Kenji Tomiki', 'PERSON',  # "15 continental states": Table 5's "what" would ask which states
          'Which person toured with a delegation of various martial arts through 15 continental states of the '
@@ -1070,7 +1080,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     report = result.manifest["methods"]["qac"]
     # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
     # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
-    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 26}
+    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 24}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
     assert len(unanswered) == 3 and len(rows) == len(triplets) + 3
@@ -1249,8 +1259,8 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 # question asks for where it stands, most of them in a list or a coordination ("of Aristotle and Plato").
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                 "no_reference_text": 7822, "no_linked_passage": 7775, "unresolved_pronoun": 13, "no_entity": 2,
-                "no_entity_in_block": 9, "no_fitting_phrase": 10, "answer_in_question": 3, "answer_span_not_found": 1,
-                "answer_in_other_role": 2, "context_unsupported": 3, "unresolved_definite": 0, "answer_not_unique": 0,
+                "no_entity_in_block": 9, "no_fitting_phrase": 11, "answer_in_question": 3, "answer_span_not_found": 1,
+                "answer_in_other_role": 1, "context_unsupported": 3, "unresolved_definite": 0, "answer_not_unique": 0,
                 "answer_is_context_title": 3, "triplets": 1,
                 "duplicate": 0, "candidates": 1}
 

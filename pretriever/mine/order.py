@@ -7,6 +7,8 @@ with "do" when the clause has none: "When did Einstein apply ...?", "In what cou
 ... been exacerbated ...?", "When were 46.6% of ... minorities?". :func:`question_order` reads spaCy's parse of the
 statement (the tagger, parser and lemmatizer of the pipeline mining loads) and gives the edits that make it.
 
+A wh-phrase inside the subject that does not open it ("46.6% of Alabama's population younger than what time
+were ...") is not asked: in place it reads as an echo, and English cannot front it out of the subject.
 Where the parse gives no safe subject and verb (no subject of the root, a verb that is no finite form, a
 coordinated verb that would keep its own tense, words other than a comma between the phrase and the subject),
 :data:`UNSAFE` says so, and the entity is not asked; a wh-phrase inside a subordinate clause stays in place
@@ -31,6 +33,7 @@ _CLAUSES = ("advcl", "ccomp", "xcomp", "relcl", "acl", "csubj", "conj", "pcomp",
 _ADJUNCTS = ("prep", "npadvmod", "advmod", "obl", "tmod")
 _FINITE = ("VBD", "VBZ", "VBP", "MD")
 _DO = {"VBD": "did", "VBZ": "does", "VBP": "do"}
+_RELATIVE = ("WDT", "WP", "WP$")  # "which", "who", "whose" opening a relative clause
 
 
 def question_order(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | str:
@@ -54,7 +57,11 @@ def question_order(doc, start: int, end: int, upto: int | None = None) -> list[E
     if subject is None:
         return UNSAFE if span.end <= root.i else IN_PLACE
     first = subject.left_edge.i
-    if span.start >= first:  # in the subject ("Which person introduced ...") or after it: in place
+    opening = any(t.pos_ != "DET" for t in doc[first:span.start])  # "The ASA became": "the" goes with the entity
+    if opening and (span.start <= subject.right_edge.i or span.end <= root.i):
+        return UNSAFE  # in the subject (or before the verb), not opening it: "The first person born in what location
+        # to fly ... was", "46.6% of Alabama's population younger than what time were"
+    if span.start >= first:  # the subject's opening ("Which person introduced ...") or after it: in place
         return IN_PLACE
     chain, top = [], span.root
     while top.head.i != top.i and top.head.i != root.i:
@@ -79,12 +86,19 @@ def question_order(doc, start: int, end: int, upto: int | None = None) -> list[E
     return [(*gap, f" {aux} "), *verb_edits]
 
 
-def _inversion(doc, root, subject, upto: int | None = None) -> tuple[str, list[Edit]] | None:
+def _inversion(doc, root, subject, upto: int | None = None, predicate_stays: bool = True
+               ) -> tuple[str, list[Edit]] | None:
     """The word that goes before the main clause's ``subject`` and the edits of the verb that go with it: the first
     auxiliary leaves its place ("a preference has been" -> "has a preference been"), a form of "be" too, any other verb
     takes "do" in its tense and becomes its lemma; None where no inversion is safe (a coordinated verb that keeps
-    its own tense or subject, a contracted auxiliary, no finite verb); conjuncts from ``upto`` on are cut off."""
+    its own tense or subject, a contracted auxiliary, no finite verb, a phrase between the subject and the verb, a
+    moved "be" between a modified subject and the noun predicate that ``predicate_stays``); conjuncts from ``upto``
+    on are cut off."""
     first, last = subject.left_edge.i, subject.right_edge.i
+    if any(not t.is_punct and t.dep_ not in ("aux", "auxpass", "neg") and not (t.dep_ == "advmod" and not t.n_lefts
+                                                                              and not t.n_rights)
+           for t in doc[last + 1:root.i]):
+        return None  # "46.6% of ... population younger than age 1 were": the phrase would strand the predicate
     conjuncts = [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")
                  and (upto is None or c.i < upto)]
     if any(c.tag_ in _FINITE or any(g.dep_ in _SUBJECTS for g in c.children) for c in conjuncts):
@@ -101,6 +115,9 @@ def _inversion(doc, root, subject, upto: int | None = None) -> tuple[str, list[E
     if conjuncts:  # "did Agassi win five titles and leapt": a past participle tag is often a past tense
         return None
     if root.lemma_ == "be":
+        if predicate_stays and last > subject.i and any(c.dep_ == "attr" and c.i > root.i for c in root.children):
+            return None  # "When was the first person born in Africa to fly in space Patrick Baudry": the subject's
+            # modifier runs into the noun after it
         return root.lower_, [(root.idx, root.idx + len(root.text_with_ws), "")]
     return _DO[root.tag_], [(root.idx, root.idx + len(root.text), root.lemma_)]
 
@@ -110,11 +127,13 @@ def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | No
     adjunct of the main clause's verb after its subject ("was discovered in 1800 by ..."): the adjunct goes, and
     :data:`WH` (the wh-word's place) and the auxiliary go before the subject: "When was petalite discovered by ...",
     "From 1983 to 2015, where were approximately 50 Oscars made each year by ...". So too the predicate of a
-    main-clause "be" with no auxiliary ("The first person ... was Patrick Baudry (France), in 1985" -> "Who was the
-    first person ... in 1985"; in place, "was who, in 1985" reads as no English), less a bracket after it. None
-    where the entity is no such adjunct or predicate (inside a longer phrase, in a subordinate or coordinated
-    clause), or no inversion is safe (:func:`_inversion`), or anything but phrases ending in a comma stands before
-    the subject. ``upto``: as in :func:`question_order`.
+    main-clause "be" with no auxiliary ("the median ... income after taxes was $70,986 in Alberta" -> "How much
+    money was the median ... income after taxes in Alberta"; in place, "was how much money in Alberta" reads as no
+    English), less a bracket after it. None where the entity is no such adjunct or predicate (inside a longer
+    phrase, in a subordinate or coordinated clause), or no inversion is safe (:func:`_inversion`), or anything but
+    phrases ending in a comma stands before the subject, or a phrase would stay after a subject with a "first" or
+    a superlative ("Who was the first person ... to fly in space in 1985" asks for the first of 1985). ``upto``: as
+    in :func:`question_order`.
 
     The subject's first word loses its capital at the start of the statement unless it is a proper noun."""
     span = doc.char_span(start, end, alignment_mode="expand")
@@ -136,14 +155,18 @@ def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | No
     first = subject.left_edge.i
     if first > 0 and doc[first - 1].text != ",":
         return None  # "In July 1627 two pirate ships ...": where the wh-word would go is unclear
-    inversion = _inversion(doc, root, subject, upto)
+    inversion = _inversion(doc, root, subject, upto, predicate_stays=not predicate)
     if inversion is None:
         return None
     aux, verb_edits = inversion
-    if predicate:  # "be" and its predicate go: "... in space was Patrick Baudry (France), in 1985" -> "in space in 1985"
+    if predicate:  # "be" and its predicate go: "... after taxes was $70,986 in Alberta" -> "after taxes in Alberta"
         if aux != root.lower_:
             return None  # "has been who": the auxiliary moves, the copula would stay behind the subject
-        stop = adjunct.right_edge.i + 1
+        stop = predicate_end(span)
+        rest = doc[stop:upto if upto is not None else span.sent.end]
+        if any(not t.is_punct for t in rest) and any(t.tag_ == "JJS" or t.ent_type_ == "ORDINAL"
+                                                     for t in subject.subtree):
+            return None  # "the first person ... to fly in space in 1985": the phrase would bound "first"
         edits = [(root.idx, doc[stop].idx if stop < len(doc) else len(doc.text), "")]
     else:
         before = doc[lead - 1]
@@ -161,17 +184,71 @@ def front(doc, start: int, end: int, upto: int | None = None) -> list[Edit] | No
 
 def is_predicate(span) -> bool:
     """Whether ``span`` (an entity) is the whole predicate of a "be" (spaCy's ``attr``) right after it, a bracket and
-    commas after it aside: "was Patrick Baudry (France), in 1985"."""
-    attr = span.root
+    commas after it aside: "was Patrick Baudry (France), in 1985", and phrases on a preposition after it that read
+    as well after the subject: "was $70,986 in Alberta" ("How much money was the median ... in Alberta")."""
+    return predicate_end(span) is not None
+
+
+def predicate_end(span) -> int | None:
+    """Where what stays of the predicate ``span`` of :func:`is_predicate` begins when "be" and the entity go (the
+    token after its bracket and commas: "in 1985", "in Alberta"); None where ``span`` is no such predicate. A phrase
+    on "of" completes the entity ("5% of the population"), anything else would be cut from it: no predicate."""
+    attr, doc = span.root, span.doc
     if (attr.dep_ != "attr" or attr.head.lemma_ != "be" or attr.left_edge.i != span.start
             or attr.head.i != span.start - 1):
-        return False  # "was also who": what stands between would go with the predicate
-    depth = 0
-    for tok in span.doc[span.end:attr.right_edge.i + 1]:
+        return None  # "was also who": what stands between would go with the predicate
+    stays = {t.i for c in attr.children if c.dep_ == "prep" and c.lower_ != "of" and c.i >= span.end
+             for t in c.subtree}
+    depth, stop = 0, None
+    for tok in doc[span.end:attr.right_edge.i + 1]:
         depth += (tok.text == "(") - (tok.text == ")")
         if depth == 0 and not tok.is_punct:
-            return False  # "was Patrick Baudry, a French astronaut": the predicate is longer than the entity
-    return True
+            if tok.i not in stays:
+                return None  # "was Patrick Baudry, a French astronaut": the predicate is longer than the entity
+            stop = tok.i if stop is None else stop
+    return stop if stop is not None else attr.right_edge.i + 1
+
+
+def is_copular(span) -> bool:
+    """Whether ``span`` (an entity) opens the complement of a "be" right before it ("was $70,986 in Alberta"): in
+    place, "was how much money in Alberta" reads as no question; it is asked in front (:func:`is_predicate`) or
+    not at all."""
+    attr = span.root
+    return attr.dep_ in ("attr", "acomp") and attr.head.lemma_ == "be" and attr.head.i == span.start - 1
+
+
+def in_relative_clause(doc, start: int, end: int, upto: int | None = None) -> bool:
+    """Whether the entity at ``statement[start:end]`` stands in a relative clause ("the Clarmac Company, which
+    entered into liquidation in 1915"; spaCy's ``relcl``, or an ``acl`` on a relative pronoun). English cannot ask
+    into one ("..., which entered into liquidation in what year?" reads as no question), in place or fronted. A
+    participle's phrase on a noun ("a military insurrection led by Colonel Surat Huseynov", "the ... invasion ...
+    reported in 2010") and a noun's complement clause ("a 2004 court decision contending that Welles did not sign
+    any agreement to return the statue to the Academy") ask in place, at their end. ``upto``: as in
+    :func:`question_order`."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0:
+        return False
+    top = clause_root(span, upto)
+    tok = span.root
+    while tok is not top and tok.head.i != tok.i:
+        if tok.dep_ == "relcl" or (tok.dep_ == "acl" and any(c.tag_ in _RELATIVE for c in tok.children)):
+            return True
+        tok = tok.head
+    return False
+
+
+def stray_commas(doc, upto: int | None = None) -> list[int]:
+    """The character offsets of the commas that set off a passive's agent from its verb with no aside between them
+    ("Albania was recommended as a top travel destination, by Lonely Planet"): an argument of the verb takes no
+    comma, and a question after a fronted wh-phrase reads with it as a phrase tacked on. Only the clause before
+    token ``upto`` counts."""
+    commas = []
+    for tok in doc[:upto]:
+        if tok.dep_ != "agent" or tok.i == 0 or doc[tok.i - 1].text != "," or tok.head.i >= tok.i:
+            continue
+        if not any(t.text == "," for t in doc[tok.head.i + 1:tok.i - 1]):
+            commas.append(doc[tok.i - 1].idx)
+    return commas
 
 
 def clause_root(span, upto: int | None = None):

@@ -59,7 +59,7 @@ from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
 from pretriever.mine.order import (IN_PLACE, SUBORDINATE, UNSAFE, WH, asked_clause, front, in_coordination, in_list,
-                                   is_predicate, question_order)
+                                   in_relative_clause, is_copular, is_predicate, question_order, stray_commas)
 from pretriever.mine.order import apply as apply_edits
 from pretriever.mine.phrases import (NUMERIC, PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives,
                                      noun_phrase)
@@ -491,8 +491,11 @@ def make_question(statement: str, start: int, end: int, phrase: str,
       relative clause on "which" after a person (:func:`pretriever.mine.order.asked_clause`); None where the entity
       is in such a later clause, or is an item of a list or in one of coordinated phrases
       (:func:`pretriever.mine.order.in_coordination`);
-    * the predicate of a "be" is asked in front ("Who was the first person ... in 1985?":
-      :func:`pretriever.mine.order.front`), or not at all.
+    * the predicate of a "be" is asked in front ("How much money was the median annual family income after taxes
+      in Alberta?": :func:`pretriever.mine.order.front`), or not at all;
+    * an entity in a relative clause is not asked (:func:`pretriever.mine.order.in_relative_clause`), nor one inside
+      the subject that does not open it; a comma between a passive's verb and its agent goes
+      (:func:`pretriever.mine.order.stray_commas`), as does a bracket that ends the question.
 
     A parenthetical right after the entity belonged to it and goes ("by who (France), in 1985" -> "by who, in
     1985"). Without ``doc`` the statement's order is kept, as in the paper.
@@ -508,12 +511,17 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
     upto = None
     if doc is not None:
         clause = asked_clause(doc, start, end)
-        if clause is None or in_coordination(doc, start, end, clause[0]):
+        if (clause is None or in_coordination(doc, start, end, clause[0])
+                or in_relative_clause(doc, start, end, clause[0])):
             return None
         upto, stop = clause
         statement = statement[:stop]  # the clause that holds it: "...; its current contract ..." goes
+        for comma in stray_commas(doc, upto):  # same length: the offsets hold; _finish drops it
+            statement = statement[:comma] + _DROP + statement[comma + 1:]
         span = doc.char_span(start, end, alignment_mode="expand")
-        if span is not None and is_predicate(span):  # "was who, in 1985": asked in front, "Who was ... in 1985"
+        if span is not None and is_copular(span):  # "was who, in 1985": asked in front, "Who was ... in 1985"
+            if not is_predicate(span):
+                return None  # "was how much money in Alberta": in place no question reads
             return _front_predicate(statement, start, end, phrase, alternatives, doc, upto)
     if doc is not None and (described := described_name(doc, start, end)) is not None:
         start, phrase = described
@@ -527,8 +535,7 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
         # in place mid-clause ("was discovered when by") "when"/"where" is no English: fronted, or a noun phrase
         fronted = front(doc, start, end, upto) if order == IN_PLACE else None
         if fronted is not None:
-            question = apply_edits(statement, fronted).replace(WH, phrase)
-            return standalone(_END.sub("", balance(question)) + "?"), phrase
+            return _finish(apply_edits(statement, fronted).replace(WH, phrase), phrase), phrase
         noun = noun_phrase(entity, tuple(alternatives) or (phrase,), place=True)
         if noun is None:
             return None
@@ -541,7 +548,22 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
             return None
         # a subject keeps the comma that closes its apposition ("Which 2015 Japanese film, starring ..., was")
         head, tail = "", tail if doc is not None and phrase not in ADVERBS else re.sub(r"^\s*,", "", tail)
-    return standalone(_END.sub("", balance(head + phrase + tail)) + "?"), phrase
+    return _finish(head + phrase + tail, phrase), phrase
+
+
+_DROP = "\x01"  # in compose's statement: a stray comma (pretriever.mine.order.stray_commas), dropped by _finish
+_TRAILING_BRACKET = re.compile(r"\s*\([^()]*\)$")
+
+
+def _finish(question: str, phrase: str) -> str:
+    """The question made of the edited statement ``question``: brackets and quotes balanced, stray commas and a
+    bracket at its end gone ("... in Alberta (compared to $60,270 in Canada as a whole)": an aside after all the
+    question asks, unless the wh-phrase is in it), no leading connective, a question mark."""
+    question = _END.sub("", balance(question.replace(_DROP, "")))
+    bracket = _TRAILING_BRACKET.search(question)
+    if bracket is not None and phrase not in bracket.group():
+        question = _END.sub("", question[:bracket.start()])
+    return standalone(question + "?")
 
 
 def _front_predicate(statement: str, start: int, end: int, phrase: str, alternatives: Sequence[str],
@@ -555,7 +577,7 @@ def _front_predicate(statement: str, start: int, end: int, phrase: str, alternat
     if fronted is None:
         return None
     question = apply_edits(statement, [e for e in fronted if e[0] < len(statement)]).replace(WH, phrase)
-    return standalone(_END.sub("", balance(question)) + "?"), phrase
+    return _finish(question, phrase), phrase
 
 
 _FUNCTION_WORDS = frozenset({"and", "for", "from", "with", "its", "his", "her", "their"})
