@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from pretriever.models import resolve_model
@@ -42,6 +43,30 @@ def random_t5(path: Path, seed: int = 0, d_model: int = 32, d_kv: int = 8, d_ff:
     torch.manual_seed(seed)
     T5ForConditionalGeneration(config).save_pretrained(path)
     tok.save_pretrained(path)
+    return path
+
+
+def random_bert(path: Path, seed: int = 0, layers: int = 2, hidden: int = 64, heads: int = 2,
+                max_length: int = 128, dropout: float = 0.1) -> Path:
+    """A BERT with random weights over the MiniLM vocabulary, saved as a sentence-transformers folder (mean
+    pooling) at ``path``: by default 2 layers x 64 (a benchmark's tiny model, whose step is all host work);
+    ``layers=6, hidden=384, heads=12`` is all-MiniLM-L6-v2's shape, ``12, 768, 12`` BERT-base's. Every loop
+    loads it: train, pretrain (the masked-LM head is drawn new), the reader and the transformers recipes.
+    ``dropout=0`` makes a training step a function of its batch alone (two runs can then be compared exactly)."""
+    import torch  # heavy: only when a stand-in is built
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel
+
+    tok = minilm_tokenizer()
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=4 * hidden, pad_token_id=tok.pad_token_id,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    torch.manual_seed(seed)
+    BertModel(config).save_pretrained(path / "hf")
+    tok.save_pretrained(path / "hf")
+    encoder = models.Transformer(str(path / "hf"), max_seq_length=max_length)
+    SentenceTransformer(modules=[encoder, models.Pooling(hidden, "mean")], device="cpu").save(str(path))
+    shutil.rmtree(path / "hf")  # the folder above now holds the weights and the tokenizer
     return path
 
 

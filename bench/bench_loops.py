@@ -1,0 +1,313 @@
+"""Every loop beside its peer, per step: the host's work that a GPU cannot hide (issue 41, item 2).
+
+Four loops, each against the tool a user would call instead, at the same model, batch, length and data:
+
+- ``train``: ``pretriever.train`` against ``SentenceTransformerTrainer`` + MultipleNegativesRankingLoss
+  (query, positive, one negative; no-duplicates sampler; SciFact train claims and their cited abstracts);
+- ``pretrain``: ``pretriever.pretrain`` (coCondenser and CoT-MAE, no GradCache) against the same trainer with
+  MNRL on (claim, abstract) pairs: the objectives do more per step, so their goal is a share of it, not par;
+- ``reader``: ``pretriever.reader.train`` (``passages=1``) against the transformers question-answering recipe
+  (``bench/squad_recipe.py``: run_qa's features, ``Trainer``) on the SQuAD 2.0 dev articles;
+- ``encode``: ``pretriever.index.encode`` (index build) against ``SentenceTransformer.encode`` over the same
+  SciFact passages (a step is one batch).
+
+Each arm runs at two sizes (``--small`` and ``--large`` steps, a fresh run each) and the figures are the
+differences: seconds per step = (t_large - t_small) / (large - small), so what is paid once (loading the model,
+tokenising the whole set beforehand as the recipe does, saving at the end) cancels out and what is paid per step
+(tokenising in the loop, building batches in Python, logging) stays. Two figures per loop:
+
+- **steps/s** (and steps per process-CPU second, which other jobs on the cores move far less) with the model of
+  ``--shape`` (``tiny``: 2 layers x 64, random weights: a step is almost all host
+  work, which is what bounds a small model on a GPU); the best of ``--repeat`` rounds, taking turns;
+- **ATen operators per step** (torch.profiler over the whole run, leaf ``aten::`` calls, the same difference):
+  each is a kernel launch on a GPU; the count does not depend on the device or the load.
+
+The settings that differ between an arm and its peer are printed under the table.
+
+    python bench/bench_loops.py [--loops train,pretrain,reader,encode] [--shape tiny|minilm|base]
+        [--batch-size 16] [--max-length 128] [--small 4] [--large 16] [--repeat 2] [--device cpu] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's start/stop lines
+
+from bench_pretrain import make_pairs as make_qc_pairs  # noqa: E402  (puts the repo on sys.path)
+from bench_train import OUT_DIR, SCIFACT, make_pairs as make_triple_pairs  # noqa: E402
+from squad_recipe import RecipeSettings, squad_examples, train_and_predict  # noqa: E402
+
+SQUAD = SCIFACT.parent.parent / "qa" / "squad2-dev-5articles.json"
+SHAPES = {"tiny": (2, 64, 2), "minilm": (6, 384, 12), "base": (12, 768, 12)}  # layers, hidden, heads
+
+Run = Callable[[int, Path], None]  # steps, scratch folder: one whole run, setup included
+
+
+@dataclass
+class Loop:
+    """One loop and its peer: a run of each for a number of steps, and what differs between them."""
+
+    name: str
+    ours: Run
+    peer: Run
+    peer_name: str
+    differs: str
+    goal: float  # ours / peer steps/s to reach
+
+
+def st_trainer(model: str, anchor_positive: list[list[str]], args, steps: int, out: Path) -> None:
+    """The sentence-transformers trainer with MNRL: ``steps`` steps over the columns given (anchor, positive[,
+    negative]), no-duplicates batches, the same schedule as pretriever's defaults, no checkpoint."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    names = ["anchor", "positive", "negative"][:len(anchor_positive)]
+    dataset = Dataset.from_dict(dict(zip(names, anchor_positive)))
+    st = SentenceTransformer(model, device=args.device)
+    st.max_seq_length = args.max_length
+    training = SentenceTransformerTrainingArguments(
+        output_dir=str(out), max_steps=steps, per_device_train_batch_size=args.batch_size, learning_rate=2e-5,
+        warmup_steps=0.1, lr_scheduler_type="linear", seed=0, data_seed=0, batch_sampler=BatchSamplers.NO_DUPLICATES,
+        save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=steps, dataloader_pin_memory=False)
+    SentenceTransformerTrainer(model=st, args=training, train_dataset=dataset,
+                               loss=MultipleNegativesRankingLoss(st)).train()
+    st.save(str(out / "model"))
+
+
+def columns(pairs: Path, names: list[str]) -> list[list[str]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(pairs / "pairs.parquet", columns=names)
+    return [table.column(n).to_pylist() for n in names]
+
+
+def loops(model: str, work: Path, args) -> dict[str, Loop]:
+    """The loops to compare, with their data made once in ``work``."""
+    from pretriever.pretrain import PretrainConfig
+    from pretriever.pretrain import run as pretraining
+    from pretriever.reader.config import ReaderConfig
+    from pretriever.reader.train import run as reader_train
+    from pretriever.train import TrainConfig
+    from pretriever.train.run import run as train
+
+    n = args.large * args.batch_size
+    triples = make_triple_pairs(work / "triples", n)
+    qc = make_qc_pairs(work / "qc", n)
+
+    def train_ours(steps: int, out: Path) -> None:
+        train(TrainConfig(out=out, pairs=triples, model=model, batch_size=args.batch_size, max_steps=steps,
+                          max_query_length=args.max_length, max_passage_length=args.max_length, seed=0,
+                          learning_rate=2e-5), device=args.device)
+
+    def pretrain_ours(objective: str) -> Run:
+        def run(steps: int, out: Path) -> None:
+            pretraining.run(PretrainConfig(pairs=qc, out=out, objective=objective, model=model, device=args.device,
+                                           batch_size=args.batch_size, max_length=args.max_length, max_steps=steps,
+                                           logging_steps=steps, save_steps=10 ** 9))
+        return run
+
+    squad = json.loads(SQUAD.read_text(encoding="utf-8"))
+    examples = squad_examples(squad)
+    recipe = RecipeSettings(batch_size=args.batch_size, max_length=args.reader_length, seed=0, learning_rate=5e-5)
+
+    def reader_ours(steps: int, out: Path) -> None:
+        reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=1, max_length=recipe.max_length,
+                                  batch_size=recipe.batch_size, max_steps=steps, learning_rate=recipe.learning_rate,
+                                  warmup_ratio=recipe.warmup_ratio, seed=0, dev_share=0.0, eval_steps=10 ** 9,
+                                  save_total_limit=1, group_by_length=False))
+
+    def reader_peer(steps: int, out: Path) -> None:
+        settings = RecipeSettings(**{**recipe.__dict__, "max_steps": steps})
+        train_and_predict(examples, None, model, settings, str(out))
+
+    # built and loaded before anything is timed: exactly steps x batch passages per size
+    stores = {steps: scifact_store(work / f"store-{steps}", steps * args.batch_size)
+              for steps in (args.small, args.large)}
+    texts = {steps: passage_texts(store) for steps, store in stores.items()}
+    st = encoder(model, args)
+
+    def encode_ours(steps: int, out: Path) -> None:
+        from pretriever.index import IndexConfig, encode
+
+        encode.run(IndexConfig(corpus=stores[steps], out=out, model=model, batch_size=args.batch_size,
+                               device=args.device, max_length=args.max_length), model=st)
+
+    def encode_peer(steps: int, out: Path) -> None:
+        st.encode(texts[steps], batch_size=args.batch_size, show_progress_bar=False)
+
+    mnrl = "SentenceTransformerTrainer + MNRL"
+    return {
+        "train": Loop("train", train_ours, lambda s, o: st_trainer(model, columns(
+            triples, ["query", "positive_text", "negative_text"]), args, s, o), mnrl,
+            "pretriever also writes train.json and a loss plot (both cost per run, not per step)", 1.0),
+        "pretrain cocondenser": Loop("pretrain cocondenser", pretrain_ours("cocondenser"), lambda s, o: st_trainer(
+            model, columns(qc, ["query", "positive_text"]), args, s, o), mnrl,
+            "coCondenser adds MLM over the masked pieces and the Condenser head: more work per step (goal 0.7x)", 0.7),
+        "pretrain cotmae": Loop("pretrain cotmae", pretrain_ours("cotmae"), lambda s, o: st_trainer(
+            model, columns(qc, ["query", "positive_text"]), args, s, o), mnrl,
+            "CoT-MAE adds MLM and a decoder pass over the context (goal 0.6x)", 0.6),
+        "reader": Loop("reader", reader_ours, reader_peer, "transformers QA recipe (run_qa + Trainer)",
+                       "the recipe tokenises every question once before training (doc stride 128); pretriever "
+                       "tokenises in its collate; both random batches, passages=1, no evaluation", 1.0),
+        "encode": Loop("encode", encode_ours, encode_peer, "SentenceTransformer.encode",
+                       "index build also writes each chunk, the ids and a flat FAISS index", 1.0),
+    }
+
+
+def scifact_store(out: Path, passages: int) -> Path:
+    """A corpus store of exactly ``passages`` passages: the first SciFact abstracts, each cut to its first 80
+    words so that it is one passage (the passage length is 100 words)."""
+    from pretriever.corpus import build as corpus_build
+    from pretriever.corpus.config import CorpusConfig
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subset = out.with_suffix(".jsonl")
+    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f, open(subset, "w", encoding="utf-8") as w:
+        for _, line in zip(range(passages), f):
+            doc = json.loads(line)
+            w.write(json.dumps({**doc, "text": " ".join(doc["text"].split()[:80])}) + "\n")
+    corpus_build.run(CorpusConfig(input=subset, out=out))
+    if (found := len(passage_texts(out))) != passages:
+        sys.exit(f"{out}: {found} passages, not {passages}")
+    return out
+
+
+def passage_texts(store: Path) -> list[str]:
+    """The store's passages as index build encodes them (title, then text)."""
+    from pretriever.data.passages import PassageSource
+
+    source = PassageSource(store)
+    try:
+        return source.read(0, len(source), prepend_title=True)[1]
+    finally:
+        source.close()
+
+
+def encoder(model: str, args):
+    """The model loaded once for both encode arms (loading is not what is timed)."""
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(model, device=args.device)
+    st.max_seq_length = args.max_length
+    return st
+
+
+def timed(run: Run, steps: int, work: Path) -> tuple[float, float]:
+    """Wall and process CPU seconds (all threads) of one whole run: CPU time moves far less than wall time when
+    other jobs share the cores."""
+    with tempfile.TemporaryDirectory(dir=work) as out:
+        wall, cpu = time.perf_counter(), time.process_time()
+        run(steps, Path(out) / "out")
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def leaf_ops(run: Run, steps: int, work: Path) -> int:
+    """ATen operators without children that one whole run calls (the kernels it would launch on a GPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with tempfile.TemporaryDirectory(dir=work) as out, profile(activities=[ProfilerActivity.CPU]) as prof:
+        run(steps, Path(out) / "out")
+    return sum(1 for e in prof.events() if e.name.startswith("aten::") and not e.cpu_children)
+
+
+def measure(loop: Loop, args, work: Path) -> dict:
+    """Seconds and operators per step of each side, from the difference between the two sizes."""
+    span = args.large - args.small
+    times: dict[str, dict[int, list[tuple[float, float]]]] = {"ours": {}, "peer": {}}
+    for _ in range(args.repeat):  # taking turns, so a change of load hits both
+        for side in ("ours", "peer"):
+            for steps in (args.small, args.large):
+                times[side].setdefault(steps, []).append(timed(getattr(loop, side), steps, work))
+    row = {"loop": loop.name, "peer_tool": loop.peer_name, "differs": loop.differs, "goal": loop.goal}
+    for side in ("ours", "peer"):
+        wall, cpu = ((min(t[i] for t in times[side][args.large]) - min(t[i] for t in times[side][args.small])) / span
+                     for i in (0, 1))
+        ops = (leaf_ops(getattr(loop, side), args.large, work) - leaf_ops(getattr(loop, side), args.small, work))
+        row[side] = {"seconds": times[side], "steps_per_s": 1 / wall if wall > 0 else float("nan"),
+                     "steps_per_cpu_s": 1 / cpu if cpu > 0 else float("nan"), "ops_per_step": ops / span}
+    row["ratio"] = row["ours"]["steps_per_s"] / row["peer"]["steps_per_s"]
+    row["cpu_ratio"] = row["ours"]["steps_per_cpu_s"] / row["peer"]["steps_per_cpu_s"]
+    row["ops_ratio"] = row["ours"]["ops_per_step"] / row["peer"]["ops_per_step"]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--loops", default="train,pretrain,reader,encode",
+                        help="any of train, pretrain (both objectives), reader, encode")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="the random model's shape")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=128, help="word pieces (train, pretrain, encode)")
+    parser.add_argument("--reader-length", type=int, default=256, help="word pieces of a reader sequence")
+    parser.add_argument("--small", type=int, default=4, help="steps of the short run")
+    parser.add_argument("--large", type=int, default=16, help="steps of the long run")
+    parser.add_argument("--repeat", type=int, default=2, help="timed rounds; the fastest of each size counts")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", type=Path, default=OUT_DIR / "loops.json")
+    args = parser.parse_args()
+    if not SCIFACT.exists() or not SQUAD.exists():
+        sys.exit(f"needs SciFact ({SCIFACT}) and the SQuAD articles ({SQUAD}): ../shared/data beside the checkout")
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+    from transformers.utils import logging as hf_logging
+
+    from pretriever.testing import random_bert
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    wanted = {w.strip() for w in args.loops.split(",")}
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-loops-") as tmp:
+        work = Path(tmp)
+        layers, hidden, heads = SHAPES[args.shape]
+        model = str(random_bert(work / "model", layers=layers, hidden=hidden, heads=heads,
+                                max_length=args.max_length))
+        for name, loop in loops(model, work, args).items():
+            if name.split()[0] in wanted:
+                rows.append(measure(loop, args, work))
+                print(f"{name}: {rows[-1]['ratio']:.2f}x steps/s, {rows[-1]['ops_ratio']:.2f}x operators", flush=True)
+    table = Table(title=f"per step, {args.shape} model ({layers} x {hidden}, random), batch {args.batch_size}, "
+                        f"length {args.max_length} (reader {args.reader_length}), {args.device}; steps "
+                        f"{args.small} -> {args.large}, best of {args.repeat}")
+    for col in ("loop", "peer", "steps/s", "peer steps/s", "ratio", "ratio by CPU s", "goal", "ops/step",
+                "peer ops/step", "ops ratio"):
+        table.add_column(col, justify="left" if col in ("loop", "peer") else "right")
+    for r in rows:
+        table.add_row(r["loop"], r["peer_tool"], f"{r['ours']['steps_per_s']:.2f}", f"{r['peer']['steps_per_s']:.2f}",
+                      f"{r['ratio']:.2f}x", f"{r['cpu_ratio']:.2f}x", f"{r['goal']:.1f}x", f"{r['ours']['ops_per_step']:.0f}",
+                      f"{r['peer']['ops_per_step']:.0f}", f"{r['ops_ratio']:.2f}x")
+    console = Console(width=160)
+    console.print(table)
+    for r in rows:
+        console.print(f"- {r['loop']}: {r['differs']}")
+    result = {"started": started, "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+              "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                          "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                          "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+                          "load_before": load_before, "load_after": os.getloadavg()[0]},
+              "rows": rows}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    console.print(f"saved {args.json}")
+
+
+if __name__ == "__main__":
+    main()
