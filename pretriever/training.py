@@ -7,6 +7,7 @@ the newest complete checkpoint and every report holds the same ``loss_curve`` ro
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,16 @@ def cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def process_rank() -> int:
+    """This process's rank among those torchrun or accelerate launch started (0 when started alone)."""
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0)
+
+
+def world_size() -> int:
+    """How many processes torchrun or accelerate launch started for this run (1 when started alone)."""
+    return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
 
 
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # every stage's --precision takes these

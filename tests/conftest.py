@@ -6,10 +6,13 @@ Plain helpers are in helpers.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does (the library never sets it): no hub, ever
@@ -54,6 +57,31 @@ def scifact_store(tmp_path_factory) -> Path:
     """The whole SciFact corpus (5,183 abstracts, BEIR folder) built once with the default options and 2
     workers; its folder."""
     return build(shared(SCIFACT), tmp_path_factory.mktemp("scifact") / "store", workers=2).path
+
+
+@pytest.fixture(scope="session")
+def scifact_pairs(tmp_path_factory) -> Path:
+    """40 real (claim, cited abstract, other abstract) pairs in the layout `pretriever mine` writes (dl + cm)."""
+    from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
+
+    shared(SCIFACT)
+    queries, qrels, corpus = load_queries(SCIFACT), relevant(load_qrels(qrels_path(SCIFACT, "train"))), load_corpus(SCIFACT)
+    qids = [q for q in qrels if qrels[q][0] in corpus][:40]
+    docs = list(corpus)
+    folder = tmp_path_factory.mktemp("pairs")
+    rows = []
+    for i, q in enumerate(qids):
+        pos = qrels[q][0]
+        neg = docs[(i * 97 + 13) % len(docs)]
+        rows.append({"pair_id": f"p{i}", "method": "dl" if i % 2 == 0 else "cm", "query": queries[q],
+                     "positive_passage_id": pos, "positive_text": corpus[pos][1][:700],
+                     "negative_passage_id": neg, "negative_text": corpus[neg][1][:700], "negative_kind": "random"})
+    for method in ("dl", "cm"):
+        part = [r for r in rows if r["method"] == method]
+        pq.write_table(pa.Table.from_pylist(part), folder / f"{method}.parquet")
+    (folder / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl.parquet"},
+                                                               "cm": {"file": "cm.parquet"}}}))
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.train import train_command
 from pretriever.train import TrainConfig
-from pretriever.data import load_corpus, load_qrels, load_queries, qrels_path, relevant
 from pretriever.train.model import build_model
 from pretriever.train.run import pairs_loss, run
 from train_callbacks import Interrupt, Steps
@@ -28,29 +27,6 @@ pytestmark = pytest.mark.slow
 
 APP = cli_app(train=train_command)
 TINY = dict(max_query_length=32, max_passage_length=96)
-
-
-@pytest.fixture(scope="module")
-def scifact_pairs(tmp_path_factory) -> Path:
-    """40 real (claim, cited abstract, other abstract) pairs in the layout `pretriever mine` writes (dl + cm)."""
-    shared(SCIFACT)
-    queries, qrels, corpus = load_queries(SCIFACT), relevant(load_qrels(qrels_path(SCIFACT, "train"))), load_corpus(SCIFACT)
-    qids = [q for q in qrels if qrels[q][0] in corpus][:40]
-    docs = list(corpus)
-    folder = tmp_path_factory.mktemp("pairs")
-    rows = []
-    for i, q in enumerate(qids):
-        pos = qrels[q][0]
-        neg = docs[(i * 97 + 13) % len(docs)]
-        rows.append({"pair_id": f"p{i}", "method": "dl" if i % 2 == 0 else "cm", "query": queries[q],
-                     "positive_passage_id": pos, "positive_text": corpus[pos][1][:700],
-                     "negative_passage_id": neg, "negative_text": corpus[neg][1][:700], "negative_kind": "random"})
-    for method in ("dl", "cm"):
-        part = [r for r in rows if r["method"] == method]
-        pq.write_table(pa.Table.from_pylist(part), folder / f"{method}.parquet")
-    (folder / "pairs.json").write_text(json.dumps({"methods": {"dl": {"file": "dl.parquet"},
-                                                               "cm": {"file": "cm.parquet"}}}))
-    return folder
 
 
 def as_dataset(folder: Path):

@@ -42,7 +42,7 @@ from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.heldout import heldout_mlm, heldout_texts
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
-from pretriever.training import resolve_precision
+from pretriever.training import process_rank, resolve_precision, world_size
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 
@@ -259,6 +259,9 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     the optimizer steps (task ``pretraining``, with the last loss terms)."""
     import torch  # heavy
 
+    if world_size() > 1:  # each process would train alone on every batch and all would write cfg.out
+        raise PretrainError(f"pretrain runs in one process; this one is rank {process_rank()} of {world_size()} "
+                            "(torchrun / accelerate launch): start it alone, on one GPU (--device cuda:N)")
     started = time.perf_counter()
     folder = _folder(cfg.out, report)
     resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from pretriever import __version__
 from pretriever.data import CorpusStore
 from pretriever.index import IndexFolder
 from pretriever.io import atomic_path, write_json
+from pretriever.models import resolve_device
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
@@ -43,7 +43,8 @@ from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, trainer_precision
+from pretriever.training import (cuda_available, loss_curve, process_rank, progress_callback, quiet, trainer_precision,
+                                 world_size)
 
 REPORT = "train.json"
 PLOT = "loss.png"
@@ -78,17 +79,9 @@ class TrainResult(StageResult):
     model: Any = None  # the trained SentenceTransformer
 
 
-def _rank() -> int:
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0)
-
-
-def _world() -> int:
-    return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
-
-
 def _barrier() -> Callable[[], None]:
     """Wait for every process (torchrun / accelerate launch); a no-op in a single process."""
-    if _world() == 1:
+    if world_size() == 1:
         return lambda: None
     from accelerate import PartialState
 
@@ -127,7 +120,7 @@ def prepare_out(cfg: TrainConfig, folder: OutputFolder) -> Path | None:
 
 def build_data(cfg: TrainConfig, report: Reporter = QUIET) -> TrainingData:
     """Read, sample and write the training set (anchor, positive[, negative]) for this config."""
-    path = cfg.out / WORK / f"train-pairs-rank{_rank()}.arrow"
+    path = cfg.out / WORK / f"train-pairs-rank{process_rank()}.arrow"
     if cfg.pairs is not None:
         report.message(f"reading pairs in {cfg.pairs}")
         scan = scan_pairs(cfg.pairs, cfg.use_negatives, list(cfg.mix) if cfg.mix else None)
@@ -209,13 +202,17 @@ def lab_write(data, with_negatives: bool, path: Path) -> int:
 
 def plan_steps(cfg: TrainConfig, pairs: int) -> tuple[int, int]:
     """(steps per epoch, total optimizer steps)."""
-    per_epoch = max(1, math.ceil(pairs / (cfg.batch_size * _world())))
+    per_epoch = max(1, math.ceil(pairs / (cfg.batch_size * world_size())))
     total = cfg.max_steps or max(1, math.ceil(cfg.epochs * per_epoch))
     return per_epoch, total
 
 
-def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, output_dir: Path | None = None):
-    """The trainer's arguments; ``columns`` are the dataset's (anchor, positive, then any negatives)."""
+def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, output_dir: Path | None = None,
+                  device: str | None = None):
+    """The trainer's arguments; ``columns`` are the dataset's (anchor, positive, then any negatives).
+
+    ``use_cpu`` when the model runs on the CPU: without it, processes started by torchrun or accelerate launch on
+    CPUs do not join one DDP group (gloo) but each train alone on every batch."""
     import transformers
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
@@ -249,6 +246,7 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
         dataloader_num_workers=cfg.dataloader_workers,
         dataloader_pin_memory=cuda_available(),
         ddp_find_unused_parameters=False,
+        use_cpu=resolve_device(device) == "cpu",
         **warmup,
     )
 
@@ -303,7 +301,7 @@ def trained_pairs(cfg: TrainConfig, pairs: int, state, start_step: int, planned_
     """(pairs trained by this run, steps per epoch), from the trainer's own step count ``state``."""
     steps_run = state.global_step - start_step
     if cfg.max_steps:
-        return steps_run * min(cfg.batch_size * _world(), pairs), per_epoch
+        return steps_run * min(cfg.batch_size * world_size(), pairs), per_epoch
     # a no-duplicates sampler can need more batches than pairs / batch size
     max_steps = state.max_steps or planned_steps
     return round(steps_run * pairs * cfg.epochs / max(max_steps, 1)), max(1, round(max_steps / cfg.epochs))
@@ -314,7 +312,7 @@ def training_summary(cfg: TrainConfig, state, per_epoch: int, resume_from: Path 
     """The ``training`` section of train.json: steps, batch, loss, where a resumed run started."""
     resumed = resume_from is not None
     return {"steps": state.global_step, "steps_per_epoch": per_epoch,
-            "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": _world(),
+            "epochs": round(float(state.epoch or 0), 4), "batch_size": cfg.batch_size, "world_size": world_size(),
             "loss": "CachedMultipleNegativesRankingLoss" if cfg.mini_batch_size else "MultipleNegativesRankingLoss",
             "resumed_from": str(resume_from) if resumed else None,
             "resumed_at_step": start_step if resumed else None,
@@ -354,7 +352,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
     """Train as ``cfg`` says and write MODEL_DIR; ``report`` hears each step of the work and the training's
     progress (task ``training``: optimizer steps, with the loss and pairs/s)."""
     t_start = time.perf_counter()
-    main = _rank() == 0
+    main = process_rank() == 0
     barrier = _barrier()
     folder = output_folder(cfg.out, report)
     if main:
@@ -384,7 +382,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
     dataset, heldout = split_heldout(data.dataset(), cfg.heldout_pairs, cfg.seed)
     per_epoch, total_steps = plan_steps(cfg, len(dataset))
     logging_steps = cfg.logging_steps or max(1, total_steps // 50)
-    args = training_args(cfg, dataset.column_names, logging_steps)
+    args = training_args(cfg, dataset.column_names, logging_steps, device=device)
     trainer = make_trainer(model, loss, args, dataset, [progress_callback(report)])
     if main:
         OutputFolder.save_fingerprint(cfg.out / CHECKPOINTS / RUN_SETTINGS, cfg.run_settings(), data=fingerprint)

@@ -1,0 +1,88 @@
+"""Training on two processes as a user starts it on two GPUs (``torchrun --nproc_per_node 2 pretriever ...``), here
+on the CPU, where DDP runs over gloo: the same code path but for the device and the backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pretriever.testing import random_bert
+
+pytestmark = pytest.mark.slow
+PRETRIEVER = str(Path(sys.executable).parent / "pretriever")
+ONE_STEP = ["--model", "model", "--max-steps", "1", "--logging-steps", "1", "--warmup", "0", "--max-query-length", "32",
+            "--max-passage-length", "64", "--learning-rate", "1e-3", "--seed", "3"]
+
+
+def launch(args: list[str], processes: int, cwd: Path) -> subprocess.CompletedProcess:
+    """``pretriever ARGS`` alone, or under torchrun with ``processes`` processes; fails the test on a non-zero
+    exit, showing the output."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    command = [PRETRIEVER, *args] if processes == 1 else [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
+        "--no-python", PRETRIEVER, *args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def one_and_two(scifact_pairs, tmp_path_factory) -> tuple[Path, Path]:
+    """One step at a global batch of 8 pairs: in one process, and in two processes of 4 whose passages are every
+    query's candidates (--gather-across-devices). A tiny BERT without dropout, so that a step depends on its
+    batch alone (dropout's random masks would differ between the two runs)."""
+    work = tmp_path_factory.mktemp("ddp")
+    model = str(random_bert(work / "model", dropout=0.0))
+    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *ONE_STEP], 1, work)
+    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *ONE_STEP],
+           2, work)
+    return work / "one", work / "two"
+
+
+def test_two_processes_give_the_loss_of_one(one_and_two):
+    # the two processes take the two halves of the batch one process takes, and score each query against both
+    # halves' passages (before the fix, each process trained alone on every batch: no process group on CPUs)
+    one, two = one_and_two
+    report_one, report_two = (json.loads((p / "train.json").read_text()) for p in (one, two))
+    assert report_two["training"]["world_size"] == 2 and report_one["training"]["world_size"] == 1
+    [first_one], [first_two] = report_one["loss_curve"], report_two["loss_curve"]
+    assert first_two["loss"] == pytest.approx(first_one["loss"], abs=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason="found 2026-11-28: after one step the weights of the two runs differ (the "
+                   "sign of Adam's first update agrees for only 40-70% of the weights of a layer), while the loss is "
+                   "the same: the gradient through sentence-transformers' all_gather_with_grad over gloo is not the "
+                   "one-process gradient; not yet explained")
+def test_two_processes_give_the_weights_of_one(one_and_two):
+    weights_one, weights_two = (load_file(str(p / "model.safetensors")) for p in one_and_two)
+    assert weights_one.keys() == weights_two.keys()
+    for name, w in weights_one.items():  # Adam's first step moves each weight by about lr: 1e-3
+        assert torch.allclose(w, weights_two[name], atol=1e-5), name
+
+
+def test_only_the_first_process_writes_the_folder(one_and_two):
+    _, two = one_and_two
+    marker = json.loads((two / ".pretriever.json").read_text())
+    assert marker["stage"] == "train"
+    assert not list(two.rglob("*rank1*")), "a second process's work file was left in the folder"
+    assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one_and_two[0].iterdir())
+
+
+def test_pretrain_refuses_to_run_as_one_of_several_processes(monkeypatch, tmp_path):
+    # its own loop has no process group: each process would train alone and all would write --out
+    from pretriever.pretrain import PretrainConfig
+    from pretriever.pretrain.errors import PretrainError
+    from pretriever.pretrain.run import run
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(PretrainError, match="rank 1 of 2"):
+        run(PretrainConfig(pairs=tmp_path, out=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
