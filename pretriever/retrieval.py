@@ -24,12 +24,16 @@ class Hit(NamedTuple):
 
 @dataclass(frozen=True)
 class Passage:
-    """One passage as a searcher returns it (None fields: the id is not in the store, or no store is known)."""
+    """One passage: what a searcher returns by id, and what the reader reads.
+
+    ``title``, ``text`` and ``doc_id`` are None when a searcher does not know the id (not in the store, or no
+    store is known); a passage given to the reader has a text, and a document only when it came from a store.
+    """
 
     passage_id: str
     title: str | None
     text: str | None
-    doc_id: str | None
+    doc_id: str | None = None
 
 
 @runtime_checkable
