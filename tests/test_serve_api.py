@@ -27,7 +27,7 @@ from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.index.hybrid import HybridOptions, fuse
 from pretriever.mine.methods import METHODS as REGISTERED
-from pretriever.mine.qac import standalone
+from pretriever.mine.triplets import standalone
 from pretriever.refine import RefineConfig
 from pretriever.refine import pipeline as refinement
 from pretriever.retrieval import Hit
@@ -36,7 +36,7 @@ from pretriever.serve.engine import MicroBatcher
 from pretriever.serve.handlers import without_paths
 from pretriever.serve.judged import JudgedSets
 from pretriever.serve.server import GuardedHttp
-from pretriever.serve.pairs import reason
+from pretriever.serve.pair_pages import reason
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
 COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 970012
