@@ -6,6 +6,8 @@
 * :class:`VectorSearch` - optional: search by query vector (a dense index, a refined one, and a
   searcher wrapping either), so a caller can batch query encoding apart from searching (the
   server) or move query vectors before searching (dense PRF).
+* :class:`RankedRows` - the top k as arrays of row numbers, what the ``search_arrays`` of an index
+  returns before its rows become :class:`Hit` lists.
 """
 
 from __future__ import annotations
@@ -20,6 +22,19 @@ import numpy as np
 class Hit(NamedTuple):
     passage_id: str
     score: float
+
+
+class RankedRows(NamedTuple):
+    """The top k of each query as arrays, best first: what ``search_arrays`` returns (a dense index, a BM25
+    index, a :class:`pretriever.refine.PatchedSearcher`), unpacked as ``scores, rows = ...`` as FAISS's own.
+
+    ``scores``: float32, one row per query, best first. ``rows``: the row numbers of the passages found (the
+    positions in the index's ``passage_ids``), the same shape; a vector search gives row -1 (score -inf, or
+    FAISS's filler) where fewer than k were found, a BM25 search has min(k, N) columns.
+    """
+
+    scores: np.ndarray
+    rows: np.ndarray
 
 
 @dataclass(frozen=True)
