@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from pretriever.corpus import build as corpus_build  # noqa: E402
 from pretriever.corpus.config import CorpusConfig  # noqa: E402
-from pretriever.mine.qac import Triplet, build_triplet, cut_blocks, load_ner  # noqa: E402
+from pretriever.mine.triplets import Triplet, build_triplet, cut_blocks, load_ner  # noqa: E402
 
 SAMPLE = REPO.parent / "shared" / "data" / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 PAPER_PAIRS = 6_000_000

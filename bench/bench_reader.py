@@ -46,19 +46,17 @@ def workload(tmp: Path, docs: int, questions: int, k: int):
     """(question, [Passage]) for the first ``questions`` SciFact claims over a store of ``docs`` documents."""
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
-    from pretriever.data import CorpusStore, PassageLookup
-    from pretriever.index import BM25Index, BM25Options
+    from pretriever.index import BM25Index, IndexFolder
     from pretriever.reader.evaluate import passages_for
 
     subset = tmp / "corpus.jsonl"
     with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f:
         subset.write_text("".join(line for _, line in zip(range(docs), f)), encoding="utf-8")
     corpus_build.run(CorpusConfig(input=subset, out=tmp / "store"))
-    store = CorpusStore(tmp / "store")
-    bm25 = BM25Index.build(store, BM25Options())
+    BM25Index.build(tmp / "store").save(tmp / "bm25")  # what `pretriever index bm25 STORE --out DIR` writes
     claims = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").read_text().splitlines()[:questions]]
-    lookup = PassageLookup(store)
-    return [(q, passages_for(lookup, hits)) for q, hits in zip(claims, bm25.search(claims, k))]
+    with IndexFolder(tmp / "bm25").open(require_store=True) as searcher:
+        return [(q, passages_for(searcher, hits)) for q, hits in zip(claims, searcher.search(claims, k))]
 
 
 def run_ours(reader, work) -> float:

@@ -84,7 +84,7 @@ def one_round(passages: np.ndarray, queries: np.ndarray, threads: int) -> dict:
     t2 = time.perf_counter()
     searcher.set_rows(centres[res.trainable], res.vectors[res.trainable])
     t3 = time.perf_counter()
-    scores, rows = searcher.search(queries, K)  # the next round's retrieval, over the patched index
+    scores, rows = searcher.search_arrays(queries, K)  # the next round's retrieval, over the patched index
     t4 = time.perf_counter()
     full = passages.copy()
     full[centres[res.trainable]] = res.vectors[res.trainable]
@@ -346,12 +346,12 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
     prior_val = {}
     for scale in (0.02, 0.05, 0.1, 0.2, 0.5):
         searcher, _ = prior_searcher(fb_fit, fit_vecs, scale)
-        prior_val[scale] = val_scorer.score(*searcher.search(train_vecs[val], K), ["nDCG@10"])["nDCG@10"]
+        prior_val[scale] = val_scorer.score(*searcher.search_arrays(train_vecs[val], K), ["nDCG@10"])["nDCG@10"]
     s_best = max(prior_val, key=lambda s: (prior_val[s], -s))
     searcher, boosted = prior_searcher(fb_train, train_vecs, s_best)
     test_scorer = Scorer(fb_test, ids)
     out["honest"]["control: scale training-positive passages"] = {
-        **test_scorer.score(*searcher.search(test_vecs, K), ["nDCG@10", "Recall@100"]),
+        **test_scorer.score(*searcher.search_arrays(test_vecs, K), ["nDCG@10", "Recall@100"]),
         "settings": {"scale": 1 + s_best, "validation_nDCG@10": prior_val}}
 
     # oracle: the feedback is the 300 test claims with their test labels (the paper's protocol)

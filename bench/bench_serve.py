@@ -5,9 +5,10 @@ concurrency 1, 8 and 32.
 The SciFact index (5,183 abstracts, all-MiniLM-L6-v2, flat, with bm25/) is built in
 ``bench/out/scifact-index`` when absent (minutes on a CPU) and reused.
 
-* **The floor.** In this process, with the index's own parts and nothing of the server: one query at a time
-  (``encode_queries([q])`` + FAISS search, or bm25s retrieve, or both and the fusion, + the hits' passages
-  from a dict), and in batches of 8 and 32 (one encode call and one search per batch) for the concurrent rows.
+* **The floor.** In this process, with the index opened as the library opens it (``IndexFolder.open``, its
+  BM25 and store) and nothing of the server: one query at a time (``encode_queries([q])`` + FAISS search, or
+  bm25s retrieve, or both and the fusion, + the hits' passages from the store held in memory, as the server
+  holds it), and in batches of 8 and 32 (one encode call and one search per batch) for the concurrent rows.
   The lone-query floor is also split into its stages (encode, FAISS, bm25s, fusion, lookup).
 * **The server.** ``pretriever serve`` started in a subprocess on 127.0.0.1 (loopback only), from this
   checkout or from ``--server-path`` (another checkout: the "before" of a change, measured in the same
@@ -57,10 +58,9 @@ import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from pretriever.data import CorpusStore, load_qrels, load_queries  # noqa: E402
-from pretriever.index import BM25Index, DenseIndex, HybridOptions, fuse  # noqa: E402
-from pretriever.index import IndexFolder  # noqa: E402
-from pretriever.retrieval import Hit  # noqa: E402
+from pretriever.data import load_qrels, load_queries  # noqa: E402
+from pretriever.index import BM25Index, HybridOptions, IndexFolder, fuse  # noqa: E402
+from pretriever.retrieval import Hit, VectorSearch  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
@@ -103,16 +103,17 @@ def summary(latencies: list[float], wall: float, failures: int = 0, errors: list
 
 class Floor:
     """The work of a query and nothing else, in this process: the index's encoder and FAISS index, bm25s, the
-    fusion, and the passages from a dict read once."""
+    fusion, and the passages from the store read into memory once."""
 
     def __init__(self, index: Path, options: HybridOptions):
-        self.dense = DenseIndex.load(index)
-        self.bm25 = BM25Index.load(index / "bm25")
+        folder = IndexFolder(index)
+        self.dense = folder.open(require_store=True)
+        if not isinstance(self.dense, VectorSearch):
+            raise SystemExit(f"{index}: a {folder.kind} index, not a dense one")
+        self.bm25 = folder.bm25(self.dense.lookup)[0]
         self.options = options
-        con = CorpusStore(IndexFolder(index).meta.store).connect()
-        self.texts = {pid: (title, text) for pid, title, text in con.execute(
-            "SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d USING (doc_id)").fetchall()}
-        con.close()
+        if not self.dense.lookup.hold(2**40):
+            raise SystemExit(f"{folder.meta.store}: the store's passages could not be held in memory")
         self.dense.encode_queries(["warm up"])
         self.stages: dict[str, list[float]] = {}
 
@@ -124,9 +125,7 @@ class Floor:
 
     def _dense(self, queries: list[str], k: int) -> list[list[Hit]]:
         vectors = self._timed("encode", self.dense.encode_queries, queries)
-        scores, rows = self._timed("FAISS search", self.dense.index.search, vectors, k)
-        ids = self.dense.passage_ids
-        return [[Hit(ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
+        return self._timed("FAISS search", self.dense.search_vectors, vectors, k)
 
     def _bm25(self, queries: list[str], k: int) -> list[list[Hit]]:
         return self._timed("bm25s retrieve", self.bm25.search, queries, k)
@@ -141,9 +140,12 @@ class Floor:
             depth = self.options.depth_for(k)
             dense, sparse = self._dense(queries, depth), self._bm25(queries, depth)
             results = self._timed("fusion", lambda: [fuse(d, s, self.options, k) for d, s in zip(dense, sparse)])
-        return self._timed("passage lookup", lambda: [[
-            {"id": h.passage_id, "title": self.texts[h.passage_id][0], "text": self.texts[h.passage_id][1]}
-            for h in hits] for hits in results])
+        return self._timed("passage lookup", self._passages, results)
+
+    def _passages(self, results: list[list[Hit]]) -> list[list[dict]]:
+        found = self.dense.passages(h.passage_id for hits in results for h in hits)
+        return [[{"id": h.passage_id, "title": found[h.passage_id].title, "text": found[h.passage_id].text}
+                 for h in hits] for hits in results]
 
     def cell(self, queries: list[str], k: int, mode: str, batch: int) -> dict:
         """Every query in batches of ``batch``: each query's latency is its batch's time."""
@@ -433,8 +435,8 @@ def report(http: dict, floors: dict, http_floors: dict, stages: dict, title: str
                       f"{h['server_cores']:.2f} / {h['client_cores']:.2f}",
                       *(f"{ratios[r]:.2f}x" for r in ratios), str(h["failures"]))
     console.print(table)
-    console.print("floor = in-process encode + search + passages from a dict, one query at a time (conc. 1) or in "
-                  "batches of conc. (its p50: the batch's time), the best over torch threads --floor-threads (floor "
+    console.print("floor = in-process encode + search + passages held in memory, one query at a time (conc. 1) "
+                  "or in batches of conc. (its p50: the batch's time), the best over torch threads --floor-threads (floor "
                   "thr.); GET /health = the HTTP floor, the cheapest request the server answers, same client and "
                   "concurrency; stack floor = max(floor, HTTP floor) p50, min(floor, HTTP floor) q/s; batch = mean "
                   "queries per encoder call in the server; took = the server's took_ms; cores = CPU seconds per "

@@ -162,12 +162,13 @@ def _same_run(cfg) -> dict | None:
 def read_ours(reader_dir: Path, test: list[SquadExample], settings: RecipeSettings) -> dict[str, str]:
     """The reader's answer to each test question from its gold paragraph alone."""
     from pretriever.reader.config import ReadOptions
-    from pretriever.reader.predict import Passage, Reader
+    from pretriever.reader.predict import Reader
+    from pretriever.retrieval import Passage
 
     reader = Reader.load(reader_dir, ReadOptions(max_answer_length=settings.max_answer_length,
                                                  max_length=settings.max_length, n_best=settings.n_best,
                                                  device="cpu"))
-    return {e.qid: reader.read(e.question, [Passage(e.title, e.context)]).text for e in test}
+    return {e.qid: reader.read(e.question, [Passage(e.qid, e.title, e.context)]).text for e in test}
 
 
 def rate(timed_steps: int, seconds: float, batch: int) -> float:

@@ -3,16 +3,21 @@
 * :class:`Retriever` - ``name`` and ``search(queries, k)``: all that evaluation needs to rank.
 * :class:`Searcher` - a retriever that also returns its passages (``passages(ids)``), as pyserini's
   ``LuceneSearcher.doc(id)`` does: what :meth:`pretriever.index.IndexFolder.open` returns.
+* :class:`PassageStore` - what a searcher's ``lookup`` offers: the opened corpus store, read by id
+  (:class:`pretriever.data.PassageLookup` is the one implementation; the data layer sits above this module).
 * :class:`VectorSearch` - optional: search by query vector (a dense index, a refined one, and a
   searcher wrapping either), so a caller can batch query encoding apart from searching (the
   server) or move query vectors before searching (dense PRF).
+* :class:`RankedRows` - the top k as arrays of row numbers, what the ``search_arrays`` of an index
+  returns before its rows become :class:`Hit` lists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from pathlib import Path
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,14 +27,31 @@ class Hit(NamedTuple):
     score: float
 
 
+class RankedRows(NamedTuple):
+    """The top k of each query as arrays, best first: what ``search_arrays`` returns (a dense index, a BM25
+    index, a :class:`pretriever.refine.PatchedSearcher`), unpacked as ``scores, rows = ...`` as FAISS's own.
+
+    ``scores``: float32, one row per query, best first. ``rows``: the row numbers of the passages found (the
+    positions in the index's ``passage_ids``), the same shape; a vector search gives row -1 (score -inf, or
+    FAISS's filler) where fewer than k were found, a BM25 search has min(k, N) columns.
+    """
+
+    scores: np.ndarray
+    rows: np.ndarray
+
+
 @dataclass(frozen=True)
 class Passage:
-    """One passage as a searcher returns it (None fields: the id is not in the store, or no store is known)."""
+    """One passage: what a searcher returns by id, and what the reader reads.
+
+    ``title``, ``text`` and ``doc_id`` are None when a searcher does not know the id (not in the store, or no
+    store is known); a passage given to the reader has a text, and a document only when it came from a store.
+    """
 
     passage_id: str
     title: str | None
     text: str | None
-    doc_id: str | None
+    doc_id: str | None = None
 
 
 @runtime_checkable
@@ -58,6 +80,57 @@ class Retriever(Protocol):
 
 
 @runtime_checkable
+class PassageStore(Protocol):
+    """An opened corpus store, read by passage and document id: what evaluation reads through a searcher's
+    ``lookup`` (texts, titles, documents, gold checks).
+
+    Requirements: the members below, with :class:`pretriever.data.PassageLookup`'s meaning (it is the
+    implementation; see it for each one). An id that is not in the store maps to None, or is left out of
+    sets and of maps by title or document.
+    """
+
+    @property
+    def path(self) -> Path:
+        """The store's folder."""
+        ...
+
+    @property
+    def documents_whole(self) -> bool:
+        """True when every passage id is its document id."""
+        ...
+
+    def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
+        ...
+
+    def texts(self, ids: Iterable[str]) -> dict[str, str | None]:
+        ...
+
+    def titles(self, ids: Iterable[str]) -> dict[str, str | None]:
+        ...
+
+    def doc_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
+        ...
+
+    def document_texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        ...
+
+    def known_passages(self, ids: Iterable[str]) -> set[str]:
+        ...
+
+    def known_documents(self, doc_ids: Iterable[str]) -> set[str]:
+        ...
+
+    def title_documents(self, titles: Iterable[str]) -> dict[str, str]:
+        ...
+
+    def sample(self, n: int, seed: int, prepend_title: bool) -> list[tuple[str, str]]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@runtime_checkable
 class Searcher(Retriever, Protocol):
     """A retriever that owns its passages: it searches, then returns the passages it found by id.
 
@@ -67,8 +140,8 @@ class Searcher(Retriever, Protocol):
     Requirements: what :class:`Retriever` needs, plus ``passages(ids)``, a dict from each id asked for
     (in the order asked, duplicates once) to its :class:`Passage` (fields None for an id that is not in
     the store, or when no store is known), and ``lookup``, the opened store its passages come from (a
-    :class:`pretriever.data.PassageLookup`, for document ids, whole documents and titles; None when no
-    store is known), and ``close()``.
+    :class:`PassageStore`, for document ids, whole documents and titles; None when no store is known),
+    and ``close()``.
 
     Example::
 
@@ -80,7 +153,10 @@ class Searcher(Retriever, Protocol):
             print(next(iter(best.values())).title)
     """
 
-    lookup: Any  # pretriever.data.PassageLookup | None (the data layer sits above this module)
+    @property
+    def lookup(self) -> PassageStore | None:
+        """The opened store the passages come from (None when no store is known)."""
+        ...
 
     def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
         """Title, text and document of each passage id."""

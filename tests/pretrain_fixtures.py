@@ -1,11 +1,11 @@
-"""Tiny randomly initialised models built offline from the packaged MiniLM's tokenizer; the T5 and the BEIR
-subset come from pretriever.testing, which the benchmarks share."""
+"""Tiny randomly initialised models built offline from the packaged MiniLM's tokenizer (the T5, the BEIR subset
+and the tokenizer are in pretriever.testing, which the benchmarks share)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pretriever.testing import beir_subset as scifact_mini, minilm_tokenizer, random_t5 as tiny_t5  # noqa: F401
+from pretriever.testing import minilm_tokenizer
 
 
 def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128, pooling: str = "cls",

@@ -28,7 +28,7 @@ from pretriever.serve.engine import QueryEngine
 from pretriever.serve.server import uvicorn_options
 
 N_DOCS = 300
-METHODS = ["dl", "cm", "ict"]  # from the co-mention wiki
+MINED = ["dl", "cm", "ict"]  # the methods mined from the co-mention wiki
 EVIDENCE_METHODS = ["cc", "qac", "qc"]  # from the enwiki sample
 GENERATED = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
              {"id": "25", "queries": ["what is autism"]}]
@@ -88,7 +88,7 @@ def served(tmp_path_factory, cowiki_store, enwiki_store) -> Served:
     index = root / "scifact-index"  # the page shows the folder's name (and the screenshots)
     encode.run(IndexConfig(corpus=store.path, out=index))
     BM25Index.build(store).save(index / "bm25")
-    run(cowiki_store, root / "pairs", methods=",".join(METHODS), negatives="overlap", seed=0)
+    run(cowiki_store, root / "pairs", methods=",".join(MINED), negatives="overlap", seed=0)
     evidence = mine_evidence_pairs(enwiki_store, root)
     engine = QueryEngine.open(ServeConfig(index=index, batch_wait_ms=20.0))
     yield Served(index, root / "pairs", evidence, beir / "qrels" / "test.tsv", beir / "queries.jsonl", engine)

@@ -25,7 +25,7 @@ import typer
 from conftest import ENWIKI as DUMP, QA, SCIFACT
 from helpers import dump_head, offline_cli
 from pretriever.cli import PIPELINE_ORDER, app
-from pretrain_fixtures import tiny_t5
+from pretriever.testing import random_t5
 
 ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged,
 ENWIKI_ALSO = ("586", "659")  # and ASCII, whose statement citing ANSI (linked) is the sample's one qac-links pair
@@ -114,7 +114,7 @@ def workspace(tmp_path_factory) -> Path:
         (root / name).symlink_to(QA / name)
     _scifact_subset(root / "scifact")
     page = "<html><head><title>Anarchism</title></head><body><p>Anarchism is a political philosophy.</p></body></html>"
-    _ends_queries_early(tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1"))  # found locally before any
+    _ends_queries_early(random_t5(root / "doc2query" / "all-with-prefix-t5-base-v1"))  # found locally before any
     # hub lookup
     queries = [{"id": "12", "queries": ["what is anarchism", "anarchism definition"]},  # enwiki page ids
                {"id": "25", "queries": ["what is autism"]}]

@@ -24,7 +24,7 @@ from pretriever.train.finetune import stage_config
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
 from pretriever.train.model import route
-from pretriever.train.pairs import write_records
+from pretriever.train.pair_sampling import write_records
 from conftest import SCIFACT, shared
 from helpers import cli_app, flat
 from train_callbacks import Interrupt, Steps

@@ -16,19 +16,19 @@ from pretriever.generate.prefix import model_prefix
 from pretriever.generate.run import QUERIES_FILE, generate_batch
 from pretriever import mine
 from pretriever.mine import MineConfig
+from pretriever.testing import beir_subset, random_t5
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import scifact_mini, tiny_t5
 
 
 @pytest.fixture(scope="module")
 def t5(tmp_path_factory):
-    return tiny_t5(tmp_path_factory.mktemp("t5") / "t5")
+    return random_t5(tmp_path_factory.mktemp("t5") / "t5")
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("sf")
-    beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=12)
+    beir = beir_subset(root / "beir", shared(SCIFACT), n_docs=12)
     return build(beir, root / "store", words=60, workers=1)
 
 
@@ -130,7 +130,7 @@ def test_prefix_is_applied(store, t5, monkeypatch, tmp_path):
 
 
 def test_a_with_prefix_model_gets_its_prefix_without_being_told(store, monkeypatch, tmp_path, caplog):
-    model = tiny_t5(tmp_path / "doc2query" / "all-with-prefix-t5-base-v1")
+    model = random_t5(tmp_path / "doc2query" / "all-with-prefix-t5-base-v1")
     seen = spy_inputs(monkeypatch)
     with caplog.at_level(logging.WARNING):
         result = run(store, model, tmp_path / "q", limit=2)

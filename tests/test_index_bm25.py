@@ -13,6 +13,7 @@ from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.index import index_app
 from pretriever.index import BM25Index, BM25Options, NotAnIndexError
+from pretriever.retrieval import RankedRows
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,19 @@ def test_save_load_round_trip(bm25, tmp_path):
     assert bm25.search(queries, 20)[2] == []  # nothing matches: no hits rather than zero-score noise
     with pytest.raises(NotAnIndexError, match="bm25.json is missing"):
         BM25Index.load(tmp_path)
+
+
+def test_search_arrays_returns_named_rows_in_the_order_of_search(bm25):
+    """``search_arrays`` returns a RankedRows (fields by name, or unpacked as FAISS's pair), the rows of
+    ``search``'s hits; with nothing to search, empty arrays of the same shape."""
+    queries = ["vitamin D and multiple sclerosis", "microRNA regulates tumor suppressor genes"]
+    found = bm25.search_arrays(queries, 5)
+    assert isinstance(found, RankedRows) and found.scores.shape == found.rows.shape == (2, 5)
+    scores, rows = found
+    hits = bm25.search(queries, 5)
+    assert [[bm25.passage_ids[r] for r in row] for row in rows] == [[h.passage_id for h in hs] for hs in hits]
+    assert scores[:, 0].tolist() == pytest.approx([hs[0].score for hs in hits])
+    assert isinstance(bm25.search_arrays([], 5), RankedRows)
 
 
 def test_batch_search_with_threads_equals_sequential(bm25, corpus_docs):

@@ -273,7 +273,7 @@ def test_existing_output_needs_overwrite(enwiki_store, cli, tmp_path):
 
 
 def test_a_pair_two_methods_found_is_exported_and_trained_once(pairs_dir, cli, tmp_path):
-    from pretriever.train.pairs import scan_pairs
+    from pretriever.train.pair_sampling import scan_pairs
 
     out, _ = pairs_dir
     dl, wlp = pq.read_table(out / "dl.parquet"), pq.read_table(out / "wlp.parquet")
@@ -298,7 +298,7 @@ def test_a_pair_two_methods_found_is_exported_and_trained_once(pairs_dir, cli, t
 def test_pairs_json_file_entries_must_be_plain_names_inside_the_folder(cli, tmp_path, entry):
     # serve paged "../elsewhere/*.parquet" through DuckDB: Parquet files from outside the pairs folder
     from pretriever.data.pairs import PairsDir, PairsError, find_pair_files
-    from pretriever.serve.pairs import PairsView
+    from pretriever.serve.pair_pages import PairsView
 
     elsewhere, pairs = tmp_path / "elsewhere", tmp_path / "pairs"
     for folder in (elsewhere, pairs, pairs / "sub"):

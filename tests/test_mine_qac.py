@@ -30,7 +30,7 @@ from pretriever.mine.config import MineConfig  # noqa: E402
 from pretriever.mine.export import DPR_N_DOCS, PairsDir, PairsError, export_pairs  # noqa: E402
 from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
-from pretriever.mine.qac import (ModelError, answer_of, asks_a_member, balance, bare_definites,  # noqa: E402
+from pretriever.mine.triplets import (ModelError, answer_of, asks_a_member, balance, bare_definites,  # noqa: E402
                                  build_triplet, content_words, cut_blocks, entity_start, find_span, find_spans,
                                  fit_phrase, governing_noun, leaks, load_ner, make_question, others_held, shared_words,
                                  supports, unresolved_definite, unresolved_pronoun)
@@ -38,7 +38,7 @@ from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
 from pretriever.references import fetch as fetching  # noqa: E402
-from pretriever.train.pairs import scan_pairs  # noqa: E402
+from pretriever.train.pair_sampling import scan_pairs  # noqa: E402
 
 
 @pytest.fixture(scope="module")

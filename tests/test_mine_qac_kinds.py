@@ -16,7 +16,7 @@ from pretriever.mine.kinds import KINDS, kind_of, names_target, parse_links, wik
 pytest.importorskip("spacy")
 
 from pretriever.mine.methods.qac import QAC  # noqa: E402
-from pretriever.mine.qac import WH_PHRASES, load_ner  # noqa: E402
+from pretriever.mine.triplets import WH_PHRASES, load_ner  # noqa: E402
 
 
 def test_the_build_keeps_infobox_names_and_categories_not_their_text():

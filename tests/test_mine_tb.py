@@ -8,15 +8,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import scifact_mini
 from pretriever import mine
 from pretriever.mine import MineConfig
+from pretriever.testing import beir_subset
 
 
 @pytest.fixture(scope="module")
 def tb_pairs(tmp_path_factory):
     root = tmp_path_factory.mktemp("tb")
-    beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=30)
+    beir = beir_subset(root / "beir", shared(SCIFACT), n_docs=30)
     store = build(beir, root / "store", workers=1)
     result = mine.run(MineConfig(corpus=store.path, out=root / "pairs", methods="tb", negatives="random", stats_sample=10))
     docs = {d["_id"]: d for d in map(json.loads, (beir / "corpus.jsonl").read_text().splitlines())}

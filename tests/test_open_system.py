@@ -22,7 +22,7 @@ from pretriever.index import (BM25Index, DenseIndex, HybridOptions, HybridRetrie
 from pretriever.reader.config import PrepareConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.refine.retriever import RefinedIndex
-from pretriever.retrieval import Hit, Passage, Searcher, VectorSearch
+from pretriever.retrieval import Hit, Passage, PassageStore, Searcher, VectorSearch
 
 DOCS = [("A", "Alpha", "The Eiffel Tower stands in Paris."),
         ("B", "Beta", "Roentgen discovered X-rays in Wuerzburg."),
@@ -81,6 +81,7 @@ def test_each_mode_searches_and_returns_the_stores_passages(built):
     truth = _store_passages(built["store"])
     with IndexFolder(built["index"]).open(model=_Model()) as dense:
         assert isinstance(dense, Searcher) and isinstance(dense, VectorSearch)
+        assert isinstance(dense.lookup, PassageStore)  # the store, as the Searcher protocol types it
         assert isinstance(dense.retriever, DenseIndex) and dense.name == "all-MiniLM-L6-v2" and len(dense) == 3
         top = _first(dense, "tower")
         assert truth[top.passage_id][2] == "A"

@@ -25,8 +25,9 @@ from pretriever.pretrain.objectives.cotmae import window_mask
 from pretriever.pretrain.run import build_objective
 from pretriever.pretrain.run import run as pretrain
 from pretriever.stage import MARKER
+from pretriever.testing import beir_subset, minilm_tokenizer
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import minilm_tokenizer, scifact_mini, tiny_bert_st, tiny_condenser
+from pretrain_fixtures import tiny_bert_st, tiny_condenser
 from train_callbacks import Interrupt
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
@@ -522,7 +523,7 @@ def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):
 @pytest.fixture(scope="module")
 def scifact(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
-    beir = scifact_mini(root / "beir", shared(SCIFACT), n_docs=30, n_queries=8)
+    beir = beir_subset(root / "beir", shared(SCIFACT), n_docs=30, n_queries=8)
     store = build(beir, root / "store", words=60, workers=1)
     mine.run(MineConfig(corpus=store.path, out=root / "pairs", methods="cc", negatives="none", stats_sample=10))
     return root, beir, store

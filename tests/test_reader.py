@@ -21,12 +21,13 @@ from pretriever.models import resolve_model
 from pretriever.reader.config import ReaderConfig, ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model, reader_loss
-from pretriever.reader.predict import Passage, Reader, whole_words
+from pretriever.reader.predict import Reader, whole_words
 from pretriever.reader.prepare import answer_questions
 from pretriever.reader.samples import build_samples, instance
 from pretriever.reader.spans import answer_char_spans, encode, token_spans
 from pretriever.reader.train import collate
 from pretriever.reader.train import run as train_reader
+from pretriever.retrieval import Passage
 
 runner = CliRunner()
 
@@ -100,7 +101,7 @@ def test_each_epoch_samples_one_of_all_positives_and_fresh_negatives_hard_first(
     samples, counts = build_samples([ex, other], tokenizer, 64)
     assert [p.passage_id for p in samples[0].positives] == ["p0", "p1", "p2"]  # all kept, not only the first
     assert [p.passage_id for p in samples[0].negatives] == [f"h{i}" for i in range(6)]  # all of them
-    pool = [Passage("Seine", "The Seine flows.", "s")]
+    pool = [Passage("s", "Seine", "The Seine flows.")]
     epochs = [instance(samples[0], pool, 4, seed=13, index=0, epoch=e) for e in range(12)]
     assert {inst.passages[0].passage_id for inst in epochs} == {"p0", "p1", "p2"}
     assert all(len(inst.passages) == 4 and {p.passage_id for p in inst.passages[1:]} <= {f"h{i}" for i in range(6)}
@@ -111,7 +112,7 @@ def test_each_epoch_samples_one_of_all_positives_and_fresh_negatives_hard_first(
         start, end = inst.char_spans[0]
         assert inst.passages[0].text[start:end] == "Paris"
     # too few of its own: random passages of other questions fill up, never a positive
-    few = instance(samples[1], [Passage("France", positives[0].text, "p0"), pool[0]], 3, seed=0, index=1)
+    few = instance(samples[1], [Passage("p0", "France", positives[0].text), pool[0]], 3, seed=0, index=1)
     assert few.passages[0].passage_id == "s" and all(p.passage_id == "p0" for p in few.passages[1:])
 
 
@@ -408,7 +409,7 @@ def test_evaluate_reports_reader_only_em_on_the_gold_passages(trained, tiny, tmp
     qa = tmp_path / "gold.json"
     qa.write_text(json.dumps(items), encoding="utf-8")
     reader = Reader.load(trained.out)
-    expected = [exact_match(reader.read(i["question"], [Passage(c["title"], c["text"], c["passage_id"])
+    expected = [exact_match(reader.read(i["question"], [Passage(c["passage_id"], c["title"], c["text"])
                                                         for c in i["positive_ctxs"]]).text, i["answers"])
                 for i in items if i["positive_ctxs"]]
     assert len(expected) == 5 and sum(expected) >= 3  # the reader learnt these questions
@@ -565,8 +566,8 @@ def _scripted(tokenizer, script: list[tuple[dict[str, float], dict[str, float], 
     return Scripted()
 
 
-PASSAGES = [Passage("A", "The capital of Freedonia is Alpha City, the old records say.", "a"),
-            Passage("B", "Others say the capital is Beta Town since the war.", "b")]
+PASSAGES = [Passage("a", "A", "The capital of Freedonia is Alpha City, the old records say."),
+            Passage("b", "B", "Others say the capital is Beta Town since the war.")]
 
 
 def test_rank_passage_and_rank_span_choose_differently(tokenizer):
@@ -584,7 +585,7 @@ def test_rank_passage_and_rank_span_choose_differently(tokenizer):
 
 
 def test_n_best_and_the_answer_length_cap(tokenizer):
-    passage = [Passage("C", "The winner was Gamma Delta Epsilon Zeta at the games.", "c")]
+    passage = [Passage("c", "C", "The winner was Gamma Delta Epsilon Zeta at the games.")]
     # span scores: Gamma..Zeta 10 (four tokens), Gamma..Epsilon 7, Gamma..Delta 6, Zeta alone 5
     module = _scripted(tokenizer, [({"gamma": 5.0}, {"delta": 1.0, "epsilon": 2.0, "zeta": 5.0}, 0.0)])
 

@@ -27,9 +27,10 @@ import shlex
 from pathlib import Path
 
 import pytest
-from pretrain_fixtures import tiny_bert_st, tiny_t5
+from pretrain_fixtures import tiny_bert_st
 from conftest import ENWIKI as DUMP, QA, SCIFACT
 from helpers import offline_cli, warc_bytes
+from pretriever.testing import random_t5
 from test_cli_examples import _scifact_subset
 
 
@@ -114,7 +115,7 @@ def workspace(tmp_path_factory) -> Path:
     (root / "beir").mkdir()
     _scifact_subset(root / "beir" / "scifact")
     tiny_bert_st(root / "bert-base-uncased", max_positions=512)  # train's default lengths reach 256 tokens
-    tiny_t5(root / "doc2query" / "all-with-prefix-t5-base-v1")
+    random_t5(root / "doc2query" / "all-with-prefix-t5-base-v1")
     index = json.loads((PAGES / "index.json").read_text(encoding="utf-8"))
     (root / "CC-MAIN-2026-test.warc.gz").write_bytes(warc_bytes(
         [(url, 200, "text/html; charset=utf-8", (PAGES / name).read_bytes()) for url, name in index.items()]))

@@ -20,6 +20,7 @@ from pretriever.refine import (PatchedSearcher, RefinedIndex, RefineError, aopt,
 from pretriever.refine import pipeline as refinement
 from pretriever.refine.labels import FeedbackSet, QrelsJudge, TopkJudge
 from pretriever.refine.ops import aopt_loss
+from pretriever.retrieval import RankedRows
 
 runner = CliRunner()
 
@@ -168,7 +169,9 @@ def test_patched_searcher_equals_an_index_rebuilt_over_the_new_vectors(kind):
     flat = faiss.IndexFlatIP(12)
     flat.add(expected)
     queries = rng.standard_normal((20, 12)).astype(np.float32)
-    scores, got = searcher.search(queries, 10)
+    found = searcher.search_arrays(queries, 10)
+    assert isinstance(found, RankedRows)
+    scores, got = found
     ref_scores, ref = flat.search(queries, 10)
     assert (got == ref).mean() > 0.98  # HNSW over 500 vectors with efSearch 128 is as good as exact
     assert scores[got == ref] == pytest.approx(ref_scores[got == ref], abs=1e-5)
@@ -189,7 +192,7 @@ def test_ivfpq_base_hits_are_rescored_exactly_before_merging_with_rewritten_rows
         if rewritten:
             rows = rng.choice(2000, 50, replace=False)
             searcher.set_rows(rows, rng.standard_normal((50, 16)).astype(np.float32))
-        scores, got = searcher.search(queries, 20)
+        scores, got = searcher.search_arrays(queries, 20)
         current = searcher.current(got.ravel()).reshape(10, 20, 16)
         assert scores == pytest.approx(np.einsum("qd,qkd->qk", queries, current), abs=1e-4)
         assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first

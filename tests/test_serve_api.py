@@ -21,13 +21,13 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from serve_fixtures import EVIDENCE_METHODS, GENERATED, METHODS, running
-from pretriever.cli import app as cli_app
+from serve_fixtures import EVIDENCE_METHODS, GENERATED, MINED, running
+from pretriever import cli
 from pretriever.data import CorpusStore
 from pretriever.index import BM25Index, IndexConfig, encode
 from pretriever.index.hybrid import HybridOptions, fuse
-from pretriever.mine.methods import METHODS as REGISTERED
-from pretriever.mine.qac import standalone
+from pretriever.mine.methods import METHODS
+from pretriever.mine.triplets import standalone
 from pretriever.refine import RefineConfig
 from pretriever.refine import pipeline as refinement
 from pretriever.retrieval import Hit
@@ -36,7 +36,7 @@ from pretriever.serve.engine import MicroBatcher
 from pretriever.serve.handlers import without_paths
 from pretriever.serve.judged import JudgedSets
 from pretriever.serve.server import GuardedHttp
-from pretriever.serve.pairs import reason
+from pretriever.serve.pair_pages import reason
 
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
 COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 970012
@@ -298,7 +298,7 @@ def test_cc_and_qc_pairs_say_why(evidence):
 
 
 def test_every_registered_method_has_its_own_reason():
-    for name, method in REGISTERED.items():
+    for name, method in METHODS.items():
         assert reason({"method": name}) != f"{method.title}: {method.summary}", f"{name} has no reason of its own"
     assert reason({"method": "plugin"}) == "plugin"
 
@@ -314,7 +314,7 @@ def test_pairs_unknown_method_and_page_out_of_range(client):
 def test_pairs_stats_are_the_stats_file(client, served):
     body = client.get("/pairs/stats").json()
     stats = json.loads((served.pairs / "stats.json").read_text())
-    assert body["methods"] == stats["methods"] and body["mined"] == METHODS
+    assert body["methods"] == stats["methods"] and body["mined"] == MINED
     assert body["definitions"]["dl"]["title"] == "dual-link"
 
 
@@ -370,9 +370,9 @@ def test_api_key_from_environment(served, monkeypatch):
 
 def test_cli_refuses_off_loopback_without_key(served, monkeypatch):
     monkeypatch.delenv("PRETRIEVER_API_KEY", raising=False)
-    result = CliRunner().invoke(cli_app, ["serve", str(served.index), "--host", "0.0.0.0"])
+    result = CliRunner().invoke(cli.app, ["serve", str(served.index), "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "--api-key" in result.output
-    help_text = CliRunner().invoke(cli_app, ["serve", "--help"]).output
+    help_text = CliRunner().invoke(cli.app, ["serve", "--help"]).output
     assert "--pairs" in help_text and "Default: 127.0.0.1" in help_text
 
 
@@ -474,7 +474,7 @@ def test_a_key_no_client_could_send_is_refused_at_start(served, monkeypatch):
     monkeypatch.setenv("PRETRIEVER_API_KEY", "tab\there")
     with pytest.raises(ServeError, match="U\\+0009 at character 4"):
         served.config(host="0.0.0.0")
-    result = CliRunner().invoke(cli_app, ["serve", str(served.index), "--api-key", "ключ"])
+    result = CliRunner().invoke(cli.app, ["serve", str(served.index), "--api-key", "ключ"])
     assert result.exit_code == 2 and "visible ASCII" in result.output
 
 
@@ -602,7 +602,7 @@ def test_the_cli_runs_uvicorn_with_the_deadlines_and_hosts_given(slashed, monkey
             ran["status"] = c.get("/health").status_code
 
     monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", run)
-    result = CliRunner().invoke(cli_app, ["serve", str(slashed), "--allowed-host", "search.lan", "--header-timeout",
+    result = CliRunner().invoke(cli.app, ["serve", str(slashed), "--allowed-host", "search.lan", "--header-timeout",
                                           "2.5", "--body-timeout", "7"])
     assert result.exit_code == 0, result.output
     assert ran["status"] == 200 and (ran["host"], ran["port"]) == ("127.0.0.1", 8000)

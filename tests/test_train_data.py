@@ -22,7 +22,7 @@ from pretriever.data import DatasetError, load_qrels, load_queries, qrels_path, 
 from pretriever.index.bm25 import BM25Index
 from pretriever.train.labelled import (Example, Passages, fill_random_negatives, load_beir, load_dpr,
                                        mine_bm25_negatives)
-from pretriever.train.pairs import plan_mix, scan_pairs, select_rows, write_selected
+from pretriever.train.pair_sampling import plan_mix, scan_pairs, select_rows, write_selected
 from pretriever.train.run import TrainingData, trained_pairs, training_report, training_summary
 
 

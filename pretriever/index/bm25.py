@@ -28,7 +28,7 @@ from pretriever.index.errors import NotAnIndexError
 from pretriever.index.meta import BM25_FORMAT, BM25_JSON, IDS_FILE, IndexMeta
 from pretriever.io import read_json, write_parquet
 from pretriever.progress import QUIET, Reporter
-from pretriever.retrieval import Hit
+from pretriever.retrieval import Hit, RankedRows
 from pretriever.stage import OutputFolder
 
 TOKENIZING = "BM25 tokenizing"  # the Reporter's task while a build tokenizes
@@ -204,14 +204,14 @@ class BM25Index:
         return bm25s.tokenize(list(queries), lower=self.options.lowercase, stopwords=self._stopwords,
                               stemmer=self._stemmer, return_ids=False, show_progress=False)
 
-    def search_arrays(self, queries: Sequence[str], k: int, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows), each len(queries) x min(k, N), best first; ``n_threads`` as in bm25s (-1: all cores)."""
+    def search_arrays(self, queries: Sequence[str], k: int, n_threads: int = 0) -> RankedRows:
+        """The top ``min(k, N)`` rows of each query, best first; ``n_threads`` as in bm25s (-1: all cores)."""
         k = min(k, len(self))
         if not queries or k == 0:
-            return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
+            return RankedRows(np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64))
         rows, scores = self.retriever.retrieve(self.tokenize_queries(queries), k=k, show_progress=False,
                                                n_threads=n_threads)
-        return scores, rows
+        return RankedRows(scores, rows)
 
     def scores_of(self, query: str, passage_ids: Sequence[str]) -> list[float]:
         """``query``'s score for each of these passages of the index, ranked high or not (a reader file scores a

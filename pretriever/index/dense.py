@@ -31,7 +31,7 @@ from pretriever.index.faiss_index import FaissParams, build_faiss_index, set_sea
 from pretriever.index.meta import DENSE_FORMAT, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, EncoderInfo, IndexMeta
 from pretriever.io import atomic_path, write_parquet
 from pretriever.models import DEFAULT_MODEL, load_model, model_label, resolve_model
-from pretriever.retrieval import Hit
+from pretriever.retrieval import Hit, RankedRows
 
 WRITE_BLOCK = 65536
 
@@ -227,8 +227,8 @@ class DenseIndex:
             self.params.rerank = rerank
         set_search_params(self.index, self.params)
 
-    def search_arrays(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """FAISS search: (scores, rows), each len(vectors) x k; row -1 where fewer than k were found.
+    def search_arrays(self, vectors: np.ndarray, k: int) -> RankedRows:
+        """FAISS search: the top ``k`` rows of each vector (len(vectors) x k).
 
         With ``rerank`` (HNSW, IVF-PQ), ``rerank * k`` candidates are re-scored exactly
         against the stored embeddings and the best ``k`` kept.
@@ -238,7 +238,7 @@ class DenseIndex:
             raise ValueError(f"query vectors have dimension {vectors.shape[1]}, the index {self.dim}")
         factor = self.params.rerank if self.params.type != "flat" else 0
         if factor == 0:
-            return self.index.search(vectors, k)
+            return RankedRows(*self.index.search(vectors, k))
         _, candidates = self.index.search(vectors, k * factor)
         scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
         rows = np.full((len(vectors), k), -1, dtype=np.int64)
@@ -248,7 +248,7 @@ class DenseIndex:
             exact = np.asarray(self.embeddings[order], dtype=np.float32) @ query
             best = np.argsort(-exact, kind="stable")[:k]
             scores[i, :len(best)], rows[i, :len(best)] = exact[best], order[best]
-        return scores, rows
+        return RankedRows(scores, rows)
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """The top ``k`` passages for each query vector, best first."""

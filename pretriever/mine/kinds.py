@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pretriever.metrics import normalize_answer
 
-Entity = tuple[str, str, int, int]  # (text, spaCy type, start, end) in the statement, as in mine.qac
+Entity = tuple[str, str, int, int]  # (text, spaCy type, start, end) in the statement, as in mine.triplets
 # a link of the statement to an article with a kind: (start, end) in the statement, the kind, the target's title
 KindLink = tuple[int, int, str, str]
 

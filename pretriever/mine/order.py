@@ -277,7 +277,7 @@ def asked_clause(doc, start: int, end: int) -> tuple[int | None, int] | None:
     of the entity (:func:`aside`: ", which entered into liquidation in 1915", ", a French astronaut") would hang
     off the wh-phrase ("impacted financially on what organization, which entered ..."), which no one asks: it goes
     when it ends the clause, else the entity is not asked. What it said is then no longer in the question: the
-    context must still name an entity the question holds (:func:`pretriever.mine.qac.build_triplet`)."""
+    context must still name an entity the question holds (:func:`pretriever.mine.triplets.build_triplet`)."""
     span = doc.char_span(start, end, alignment_mode="expand")
     if span is None or len(span) == 0:
         return None

@@ -60,7 +60,7 @@ OURS_NOTE = ('"how many" for a CARDINAL (the paper\'s Figure 1 example); "how ma
              'FAC')
 
 PERSON_PHRASES = ("who", "which person")
-# a title or rank just before a name goes with it (:func:`pretriever.mine.qac.fit_phrase`): "led by Colonel which
+# a title or rank just before a name goes with it (:func:`pretriever.mine.triplets.fit_phrase`): "led by Colonel which
 # person" -> "led by which person"
 TITLE = re.compile(r"(?:^|(?<=[\s(\"\u201c]))(?:Colonel|Col\.|General|Gen\.|Lieutenant|Lt\.|Major|Maj\.|Captain|"
                     r"Capt\.|Admiral|Commander|Sergeant|Marshal|President|Vice President|Prime Minister|Minister|"

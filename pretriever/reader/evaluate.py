@@ -34,9 +34,9 @@ from pretriever.metrics import exact_match, f1_score, normalisation_name
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
-from pretriever.reader.predict import Passage, Reader
+from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Sample, instance
-from pretriever.retrieval import Searcher
+from pretriever.retrieval import Passage, Searcher
 
 
 def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], passages: int, seed: int,
@@ -65,7 +65,7 @@ def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
     """The passages behind retrieved hits (text and title from the store ``source`` reads: a searcher, or a
     store's lookup), in rank order; ids not in the store are left out."""
     found = source.passages(h.passage_id for h in hits)
-    return [Passage(p.title, p.text, p.passage_id) for p in found.values() if p.text is not None]
+    return [p for p in found.values() if p.text is not None]
 
 
 def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader, k: int,
@@ -97,7 +97,7 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
             hit = any(matcher.has_answer(ex.answers, p.text) for p in passages)
             row.update(EM=em_q, F1=f1_q, retrieved_answer=hit)
             em, f1, found = em + em_q, f1 + f1_q, found + hit
-            gold = [Passage(g.get("title"), g["text"], str(g.get("passage_id", ""))) for g in ex.gold
+            gold = [Passage(str(g.get("passage_id", "")), g.get("title"), g["text"]) for g in ex.gold
                     if isinstance(g.get("text"), str)]
             if gold:
                 gold_answer = reader.read(ex.question, gold)

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pretriever.data import PassageLookup, PassageSource, load_references, passage_text
 from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.index import BM25Index
-from pretriever.mine.qac import block_id, cut_blocks
+from pretriever.mine.triplets import block_id, cut_blocks
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit, Passage
 

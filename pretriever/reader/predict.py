@@ -12,7 +12,8 @@ answer to a question is then (``ReadOptions.rank``):
 Example::
 
     reader = Reader.load("reader/")
-    answer = reader.read("who wrote Hamlet?", [Passage("Hamlet", "Hamlet is a tragedy by William Shakespeare.")])
+    passage = Passage("hamlet-0", "Hamlet", "Hamlet is a tragedy by William Shakespeare.")
+    answer = reader.read("who wrote Hamlet?", [passage])
     answer.text  # 'William Shakespeare'
 """
 
@@ -26,13 +27,7 @@ from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model
 from pretriever.reader.spans import CharSpan, encode
-
-
-@dataclass
-class Passage:
-    title: str | None
-    text: str
-    passage_id: str = ""
+from pretriever.retrieval import Passage
 
 
 @dataclass

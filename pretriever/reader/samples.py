@@ -24,8 +24,8 @@ import random
 from dataclasses import dataclass
 
 from pretriever.data.reading import ReadingExample, ReadingPassage
-from pretriever.reader.predict import Passage
 from pretriever.reader.spans import CharSpan, answer_char_spans, encode, token_spans
+from pretriever.retrieval import Passage
 
 
 @dataclass
@@ -114,8 +114,8 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
         if c not in kept:
             counts.truncated_questions += 1
             continue
-        chosen = [Passage(positives[i].title, positives[i].text, positives[i].passage_id) for i in kept[c]]
-        negatives = [Passage(p.title, p.text, p.passage_id) for p in ex.passages if not p.positive]
+        chosen = [Passage(positives[i].passage_id, positives[i].title, positives[i].text) for i in kept[c]]
+        negatives = [Passage(p.passage_id, p.title, p.text) for p in ex.passages if not p.positive]
         samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i in kept[c]], negatives,
                               chosen[0].title or chosen[0].passage_id, lengths[c]))
     counts.kept = len(samples)

@@ -33,9 +33,10 @@ from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.evaluate import evaluate_gold
 from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_model, save_reader_model
-from pretriever.reader.predict import Passage, Reader
+from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
 from pretriever.reader.spans import encode, token_spans
+from pretriever.retrieval import Passage
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, trainer_precision
 

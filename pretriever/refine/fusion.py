@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pretriever.index.hybrid import HybridOptions, fuse
-from pretriever.retrieval import Hit, Retriever
+from pretriever.retrieval import Hit, RankedRows, Retriever
 
 
 class LexicalRanking:
@@ -55,7 +55,7 @@ class LexicalRanking:
     def __len__(self) -> int:
         return len(self.hits)
 
-    def fuse(self, first: int, scores: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def fuse(self, first: int, scores: np.ndarray, rows: np.ndarray, k: int) -> RankedRows:
         """Dense (scores, rows) of queries ``first, first + 1, ...`` (searched to ``depth``) fused with their BM25
         hits: the fused top ``k`` as (fused scores, rows), row -1 where fewer than ``k`` exist. Ties break by
         passage id, as in ``pretriever evaluate --hybrid``."""
@@ -65,4 +65,4 @@ class LexicalRanking:
             dense = [Hit(self.passage_ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0]
             for j, hit in enumerate(fuse(dense, self.hits[first + i], self.options, k)):
                 out_scores[i, j], out_rows[i, j] = hit.score, self.row_of[hit.passage_id]
-        return out_scores, out_rows
+        return RankedRows(out_scores, out_rows)

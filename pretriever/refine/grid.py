@@ -101,7 +101,7 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
             for bi, beta in enumerate(cfg.betas):
                 new = (base + beta * pos_mean + gamma * neg_mean).astype(np.float32)
                 searcher.set_rows(centres, new)
-                scores, rows = searcher.search(q_val, scorer.fetch)
+                scores, rows = searcher.search_arrays(q_val, scorer.fetch)
                 for m, v in scorer.score(scores, rows, names).items():
                     values[m][gi, bi] = v
                 report.progress("grid", gi * len(cfg.betas) + bi + 1, len(cfg.gammas) * len(cfg.betas), unit="points")

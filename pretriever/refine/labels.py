@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from pretriever.data import AnswerMatcher, load_qa_file, load_qrels, load_queries, queries_in_qrels, tokenize
 from pretriever.refine.errors import RefineError
+from pretriever.refine.search import PatchedSearcher
 
 FEEDBACK_KINDS = ("answers", "qrels", "topk")
 
@@ -252,7 +253,7 @@ class Labels:
         return pa.table(data)
 
 
-def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batch_size: int = 4096,
+def build_labels(query_vectors: np.ndarray, searcher: PatchedSearcher, k: int, judge: Judge, batch_size: int = 4096,
                  lexical=None) -> Labels:
     """Retrieve the top ``k`` of each query with ``searcher`` and judge every (query, passage) pair.
 
@@ -263,9 +264,9 @@ def build_labels(query_vectors: np.ndarray, searcher, k: int, judge: Judge, batc
     qs, rows, ranks, scores = [], [], [], []
     for lo in range(0, n, batch_size):
         if lexical is None:
-            s, r = searcher.search(query_vectors[lo:lo + batch_size], k)
+            s, r = searcher.search_arrays(query_vectors[lo:lo + batch_size], k)
         else:
-            s, r = lexical.fuse(lo, *searcher.search(query_vectors[lo:lo + batch_size], lexical.depth), k)
+            s, r = lexical.fuse(lo, *searcher.search_arrays(query_vectors[lo:lo + batch_size], lexical.depth), k)
         q = np.repeat(np.arange(lo, lo + len(r), dtype=np.int64), r.shape[1])
         rk = np.tile(np.arange(r.shape[1], dtype=np.int32), len(r))
         keep = r.ravel() >= 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from pretriever.index.faiss_index import FaissParams
+from pretriever.retrieval import RankedRows
 
 
 class PatchedVectors:
@@ -123,12 +124,13 @@ class PatchedSearcher:
         self._search_params = sp
         self._keep = (batch, hide, self.rows)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows), each len(queries) x k, best first; row -1 where fewer than k exist."""
+    def search_arrays(self, queries: np.ndarray, k: int) -> RankedRows:
+        """The top ``k`` rows of each query vector over the current vectors (len(queries) x k), as
+        :meth:`pretriever.index.DenseIndex.search_arrays`."""
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         exact = self.params.type == "flat"
         if self._delta is None and exact:
-            return self.index.search(queries, k)
+            return RankedRows(*self.index.search(queries, k))
         if self._delta is None:
             scores, rows = self.index.search(queries, k)
             return self._merge(self._rescore(queries, rows), rows, k)
@@ -147,11 +149,11 @@ class PatchedSearcher:
         return np.where(valid, np.einsum("qd,qkd->qk", queries, vectors), -np.inf).astype(np.float32)
 
     @staticmethod
-    def _merge(all_scores: np.ndarray, all_rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _merge(all_scores: np.ndarray, all_rows: np.ndarray, k: int) -> RankedRows:
         """The best ``k`` of each query's candidates by score (row -1 where there are fewer)."""
         all_scores = np.where(all_rows >= 0, all_scores, -np.inf)
         order = np.argsort(-all_scores, axis=1, kind="stable")[:, :k]
         out_scores = np.take_along_axis(all_scores, order, axis=1).astype(np.float32)
         out_rows = np.take_along_axis(all_rows, order, axis=1)
         out_rows[~np.isfinite(out_scores)] = -1
-        return out_scores, out_rows
+        return RankedRows(out_scores, out_rows)

@@ -10,7 +10,7 @@ no stage imports it.
   micro-batched across concurrent requests and searched with FAISS on the encoder's thread, BM25 on the event loop
   when it is cheaper than a thread hop (else in the pool), hybrid by
   :func:`pretriever.index.hybrid.fuse` (RRF or convex, ``[serve.hybrid]``);
-* :mod:`~pretriever.serve.pairs` - :class:`PairsView`: pages of mined pairs with their spans;
+* :mod:`~pretriever.serve.pair_pages` - :class:`PairsView`: pages of mined pairs with their spans;
 * :mod:`~pretriever.serve.judged` - the qrels and answer sets requests name (command line, or recorded by
   a refined index);
 * :mod:`~pretriever.serve.answer` - ``POST /answer`` with ``--reader``;

@@ -25,7 +25,8 @@ from pretriever.io import read_json
 from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import READER_JSON
-from pretriever.reader.predict import Answer, Passage, Reader
+from pretriever.reader.predict import Answer, Reader
+from pretriever.retrieval import Passage
 from pretriever.serve.config import ServeConfig
 from pretriever.serve.schemas import ERRORS, AnswerOut, request_models
 
@@ -65,8 +66,7 @@ def answer_router(cfg: ServeConfig, default_mode: str = "dense") -> APIRouter:
         engine = request.app.state.engine
         [hits] = await engine.search([body.q], body.k, body.mode)
         found = await engine.passages([h.passage_id for h in hits])
-        passages = [Passage(found[h.passage_id].title, found[h.passage_id].text, h.passage_id) for h in hits
-                    if found[h.passage_id].text is not None]
+        passages = [found[h.passage_id] for h in hits if found[h.passage_id].text is not None]
         if not passages:
             raise HTTPException(404, f"no passage was retrieved for {body.q[:200]!r} in mode {body.mode} "
                                      "(no term of it in a BM25 index, or a store without the passages)")

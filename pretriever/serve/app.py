@@ -38,7 +38,7 @@ from pretriever.serve.engine import QueryEngine
 from pretriever.serve.guards import DOCS_CSP, PAGE_CSP, BodyLimit, HostCheck, KeyCheck, SecurityHeaders
 from pretriever.serve.handlers import install_error_handlers, without_paths
 from pretriever.serve.judged import JudgedSets
-from pretriever.serve.pairs import PageOutOfRange, PairsView
+from pretriever.serve.pair_pages import PageOutOfRange, PairsView
 from pretriever.serve.schemas import (ANSWERED_BY_GUARDS, ERRORS, BatchOut, CompareOut, HitOut, Mode, PairsOut,
                                       PassageOut, QueriesOut, SearchOut, errors, has_text, request_models)
 

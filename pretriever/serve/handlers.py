@@ -19,7 +19,7 @@ from starlette.routing import Match, Mount
 from pretriever.data.pairs import PairsError
 from pretriever.errors import PretrieverError
 from pretriever.serve.judged import UnknownSetError
-from pretriever.serve.pairs import PageOutOfRange
+from pretriever.serve.pair_pages import PageOutOfRange
 
 log = logging.getLogger(__name__)
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -37,7 +37,7 @@ from typing import Any
 from pretriever.data import PassageLookup
 from pretriever.retrieval import Retriever
 from pretriever.train.labelled import Example, Passages, fill_random_negatives
-from pretriever.train.pairs import named_rng
+from pretriever.train.pair_sampling import named_rng
 
 
 def _hit_facts(ids: list[str], lookup: PassageLookup | None, passages: Passages,

@@ -39,7 +39,7 @@ from pretriever.data import (CorpusStore, PassageLookup, PassageSource, load_cor
 from pretriever.index.bm25 import BM25Index
 from pretriever.io import read_json
 from pretriever.train.errors import TrainError
-from pretriever.train.pairs import named_rng, negative_columns
+from pretriever.train.pair_sampling import named_rng, negative_columns
 
 
 @dataclass

@@ -40,7 +40,7 @@ from pretriever.train.errors import TrainError
 from pretriever.train.heldout import retrieval_check, split_heldout
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.model import build_loss, build_model, route
-from pretriever.train.pairs import scan_pairs, select_rows, write_records, write_selected
+from pretriever.train.pair_sampling import scan_pairs, select_rows, write_records, write_selected
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import (cuda_available, loss_curve, process_rank, progress_callback, quiet, trainer_precision,

@@ -10,12 +10,12 @@ parses it (a statement with a pronoun it does not resolve, or an anaphoric "such
 ``unresolved_pronoun``); one entity that
 also occurs in the page is sampled (seeded) and replaced in the statement by an interrogative phrase for its type
 (Table 5; ``--phrases ours`` adds ours, :mod:`pretriever.mine.phrases`), in the order a person would ask it
-(:func:`pretriever.mine.qac.make_question`); the answer must stand in the page where the noun it complements in
+(:func:`pretriever.mine.triplets.make_question`); the answer must stand in the page where the noun it complements in
 the statement does (``answer_in_other_role``);
 a block must name one of the other entities the question holds (``--min-other-entities``, ours), the noun of a
 bare "the NOUN" it holds (``unresolved_definite``), and, for a question asking for a member of a class ("what
 country was recommended as a top travel destination"), no list of others of the answer's type
-(``answer_not_unique``; :func:`pretriever.mine.qac.build_triplet`); BM25 with that
+(``answer_not_unique``; :func:`pretriever.mine.triplets.build_triplet`); BM25 with that
 question picks the block (section 3.1; ``--block-query statement``: with the statement, first). Query = that
 question, positive = the block, answer = the entity with its offsets in the block. With several sizes the filter counts
 and triplets are per citation and size.
@@ -59,7 +59,7 @@ from pretriever.mine.config import MineConfig
 from pretriever.mine.context import MineContext
 from pretriever.mine.kinds import kind_of, parse_links, wiki_typed
 from pretriever.mine.methods.base import Method, register
-from pretriever.mine.qac import Triplet, block_id, build_triplet, choose_block, cut_blocks, load_ner, supports
+from pretriever.mine.triplets import Triplet, block_id, build_triplet, choose_block, cut_blocks, load_ner, supports
 from pretriever.mine.schema import CANDIDATE, CHECKPOINTS
 
 BATCH = 512  # statements per nlp.pipe call

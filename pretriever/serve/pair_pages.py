@@ -20,7 +20,7 @@ import duckdb
 from pretriever.data.pairs import PairsDir, PairsError
 from pretriever.io import read_json
 from pretriever.mine.methods import METHODS
-from pretriever.mine.qac import standalone
+from pretriever.mine.triplets import standalone
 from pretriever.mine.schema import STATS
 
 
@@ -83,8 +83,8 @@ def reason(row: dict[str, Any]) -> str:
 
 def phrase_span(row: dict[str, Any]) -> list[dict[str, Any]]:
     """QAC: where the interrogative phrase sits in the question. The question is the statement, less a leading
-    connective (:func:`pretriever.mine.qac.standalone`), with the answer replaced
-    (:func:`pretriever.mine.qac.make_question`), so the phrase starts within the prefix the two share; the last
+    connective (:func:`pretriever.mine.triplets.standalone`), with the answer replaced
+    (:func:`pretriever.mine.triplets.make_question`), so the phrase starts within the prefix the two share; the last
     such start is taken (the phrase's first letter may be capitalised)."""
     query, statement, phrase = row["query"], standalone(row.get("statement") or ""), row.get("answer_phrase") or ""
     if not phrase:
