@@ -26,6 +26,7 @@ from pretriever.generate import GenerateConfig, import_queries
 from pretriever.generate.manifest import GenerateManifest
 from pretriever.mine.config import MineConfig
 from pretriever.pretrain.manifest import PretrainManifest
+from pretriever.reader.manifest import ReaderManifest
 from pretriever.references.manifest import ReferencesManifest
 from pretriever.train.manifest import TrainManifest
 from pretriever.tune.manifest import TuneManifest
@@ -39,7 +40,7 @@ OLD_FILES = [(FolderMarker, "store/" + MARKER), (FolderMarker, "pairs/" + MARKER
              (FolderMarker, "eval/" + MARKER), (TrainManifest, "model/train.json"),
              (PretrainManifest, "pretrain/pretrain.json"), (EvaluationManifest, "eval/results.json"),
              (GenerateManifest, "generate/manifest.json"), (TuneManifest, "index/tune.json"),
-             (ReferencesManifest, "references/manifest.json")]
+             (ReferencesManifest, "references/manifest.json"), (ReaderManifest, "reader/reader.json")]
 
 
 def _old(name: str) -> dict:
@@ -220,3 +221,9 @@ def test_an_import_of_references_writes_its_manifest_as_before(tmp_path):
     assert list(result.manifest.to_json()) == list(old.to_json())
     assert (result.manifest.funnel, result.manifest.records, result.manifest.truncated) == (
         old.funnel, old.records, old.truncated) == ({"fetched": 1, "text_extracted": 1}, {"records": 1}, [])
+
+
+def test_the_old_reader_report_reads_typed():
+    reader = ReaderManifest.read(LAYOUT / "reader")
+    assert (reader.base_model, reader.steps, reader.dev["EM"]) == ("all-MiniLM-L6-v2", 2, 0.125)
+    assert reader.recorded["match"] == "string" and reader.data["kept"] == 8
