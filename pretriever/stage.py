@@ -123,7 +123,8 @@ class StageResult:
     to that class, which writes the file and reads it back (``to_json``/``from_json``): the index stage's and
     refine's are :class:`pretriever.index.IndexMeta`, the others' :class:`Manifest` subclasses (corpus
     :class:`~pretriever.corpus.manifest.StoreManifest`, mine :class:`~pretriever.data.pairs.PairsManifest`,
-    train, pretrain, evaluate, generate, tune, references). Reader and finetune still hold the dict they wrote.
+    train, pretrain, evaluate, generate, tune, references, reader train). finetune (finetune.json) and reader
+    prepare (its counts; no file of its own) still hold the dict they made.
     """
 
     out: Path
