@@ -103,9 +103,9 @@ def run_pretriever(pairs: Path, out: Path, args) -> dict:
                       max_passage_length=args.max_length, seed=0, overwrite=True)
     with RichReporter() as report:
         result = run(cfg, report, device="cpu")
-    return {"train_s": result.manifest["seconds"]["train"], "train_cpu_s": result.manifest["seconds"]["train_cpu"],
+    return {"train_s": result.manifest.seconds["train"], "train_cpu_s": result.manifest.seconds["train_cpu"],
             "total_s": time.perf_counter() - t0,
-            "pairs": result.manifest["data"]["pairs"]}
+            "pairs": result.manifest.data["pairs"]}
 
 
 def main() -> None:

@@ -84,7 +84,7 @@ def main() -> None:
               f"{result.seconds['pseudo_total'] / encode_s:.2f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**result.to_json(cfg), "wall_seconds": wall, "encode_seconds": encode_s},
+        args.json.write_text(json.dumps({**result.manifest.to_json(), "wall_seconds": wall, "encode_seconds": encode_s},
                                         indent=2), encoding="utf-8")
 
 

@@ -6,7 +6,8 @@ tune, references) has one entry point ``run(cfg, report) -> <Stage>Result``, whe
 says) and ``report`` a :class:`pretriever.progress.Reporter`. An :class:`OutputFolder` does the
 parts of --out that were once written seven times: refuse a folder that does not carry this stage's
 marker (:data:`MARKER`), --resume or --overwrite (never both; --overwrite deletes only what the stage
-wrote), the fingerprint a resume must match, and the newest checkpoint.
+wrote), the fingerprint a resume must match, and the newest checkpoint. A :class:`Manifest` is a folder's
+JSON report as a dataclass that writes and reads the file; :class:`FolderMarker` is the marker's.
 """
 
 from __future__ import annotations
@@ -14,17 +15,103 @@ from __future__ import annotations
 import fnmatch
 import json
 import shutil
+import types
+import typing
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from pretriever import __version__
 from pretriever.errors import PretrieverError
-from pretriever.io import write_json
+from pretriever.io import read_json, write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.training import checkpoints
+
+
+M = TypeVar("M", bound="Manifest")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """A stage folder's JSON report, typed: one class writes the file (:meth:`write`) and reads it back
+    (:meth:`read`), so no reader digs keys out of a dict the writer shaped elsewhere.
+
+    A subclass declares its file (``FILE``), the error a bad file raises (``ERROR``) and, as dataclass fields
+    named like the file's top-level keys, the keys its readers use: a field without a default is a key the file
+    must have, one defaulting to None a key it may lack (and that is not written while None). Every other key is
+    kept as written in :attr:`recorded`, and :meth:`to_json` puts the keys back in ``ORDER`` (the writer's
+    order), so a folder written before the class existed reads the same and writes back byte for byte.
+    """
+
+    FILE: ClassVar[str]
+    ERROR: ClassVar[type[PretrieverError]] = PretrieverError
+    ORDER: ClassVar[tuple[str, ...]] = ()
+    FIX: ClassVar[str] = "run the stage again"  # what to do about a file that does not fit
+
+    recorded: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's content: typed keys and recorded ones, in ``ORDER`` (keys it does not name last)."""
+        typed = {f.name: getattr(self, f.name) for f in self._typed()
+                 if not (getattr(self, f.name) is None and f.default is None)}
+        data = {**typed, **self.recorded}
+        rank = {key: i for i, key in enumerate(self.ORDER)}
+        return dict(sorted(data.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+    @classmethod
+    def from_json(cls: type[M], data: Any, source: Path | str | None = None) -> M:
+        """Parse ``data`` (the content of ``source``, by default ``FILE``); ``ERROR`` names the file and the key
+        that is missing or of the wrong type."""
+        where = source if source is not None else cls.FILE
+        if not isinstance(data, dict):
+            raise cls.ERROR(f"{where}: not a JSON object; {cls.FIX}")
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in cls._typed():
+            if f.name not in data:
+                if f.default is MISSING and f.default_factory is MISSING:
+                    raise cls.ERROR(f"{where}: the key {f.name!r} is missing; {cls.FIX}")
+                continue
+            values[f.name] = _checked(data[f.name], hints[f.name], f"{where}: the key {f.name!r}", cls)
+        typed = {f.name for f in cls._typed()}
+        return cls(**values, recorded={key: value for key, value in data.items() if key not in typed})
+
+    @classmethod
+    def read(cls: type[M], folder: Path | str) -> M:
+        """The manifest of ``folder`` (its ``FILE``)."""
+        path = Path(folder) / cls.FILE
+        return cls.from_json(read_json(path, cls.ERROR), path)
+
+    def write(self, folder: Path | str) -> None:
+        """Write ``FILE`` into ``folder`` (atomically)."""
+        write_json(Path(folder) / self.FILE, self.to_json())
+
+    @classmethod
+    def _typed(cls) -> list[Any]:
+        return [f for f in fields(cls) if f.name != "recorded"]
+
+
+def _checked(value: Any, hint: Any, what: str, cls: type[Manifest]) -> Any:
+    """``value`` if it has the type ``hint`` names (an int where a float is declared), else ``cls.ERROR``
+    saying ``what`` does not fit."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    for option in options:
+        if option is Any:
+            return value
+        origin = typing.get_origin(option) or option
+        if origin is float and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, origin if origin is not type(None) else type(None)):
+            return value
+    raise cls.ERROR(f"{what} holds {json.dumps(value)[:80]}, not a {_describe(hint)}; {cls.FIX}")
+
+
+def _describe(hint: Any) -> str:
+    return " or ".join(getattr(option, "__name__", str(option)) for option in
+                       (typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType)
+                        else (hint,)))
 
 
 @dataclass(kw_only=True)
@@ -34,7 +121,10 @@ class StageResult:
     Stages subclass it to add their own figures; ``out`` and ``manifest`` are keyword-only so that a
     subclass's own fields keep their positions. A stage whose folder has a typed manifest narrows ``manifest``
     to that class, which writes the file and reads it back (``to_json``/``from_json``): the index stage's and
-    refine's are :class:`pretriever.index.IndexMeta`. The others still hold the dict they wrote.
+    refine's are :class:`pretriever.index.IndexMeta`, the others' :class:`Manifest` subclasses (corpus
+    :class:`~pretriever.corpus.manifest.StoreManifest`, mine :class:`~pretriever.data.pairs.PairsManifest`,
+    train, pretrain, evaluate, generate, tune, references, reader train). finetune (finetune.json) and reader
+    prepare (its counts; no file of its own) still hold the dict they made.
     """
 
     out: Path
@@ -48,6 +138,32 @@ MARKER = ".pretriever.json"
 class FolderError(PretrieverError):
     """--out names a folder pretriever may not write into: someone else's, another stage's, or one from before
     folders carried :data:`MARKER`. Nothing in it was touched."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FolderMarker(Manifest):
+    """What :data:`MARKER` holds: the stage that owns the folder and what it holds, the pretriever version and
+    time that made it, and the top-level entries the stage ``written`` (what --overwrite may delete) and found
+    there that are not its own (``foreign``)."""
+
+    FILE = MARKER
+    ERROR = FolderError
+    ORDER = ("marker", "stage", "holds", "pretriever_version", "created", "written", "foreign")
+    FIX = "move the folder aside, or choose another --out"
+
+    stage: str
+    holds: str | None = None
+    pretriever_version: str | None = None
+    created: str | None = None
+    written: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
+    @classmethod
+    def new(cls, stage: str, holds: str) -> FolderMarker:
+        """The marker of a folder this pretriever makes now (nothing written in it yet)."""
+        return cls(stage=stage, holds=holds, pretriever_version=__version__,
+                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   recorded={"marker": "pretriever output folder"})
 
 
 @dataclass
@@ -89,18 +205,17 @@ class OutputFolder:
     def __post_init__(self) -> None:
         self.path = Path(self.path)
 
-    def marker(self) -> dict[str, Any] | None:
-        """The marker's content, or None when the folder has none (or it is unreadable, so not proof)."""
+    def marker(self) -> FolderMarker | None:
+        """The marker, or None when the folder has none (or it is unreadable, so not proof)."""
         try:
-            found = json.loads((self.path / MARKER).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return FolderMarker.read(self.path)
+        except (OSError, UnicodeDecodeError, FolderError):
             return None
-        return found if isinstance(found, dict) and isinstance(found.get("stage"), str) else None
 
     def ours(self) -> bool:
         """Whether the folder carries this stage's marker."""
         marker = self.marker()
-        return marker is not None and marker["stage"] == self.stage
+        return marker is not None and marker.stage == self.stage
 
     def is_empty(self) -> bool:
         return not self.path.exists() or not any(self.path.iterdir())
@@ -129,9 +244,9 @@ class OutputFolder:
                     "(after checking what it holds), or choose another --out")
             raise FolderError(f"{self.path} is a non-empty folder that pretriever did not write (no {MARKER}); "
                               "nothing in it was touched: choose another --out")
-        if marker["stage"] != self.stage:
-            raise FolderError(f"{self.path} holds {marker.get('holds') or marker['stage']}, not {self.holds} "
-                              f"(its {MARKER} names the {marker['stage']!r} stage): choose another --out")
+        if marker.stage != self.stage:
+            raise FolderError(f"{self.path} holds {marker.holds or marker.stage}, not {self.holds} "
+                              f"(its {MARKER} names the {marker.stage!r} stage): choose another --out")
 
     def prepare(self, *, resume: bool = False, overwrite: bool = False, need_checkpoint: bool = True,
                 keep: Iterable[str] = ()) -> Path | None:
@@ -155,7 +270,7 @@ class OutputFolder:
                 hint = " or continue the interrupted run with --resume" if self.last_checkpoint() else ""
                 raise self.error(f"{self.path} already holds {self.holds}; pass --overwrite to replace it{hint}")
             self.clear(keep)
-            write_json(self.path / MARKER, self._new_marker())  # a new run: what it writes is listed afresh
+            FolderMarker.new(self.stage, self.holds).write(self.path)  # a new run: what it writes is listed afresh
         self.claim()
         return None
 
@@ -180,18 +295,18 @@ class OutputFolder:
         Stages that add to their folder without --overwrite (evaluate, exports): :meth:`check` first, then this."""
         self.created = self.created or not self.path.exists()
         self.path.mkdir(parents=True, exist_ok=True)
-        marker = self.marker() if self.ours() else self._new_marker()
+        marker = self.marker() if self.ours() else FolderMarker.new(self.stage, self.holds)
         present = self._names()
-        foreign = (present - self._owned_entries(marker)) | (set(marker.get("foreign", [])) & present)
-        if marker.get("foreign", []) != sorted(foreign) or not (self.path / MARKER).exists():
-            write_json(self.path / MARKER, {**marker, "foreign": sorted(foreign)})
+        foreign = sorted((present - self._owned_entries(marker)) | (set(marker.foreign) & present))
+        if marker.foreign != foreign or not (self.path / MARKER).exists():
+            replace(marker, foreign=foreign).write(self.path)
 
     def seal(self) -> None:
         """Record in the marker every entry the stage wrote (all but those :meth:`claim` found and were not
         its), so that --overwrite can later remove exactly these; call it once the output is written."""
-        marker = self.marker() or self._new_marker()
-        written = self._names() - set(marker.get("foreign", []))
-        write_json(self.path / MARKER, {**marker, "written": sorted(set(marker.get("written", [])) | written)})
+        marker = self.marker() or FolderMarker.new(self.stage, self.holds)
+        written = self._names() - set(marker.foreign)
+        replace(marker, written=sorted(set(marker.written) | written)).write(self.path)
 
     def abandon(self) -> None:
         """A run that failed before writing anything: take the marker away again, and the folder if the run made it
@@ -219,21 +334,16 @@ class OutputFolder:
         saved.parent.mkdir(parents=True, exist_ok=True)
         write_json(saved, {"fingerprint": fingerprint, **extra})
 
-    def _owned_entries(self, marker: dict[str, Any] | None) -> set[str]:
+    def _owned_entries(self, marker: FolderMarker | None) -> set[str]:
         """The top-level names this stage wrote here: those matching ``owns`` and those the marker lists."""
         names = self._names()
         matched = {name for name in names if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.owns)}
-        listed = set(marker.get("written", [])) if marker else set()
+        listed = set(marker.written) if marker else set()
         return (matched | listed) & names
 
     def _names(self) -> set[str]:
         """The folder's top-level entries, the marker left out."""
         return {entry.name for entry in self.path.iterdir()} - {MARKER} if self.path.is_dir() else set()
-
-    def _new_marker(self) -> dict[str, Any]:
-        return {"marker": "pretriever output folder", "stage": self.stage, "holds": self.holds,
-                "pretriever_version": __version__,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "written": [], "foreign": []}
 
 
 def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:

@@ -64,12 +64,12 @@ def test_a_sample_is_a_finished_store_of_its_first_chunks(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 25)
     sample = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "sample", workers=1, chunk_pages=4,
                                            max_chunks=2, sample=True))
-    assert not sample.stopped and sample.manifest["sample"] == {"chunks": 2, "chunk_pages": 4, "chunk_mb": 4.0}
+    assert not sample.stopped and sample.manifest.sample == {"chunks": 2, "chunk_pages": 4, "chunk_mb": 4.0}
     docs = CorpusStore(tmp_path / "sample").connect().execute("SELECT count(*) FROM documents").fetchone()[0]
     assert docs == 8  # two chunks of four documents, and the store opens
     whole = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "whole", workers=1, chunk_pages=4,
                                           max_chunks=7, sample=True))
-    assert "sample" not in whole.manifest  # the chunks hold the whole input: no sample
+    assert whole.manifest.sample is None  # the chunks hold the whole input: no sample
     with pytest.raises(ValueError, match="max_chunks"):
         CorpusConfig(input=corpus, out=tmp_path / "x", sample=True)
 
@@ -123,10 +123,10 @@ def test_toml_config_sets_options_and_cli_wins(tmp_path):
     config.write_text("[corpus]\nwords = 50\nworkers = 1\n")
     result = runner.invoke(app, ["corpus", "build", str(corpus), "--out", str(tmp_path / "a"), "--config", str(config)])
     assert result.exit_code == 0, result.output
-    assert CorpusStore(tmp_path / "a").manifest["options"]["words"] == 50
+    assert CorpusStore(tmp_path / "a").manifest.options["words"] == 50
     result = runner.invoke(app, ["corpus", "build", str(corpus), "--out", str(tmp_path / "b"),
                                  "--config", str(config), "--words", "20"])
-    assert CorpusStore(tmp_path / "b").manifest["options"]["words"] == 20
+    assert CorpusStore(tmp_path / "b").manifest.options["words"] == 20
     config.write_text("[corpus]\nwordz = 5\n")
     result = runner.invoke(app, ["corpus", "build", str(corpus), "--out", str(tmp_path / "c"), "--config", str(config)])
     assert result.exit_code == 2 and "wordz" in result.output

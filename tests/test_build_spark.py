@@ -48,7 +48,7 @@ def test_spark_build_is_byte_identical_to_the_local_build(multistream, local_sto
     assert sorted(spark_files) == sorted(local_files)
     assert "links/part-000002.parquet" in spark_files and "redirects.parquet" in spark_files
     assert [name for name in local_files if spark_files[name] != local_files[name]] == []
-    assert result.manifest["counts"] == local_store.counts
+    assert result.manifest.counts == local_store.counts
     assert local_store.counts["pages"] == 206 and local_store.counts["documents"] == 104
 
 

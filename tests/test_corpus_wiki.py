@@ -22,7 +22,7 @@ def test_articles_redirects_and_the_short_title_filter(enwiki_store, enwiki_con)
     # 106 articles; "A" has a one-letter title and is dropped as in HLP; "List of anthropologists" is
     # nothing but list lines, which leave the text by default, so it is blank
     assert counts["dropped_short_title"] == 1 and counts["dropped_blank"] == 1 and counts["documents"] == 104
-    assert enwiki_store.manifest["dropped_documents"] == [
+    assert enwiki_store.manifest.dropped_documents == [
         {"title": "A", "status": "dropped_short_title"}, {"title": "List of anthropologists", "status": "dropped_blank"}]
     titles = {t for t, in enwiki_con.execute("SELECT title FROM documents").fetchall()}
     assert len(titles) == 104 and "Anarchism" in titles and "A" not in titles
@@ -144,7 +144,7 @@ def test_keep_lists_keeps_them_flagged(tmp_path, enwiki_store):
     assert row == (True,)
     assert store.counts["documents"] == 105 and store.counts["passages"] > enwiki_store.counts["passages"]
     assert "list" not in store.counts["links_dropped"]
-    assert store.manifest["options"]["keep_lists"] is True
+    assert store.manifest.options["keep_lists"] is True
 
 
 def test_bibliography_sections_are_dropped(enwiki_con):
@@ -205,7 +205,7 @@ def test_malformed_page_xml_is_listed_by_title(tmp_path, enwiki_xml):
     dump.write_bytes(broken)
     store = build(dump, tmp_path / "s", workers=2)
     assert store.counts["errors"] == 1 and store.counts["documents"] == 103
-    error = store.manifest["errors"][0]
+    error = store.manifest.errors[0]
     assert error["title"] == "Albedo" and "invalid XML" in error["reason"] and "Albedo" in error["where"]
 
 
@@ -214,7 +214,7 @@ def test_invalid_utf8_is_listed_with_its_byte_offset(tmp_path, enwiki_xml):
     dump = tmp_path / "bad-utf8.xml"
     dump.write_bytes(enwiki_xml[:at] + b"\xff\xfe" + enwiki_xml[at:])
     store = build(dump, tmp_path / "s", workers=1)
-    error = store.manifest["errors"][0]
+    error = store.manifest.errors[0]
     assert error["title"] == "Autism" and f"invalid UTF-8 at byte {at:,}" in error["reason"]
 
 

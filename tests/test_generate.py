@@ -136,7 +136,7 @@ def test_a_with_prefix_model_gets_its_prefix_without_being_told(store, monkeypat
         result = run(store, model, tmp_path / "q", limit=2)
     assert len(seen) == 2 and all(s.startswith("text2query: ") for s in seen)
     assert "'text2query: '" in result.prefix_note and "with-prefix" in result.prefix_note
-    assert result.manifest["options"]["prefix"] == "text2query: " and not caplog.records
+    assert result.manifest.options["prefix"] == "text2query: " and not caplog.records
     seen.clear()
     run(store, model, tmp_path / "bare", limit=2, prefix="")  # told: none
     assert len(seen) == 2 and not any(s.startswith("text2query") for s in seen)

@@ -137,7 +137,7 @@ def test_cm_pairs_satisfy_co_mention(mined_co, co_store):
     out, result = mined_co
     rows = pairs_of(out, "cm")
     assert len(rows) == 22
-    k = result.manifest["cm_indegree_threshold"]["k"]
+    k = result.manifest.cm_indegree_threshold["k"]
     assert k == percentile_threshold(co_store.indegree, 90.0) == 6  # Sun (6 linking documents) is the top 10%
     for row in rows:
         check_co_mention(co_store, row, k)
@@ -178,7 +178,7 @@ def test_cm_entity_is_never_a_red_link_or_a_disambiguation_page(mined_co, co_sto
     result = run(cowiki_store, tmp_path / "dab", methods="cm", skip_disambiguation=False, negatives="none")
     rows = pairs_of(tmp_path / "dab", "cm")
     assert rows and all(co_store.is_article(r["entity_doc_id"]) for r in rows) and dab not in {r["entity"] for r in rows}
-    assert result.manifest["cm_indegree_threshold"]["entities"] == 11  # articles; the disambiguation page is none
+    assert result.manifest.cm_indegree_threshold["entities"] == 11  # articles; the disambiguation page is none
 
 
 def test_cm_hub_entity_excluded_by_default_allowed_at_100(mined_co, cowiki_store, co_store, tmp_path):
@@ -186,7 +186,7 @@ def test_cm_hub_entity_excluded_by_default_allowed_at_100(mined_co, cowiki_store
     assert "Sun" not in {r["entity"] for r in pairs_of(out, "cm")}
     result = run(cowiki_store, tmp_path / "all", methods="cm", cm_indegree_percentile=100.0, negatives="none")
     rows = pairs_of(tmp_path / "all", "cm")
-    assert result.manifest["cm_indegree_threshold"] == {"k": 7, "rule": "top 0% of in-degree", "entities": 11,
+    assert result.manifest.cm_indegree_threshold == {"k": 7, "rule": "top 0% of in-degree", "entities": 11,
                                                         "excluded": 0}
     sun = [r["entity_indegree"] for r in rows if r["entity"] == "Sun"]  # how many: the seeded choice among E's
     assert sun and set(sun) == {6}
@@ -197,7 +197,7 @@ def test_cm_hub_entity_excluded_by_default_allowed_at_100(mined_co, cowiki_store
 def test_cm_absolute_threshold(cowiki_store, tmp_path, co_store):
     result = run(cowiki_store, tmp_path / "p", methods="cm", cm_indegree_threshold=3, negatives="none")
     rows = pairs_of(tmp_path / "p", "cm")
-    assert result.manifest["cm_indegree_threshold"]["k"] == 3
+    assert result.manifest.cm_indegree_threshold["k"] == 3
     assert len(rows) == 5 and all(co_store.indegree[r["entity_doc_id"]] == 2 for r in rows)
     assert {r["entity"] for r in rows} == {"Phobos (moon)", "Deimos (moon)", "Jupiter"}
 
@@ -206,7 +206,7 @@ def test_cm_k_is_ranked_among_articles(enwiki_store, py_store, tmp_path):
     """The paper's top 10% "among the Wikipedia entities": the sample's 96 articles (8 of its 104 documents
     are disambiguation pages), those no document links to included, not its 13,939 link targets."""
     result = run(enwiki_store, tmp_path / "p", methods="cm", negatives="none")
-    t = result.manifest["cm_indegree_threshold"]
+    t = result.manifest.cm_indegree_threshold
     assert t["entities"] == len(py_store.indegree) == 96
     assert t["k"] == percentile_threshold(py_store.indegree, 90.0) == 3  # Aristotle 7, Angola 5, six at 3
     assert t["excluded"] == sum(v >= 3 for v in py_store.indegree.values()) == 8
@@ -467,7 +467,7 @@ def test_flagged_sentences_are_never_queries(mined_all, py_store):
             assert (row["query_doc_id"], row["query_sentence_idx"]) not in flagged, (method, row["query"])
     # of the usable documents (disambiguation pages are not): none of the 23 is on one
     counts = {"sentences": 18066, "with_hole": 23, "list_items": 0, "excluded": 23}
-    assert result.manifest["flagged_sentences"] == counts
+    assert result.manifest.flagged_sentences == counts
     assert json.loads((out / "stats.json").read_text())["flagged_sentences"] == counts
 
 
@@ -479,7 +479,7 @@ def test_list_items_kept_with_keep_lists_are_never_queries(tmp_path):
     usable = {d["doc_id"] for d in read(store.path / "documents.parquet") if not d["is_disambiguation"]}
     items = {(r["doc_id"], r["sentence_idx"]) for r in read(store.path / "sentences")
              if r["is_list_item"] and r["doc_id"] in usable}
-    assert result.manifest["flagged_sentences"]["list_items"] == len(items) == 2842
+    assert result.manifest.flagged_sentences["list_items"] == len(items) == 2842
     for method in ("ict", "wlp"):
         rows = pairs_of(tmp_path / "p", method)
         assert rows and not any((r["query_doc_id"], r["query_sentence_idx"]) in items for r in rows)

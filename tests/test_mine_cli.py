@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mine_fixtures import distinct_pairs_of, pairs_of
 from pretriever.cli.mine import mine_command, pairs_app
 from pretriever.corpus.schema import LINKS
+from pretriever.data.pairs import PairsManifest
 from pretriever.mine.show import stats_table
 
 
@@ -57,7 +58,7 @@ def test_mine_prints_stats_table(pairs_dir):
 def test_stats_table_shows_a_method_that_mined_nothing_but_reported_why():
     stats = {"methods": {"qac": {"citations": 12, "with_text": 0}}}  # a report, no pair statistics
     console = Console(width=120, record=True)
-    console.print(stats_table(stats, {"methods": {"qac": {}}}))
+    console.print(stats_table(stats, PairsManifest(methods={"qac": {}})))
     row = [line for line in console.export_text().splitlines() if "qac" in line]
     assert row and row[0].split("│")[2].strip() == "0"
 

@@ -206,7 +206,7 @@ def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_stor
                                                                       counts):
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs,
                                  blocks="32:16,64:32", block_query=block_query))
-    report = result.manifest["methods"]["qac"]
+    report = result.manifest.methods["qac"]
     got = {**report["funnel"], **{k: report[k] for k in ("other_entity", "block_choice_differs",
                                                          "question_block_lacks_answer")}}
     assert {k: got[k] for k in counts} == counts and report["blocks"] == ["32:16", "64:32"]
@@ -896,7 +896,7 @@ def test_grammar_cases_are_real_statements_of_the_sample(enwiki_store):
 # -- on the real sample -----------------------------------------------------------------------
 def test_funnel_counts_are_exact(mined, refs):
     result, out, _, rows = mined
-    funnel = result.manifest["methods"]["qac"]["funnel"]
+    funnel = result.manifest.methods["qac"]["funnel"]
     assert load_references(refs).with_text() == 34 and load_references(refs).rows == 36  # 35 pages, the script-only shell has no text
     # 7,833 citations, one of them on a disambiguation page; 10 support a sentence with a hole;
     # 43 cite one of the 34 pages with text (the Sports Business Daily page by two statements, the Aikido
@@ -906,7 +906,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest["methods"]["qac"]["other_entity"] == 8
+    assert funnel == EXPECTED_FUNNEL and result.manifest.methods["qac"]["other_entity"] == 8
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -1023,7 +1023,7 @@ def test_same_seed_same_triplets_other_seed_other_choices(enwiki_store, refs, mi
     _, _, _, rows = mined
     again = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "a", methods=["qac"], references=refs, seed=0))
     assert pq.read_table(tmp_path / "a" / "qac.parquet").to_pylist() == rows
-    assert again.manifest["methods"]["qac"]["funnel"]["candidates"] == len(rows)
+    assert again.manifest.methods["qac"]["funnel"]["candidates"] == len(rows)
     other = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "b", methods=["qac"], references=refs, seed=1))
     questions = {r["query"] for r in pq.read_table(tmp_path / "b" / "qac.parquet").to_pylist()}
     assert other.methods["qac"].candidates > 0 and questions != {r["query"] for r in rows}
@@ -1077,7 +1077,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     _, _, _, triplets = mined
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
                                  include_unanswered=True))
-    report = result.manifest["methods"]["qac"]
+    report = result.manifest.methods["qac"]
     # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
     # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
     assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 24}
@@ -1223,13 +1223,13 @@ def test_squad_refuses_pairs_without_answers(enwiki_store, tmp_path):
 
 def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], context="links"))
-    funnel = result.manifest["methods"]["qac"]["funnel"]
+    funnel = result.manifest.methods["qac"]["funnel"]
     assert funnel == LINKS_FUNNEL
     # types from Wikipedia (ours): 28 entities of the statements name a linked article with a kind, 11 of them
     # retyped (Aristotle GPE/ORG -> PERSON, Apollo ORG -> PERSON, Azerbaijan PERSON -> LOC); the one answer kept
     # ("ASA") names no article of the sample. The answers with a kind and the overrides are tested in
     # test_mine_qac_kinds.py
-    kinds = {k: result.manifest["methods"]["qac"][k] for k in ("answer_wiki_kind", "kind_overrides",
+    kinds = {k: result.manifest.methods["qac"][k] for k in ("answer_wiki_kind", "kind_overrides",
                                                              "entities_wiki_kind", "entities_kind_overrides")}
     assert kinds == {"answer_wiki_kind": 0, "kind_overrides": 0, "entities_wiki_kind": 28,
                      "entities_kind_overrides": 11}
@@ -1296,7 +1296,7 @@ def test_no_fetched_text_says_why(enwiki_store, tmp_path):
             "source": "test", "via_archive": False}
     pq.write_table(pa.Table.from_pylist([gone], schema=REFERENCES), refs / "references.parquet")
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "p", methods=["qac"], references=refs))
-    assert result.total == 0 and result.manifest["methods"]["qac"]["funnel"]["no_reference_text"] == 7822
+    assert result.total == 0 and result.manifest.methods["qac"]["funnel"]["no_reference_text"] == 7822
     assert "no reference text (7,822 of 7,833)" in result.methods["qac"].reason
     assert "pretriever references fetch" in result.methods["qac"].reason
 
@@ -1311,7 +1311,7 @@ def test_spark_gives_the_same_triplets(enwiki_store, refs, mined, tmp_path):
     _, _, _, rows = mined
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0,
                                  engine="spark", threads=2))
-    assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
+    assert result.manifest.methods["qac"]["funnel"] == EXPECTED_FUNNEL
     spark_rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     strip = ("negative_passage_id", "negative_doc_id", "negative_title", "negative_text")
     assert sorted(({k: v for k, v in r.items() if k not in strip} for r in spark_rows), key=lambda r: r["pair_id"]) \
@@ -1342,7 +1342,7 @@ def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, 
     monkeypatch.setattr(method, "build_triplet", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
     result = mine.run(MineConfig(**config, resume=True))
     assert len(calls) == 43 - 20  # the two finished batches were not redone
-    assert result.manifest["methods"]["qac"]["funnel"] == EXPECTED_FUNNEL
+    assert result.manifest.methods["qac"]["funnel"] == EXPECTED_FUNNEL
     assert pq.read_table(tmp_path / "qac.parquet").to_pylist() == rows
     with pytest.raises(Exception, match="other options"):
         mine.run(MineConfig(**{**config, "seed": 5}, resume=True))

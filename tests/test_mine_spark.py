@@ -24,7 +24,7 @@ def same_pairs(store, out, spark, methods: str, **options):
             left = pq.read_table(out / "duckdb" / f"{method}.parquet")
             right = pq.read_table(out / "spark" / f"{method}.parquet")
             assert left.equals(right), f"{method}: the engines disagree"
-    assert duck.manifest.get("cm_indegree_threshold") == sprk.manifest.get("cm_indegree_threshold")
+    assert duck.manifest.cm_indegree_threshold == sprk.manifest.cm_indegree_threshold
     return duck
 
 
@@ -37,8 +37,8 @@ def test_spark_and_duckdb_give_identical_pairs(enwiki_store, tmp_path, spark):
 def test_spark_and_duckdb_agree_on_co_mention(cowiki_store, tmp_path, spark):
     # in three passes (DuckDB: one join per part of the documents' hash; Spark: their union): the 22 pairs of one
     duck = same_pairs(cowiki_store, tmp_path, spark, "dl,cm,wlp", parts=3)
-    assert duck.methods["cm"].pairs == 22 and duck.manifest["cm_indegree_threshold"]["k"] == 6
-    assert duck.manifest["join_parts"] == 3
+    assert duck.methods["cm"].pairs == 22 and duck.manifest.cm_indegree_threshold["k"] == 6
+    assert duck.manifest.join_parts == 3
 
 
 def test_spark_and_duckdb_agree_on_sentence_passages(cowiki_store, tmp_path, spark):

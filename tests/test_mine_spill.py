@@ -112,7 +112,7 @@ def test_default_memory_limit_is_half_the_machine(tmp_path, enwiki_store):
     limit = default_memory_limit()
     assert limit.endswith("GiB") and abs(float(limit[:-3]) - machine_memory() / 2 / 2**30) < 0.06
     result = mine.run(MineConfig(corpus=enwiki_store.path, out=tmp_path / "pairs", methods="dl", stats_sample=0))
-    assert result.memory_limit == limit and result.manifest["duckdb_memory_limit"] == limit
+    assert result.memory_limit == limit and result.manifest.duckdb_memory_limit == limit
 
 
 def test_bad_sizes_are_clear_errors(tmp_path, enwiki_store):

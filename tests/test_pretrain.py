@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -29,6 +30,8 @@ from pretriever.testing import beir_subset, minilm_tokenizer
 from conftest import SCIFACT, build, shared
 from pretrain_fixtures import tiny_bert_st, tiny_condenser
 from train_callbacks import Interrupt
+
+OLD_PRETRAIN_JSON = Path(__file__).parent / "data" / "stage_layout_0.1" / "pretrain" / "pretrain.json"
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure.",
       "Aspirin lowers the risk of colorectal cancer in long term users.",
@@ -297,7 +300,7 @@ def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tm
                                          model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
                                          max_length=16))
     assert "does not add in-batch negatives" in caplog.text
-    assert "scores 3 pairs" in result.manifest["model"]["warning"] and result.pairs_seen == 6
+    assert "scores 3 pairs" in result.manifest.model["warning"] and result.pairs_seen == 6
 
 
 def test_cotmae_ar_decoder_reads_the_unmasked_query_through_a_window_of_3(tiny, tmp_path):
@@ -516,8 +519,10 @@ def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):
     assert load_pairs(tmp_path, ["ict"]).duplicate_across == {}  # alone, ict keeps all of its pairs
     result = pretrain(PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), batch_size=2,
                                      max_steps=1, max_length=16))
-    assert result.manifest["pairs"]["duplicate_across_methods"] == {"ict": 2}
-    assert json.loads((tmp_path / "m" / "pretrain.json").read_text())["pairs"]["rows"] == 11
+    assert result.manifest.pairs["duplicate_across_methods"] == {"ict": 2}
+    written = json.loads((tmp_path / "m" / "pretrain.json").read_text())
+    assert written["pairs"]["rows"] == 11
+    assert list(written) == list(json.loads(OLD_PRETRAIN_JSON.read_text()))  # the keys and order 0.1.0 wrote
 
 
 @pytest.fixture(scope="module")
@@ -713,7 +718,7 @@ def test_mlm_alone_from_a_random_start_is_a_plain_model_of_the_given_shape(tmp_p
     assert set(result.curve[0]) >= {"step", "mlm", "loss"} and "cl" not in result.curve[0]
     config = json.loads((out / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"]) == (2, 64, 2)
-    assert result.manifest["model"]["base"].startswith("random BERT 2 x 64")
+    assert result.manifest.model["base"].startswith("random BERT 2 x 64")
     assert not (out / ".init").exists() and not (out / "checkpoints").exists()
     assert SentenceTransformer(str(out), device="cpu").encode(["a sentence"]).shape == (1, 64)
 
@@ -761,16 +766,16 @@ def test_held_out_perplexity_is_recorded_and_a_target_stops_the_run(tiny, tmp_pa
     options = dict(pairs=train, objective="mlm", model=str(tiny), batch_size=3, max_steps=4, max_length=32,
                    eval_pairs=held, eval_steps=3)
     result = pretrain(PretrainConfig(out=tmp_path / "whole", **options))
-    curve = result.manifest["held_out"]["curve"]
+    curve = result.manifest.held_out["curve"]
     assert [row["step"] for row in curve] == [3, 4] and all(row["texts"] == 4 for row in curve)
-    assert result.manifest["stopped"] is None and result.manifest["held_out"]["mask_rate"] == 0.15
+    assert result.manifest.stopped is None and result.manifest.held_out["mask_rate"] == 0.15
     tokenizer = minilm_tokenizer()
     pieces = sum(len(tokenizer(t)["input_ids"]) for t in XS + YS)
-    assert result.manifest["tokens_seen"] == 2 * 2 * pieces  # 2 epochs of the 6 pairs, each text read whole
+    assert result.manifest.tokens_seen == 2 * 2 * pieces  # 2 epochs of the 6 pairs, each text read whole
     stopped = pretrain(PretrainConfig(out=tmp_path / "stopped", target_perplexity=1e9, **options))
-    assert stopped.steps == 3 and stopped.manifest["steps"] == 3 and stopped.manifest["planned_steps"] == 4
-    assert "reached the target 1e+09 at step 3 of 4" in stopped.manifest["stopped"]
-    assert [row["step"] for row in stopped.manifest["held_out"]["curve"]] == [3]
+    assert stopped.steps == 3 and stopped.manifest.steps == 3 and stopped.manifest.planned_steps == 4
+    assert "reached the target 1e+09 at step 3 of 4" in stopped.manifest.stopped
+    assert [row["step"] for row in stopped.manifest.held_out["curve"]] == [3]
     assert (tmp_path / "stopped" / "model.safetensors").exists()
 
 
@@ -818,7 +823,7 @@ def test_pretrain_at_half_precision_trains_and_resumes(tiny, scifact, tmp_path, 
     half = pretrain(PretrainConfig(out=tmp_path / precision, precision=precision, **options))
     report = json.loads((tmp_path / precision / "pretrain.json").read_text())
     assert report["precision"] == precision and report["options"]["precision"] == precision
-    for a, b in zip(full.manifest["loss_curve"], half.manifest["loss_curve"]):
+    for a, b in zip(full.manifest.loss_curve, half.manifest.loss_curve):
         assert a["loss"] != b["loss"] and b["loss"] == pytest.approx(a["loss"], rel=0.05)
     weights = load_file(tmp_path / precision / "model.safetensors")
     assert all(w.dtype == torch.float32 and torch.isfinite(w).all() for w in weights.values())

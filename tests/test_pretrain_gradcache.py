@@ -145,7 +145,7 @@ def test_pretrain_with_mini_batch_size_steps_and_records_it(tiny, tmp_path):
     pairs = write_pairs(tmp_path, XS, YS)
     result = pretrain(PretrainConfig(pairs=pairs, out=tmp_path / "m", model=str(tiny), batch_size=6,
                                      mini_batch_size=4, max_steps=2, max_length=24))
-    assert result.steps == 2 and result.manifest["options"]["mini_batch_size"] == 4
+    assert result.steps == 2 and result.manifest.options["mini_batch_size"] == 4
     assert all(torch.isfinite(torch.tensor(row["cl"])) for row in result.curve)
 
 

@@ -526,6 +526,9 @@ def test_the_written_reader_is_the_best_dev_checkpoint_not_the_last(tiny, tmp_pa
     monkeypatch.setattr("pretriever.reader.train.evaluate_gold", dev_em)
     result = train_reader(_short_run(squad, tmp_path / "r", dev=squad))
     meta = json.loads((result.out / "reader.json").read_text())
+    old = Path(__file__).parent / "data" / "stage_layout_0.1" / "reader" / "reader.json"
+    assert list(meta) == list(json.loads(old.read_text()))  # the keys, in the order 0.1.0 wrote them
+    assert result.manifest.to_json() == meta and result.manifest.dev == meta["dev"]
     assert meta["dev_curve"] == [{"step": 2, "EM": 0.75, "F1": 0.75}, {"step": 4, "EM": 0.25, "F1": 0.25}]
     assert meta["best_checkpoint"].endswith("checkpoint-2") and meta["dev_before"]["EM"] == 0.0
     assert meta["dev"]["EM"] == 0.75 == max(p["EM"] for p in meta["dev_curve"])

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 APP = cli_app(train=train_command)
 TINY = dict(max_query_length=32, max_passage_length=96)
+OLD_TRAIN_JSON = Path(__file__).parent / "data" / "stage_layout_0.1" / "model" / "train.json"
 
 
 def as_dataset(folder: Path):
@@ -76,8 +77,10 @@ def test_heldout_pairs_check_the_model_before_and_after_training(scifact_pairs, 
     cfg = TrainConfig(out=tmp_path / "model", pairs=scifact_pairs, batch_size=8, learning_rate=1e-4, seed=0,
                       heldout_pairs=8, **TINY)
     report = run(cfg).manifest
-    held = report["heldout"]
-    assert held["pairs"] == 8 and report["pairs_trained"] == 32
+    held = report.heldout
+    assert held["pairs"] == 8 and report.pairs_trained == 32
+    written = json.loads((tmp_path / "model" / "train.json").read_text())
+    assert list(written) == [*json.loads(OLD_TRAIN_JSON.read_text()), "heldout"]  # the keys and order 0.1.0 wrote
     for when in ("before", "after"):
         assert 0 <= held[when]["acc@1"] <= 1 and 1 / 8 <= held[when]["mrr"] <= 1 and held[when]["loss"] > 0
     assert held["before"]["at_step"] == 0
@@ -122,7 +125,7 @@ def test_interrupted_training_resumes_to_identical_weights(scifact_pairs, tmp_pa
     steps = Steps()
     resumed = run(TrainConfig(out=tmp_path / "b", resume=True, **base), steps)
     assert steps.seen == [3, 4]  # it continued from checkpoint-2 instead of starting over
-    assert resumed.manifest["training"]["resumed_at_step"] == 2
+    assert resumed.manifest.training["resumed_at_step"] == 2
     a, b = straight.state_dict(), resumed.model.state_dict()
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)

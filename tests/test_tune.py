@@ -410,7 +410,9 @@ def test_the_default_set_with_pairs_runs_linked_end_to_end(cowiki_store, mined_c
     result = tuning.run(TuneConfig(index=index, n=50, pairs=out, dry_run=True))
     assert "linked" in result.generators and result.generators["linked"]["queries"] > 0
     assert set(result.generators) | set(result.left_out) == {"masked-ict", "titles", "linked"}
-    assert result.manifest["left_out"] == result.left_out
+    assert result.manifest.left_out == result.left_out
+    old = json.loads((Path(__file__).parent / "data" / "stage_layout_0.1" / "index" / "tune.json").read_text())
+    assert list(result.manifest.to_json()) == list(old)  # the keys, in the order 0.1.0 wrote them
 
 
 def test_tune_on_a_refined_index(lexical, tmp_path):
@@ -438,7 +440,7 @@ def test_compare_scores_another_index_of_the_store_on_the_same_pseudo_queries(le
     weak = encode.run(IndexConfig(corpus=store, out=tmp_path / "weak", model=str(tiny_bert_st(tmp_path / "st")))).out
     result = tuning.run(TuneConfig(index=lexical["index"], n=30, queries_from=["masked-ict"], compare=weak,
                                    dry_run=True))
-    compared = result.manifest["compare"]
+    compared = result.manifest.compare
     assert compared["this_dense"]["pseudo_nDCG@10"] == round(result.choice.scores["dense"].mean, 4)
     assert compared["dense"]["pseudo_nDCG@10"] < compared["this_dense"]["pseudo_nDCG@10"]
     low, high = compared["difference"]["interval"]

@@ -13,6 +13,7 @@ from pretriever.cli.options import Flag, config_command
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.formats import FORMATS
+from pretriever.corpus.manifest import StoreManifest
 from pretriever.data.store import CorpusStore
 from pretriever.progress import RichReporter, console
 
@@ -63,7 +64,7 @@ def build(cfg: CorpusConfig) -> None:
                              f"continue with: pretriever corpus build {cfg.input} --out {cfg.out} --resume"))
         return
     print_summary(result.manifest)
-    errors = result.manifest["counts"]["errors"]
+    errors = result.manifest.counts["errors"]
     if errors:
         console.print(f"[yellow]{errors} page(s) could not be parsed; they are listed under \"errors\" "
                       f"in {escape(str(cfg.out / 'manifest.json'))}[/yellow]")
@@ -77,10 +78,10 @@ def run_build(cfg: CorpusConfig) -> corpus_build.CorpusResult:
         return corpus_build.run(cfg, report)
 
 
-def print_summary(manifest: dict) -> None:
+def print_summary(manifest: StoreManifest) -> None:
     """The store's counts as a table (the same numbers are in manifest.json)."""
-    counts = manifest["counts"]
-    table = Table(title=f"corpus store ({manifest['input']['format']}: {Path(manifest['input']['path']).name})")
+    counts = manifest.counts
+    table = Table(title=f"corpus store ({manifest.format}: {Path(manifest.input['path']).name})")
     table.add_column("what")
     table.add_column("count", justify="right")
     for key, value in counts.items():
@@ -89,8 +90,8 @@ def print_summary(manifest: dict) -> None:
         else:
             value = f"{value:,}"
         table.add_row(key.replace("_", " "), value)
-    if "build_seconds" in manifest:
-        table.add_row("seconds", f"{manifest['build_seconds']:.1f}")
+    if manifest.build_seconds is not None:
+        table.add_row("seconds", f"{manifest.build_seconds:.1f}")
     console.print(table)
 
 

@@ -91,11 +91,11 @@ def print_result(result: mine.MineResult) -> None:
     for name, r in result.methods.items():
         if (r.report or {}).get("note"):
             console.print(escape(f"{name}: {r.report['note']}"))
-    cm = result.manifest.get("cm_indegree_threshold")
+    cm = result.manifest.cm_indegree_threshold
     if cm and "cm" in result.methods and result.methods["cm"].pairs:
         excluded = f", {cm['excluded']:,} of {cm['entities']:,} articles excluded" if cm.get("entities") else ""
         console.print(f"cm: co-mentioned entities have in-degree < K = {cm['k']} ({cm['rule']}{excluded})")
-    flagged = result.manifest.get("flagged_sentences")
+    flagged = result.manifest.flagged_sentences
     if flagged and flagged.get("excluded"):
         console.print(f"{flagged['excluded']:,} of {flagged['sentences']:,} sentences are never queries: "
                       f"{flagged['with_hole']:,} with a hole where markup stood, {flagged['list_items']:,} list items")
@@ -149,9 +149,9 @@ def info(pairs_dir: Path = typer.Argument(..., help="A folder written by `pretri
     """
     with stage():
         pairs = PairsDir(pairs_dir)
-        stats = read_json(pairs.path / pairs.manifest.get("stats", "stats.json"), PairsError)
+        stats = read_json(pairs.path / (pairs.manifest.stats or "stats.json"), PairsError)
     console.print(stats_table(stats, pairs.manifest))
-    for name, info_ in pairs.manifest.get("methods", {}).items():
+    for name, info_ in pairs.manifest.methods.items():
         if info_.get("why_no_pairs"):
             console.print(f"[yellow]{name}: no pairs[/yellow] - {escape(info_['why_no_pairs'])}")
 

@@ -59,9 +59,9 @@ def pretrain_command(cfg: PretrainConfig) -> None:
                      if k not in ("step", "epoch", "learning_rate", "head_learning_rate"))
     console.print(f"{result.steps:,} steps, {result.pairs_seen:,} pairs in {result.seconds:.1f}s "
                   f"({result.rate:,.1f} pairs/s); last: {terms}")
-    if result.manifest["pairs"]["unlisted_files"]:
-        console.print(escape(result.manifest["pairs"]["unlisted_files"]))
-    dropped = result.manifest["pairs"]["duplicate_across_methods"]
+    if result.manifest.pairs["unlisted_files"]:
+        console.print(escape(result.manifest.pairs["unlisted_files"]))
+    dropped = result.manifest.pairs["duplicate_across_methods"]
     if dropped:
         console.print("found by two methods, trained once: " + ", ".join(
             f"{m} {n:,} left to an earlier method" for m, n in dropped.items()))

@@ -6,7 +6,6 @@ doubles as a recipe: copy the printed commands and point them at a real dump.
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from pathlib import Path
@@ -16,6 +15,8 @@ import typer
 
 from pretriever.cli.common import fail
 from pretriever.progress import console
+from pretriever.tune import TuneError
+from pretriever.tune.manifest import TuneManifest
 
 DEMO_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 PSEUDO_QUERIES = 200  # masked-ICT pseudo-queries of the before/after: enough for an interval of about +-0.05
@@ -119,14 +120,16 @@ def quickstart(
 def what_moved(index: Path) -> str:
     """The before/after in plain words, from the index's tune.json: dense before and after training, BM25
     and the tuned choice on the same pseudo-queries, and whether the change's 95% interval excludes none."""
-    tuned = json.loads((index / "tune.json").read_text(encoding="utf-8"))
-    change = tuned["compare"]["difference"]
-    before, after = tuned["compare"]["dense"]["pseudo_nDCG@10"], tuned["compare"]["this_dense"]["pseudo_nDCG@10"]
+    tuned = TuneManifest.read(index)
+    if tuned.compare is None:
+        raise TuneError(f"{index / TuneManifest.FILE} holds no comparison; run `pretriever tune --compare` first")
+    change = tuned.compare["difference"]
+    before, after = tuned.compare["dense"]["pseudo_nDCG@10"], tuned.compare["this_dense"]["pseudo_nDCG@10"]
     low, high = change["interval"]
     moved = ("went up" if low > 0 else "went down" if high < 0 else "did not move clearly (the interval holds 0)")
-    score = {c["label"]: c["pseudo_nDCG@10"] for c in tuned["candidates"]}
-    chosen = tuned["choice"]["label"]
-    return (f"On {tuned['generators']['masked-ict']['queries']} pseudo-queries (nDCG@10): the starting model "
+    score = tuned.pseudo_scores()
+    chosen = tuned.label
+    return (f"On {tuned.generators['masked-ict']['queries']} pseudo-queries (nDCG@10): the starting model "
             f"{before:.3f}, the trained model {after:.3f}: dense retrieval {moved}, {change['pseudo_nDCG@10']:+.3f} "
             f"(95% interval {low:+.3f} to {high:+.3f}); BM25 {score['bm25']:.3f}; the tuned choice, {chosen}, "
             f"{score[chosen]:.3f}.")

@@ -12,6 +12,7 @@ from pretriever.progress import RichReporter, console
 from pretriever.references import fetch as fetching
 from pretriever.references import warc
 from pretriever.references.config import FetchConfig, ImportConfig
+from pretriever.references.manifest import ReferencesManifest
 
 references_app = typer.Typer(
     help=("Stage 1b: fetch the pages that citations point at (or import them from WARC/JSONL crawls) into "
@@ -31,15 +32,15 @@ def _pairs(values: list[str]) -> dict[str, str]:
     return pairs
 
 
-def print_manifest(manifest: dict) -> None:
+def print_manifest(manifest: ReferencesManifest) -> None:
     table = Table(title="references")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for key, value in manifest["funnel"].items():
+    for key, value in manifest.funnel.items():
         table.add_row(key.replace("_", " "), f"{value:,}")
-    for reason, count in manifest["failures"].items():
+    for reason, count in manifest.failures.items():
         table.add_row(f"failed: {reason}", f"{count:,}")
-    table.add_row("seconds", f"{manifest['seconds']:.1f}")
+    table.add_row("seconds", f"{manifest.seconds:.1f}")
     console.print(table)
 
 
@@ -82,8 +83,8 @@ def import_(cfg: ImportConfig) -> None:
     """
     with RichReporter() as report, stage(report):
         manifest = warc.run(cfg, report).manifest
-    console.print("records: " + ", ".join(f"{k} {v:,}" for k, v in manifest["records"].items()))
-    for cut in manifest["truncated"]:
+    console.print("records: " + ", ".join(f"{k} {v:,}" for k, v in (manifest.records or {}).items()))
+    for cut in manifest.truncated or []:
         console.print(f"[yellow]truncated:[/yellow] {escape(cut['file'])} ends inside record {cut['record']:,} "
                       f"(byte {cut['byte']:,}); the records before it were imported")
     print_manifest(manifest)

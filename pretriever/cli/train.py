@@ -19,6 +19,7 @@ from pretriever.train import FinetuneConfig, TrainConfig
 from pretriever.train import finetune as finetuning
 from pretriever.train import run as training
 from pretriever.train.heldout import smoothed
+from pretriever.train.manifest import TrainManifest
 
 
 SHORT = {"model": "-m", "limit": "-n", "batch_size": "-b"}
@@ -140,9 +141,9 @@ def _quiet_libraries() -> None:
         pass
 
 
-def print_summary(report: dict, cfg) -> None:
+def print_summary(report: TrainManifest, cfg) -> None:
     """The run in one table (the same numbers are in MODEL_DIR/train.json)."""
-    data, model, training = report["data"], report["model"], report["training"]
+    data, model, training = report.data, report.model, report.training
     table = Table(title=f"pretriever train -> {cfg.out}")
     table.add_column("what")
     table.add_column("value", overflow="fold")
@@ -164,23 +165,23 @@ def print_summary(report: dict, cfg) -> None:
     table.add_row("steps", f"{training['steps']:,} (batch {training['batch_size']}, epoch {training['epochs']:g}"
                            + (f", resumed at step {training['resumed_at_step']}" if training.get("resumed_from") else "")
                            + ")")
-    trend = smoothed(report["loss_curve"])
+    trend = smoothed(report.loss_curve)
     if trend:
         table.add_row("training loss", f"{trend[0]:.4f} -> {trend[1]:.4f} (mean of the first and last fifth of "
                                        "the logged steps)")
-    elif report["loss_curve"]:
-        table.add_row("training loss", f"{len(report['loss_curve'])} logged steps: too few for a trend (each is one "
+    elif report.loss_curve:
+        table.add_row("training loss", f"{len(report.loss_curve)} logged steps: too few for a trend (each is one "
                                        "batch, and later batches differ); "
-                      + ("read the held-out loss below" if report.get("heldout") else "see loss.png"))
-    held = report.get("heldout")
+                      + ("read the held-out loss below" if report.heldout else "see loss.png"))
+    held = report.heldout
     if held:
         before, after = held["before"], held["after"]
         table.add_row(f"held-out pairs ({held['pairs']:,})",
                       f"query ranks its own positive first: {before['acc@1']:.0%} -> {after['acc@1']:.0%}; "
                       f"MRR {before['mrr']:.3f} -> {after['mrr']:.3f}; loss {before['loss']:.4f} -> {after['loss']:.4f}")
-    table.add_row("time", f"{report['seconds']['train']:.1f} s training, {report['seconds']['total']:.1f} s in all")
-    if report.get("pairs_per_second"):
-        table.add_row("throughput", f"{report['pairs_per_second']:,.1f} pairs/s")
+    table.add_row("time", f"{report.seconds['train']:.1f} s training, {report.seconds['total']:.1f} s in all")
+    if report.pairs_per_second:
+        table.add_row("throughput", f"{report.pairs_per_second:,.1f} pairs/s")
     console.print(table)
     console.print(escape(f"Load it with: SentenceTransformer(\"{cfg.out}\")"
                          + ("  (encode_query / encode_document)" if not model["shared_encoder"] else "")))

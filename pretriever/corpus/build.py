@@ -16,7 +16,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,13 @@ from pretriever import __version__
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.engine import BuildEngine, LocalBuildEngine
 from pretriever.corpus.finalize import finalize_store
+from pretriever.corpus.manifest import MANIFEST, StoreManifest
 from pretriever.corpus.formats import detect_format
 from pretriever.corpus.formats.base import Chunk, FormatOptions, InputFormat, resolve_input
 from pretriever.corpus.model import InputError
 from pretriever.corpus.schema import CHUNK_TABLES, STORE_TABLES
 from pretriever.corpus.segment import SegmentOptions
 from pretriever.corpus.spark import SparkBuildEngine
-from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
 
@@ -41,8 +41,9 @@ CHECKPOINT = "checkpoint.json"
 @dataclass
 class CorpusResult(StageResult):
     """A build: the store (``out``, its ``manifest``), or, ``stopped`` early as asked (--max-chunks), the chunks
-    done so far (``manifest`` is then empty: the store is not finished; continue with --resume)."""
+    done so far (``manifest`` is then None: the store is not finished; continue with --resume)."""
 
+    manifest: StoreManifest | None = field(default=None, kw_only=True)
     chunks_done: int
     seconds: float
     stopped: bool = False
@@ -114,12 +115,13 @@ def _build(cfg: CorpusConfig, input_path: Path, fmt: InputFormat, options: Segme
     head = _manifest_head(cfg, input_path, fmt_cls, options)
     if sample:  # a reader of the store must not take a sample for the whole input
         head["sample"] = {"chunks": done, "chunk_pages": cfg.chunk_pages, "chunk_mb": cfg.chunk_mb}
-    manifest = finalize_store(cfg.out, work, head, engine)
+    tables = finalize_store(cfg.out, work, engine)
     shutil.rmtree(work)
-    manifest["build_seconds"] = round(time.perf_counter() - started, 3)
-    write_json(cfg.out / "manifest.json", manifest)
+    seconds = round(time.perf_counter() - started, 3)
+    manifest = StoreManifest.from_json({**head, **tables, "build_seconds": seconds})
+    manifest.write(cfg.out)
     folder.seal()
-    return CorpusResult(out=cfg.out, manifest=manifest, chunks_done=done, seconds=manifest["build_seconds"])
+    return CorpusResult(out=cfg.out, manifest=manifest, chunks_done=done, seconds=seconds)
 
 
 def _take(chunks: Iterator[Chunk], n: int) -> Iterator[Chunk]:
@@ -142,7 +144,7 @@ def _fingerprint(input_path: Path, fmt_name: str, options: SegmentOptions, cfg: 
 def _store_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
     """A store's folder: the manifest, the work folder of an unfinished build and the tables are the build's."""
     tables = [name if is_dir else f"{name}.parquet" for name, (_, is_dir) in STORE_TABLES.items()]
-    return OutputFolder(out, stage="corpus", holds="a corpus store", owns=("manifest.json", WORK, *tables),
+    return OutputFolder(out, stage="corpus", holds="a corpus store", owns=(MANIFEST, WORK, *tables),
                         error=InputError, report=report)
 
 
@@ -152,7 +154,7 @@ def _prepare_output(cfg: CorpusConfig, out: OutputFolder, work: Path, fingerprin
     checkpoint = work / CHECKPOINT
     if cfg.resume and not cfg.overwrite:
         if not checkpoint.exists():
-            if (cfg.out / "manifest.json").exists():
+            if (cfg.out / MANIFEST).exists():
                 raise InputError(f"{cfg.out} is already a complete store; nothing to resume")
             raise InputError(f"{cfg.out} has no interrupted build to resume (no {checkpoint})")
         out.prepare(resume=True, need_checkpoint=False)

@@ -30,8 +30,9 @@ MAX_REDIRECT_HOPS = 5
 MOVED_TABLES = ("passages", "sentences", "sections", "citations", "page_tags")
 
 
-def finalize_store(out: Path, work: Path, head: dict[str, Any], engine: BuildEngine) -> dict[str, Any]:
-    """Write documents, pages, redirects and resolved links; move the chunk tables into ``out``."""
+def finalize_store(out: Path, work: Path, engine: BuildEngine) -> dict[str, Any]:
+    """Write documents, pages, redirects and resolved links; move the chunk tables into ``out``. Returns the
+    manifest's keys that say what the store holds (counts, dropped documents, errors, tables)."""
     with quiet():
         engine.open(work)
         pages = engine.read(work / "pages")
@@ -50,7 +51,7 @@ def finalize_store(out: Path, work: Path, head: dict[str, Any], engine: BuildEng
         status, dropped_links, failures = add_up(summaries(work))
         counts = _counts(engine, out, pages, status, dropped_links)
         dropped = engine.to_arrow(dropped_documents(pages)).to_pylist()
-    return {**head, "counts": counts, "dropped_documents": dropped, "errors": failures,
+    return {"counts": counts, "dropped_documents": dropped, "errors": failures,
             "tables": {name: (f"{name}/" if is_dir else f"{name}.parquet")
                        for name, (_, is_dir) in STORE_TABLES.items()}}
 

@@ -8,14 +8,14 @@ by the file), or the ``pretriever pairs export --format sentence-transformers`` 
 (``anchor``, ``positive``, ``negative``).
 
 * :func:`open_pair_files` - the files of any such folder, checked (train and pretrain read these);
-* :class:`PairsDir` - a mined folder by its manifest, method by method (export, serve).
+* :class:`PairsDir` - a mined folder by its manifest, method by method (export, serve);
+* :class:`PairsManifest` - ``pairs.json`` typed: ``pretriever mine`` writes it, every reader reads it.
 
 Every problem is a :class:`PairsError` naming the file.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever.errors import PretrieverError
-from pretriever.io import read_json, text_pair_hashes
+from pretriever.io import text_pair_hashes
+from pretriever.stage import Manifest
 
 QUERY_COLUMNS = ("query", "anchor")
 POSITIVE_COLUMNS = ("positive_text", "positive")
@@ -40,12 +41,12 @@ class PairsError(PretrieverError):
 NOT_IN_A_NAME = frozenset("/\\*?[]{}")  # path separators and the wildcards DuckDB's read_parquet expands
 
 
-def pair_file_names(manifest: Path, methods: Any) -> dict[str, str]:
+def pair_file_names(manifest: Path | str, methods: dict[str, Any]) -> dict[str, str]:
     """Each method's pair file in a ``pairs.json`` (``methods``: its "methods" object), checked to be a plain
     file name inside the folder: an absolute path, ``..`` or a glob (``../elsewhere/*.parquet``) would read,
     and ``serve`` would show, Parquet files from outside it."""
     names: dict[str, str] = {}
-    for method, info in (methods.items() if isinstance(methods, dict) else ()):
+    for method, info in methods.items():
         name = info.get("file") if isinstance(info, dict) else None
         if not name:
             continue
@@ -54,6 +55,54 @@ def pair_file_names(manifest: Path, methods: Any) -> dict[str, str]:
                              "plain file names inside its folder (no path, '..' or wildcard)")
         names[method] = name
     return names
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairsManifest(Manifest):
+    """``pairs.json``: per method (``methods``, in the order mined) its title, definition, counts, pair ``file``
+    or ``why_no_pairs``, and what the method reported; the ``corpus`` mined ({"path", "input", "counts"}), the
+    ``options`` given, cm's in-degree threshold, the sentences flagged as never queries, the stats file's name.
+    Only ``methods`` is required (a hand-made folder names its files with it alone); the file names are checked
+    on reading (:func:`pair_file_names`). Recorded as written: version, time, columns, plot, seconds."""
+
+    FILE = MANIFEST
+    ERROR = PairsError
+    ORDER = ("pretriever_version", "created", "corpus", "options", "duckdb_memory_limit", "join_parts",
+             "total_pairs", "methods", "cm_indegree_threshold", "flagged_sentences", "columns", "stats",
+             "overlap_plot", "seconds")
+    FIX = "mine the folder again with `pretriever mine CORPUS_DIR --out PAIRS_DIR`"
+
+    methods: dict[str, dict[str, Any]]
+    corpus: dict[str, Any] | None = None
+    options: dict[str, Any] | None = None
+    duckdb_memory_limit: str | None = None
+    join_parts: int | None = None
+    total_pairs: int | None = None
+    cm_indegree_threshold: dict[str, Any] | None = None
+    flagged_sentences: dict[str, int] | None = None
+    stats: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any, source: Path | str | None = None) -> PairsManifest:
+        """Parse ``data`` (the content of ``source``), its pair file names checked."""
+        manifest = super().from_json(data, source)
+        pair_file_names(source or MANIFEST, manifest.methods)
+        return manifest
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Each method with pairs and its file's name, in the order mined."""
+        return pair_file_names(MANIFEST, self.methods)
+
+    @property
+    def corpus_path(self) -> str | None:
+        """The corpus store as given to `pretriever mine` (absolute, or relative to where it ran); None: not
+        recorded."""
+        return (self.corpus or {}).get("path") or None
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """The mine option ``name`` as the run used it (``default`` when not recorded)."""
+        return (self.options or {}).get(name, default)
 
 
 class PairsDir:
@@ -65,8 +114,8 @@ class PairsDir:
         if not manifest.exists():
             raise PairsError(f"{self.path} is not a pairs folder: {MANIFEST} is missing; "
                              "mine one with `pretriever mine CORPUS_DIR --out PAIRS_DIR`")
-        self.manifest: dict[str, Any] = read_json(manifest, PairsError)
-        self.files = pair_file_names(manifest, self.manifest.get("methods"))  # method -> its file's name
+        self.manifest = PairsManifest.read(self.path)
+        self.files = self.manifest.files  # method -> its file's name
         self.duplicates_dropped = 0  # by the last batches() over several methods
 
     @property
@@ -78,7 +127,7 @@ class PairsDir:
         if methods is None:
             return self.methods
         wanted = [m.strip().lower() for m in (methods.split(",") if isinstance(methods, str) else methods) if m.strip()]
-        mined = self.manifest.get("methods", {})
+        mined = self.manifest.methods
         for m in wanted:
             if m not in mined:
                 raise PairsError(f"method {m!r} was not mined into {self.path} (it has: {', '.join(mined) or 'none'})")
@@ -147,11 +196,7 @@ def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
         return [path], None
     manifest = path / MANIFEST
     if manifest.exists():
-        try:
-            methods = json.loads(manifest.read_text(encoding="utf-8")).get("methods", {})
-        except json.JSONDecodeError as err:
-            raise PairsError(f"{manifest}: not valid JSON ({err})") from err
-        files = [path / name for name in pair_file_names(manifest, methods).values()]
+        files = [path / name for name in PairsManifest.read(path).files.values()]
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise PairsError(f"{manifest} names pair files that are missing: {', '.join(missing)}")

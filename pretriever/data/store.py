@@ -14,28 +14,22 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pretriever.corpus.manifest import MANIFEST, StoreError, StoreManifest
 from pretriever.corpus.schema import STORE_TABLES
-from pretriever.errors import PretrieverError
-from pretriever.io import read_json
 
 
 # Tables added after stores were first built: a store without one still opens (rebuild it to get it).
 OPTIONAL_TABLES = frozenset({"page_tags"})
 
 
-class StoreError(PretrieverError):
-    """The folder is not a usable corpus store."""
-
-
 class CorpusStore:
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        manifest = self.path / "manifest.json"
-        if not manifest.exists():
+        if not (self.path / MANIFEST).exists():
             hint = " (an interrupted build? continue it with --resume)" if (self.path / "_work").exists() else ""
-            raise StoreError(f"{self.path} is not a corpus store: {manifest.name} is missing{hint}; "
+            raise StoreError(f"{self.path} is not a corpus store: {MANIFEST} is missing{hint}; "
                              "build one with `pretriever corpus build INPUT --out DIR`")
-        self.manifest: dict[str, Any] = read_json(manifest, StoreError)
+        self.manifest = StoreManifest.read(self.path)
         for name in STORE_TABLES:
             if name in OPTIONAL_TABLES and not self.has_table(name):
                 continue  # a store built before the table existed: what reads it does without
@@ -84,4 +78,4 @@ class CorpusStore:
 
     @property
     def counts(self) -> dict[str, Any]:
-        return self.manifest.get("counts", {})
+        return self.manifest.counts

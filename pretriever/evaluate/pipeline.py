@@ -13,10 +13,10 @@ from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_f
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.manifest import EvaluationManifest
 from pretriever.evaluate.report import eval_folder, write_results
 from pretriever.index import HybridOptions, HybridRetriever, IndexFolder, System, bm25_system, choose_alpha
 from pretriever.index.meta import BM25_DIR
-from pretriever.io import read_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import StageResult
 
@@ -210,6 +210,7 @@ class EvaluateResult(StageResult):
     """EVAL_DIR (``out``), its results.json (``manifest``), the evaluation in memory (with the rankings) and
     the files written (``results``, ``curve``, ``overlap``, ``runs``)."""
 
+    manifest: EvaluationManifest | None = None
     evaluation: EvaluationResult
     written: dict[str, Path] = field(default_factory=dict)
 
@@ -238,5 +239,5 @@ def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
     if protocol_notes:
         result.dataset["notes"] = result.dataset.get("notes", []) + protocol_notes
     written = write_results(result, cfg.out, plots=cfg.plots, save_runs=cfg.save_runs)
-    return EvaluateResult(out=cfg.out, manifest=read_json(written["results"], EvaluationError), evaluation=result,
+    return EvaluateResult(out=cfg.out, manifest=EvaluationManifest.read(cfg.out), evaluation=result,
                           written=written)

@@ -8,12 +8,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from pretriever.evaluate.manifest import RESULTS_JSON, EvaluationManifest
 from pretriever.evaluate.tasks import EvaluationError
 from pretriever.metrics import NO_REFERENCE
-from pretriever.io import atomic_path, write_json
+from pretriever.io import atomic_path
 from pretriever.stage import OutputFolder
 
-RESULTS_JSON = "results.json"
 CURVE_PNG = "accuracy_at_k.png"
 RECALL_PNG = "recall_at_k.png"
 OVERLAP_PNG = "overlap.png"
@@ -168,7 +168,7 @@ def write_results(result, out: Path, plots: bool = True, save_runs: bool = False
             runs[name] = str(path.relative_to(out))
             written[f"run:{name}"] = path
         data["runs"] = runs
-    write_json(out / RESULTS_JSON, data)
+    EvaluationManifest.from_json(data).write(out)
     written["results"] = out / RESULTS_JSON
     folder.seal()
     return written

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pretriever import __version__
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
+from pretriever.generate.manifest import GenerateManifest
 from pretriever.generate.prefix import resolve_prefix
 from pretriever.generate.sampling import row_seed, seeded_sampler
 from pretriever.data import QUERIES_FILE, PassageSource
@@ -34,7 +35,7 @@ from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import resolve_precision
 
-MANIFEST = "manifest.json"
+MANIFEST = GenerateManifest.FILE
 PARTS = "parts"
 STATE = "state.json"
 SCHEMA = pa.schema([("passage_id", pa.string()), ("candidate", pa.int32()), ("text", pa.string())])
@@ -44,8 +45,9 @@ GENERATING = "generating"  # the Reporter's task: passages done of those this ru
 
 @dataclass
 class GenerateResult(StageResult):
-    """A run (or an import): ``manifest`` is manifest.json once every part is there (``complete``), else empty."""
+    """A run (or an import): ``manifest`` is manifest.json once every part is there (``complete``), else None."""
 
+    manifest: GenerateManifest | None = field(default=None, kw_only=True)
     config: GenerateConfig
     passages: int = 0  # passages given queries in this run
     queries: int = 0  # rows written in this run
@@ -184,7 +186,7 @@ def finish(cfg: GenerateConfig, parts: list[Path], result: GenerateResult, passa
     write_parquet(table, cfg.out / QUERIES_FILE)
     empty = sum(1 for t in table.column("text").to_pylist() if not t)
     result.complete = True
-    result.manifest = {
+    result.manifest = GenerateManifest.from_json({
         "pretriever_version": __version__,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "corpus": str(cfg.corpus),
@@ -197,7 +199,7 @@ def finish(cfg: GenerateConfig, parts: list[Path], result: GenerateResult, passa
         "options": cfg.to_json(),
         "seconds_last_run": round(result.seconds, 2),
         **(extra or {}),
-    }
-    write_json(cfg.out / MANIFEST, result.manifest)
+    })
+    result.manifest.write(cfg.out)
     shutil.rmtree(cfg.out / PARTS, ignore_errors=True)
     queries_folder(cfg.out).seal()

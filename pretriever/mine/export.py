@@ -273,7 +273,7 @@ def _st_batches(pairs: PairsDir, methods: list[str], with_negative: bool) -> Ite
 
 
 def _export_st(pairs: PairsDir, out: Path, methods: list[str]) -> int:
-    with_negative = pairs.manifest.get("options", {}).get("negatives", "none") != "none"
+    with_negative = pairs.manifest.option("negatives", "none") != "none"
     schema = pa.schema([("anchor", pa.string()), ("positive", pa.string())]
                        + ([("negative", pa.string())] if with_negative else []))
     if out.suffix == ".parquet":

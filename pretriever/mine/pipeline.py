@@ -26,6 +26,7 @@ import ibis.expr.types as ir
 import pyarrow.parquet as pq
 
 from pretriever import __version__
+from pretriever.data.pairs import PairsManifest
 from pretriever.data.store import CorpusStore
 from pretriever.io import PARQUET_OPTIONS, atomic_path, write_json
 from pretriever.mine.config import MineConfig
@@ -53,9 +54,11 @@ class MethodResult:
 
 @dataclass
 class MineResult(StageResult):
-    """A mining run: ``manifest`` is pairs.json, ``stats`` stats.json, ``methods`` each method's counts."""
+    """A mining run: ``manifest`` is pairs.json (None until written), ``stats`` stats.json, ``methods`` each
+    method's counts."""
 
     config: MineConfig
+    manifest: PairsManifest | None = field(default=None, kw_only=True)
     methods: dict[str, MethodResult] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -244,17 +247,17 @@ def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None)
     plot_overlap(result.stats, config.out / PLOT)
     result.seconds = time.perf_counter() - started
     result.manifest = manifest(config, store, result, cm, flagged)
-    write_json(config.out / MANIFEST, result.manifest)
+    result.manifest.write(config.out)
     folder.seal()
     return result
 
 
 def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dict | None,
-             flagged: dict[str, int]) -> dict[str, Any]:
-    return {
+             flagged: dict[str, int]) -> PairsManifest:
+    return PairsManifest.from_json({
         "pretriever_version": __version__,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "corpus": {"path": str(config.corpus), "input": store.manifest.get("input"),
+        "corpus": {"path": str(config.corpus), "input": store.manifest.input,
                    "counts": {k: v for k, v in store.counts.items() if not isinstance(v, dict)}},
         "options": config.to_json(),
         **({"duckdb_memory_limit": result.memory_limit} if result.memory_limit else {}),
@@ -273,4 +276,4 @@ def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dic
         "stats": STATS,
         "overlap_plot": PLOT,
         "seconds": round(result.seconds, 2),
-    }
+    })

@@ -9,6 +9,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pretriever.data.pairs import PairsManifest
+
 QUERY_ANCHOR = "bold yellow"  # the evidential anchor of the query (DL: to P, CM: to E)
 BACK_ANCHOR = "bold green"  # the positive's anchor linking back to Q
 ENTITY_ANCHOR = "bold magenta"  # CM: the positive's anchor to the co-mentioned entity E
@@ -66,13 +68,13 @@ def render_pair(row: dict[str, Any], snippet: int = SNIPPET) -> Panel:
     return Panel(Group(*parts), title=f"{method}  {row['pair_id']}", title_align="left")
 
 
-def stats_table(stats: dict[str, Any], manifest: dict[str, Any] | None = None) -> Table:
+def stats_table(stats: dict[str, Any], manifest: PairsManifest | None = None) -> Table:
     table = Table(title="mined pairs")
     for column, justify in (("method", "left"), ("pairs", "right"), ("distinct queries", "right"),
                             ("distinct positives", "right"), ("query words", "right"),
                             ("passage words", "right"), ("Q-P overlap", "right")):
         table.add_column(column, justify=justify)
-    methods = list((manifest or {}).get("methods", {})) or list(stats.get("methods", {}))
+    methods = list(manifest.methods if manifest else {}) or list(stats.get("methods", {}))
     for method in methods:
         s = stats.get("methods", {}).get(method)
         if s is None or "pairs" not in s:  # no pairs (a report may still say why)

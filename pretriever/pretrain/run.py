@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.io import atomic_path, write_json
+from pretriever.io import atomic_path
 from pretriever.models import load_model, model_label, resolve_device, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.heldout import heldout_mlm, heldout_texts
+from pretriever.pretrain.manifest import PretrainManifest
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
 from pretriever.training import process_rank, resolve_precision, world_size
@@ -48,7 +49,7 @@ from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 
 log = logging.getLogger(__name__)
 
-REPORT = "pretrain.json"
+REPORT = PretrainManifest.FILE
 CHECKPOINTS = "checkpoints"
 SAVING = ".saving"  # the encoder is saved here whole, then moved into place
 INIT = ".init"  # --init random: the randomly initialised checkpoint the run starts from
@@ -56,7 +57,9 @@ INIT = ".init"  # --init random: the randomly initialised checkpoint the run sta
 
 @dataclass(kw_only=True)
 class PretrainResult(StageResult):
-    """MODEL_DIR (``out``), its pretrain.json (``manifest``) and the run's figures."""
+    """MODEL_DIR (``out``), its pretrain.json (``manifest``; None until written) and the run's figures."""
+
+    manifest: PretrainManifest | None = None
 
     config: PretrainConfig
     steps: int = 0
@@ -365,7 +368,7 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     save_encoder(st, objective, cfg.out)
     result.manifest = pretrain_report(cfg, pairs, notes, result, per_epoch, total_steps, device,
                                       time.perf_counter() - started)
-    write_json(cfg.out / REPORT, result.manifest)
+    result.manifest.write(cfg.out)
     shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
     shutil.rmtree(cfg.out / INIT, ignore_errors=True)
     folder.seal()
@@ -506,8 +509,8 @@ def _save_checkpoint(cfg: PretrainConfig, trained: Trained, result: PretrainResu
 
 
 def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], result: PretrainResult,
-                    per_epoch: int, total_steps: int, device: str, wall: float) -> dict[str, Any]:
-    return {
+                    per_epoch: int, total_steps: int, device: str, wall: float) -> PretrainManifest:
+    return PretrainManifest.from_json({
         "pretriever_version": __version__,
         "objective": cfg.objective,
         "terms": ["loss", *OBJECTIVES[cfg.objective].terms],
@@ -535,4 +538,4 @@ def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, 
         **({"held_out": {"pairs": str(cfg.eval_pairs), "mask_rate": cfg.mask_rate, "seed": cfg.seed,
                          "target_perplexity": cfg.target_perplexity, "curve": result.held_out}}
            if cfg.eval_pairs else {}),
-    }
+    })

@@ -18,7 +18,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ from rich.table import Table
 from pretriever.data import AnswerMatcher, PassageLookup, QAExample, load_qa_file
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
+from pretriever.evaluate.manifest import EvaluationManifest
 from pretriever.evaluate.pipeline import open_systems
-from pretriever.io import read_json, write_json
 from pretriever.metrics import exact_match, f1_score, normalisation_name
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReadOptions
@@ -133,9 +133,7 @@ def read_behind_systems(cfg: EvaluateConfig, results_json: Path, report: Reporte
         systems.close()
     read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match,
             "normalisation": normalisation_name(cfg.lenient_match), "systems": scores}
-    data = read_json(results_json, ReaderError)
-    data["reader"] = read
-    write_json(results_json, data)
+    replace(EvaluationManifest.read(results_json.parent), reader=read).write(results_json.parent)
     return read
 
 

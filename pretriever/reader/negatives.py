@@ -38,7 +38,7 @@ from pretriever.retrieval import Hit, Passage
 
 def block_sizes(pairs: PairsDir) -> list[tuple[int, int]]:
     """The (n, m) block sizes qac cut the reference pages into, as its report in pairs.json records them."""
-    qac = pairs.manifest.get("methods", {}).get("qac") or {}
+    qac = pairs.manifest.methods.get("qac") or {}
     return [(int(n), int(m)) for n, m in (size.split(":") for size in qac.get("blocks") or [])]
 
 
@@ -49,7 +49,7 @@ class PairsContexts:
     name = "bm25"
 
     def __init__(self, pairs: PairsDir, store: Path | None = None, report: Reporter = QUIET):
-        corpus = store or Path(pairs.manifest.get("corpus", {}).get("path") or "")
+        corpus = store or Path(pairs.manifest.corpus_path or "")
         if not (corpus / "manifest.json").exists():
             raise PairsError(f"{pairs.path}: the corpus store it was mined from ({corpus}) is not there; "
                              "give it with --corpus")
@@ -72,7 +72,7 @@ class PairsContexts:
     @staticmethod
     def _blocks(pairs: PairsDir) -> Iterable[tuple[str, Passage]]:
         """(id, block) of every page of the references folder qac read, cut at each size it cut."""
-        refs = pairs.manifest.get("options", {}).get("references")
+        refs = pairs.manifest.option("references")
         sizes = block_sizes(pairs)
         if not refs or not sizes:  # qac --context links: its positives are the store's passages
             return

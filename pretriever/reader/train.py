@@ -26,12 +26,12 @@ from typing import Any
 
 from pretriever.data.qa import guess_match_mode
 from pretriever.data.reading import load_reading_file
-from pretriever.io import write_json
 from pretriever.models import model_label
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.evaluate import evaluate_gold
+from pretriever.reader.manifest import ReaderManifest
 from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_model, save_reader_model
 from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
@@ -46,6 +46,8 @@ CHECKPOINTS = "checkpoints"
 @dataclass(kw_only=True)
 class ReaderTrainResult(StageResult):
     """READER_DIR (``out``), its reader.json (``manifest``) and the figures a summary prints."""
+
+    manifest: ReaderManifest | None = None
 
     counts: dict[str, Any]
     dev: dict[str, float] | None
@@ -232,7 +234,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
     final = dev_eval(trainer.model) if dev else None
     save_reader_model(trainer.model, tokenizer, cfg.out)
     history = trainer.state.log_history
-    manifest = {
+    manifest = ReaderManifest.from_json({
         "base_model": model_label(cfg.model), "config": _jsonable(asdict(cfg)), "match": mode,
         "precision": precision, "data": counts.as_dict(), "dev_data": dev_counts.as_dict() if dev_counts else None,
         "train_questions": len(train), "dev_questions": len(dev), "dev_before": before, "dev": final,
@@ -242,8 +244,8 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         "seconds": round(seconds, 2),
         "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.gradient_accumulation / seconds, 3)
         if seconds > 0 else None,
-    }
-    write_json(cfg.out / READER_JSON, manifest)
+    })
+    manifest.write(cfg.out)
     folder.seal()
     return ReaderTrainResult(out=cfg.out, manifest=manifest, counts=counts.as_dict(), dev=final, seconds=seconds,
                              dev_before=before)

@@ -19,14 +19,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pretriever.data.store import CorpusStore
-from pretriever.io import write_json, write_parquet
+from pretriever.io import write_parquet
 from pretriever.progress import QUIET, Reporter
 from pretriever.references.citations import CitedUrls, cited_urls, load_citation_urls
 from pretriever.references.client import Page, PageClient
 from pretriever.references.config import FetchConfig
 from pretriever.references.errors import FetchFailure
 from pretriever.references.extract import extract_text
-from pretriever.references.table import CITATIONS_FILE, MANIFEST_FILE, ReferenceWriter, references_folder
+from pretriever.references.manifest import ReferencesManifest
+from pretriever.references.table import CITATIONS_FILE, ReferenceWriter, references_folder
 from pretriever.references.urls import redact
 from pretriever.stage import StageResult
 
@@ -36,6 +37,8 @@ FETCHING = "fetching"  # the Reporter's task: pages done of those this run fetch
 @dataclass
 class ReferencesResult(StageResult):
     """A fetch or an import: ``out`` holds references.parquet, ``manifest`` is its manifest.json."""
+
+    manifest: ReferencesManifest | None = None
 
 
 @dataclass
@@ -144,12 +147,13 @@ def failures_of(table: pa.Table) -> dict[str, int]:
 
 
 def write_outputs(cfg_dict: dict[str, Any], out, mapping: pa.Table, table: pa.Table, base_funnel: dict[str, int],
-                  seconds: float, **extra: Any) -> dict[str, Any]:
+                  seconds: float, **extra: Any) -> ReferencesManifest:
     """citations.parquet and manifest.json beside references.parquet; returns the manifest."""
     write_parquet(mapping, out / CITATIONS_FILE)
-    manifest = {"config": cfg_dict, "funnel": funnel_of(base_funnel, table), "failures": failures_of(table),
-                "via_archive": pc.sum(table["via_archive"]).as_py() or 0, "seconds": round(seconds, 3), **extra}
-    write_json(out / MANIFEST_FILE, manifest)
+    manifest = ReferencesManifest.from_json({
+        "config": cfg_dict, "funnel": funnel_of(base_funnel, table), "failures": failures_of(table),
+        "via_archive": pc.sum(table["via_archive"]).as_py() or 0, "seconds": round(seconds, 3), **extra})
+    manifest.write(out)
     references_folder(out).seal()
     return manifest
 

@@ -21,10 +21,8 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
-from pretriever.io import read_json
 from pretriever.reader.config import ReadOptions
-from pretriever.reader.errors import ReaderError
-from pretriever.reader.model import READER_JSON
+from pretriever.reader.manifest import ReaderManifest
 from pretriever.reader.predict import Answer, Reader
 from pretriever.retrieval import Passage
 from pretriever.serve.config import ServeConfig
@@ -36,8 +34,7 @@ class Answering:
 
     def __init__(self, path: Path, device: str | None = None):
         self.reader = Reader.load(path, ReadOptions(device=device))
-        meta = path / READER_JSON
-        self.meta: dict[str, Any] = read_json(meta, ReaderError) if meta.is_file() else {}
+        self.meta = ReaderManifest.read(path) if (path / ReaderManifest.FILE).is_file() else None
         self._lock = threading.Lock()
 
     def read(self, question: str, passages: list[Passage], **options: Any) -> Answer:
@@ -48,8 +45,8 @@ class Answering:
             return reader.read(question, passages)
 
     def info(self) -> dict[str, Any]:
-        return {"path": str(self.reader.path.resolve()), "base_model": self.meta.get("base_model"),
-                "dev": self.meta.get("dev"), "defaults": {k: getattr(self.reader.options, k)
+        return {"path": str(self.reader.path.resolve()), "base_model": self.meta.base_model if self.meta else None,
+                "dev": self.meta.dev if self.meta else None, "defaults": {k: getattr(self.reader.options, k)
                                                           for k in ("rank", "n_best", "max_answer_length")}}
 
 

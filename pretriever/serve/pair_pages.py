@@ -146,7 +146,7 @@ class PairsView:
     def store_path(self) -> Path | None:
         """The corpus store the pairs were mined from, when it is still there (pairs.json records it
         as given to `pretriever mine`: absolute, or relative to where it ran or to the pairs folder)."""
-        recorded = (self.dir.manifest.get("corpus") or {}).get("path")
+        recorded = self.dir.manifest.corpus_path
         if not recorded:
             return None
         for candidate in (Path(recorded), self.dir.path.parent / recorded, self.dir.path / recorded):
@@ -157,7 +157,7 @@ class PairsView:
     def definitions(self) -> dict[str, dict[str, Any]]:
         """Per method: its name, definition, pair count, or why it gave none (from pairs.json)."""
         return {m: {k: info.get(k) for k in ("title", "definition", "pairs", "why_no_pairs") if k in info}
-                for m, info in self.dir.manifest.get("methods", {}).items()}
+                for m, info in self.dir.manifest.methods.items()}
 
     def page(self, method: str, page: int, page_size: int, words: str = "", title: str = "") -> PairsPage:
         """Page ``page`` (1-based) of ``method``'s pairs whose query holds every word of ``words`` and whose

@@ -30,7 +30,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,7 +50,7 @@ from pretriever.stage import OutputFolder, StageResult, differences
 from pretriever.train.config import FinetuneConfig, TrainConfig
 from pretriever.train import run as training
 from pretriever.train.errors import TrainError
-from pretriever.train.run import REPORT
+from pretriever.train.manifest import TrainManifest
 
 STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
 PLAN = "finetune.json"
@@ -108,15 +107,14 @@ class _Within(Reporter):
 
 def _train_stage(name: str, scfg: TrainConfig, redo: bool, run_train: RunTrain, report: Reporter) -> StageRun:
     """Skip a finished training whose settings match, continue an interrupted one, else train."""
-    finished = scfg.out / REPORT
-    if finished.exists() and not redo:
-        earlier = json.loads(finished.read_text(encoding="utf-8"))
-        detail = changed_settings(earlier.get("config", {}), scfg)
+    if (scfg.out / TrainManifest.FILE).exists() and not redo:
+        earlier = TrainManifest.read(scfg.out)
+        detail = changed_settings(earlier.config, scfg)
         if detail:
             raise TrainError(f"{scfg.out} holds {name} trained with other settings ({detail}); delete that folder "
                              "to train it (and what follows) again, pass --overwrite to run every stage again, or "
                              "use another FINETUNE_DIR")
-        took = earlier.get("seconds", {}).get("total")
+        took = earlier.seconds.get("total")
         return StageRun(name, scfg.out, False, 0.0, f"finished earlier ({took:.0f} s)" if took else "finished earlier")
     if training.output_folder(scfg.out).last_checkpoint() is not None and not redo:
         scfg, note = dataclasses.replace(scfg, resume=True), "resumed from its checkpoint"

@@ -32,12 +32,13 @@ from typing import Any
 from pretriever import __version__
 from pretriever.data import CorpusStore
 from pretriever.index import IndexFolder
-from pretriever.io import atomic_path, write_json
+from pretriever.io import atomic_path
 from pretriever.models import resolve_device
 from pretriever.train import labelled as lab
 from pretriever.train.config import TrainConfig
 from pretriever.train.errors import TrainError
 from pretriever.train.heldout import retrieval_check, split_heldout
+from pretriever.train.manifest import TrainManifest
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pair_sampling import scan_pairs, select_rows, write_records, write_selected
@@ -46,7 +47,7 @@ from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import (cuda_available, loss_curve, process_rank, progress_callback, quiet, trainer_precision,
                                  world_size)
 
-REPORT = "train.json"
+REPORT = TrainManifest.FILE
 PLOT = "loss.png"
 CHECKPOINTS = "checkpoints"
 WORK = ".work"
@@ -76,6 +77,7 @@ class TrainingData:
 class TrainResult(StageResult):
     """MODEL_DIR (``out``), its train.json (``manifest``) and the trained model in memory."""
 
+    manifest: TrainManifest | None = field(default=None, kw_only=True)
     model: Any = None  # the trained SentenceTransformer
 
 
@@ -327,13 +329,13 @@ def heldout_figures(model, cfg: TrainConfig, heldout) -> dict[str, float]:
 
 def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, Any], training: dict[str, Any],
                     curve: list[dict[str, Any]], pairs_trained: int, *, train_seconds: float, train_cpu: float,
-                    total_seconds: float, heldout: dict[str, Any] | None = None) -> dict[str, Any]:
+                    total_seconds: float, heldout: dict[str, Any] | None = None) -> TrainManifest:
     """train.json: the config, the data (pairs per method), the model, the run, its loss curve and speed.
 
     ``train_cpu`` is the CPU seconds of this process (all threads) while training; ``heldout``: the
     held-out check before and after training, when pairs were held out.
     """
-    return {
+    return TrainManifest.from_json({
         "pretriever_version": __version__,
         "config": cfg.to_json(),
         "data": {"pairs": data.pairs, "per_method": data.counts, "negatives": data.with_negatives, **data.info},
@@ -345,7 +347,7 @@ def training_report(cfg: TrainConfig, data: TrainingData, model_info: dict[str, 
         "pairs_trained": pairs_trained,
         "pairs_per_second": round(pairs_trained / train_seconds, 3) if train_seconds > 0 else None,
         **({"heldout": heldout} if heldout else {}),
-    }
+    })
 
 
 def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -> TrainResult:
@@ -411,7 +413,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
                                total_seconds=time.perf_counter() - t_start, heldout=checks)
     barrier()
     if main:
-        write_json(cfg.out / REPORT, manifest)
+        manifest.write(cfg.out)
         plot_loss(curve, cfg.out / PLOT, f"{model_info['base']} on {data.pairs:,} pairs "
                   f"({', '.join(f'{k} {v:,}' for k, v in data.counts.items())})")
         if not cfg.keep_checkpoints:

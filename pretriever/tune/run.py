@@ -17,7 +17,6 @@ from pretriever.data.qa import word_tokens
 from pretriever.evaluate.core import evaluate_retrievers
 from pretriever.index import IndexFolder
 from pretriever.index.tuned import TUNE_JSON
-from pretriever.io import write_json
 from pretriever.metrics import overlap_ratio
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Retriever, VectorSearch
@@ -26,6 +25,7 @@ from pretriever.tune.candidates import DENSE, Candidate, candidates
 from pretriever.tune.choose import Choice, bootstrap, choose, paired, ranking, tau
 from pretriever.tune.config import TuneConfig
 from pretriever.tune.generators import MIN_TITLE_WORDS, PseudoQueries, TuneError, make_generator
+from pretriever.tune.manifest import TuneManifest
 from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
 
 DEPTH = 100  # passages fused per system, as `evaluate --hybrid` takes them (nDCG@10 needs the top 10)
@@ -36,6 +36,7 @@ COMPARED = "compared dense"  # the --compare index's dense retrieval, beside the
 class TuneResult(StageResult):
     """A tune of the index ``out``: ``manifest`` is what tune.json holds (written unless a dry run)."""
 
+    manifest: TuneManifest | None = field(default=None, kw_only=True)
     choice: Choice
     candidates: list[Candidate]
     generators: dict[str, dict[str, Any]]
@@ -46,10 +47,10 @@ class TuneResult(StageResult):
     compared: dict[str, Any] | None = None  # --compare: the other index's dense row and the paired difference
     written: list[Path] = field(default_factory=list)
 
-    def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
+    def to_manifest(self, cfg: TuneConfig) -> TuneManifest:
         scores = self.choice.scores
         real = (self.validation or {}).get("nDCG@10", {})
-        return {
+        return TuneManifest.from_json({
             "choice": {"label": self.choice.label, "setting": self.setting.to_json(), "best": self.choice.best,
                        "kept_dense": self.choice.kept_dense, "reason": self.choice.reason},
             "candidates": [{"label": c.label, "setting": c.setting.to_json(),
@@ -62,7 +63,7 @@ class TuneResult(StageResult):
             **({"compare": self.compared} if self.compared else {}),
             "agreement": self.choice.agreement,
             "validation": self.validation,
-            "seconds": self.seconds, "config": cfg.to_json()}
+            "seconds": self.seconds, "config": cfg.to_json()})
 
     @property
     def setting(self):
@@ -160,9 +161,9 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
     result = TuneResult(choice, cands, generators, validation, seconds, source, left_out, summary, out=cfg.index)
-    result.manifest = result.to_json(cfg)
+    result.manifest = result.to_manifest(cfg)
     if not cfg.dry_run:
-        write_json(cfg.index / TUNE_JSON, result.manifest)
+        result.manifest.write(cfg.index)
         folder.record_tuned(result.setting, TUNE_JSON)
         result.written = [cfg.index / TUNE_JSON, cfg.index / "index.json"]
     return result

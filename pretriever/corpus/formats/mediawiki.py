@@ -191,7 +191,7 @@ class MediaWikiDump(InputFormat):
         from pretriever.corpus.config import CorpusConfig
 
         result = corpus_build.run(CorpusConfig(input="enwiki.xml.bz2", out="enwiki-store/", workers=1))
-        print(result.manifest["input"]["format"])  # mediawiki
+        print(result.manifest.format)  # mediawiki
 
     From the command line: ``pretriever corpus build enwiki.xml.bz2 --out enwiki/``.
     """
