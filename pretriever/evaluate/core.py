@@ -36,10 +36,12 @@ class EvaluationResult:
     curves: dict[str, dict[str, list]] = field(default_factory=dict)  # system -> {"k": [...], "value": [...]}
     query_ids: list[str] = field(default_factory=list)
     runs: dict[str, list[list[Hit]]] = field(default_factory=dict)  # the raw rankings, in query order (not saved)
+    reader: dict[str, Any] | None = None  # with a reader: its end-to-end scores behind each system
 
     def to_json(self) -> dict[str, Any]:
-        return {"systems": self.systems, "per_query": self.per_query, "config": self.config,
+        data = {"systems": self.systems, "per_query": self.per_query, "config": self.config,
                 "dataset": self.dataset, "overlap": self.overlap, "curves": self.curves}
+        return data if self.reader is None else {**data, "reader": self.reader}
 
 
 def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
