@@ -59,6 +59,8 @@ SYSTEM is a dense index's name (its model's name) or ``bm25``.
 from __future__ import annotations
 
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.core import EvaluationError, EvaluationOptions, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.tasks import AnswersTask, MultiHopTask, QrelsTask
 
-__all__ = ["EvaluateConfig", "EvaluationError", "EvaluationResult", "evaluate_retrievers"]
+__all__ = ["AnswersTask", "EvaluateConfig", "EvaluationError", "EvaluationOptions", "EvaluationResult",
+           "MultiHopTask", "QrelsTask", "evaluate_retrievers"]

@@ -19,7 +19,8 @@ from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_f
                              queries_in_qrels)
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.core import EvaluationError, EvaluationOptions, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.tasks import AnswersTask, EvaluationTask, MultiHopTask, QrelsTask
 from pretriever.evaluate.report import eval_folder, write_results
 from pretriever.index import HybridOptions, HybridRetriever, IndexFolder, System, bm25_system, choose_alpha
 from pretriever.index.meta import BM25_DIR
@@ -115,7 +116,7 @@ def _fusion(dense: System, bm25: System, cfg: EvaluateConfig,
 
 
 def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
-    """The questions of ``cfg`` as keyword arguments for :func:`evaluate_retrievers`, plus a description."""
+    """The questions of ``cfg`` (the inputs of its task, :func:`make_task`), plus a description."""
     if cfg.kind == "qrels":
         queries = load_queries(cfg.queries)
         qrels = load_qrels(cfg.qrels)
@@ -137,6 +138,16 @@ def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
     examples, by = load_multihop(cfg.multihop)
     return {"multihop": examples[:cfg.limit or None], "gold_by": by,
             "dataset": {"name": cfg.multihop.stem, "multihop_file": str(cfg.multihop)}}
+
+
+def make_task(cfg: EvaluateConfig, data: dict[str, Any]) -> EvaluationTask:
+    """The task of ``cfg``'s kind over the questions of ``data`` (:func:`load_dataset`, after
+    :func:`check_protocols` has left out any)."""
+    if cfg.kind == "qrels":
+        return QrelsTask(data["queries"], data["qrels"], cfg.depth, cfg.maxp_factor, cfg.ignore_identical_ids)
+    if cfg.kind == "answers":
+        return AnswersTask(data["answers"], data["match"], cfg.ks, cfg.depth, cfg.overlap_k)
+    return MultiHopTask(data["multihop"], data["gold_by"], cfg.ks, cfg.depth, cfg.overlap_k)
 
 
 def _questions(data: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -249,10 +260,8 @@ def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
     try:
         protocol_notes = check_protocols(systems, data)
         dataset = {**data.pop("dataset"), "systems": systems.described}
-        result = evaluate_retrievers(
-            systems.retrievers, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
-            ignore_identical_ids=cfg.ignore_identical_ids, overlap=cfg.overlap, overlap_k=cfg.overlap_k,
-            batch_size=cfg.batch_size, report=report, dataset=dataset, **data)
+        options = EvaluationOptions(overlap=cfg.overlap, batch_size=cfg.batch_size, dataset=dataset)
+        result = evaluate_retrievers(systems.retrievers, make_task(cfg, data), options, report)
         if cfg.reader is not None:
             result.reader = _read(cfg, systems, data["answers"], data["match"], report)
     finally:
