@@ -88,7 +88,8 @@ def test_ties_follow_trec_eval_order():
 def test_query_id_is_ignored_among_results_unless_asked():
     fake = FakeRetriever("fake", {"x": [("q", 2.0), ("d1", 1.0)]})
     default = evaluate_retrievers([fake], QrelsTask({"q": "x"}, {"q": {"d1": 1}})).per_query["fake"]["q"]
-    kept = evaluate_retrievers([fake], QrelsTask({"q": "x"}, {"q": {"d1": 1}}, ignore_identical_ids=False)).per_query["fake"]["q"]
+    keep = QrelsTask({"q": "x"}, {"q": {"d1": 1}}, ignore_identical_ids=False)
+    kept = evaluate_retrievers([fake], keep).per_query["fake"]["q"]
     assert default["MRR@10"] == 1.0 and kept["MRR@10"] == 0.5
 
 

@@ -434,7 +434,8 @@ def test_a_library_evaluate_run_reads_behind_the_systems_it_opened_once(trained,
                           for qs in QUESTIONS.values() for q, a in qs), encoding="utf-8")
     opened, written = [], []
     open_folder, write = IndexFolder.open, report.write_json
-    monkeypatch.setattr(IndexFolder, "open", lambda self, *a, **kw: opened.append(self.path) or open_folder(self, *a, **kw))
+    monkeypatch.setattr(IndexFolder, "open",
+                        lambda self, *a, **kw: opened.append(self.path) or open_folder(self, *a, **kw))
     monkeypatch.setattr(report, "write_json", lambda path, data: written.append(path) or write(path, data))
     cfg = EvaluateConfig(index=[root / "bm25"], answers=qa, reader=trained.out, reader_k=3, ks=[1, 3], plots=False,
                          out=tmp_path / "eval")
