@@ -235,9 +235,9 @@ class CachedEncoder:
 
 
 def evaluate(systems, queries, qrels) -> dict:
-    from pretriever.evaluate import evaluate_retrievers
+    from pretriever.evaluate import EvaluationOptions, QrelsTask, evaluate_retrievers
 
-    res = evaluate_retrievers(systems, queries, qrels, overlap=False)
+    res = evaluate_retrievers(systems, QrelsTask(queries, qrels), EvaluationOptions(overlap=False))
     return {name: {"nDCG@10": m["nDCG@10"], "Recall@100": m["Recall@100"]} for name, m in res.systems.items()}
 
 
@@ -398,9 +398,9 @@ def run_scifact(index_dir: Path, work: Path, threads: int | None) -> dict:
     per = {}
     for label in ("base", "linear (grid-tuned)", "aopt-passage (tuned)"):
         idx = DenseIndex.load(index_dir if label == "base" else runs / label.replace(" ", "_"), model=enc)
-        from pretriever.evaluate import evaluate_retrievers
+        from pretriever.evaluate import EvaluationOptions, QrelsTask, evaluate_retrievers
 
-        res = evaluate_retrievers([idx], test, test_qrels, overlap=False)
+        res = evaluate_retrievers([idx], QrelsTask(test, test_qrels), EvaluationOptions(overlap=False))
         pq_ = res.per_query[idx.name]
         seen = [q for q in test_qrels if set(test_qrels[q]) & train_rel]
         unseen = [q for q in test_qrels if q not in set(seen)]

@@ -69,7 +69,7 @@ class Retriever(Protocol):
             def search(self, queries, k):
                 return [[Hit("doc-0", 1.0)][:k] for _ in queries]
 
-        evaluate_retrievers([Fixed()], queries, qrels)
+        evaluate_retrievers([Fixed()], QrelsTask(queries, qrels))  # pretriever.evaluate
     """
 
     name: str

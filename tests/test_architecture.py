@@ -62,7 +62,7 @@ def _reexports(package: str, modules: dict[str, Path]) -> dict[str, str]:
 
 
 def test_the_layer_contract_holds():
-    """import-linter's layers contract (pyproject.toml): cli/serve > evaluate, refine, reader > train > index,
+    """import-linter's layers contract (pyproject.toml): cli/serve > tune > evaluate, refine > reader > train > index,
     mine, generate > references > data > corpus > shared modules."""
     linter = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if linter is None:

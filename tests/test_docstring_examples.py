@@ -14,6 +14,7 @@ SELF_CONTAINED = [
     "pretriever.evaluate.tasks:EvaluationTask",
     "pretriever.evaluate.tasks:QrelsTask",
     "pretriever.evaluate.tasks:MultiHopTask",
+    "pretriever.evaluate.core:evaluate_retrievers",
     "pretriever.refine.ops:aopt_loss",
     "pretriever.pretrain.objectives.base:Objective",
     "pretriever.pretrain.objectives.cocondenser:CoCondenser",

@@ -14,7 +14,8 @@ from pretriever.cli.evaluate import evaluate_command
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import DatasetError, MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
-from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrievers
+from pretriever.evaluate import (AnswersTask, EvaluateConfig, EvaluationError, EvaluationOptions, MultiHopTask,
+                                 QrelsTask, evaluate_retrievers)
 from pretriever.metrics import bucket_of, overlap_ratio, qrels_metrics, trec_order
 from pretriever.retrieval import Hit
 
@@ -55,7 +56,7 @@ Q4 = {"nDCG@10": 0.0, "MRR@10": 0.0, "Recall@20": 1.0, "MAP": (1 / 11) / 1}
 
 def test_hand_computed_qrels_metrics():
     fake = FakeRetriever("fake", RANKINGS)
-    result = evaluate_retrievers([fake], QUERIES, QRELS)
+    result = evaluate_retrievers([fake], QrelsTask(QUERIES, QRELS))
     per = result.per_query["fake"]
     for qid, expected in (("q1", Q1), ("q2", Q2), ("q4", Q4)):
         for metric, value in expected.items():
@@ -71,7 +72,7 @@ def test_hand_computed_qrels_metrics():
 
 def test_mrr_is_cut_at_ten_but_recall_is_not():
     fake = FakeRetriever("fake", RANKINGS)
-    per = evaluate_retrievers([fake], QUERIES, {"q4": QRELS["q4"]}).per_query["fake"]["q4"]
+    per = evaluate_retrievers([fake], QrelsTask(QUERIES, {"q4": QRELS["q4"]})).per_query["fake"]["q4"]
     assert per["MRR@10"] == 0.0 and per["Recall@20"] == 1.0 and per["MAP"] == pytest.approx(1 / 11)
 
 
@@ -80,26 +81,26 @@ def test_ties_follow_trec_eval_order():
     assert [d for d, _ in trec_order({"a": 1.0, "z": 1.0, "m": 2.0})] == ["m", "z", "a"]
     fake = FakeRetriever("fake", {"x": [(f"d{i:02d}", 1.0) for i in range(11)]})
     # relevant d10 (the largest id) ranks first under ties, although the system returned it last
-    per = evaluate_retrievers([fake], {"q": "x"}, {"q": {"d10": 1}}).per_query["fake"]["q"]
+    per = evaluate_retrievers([fake], QrelsTask({"q": "x"}, {"q": {"d10": 1}})).per_query["fake"]["q"]
     assert per["MRR@10"] == 1.0
 
 
 def test_query_id_is_ignored_among_results_unless_asked():
     fake = FakeRetriever("fake", {"x": [("q", 2.0), ("d1", 1.0)]})
-    default = evaluate_retrievers([fake], {"q": "x"}, {"q": {"d1": 1}}).per_query["fake"]["q"]
-    kept = evaluate_retrievers([fake], {"q": "x"}, {"q": {"d1": 1}},
-                               ignore_identical_ids=False).per_query["fake"]["q"]
+    default = evaluate_retrievers([fake], QrelsTask({"q": "x"}, {"q": {"d1": 1}})).per_query["fake"]["q"]
+    keep = QrelsTask({"q": "x"}, {"q": {"d1": 1}}, ignore_identical_ids=False)
+    kept = evaluate_retrievers([fake], keep).per_query["fake"]["q"]
     assert default["MRR@10"] == 1.0 and kept["MRR@10"] == 0.5
 
 
 def test_two_systems_side_by_side_and_duplicate_names_refused():
     a = FakeRetriever("a", RANKINGS)
     b = FakeRetriever("b", {"first query": [("d1", 1.0), ("d3", 0.9)]})
-    result = evaluate_retrievers([a, b], QUERIES, QRELS)
+    result = evaluate_retrievers([a, b], QrelsTask(QUERIES, QRELS))
     assert list(result.systems) == ["a", "b"]
     assert result.per_query["b"]["q1"]["nDCG@10"] == pytest.approx(1.0)
     with pytest.raises(EvaluationError, match="share the name"):
-        evaluate_retrievers([a, FakeRetriever("a", {})], QUERIES, QRELS)
+        evaluate_retrievers([a, FakeRetriever("a", {})], QrelsTask(QUERIES, QRELS))
 
 
 # --- with a store: MaxP, answers, titles, overlap ------------------------------------------
@@ -134,7 +135,8 @@ def test_store_fixture_is_chunked(chunked_store):
 
 def test_maxp_aggregates_passages_to_documents(chunked_store):
     fake = FakeRetriever("fake", {"x": [("C-0", 0.9), ("A-1", 0.8), ("C-0", 0.7), ("A-0", 0.95), ("B-1", 0.1)]})
-    result = evaluate_retrievers([fake], {"q": "x"}, {"q": {"A": 1, "B": 1}}, depth=2, store=chunked_store)
+    result = evaluate_retrievers([fake], QrelsTask({"q": "x"}, {"q": {"A": 1, "B": 1}}, depth=2),
+                                 EvaluationOptions(store=chunked_store))
     # documents by best passage: A 0.95, C 0.9, B 0.1; cut to depth 2 -> A, C
     per = result.per_query["fake"]["q"]
     assert per["MRR@10"] == 1.0 and per["Recall@20"] == 0.5
@@ -149,7 +151,7 @@ def test_answers_top_k_accuracy_with_store(chunked_store):
     fake = FakeRetriever("fake", rankings)
     examples = [QAExample("where is the tower", ["paris"]), QAExample("who found x rays", ["Röntgen"]),
                 ("unanswerable", ["nobody"])]
-    result = evaluate_retrievers([fake], answers=examples, ks=[1, 2, 3], store=chunked_store)
+    result = evaluate_retrievers([fake], AnswersTask(examples, ks=[1, 2, 3]), EvaluationOptions(store=chunked_store))
     assert result.systems["fake"]["Acc@1"] == 0.0
     assert result.systems["fake"]["Acc@2"] == pytest.approx(1 / 3)
     assert result.systems["fake"]["Acc@3"] == pytest.approx(2 / 3)
@@ -165,16 +167,16 @@ def test_answers_top_k_accuracy_with_store(chunked_store):
 
 def test_answers_need_a_store():
     with pytest.raises(EvaluationError, match="corpus store"):
-        evaluate_retrievers([FakeRetriever("fake", {})], answers=[("q", ["a"])])
+        evaluate_retrievers([FakeRetriever("fake", {})], AnswersTask([("q", ["a"])]))
 
 
 def test_multihop_all_gold_by_passage_and_by_title(chunked_store):
     fake = FakeRetriever("fake", {"q": [("A-0", 3.0), ("C-0", 2.0), ("B-1", 1.0)]})
-    by_pid = evaluate_retrievers([fake], multihop=[MultiHopExample("q", ["A-0", "B-1"])], ks=[1, 2, 3],
-                                 store=chunked_store)
+    by_pid = evaluate_retrievers([fake], MultiHopTask([MultiHopExample("q", ["A-0", "B-1"])], ks=[1, 2, 3]),
+                                 EvaluationOptions(store=chunked_store))
     assert by_pid.systems["fake"] == {"Acc@1": 0.0, "Acc@2": 0.0, "Acc@3": 1.0, "queries": 1}
-    by_title = evaluate_retrievers([fake], multihop=[("q", ["Alpha", "Gamma"])], gold_by="title", ks=[1, 2, 3],
-                                   store=chunked_store)
+    by_title = evaluate_retrievers([fake], MultiHopTask([("q", ["Alpha", "Gamma"])], gold_by="title", ks=[1, 2, 3]),
+                                   EvaluationOptions(store=chunked_store))
     assert by_title.systems["fake"]["Acc@2"] == 1.0 and by_title.systems["fake"]["Acc@1"] == 0.0
 
 

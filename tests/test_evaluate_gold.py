@@ -15,7 +15,7 @@ from pretriever.cli.evaluate import evaluate_command
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import QAExample
-from pretriever.evaluate import EvaluationError, evaluate_retrievers
+from pretriever.evaluate import AnswersTask, EvaluationError, EvaluationOptions, MultiHopTask, evaluate_retrievers
 
 runner = CliRunner()
 
@@ -58,11 +58,12 @@ def test_qrels_naming_some_missing_documents_warn_with_counts(two_docs):
 
 def test_multihop_gold_passages_outside_the_corpus(two_docs):
     fake = FakeRetriever("fake", {"q": [("A-0", 1.0)]})
+    store = EvaluationOptions(store=two_docs / "store")
     with pytest.raises(EvaluationError, match="none of its 2 gold passages is in the corpus store"):
-        evaluate_retrievers([fake], multihop=[("q", ["Z1", "Z2"])], store=two_docs / "store")
+        evaluate_retrievers([fake], MultiHopTask([("q", ["Z1", "Z2"])]), store)
     with pytest.raises(EvaluationError, match="none of its 1 gold titles"):
-        evaluate_retrievers([fake], multihop=[("q", ["Nowhere"])], gold_by="title", store=two_docs / "store")
-    result = evaluate_retrievers([fake], multihop=[("q", ["A-0"]), ("r", ["Z1"])], store=two_docs / "store")
+        evaluate_retrievers([fake], MultiHopTask([("q", ["Nowhere"])], gold_by="title"), store)
+    result = evaluate_retrievers([fake], MultiHopTask([("q", ["A-0"]), ("r", ["Z1"])]), store)
     assert any("1 of its 2 gold passages are not in the corpus store" in n for n in result.dataset["notes"])
 
 
@@ -72,7 +73,7 @@ def test_answers_whose_gold_passages_are_all_missing_warn(two_docs):
     fake = FakeRetriever("fake", {"where is the tower": [("A-0", 1.0)], "who found x-rays": [("A-0", 1.0)]})
     examples = [QAExample("where is the tower", ["Paris"], "0", [{"passage_id": "9", "text": "Paris"}]),
                 QAExample("who found x-rays", ["Roentgen"], "1", [{"passage_id": "8", "text": "Roentgen"}])]
-    result = evaluate_retrievers([fake], answers=examples, ks=[1], store=two_docs / "store")
+    result = evaluate_retrievers([fake], AnswersTask(examples, ks=[1]), EvaluationOptions(store=two_docs / "store"))
     assert result.systems["fake"]["Acc@1"] == 0.5
     assert any("2 of its 2 gold passages (positive_ctxs) are not in the corpus store" in n and
                "2 of 2 questions have none" in n for n in result.dataset["notes"])

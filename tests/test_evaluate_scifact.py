@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from conftest import SCIFACT
 from helpers import cli_app
 from pretriever.data import load_qrels, load_queries, queries_in_qrels
-from pretriever.evaluate import evaluate_retrievers
+from pretriever.evaluate import EvaluationOptions, QrelsTask, evaluate_retrievers
 
 TOLERANCE = 0.01
 
@@ -44,7 +44,8 @@ def test_bm25_matches_the_reference(scifact_store, scifact_test):
     from pretriever.index import BM25Index
 
     queries, qrels = scifact_test
-    result = evaluate_retrievers([BM25Index.build(scifact_store)], queries, qrels, store=scifact_store)
+    result = evaluate_retrievers([BM25Index.build(scifact_store)], QrelsTask(queries, qrels),
+                                 EvaluationOptions(store=scifact_store))
     metrics = result.systems["bm25"]
     assert metrics["queries"] == 300
     assert metrics["nDCG@10"] == pytest.approx(0.686, abs=TOLERANCE)
@@ -59,7 +60,7 @@ def test_minilm_exact_index_matches_the_reference(dense_index_dir, scifact_test)
     queries, qrels = scifact_test
     index = DenseIndex.load(dense_index_dir)
     assert index.meta.index_type == "flat"  # exact inner product
-    result = evaluate_retrievers([index], queries, qrels)  # the store named in index.json is not needed here
+    result = evaluate_retrievers([index], QrelsTask(queries, qrels))  # the store named in index.json is not needed here
     metrics = result.systems[index.name]
     assert index.name == "all-MiniLM-L6-v2"
     assert metrics["nDCG@10"] == pytest.approx(0.649, abs=TOLERANCE)

@@ -255,6 +255,19 @@ def test_config_from_toml_and_cli(tmp_path):
 
 # -- CLI ---------------------------------------------------------------------------------------
 
+def test_a_library_encode_and_merge_build_the_bm25_they_are_asked_for(tiny_store, model, tmp_path):
+    """IndexConfig.build_bm25 holds for a library caller too: encode.run and encode.merge build INDEX_DIR/bm25
+    (encode.run ignored it; only the command built it, afterwards)."""
+    out = tmp_path / "index"
+    encode_mod.run(IndexConfig(corpus=tiny_store, out=out, build_bm25=True, **SETTINGS), model=model)
+    assert IndexMeta.read(out / "bm25").count == len(TINY_DOCS)
+    shard = tmp_path / "shard"
+    encode_mod.run(IndexConfig(corpus=tiny_store, out=shard, shard="0/1", **SETTINGS), model=model)
+    assert not (shard / "bm25").exists()  # a shard is not an index yet
+    encode_mod.merge(IndexConfig(corpus=tiny_store, out=shard, build_bm25=True))
+    assert IndexMeta.read(shard / "bm25").count == len(TINY_DOCS)
+
+
 def test_cli_build_search_and_bm25(tiny_store, tmp_path):
     runner = CliRunner()
     out = tmp_path / "tiny-index"

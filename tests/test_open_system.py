@@ -15,7 +15,7 @@ import pytest
 from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import CorpusStore, PassageLookup, StoreError
-from pretriever.evaluate import EvaluateConfig, EvaluationError, evaluate_retrievers
+from pretriever.evaluate import AnswersTask, EvaluateConfig, EvaluationError, EvaluationOptions, evaluate_retrievers
 from pretriever.evaluate.pipeline import open_systems
 from pretriever.index import (BM25Index, DenseIndex, HybridOptions, HybridRetriever, IndexFolder, NotAnIndexError,
                               System, encoder_info, fuse, save_dense_index)
@@ -202,11 +202,12 @@ def test_evaluate_and_the_reader_resolve_the_store_the_same_way(built, tmp_path)
 def test_evaluate_retrievers_reads_a_searchers_own_store(built):
     answers = [("where is the tower", ["Paris"]), ("who found penicillin", ["Fleming"])]
     with IndexFolder(built["index"]).open("bm25") as lexical:
-        result = evaluate_retrievers([lexical], answers=answers, ks=[1])  # no store= : the searcher brings its own
+        result = evaluate_retrievers([lexical], AnswersTask(answers, ks=[1]))  # no store: the searcher brings its own
         assert result.systems["bm25"]["Acc@1"] == 1.0
         with pytest.raises(EvaluationError, match="corpus store"):  # the bare index knows no store
-            evaluate_retrievers([lexical.retriever], answers=answers, ks=[1])
-        same = evaluate_retrievers([lexical.retriever], answers=answers, ks=[1], store=built["store"])
+            evaluate_retrievers([lexical.retriever], AnswersTask(answers, ks=[1]))
+        same = evaluate_retrievers([lexical.retriever], AnswersTask(answers, ks=[1]),
+                                   EvaluationOptions(store=built["store"]))
         assert same.systems == result.systems
 
 

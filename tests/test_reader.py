@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 from conftest import QA, shared
 from reader_fixtures import DOCS, QUESTIONS
 from pretriever.cli import app
+from pretriever.evaluate import pipeline, report
+from pretriever.evaluate.config import EvaluateConfig
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
 from pretriever.index import IndexFolder, encoder_info, save_dense_index
 from pretriever.metrics import exact_match, f1_score, normalize_answer
@@ -420,6 +422,31 @@ def test_evaluate_reports_reader_only_em_on_the_gold_passages(trained, tiny, tmp
     scores = json.loads((tmp_path / "eval" / "results.json").read_text())["reader"]["systems"]["bm25"]
     assert scores["gold questions"] == 5 and scores["questions"] == 8
     assert scores["gold EM"] == pytest.approx(sum(expected) / 5)
+
+
+@pytest.mark.slow
+def test_a_library_evaluate_run_reads_behind_the_systems_it_opened_once(trained, tiny, tmp_path, monkeypatch):
+    """`evaluate.run(cfg)` with cfg.reader is the whole of `pretriever evaluate --reader`: the reader's scores
+    are in the result and in results.json, each index is opened once and results.json is written once (the
+    library ignored cfg.reader; the command read afterwards, opening every index again and rewriting the file)."""
+    root, _ = tiny
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps({"question": q, "answer": [a]}) + "\n"
+                          for qs in QUESTIONS.values() for q, a in qs), encoding="utf-8")
+    opened, written = [], []
+    open_folder, write = IndexFolder.open, report.write_json
+    monkeypatch.setattr(IndexFolder, "open",
+                        lambda self, *a, **kw: opened.append(self.path) or open_folder(self, *a, **kw))
+    monkeypatch.setattr(report, "write_json", lambda path, data: written.append(path) or write(path, data))
+    cfg = EvaluateConfig(index=[root / "bm25"], answers=qa, reader=trained.out, reader_k=3, ks=[1, 3], plots=False,
+                         out=tmp_path / "eval")
+    result = pipeline.run(cfg)
+    assert opened == [root / "bm25"] and written == [tmp_path / "eval" / "results.json"]
+    saved = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert saved["reader"] == result.manifest["reader"] == result.evaluation.reader
+    [(name, scores)] = saved["reader"]["systems"].items()
+    assert name in saved["systems"] and saved["reader"]["k"] == 3 and saved["reader"]["match"] == "string"
+    assert scores["questions"] == 8 and scores["top-3 accuracy"] == 1.0 and scores["EM"] >= 0.5
 
 
 # ---------------------------------------------------------------- resume, best checkpoint

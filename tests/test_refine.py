@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import cli_app
-from pretriever.evaluate import evaluate_retrievers
+from pretriever.evaluate import QrelsTask, evaluate_retrievers
 from refine_fixtures import toy_config
 from pretriever.index import DenseIndex, FaissParams, build_faiss_index
 from pretriever.refine import (PatchedSearcher, RefinedIndex, RefineError, aopt, build_labels,
@@ -246,7 +246,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     changed = ~np.all(np.isclose(np.asarray(dense.embeddings), np.asarray(base.embeddings)), axis=1)
     assert changed.sum() == ref["passages_changed"] and (changed.sum() > 0) == passage_side
     refined = RefinedIndex.load(out, model=toy["model"])
-    result = evaluate_retrievers([base, refined], toy["test"], toy["test_qrels"])
+    result = evaluate_retrievers([base, refined], QrelsTask(toy["test"], toy["test_qrels"]))
     assert set(result.systems) == {"all-MiniLM-L6-v2", meta.name}
     assert result.systems[meta.name]["queries"] == 20
     if method in ("aopt-query", "hybrid"):
@@ -273,7 +273,7 @@ def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_pat
     refined = DenseIndex.load(tmp_path / "r", model=toy["model"])
     train = {f"q{i}": toy["texts"][f"q{i}"] for i in range(40)}
     train_qrels = {q: toy["qrels"][q] for q in train}
-    res = evaluate_retrievers([base, refined], train, train_qrels)
+    res = evaluate_retrievers([base, refined], QrelsTask(train, train_qrels))
     assert res.systems[refined.name]["nDCG@10"] > res.systems[base.name]["nDCG@10"]
 
 
@@ -313,7 +313,8 @@ def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
     _, val = split_queries(40, 0.25, 0)
     val_ids = [f"q{i}" for i in val]
     base = DenseIndex.load(toy["index"], model=toy["model"])
-    res = evaluate_retrievers([base], {q: toy["texts"][q] for q in val_ids}, {q: toy["qrels"][q] for q in val_ids})
+    res = evaluate_retrievers([base], QrelsTask({q: toy["texts"][q] for q in val_ids},
+                                                {q: toy["qrels"][q] for q in val_ids}))
     assert res.systems[base.name]["nDCG@10"] == pytest.approx(grid[0, 0], abs=1e-6)
 
 
@@ -420,7 +421,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     assert result.exit_code == 0, result.output
     shown = [w for line in result.output.splitlines() for w in line.split() if w.startswith("d") and w[1:].isdigit()]
     qid = next(q for q, t in toy["texts"].items() if t == query)
-    evaluated = evaluate_retrievers([IndexFolder(out).retriever()], {qid: query}, {qid: toy["qrels"][qid]}, depth=5)
+    evaluated = evaluate_retrievers([IndexFolder(out).retriever()], QrelsTask({qid: query}, {qid: toy["qrels"][qid]}, depth=5))
     assert shown == [h.passage_id for h in evaluated.runs[refined.name][0]]
     assert shown != [h.passage_id for h in plain.search([query], 5)[0]]
 

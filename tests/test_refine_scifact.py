@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.data import load_qrels, load_queries
-from pretriever.evaluate import evaluate_retrievers
+from pretriever.evaluate import QrelsTask, evaluate_retrievers
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +77,7 @@ def test_cli_refine_then_evaluate_on_held_out_claims(slice_index, method):
     assert {"title", "text", "positive_queries", "negative_queries"} <= set(table.column_names)
     base = DenseIndex.load(root / "index")
     refined = RefinedIndex.load(out, model=base.model) if method == "hybrid" else DenseIndex.load(out, model=base.model)
-    res = evaluate_retrievers([base, refined], test_queries, test_qrels)
+    res = evaluate_retrievers([base, refined], QrelsTask(test_queries, test_qrels))
     for name in (base.name, refined.name):
         assert res.systems[name]["queries"] == 20
         assert 0.3 < res.systems[name]["nDCG@10"] <= 1.0

@@ -5,16 +5,14 @@ Wire into the main app with ``app.command("evaluate")(evaluate_command)``.
 
 from __future__ import annotations
 
-
 from rich.markup import escape
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.evaluate import pipeline as evaluation
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.report import metrics_table, overlap_table
+from pretriever.evaluate.report import metrics_table, overlap_table, reader_table
 from pretriever.progress import RichReporter, console
-from pretriever.reader.evaluate import read_behind_systems, reader_table
 
 
 def _ks(value: str) -> list[int]:
@@ -97,9 +95,7 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
     """
     with RichReporter() as report, stage(report):
         evaluated = evaluation.run(cfg, report)
-        result, written = evaluated.evaluation, evaluated.written
-        if cfg.reader is not None:
-            read = read_behind_systems(cfg, written["results"], report)
+    result, written = evaluated.evaluation, evaluated.written
 
     console.print(metrics_table(result))
     table = overlap_table(result)
@@ -107,8 +103,8 @@ def evaluate_command(cfg: EvaluateConfig) -> None:
         console.print(table)
     if result.kind == "answers":
         console.print(f"answer matching: {result.config.get('match')}")
-    if cfg.reader is not None:
-        console.print(reader_table(read, cfg))
+    if result.reader is not None:
+        console.print(reader_table(result.reader))
     for note in result.dataset.get("notes", []):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     console.print(f"results: {written['results']}" + "".join(f", {p.name}" for key, p in written.items()

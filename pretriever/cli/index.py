@@ -14,9 +14,8 @@ from rich.table import Table
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import CorpusStore
-from pretriever.index import (BM25Index, BM25Options, IndexConfig, IndexFolder, IndexMeta, SearchConfig, System,
-                              encode, merge_index)
-from pretriever.index.bm25 import bm25_folder
+from pretriever.index import IndexConfig, IndexFolder, IndexMeta, SearchConfig, System, encode
+from pretriever.index.bm25 import build_bm25
 from pretriever.index.encode import ENCODE_JSON, WORK, EncodeState
 from pretriever.index.meta import BM25_DIR, BM25_JSON
 from pretriever.index.export import INDEX_EXPORT_FORMATS, export_pyserini
@@ -76,8 +75,6 @@ def run_build(cfg: IndexConfig) -> encode.IndexResult:
                       f"pretriever index merge {cfg.out} [OTHER_SHARD_OUT_DIRS...]")
         return result
     console.print(f"Encoded {done_now}.")
-    if cfg.build_bm25:
-        _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
     print_meta(result.manifest, cfg.out)
     return result
 
@@ -115,9 +112,7 @@ def merge(cfg: IndexConfig, shard_dirs: Optional[list[Path]]) -> None:
       pretriever index merge scifact-shards/ --index-type hnsw
     """
     with RichReporter() as report, stage(report):
-        meta = merge_index(cfg.out, shard_dirs or [], cfg.faiss, cfg.dtype, cfg.keep_work, report)
-    if cfg.build_bm25:
-        _build_bm25(cfg.corpus, cfg.out / BM25_DIR, cfg.bm25)
+        meta = encode.merge(cfg, shard_dirs or [], report)
     print_meta(meta, cfg.out)
 
 
@@ -133,16 +128,9 @@ def bm25_command(cfg: IndexConfig) -> None:
 
     Example:  pretriever index bm25 scifact-store/ --out scifact-index/bm25
     """
-    index = _build_bm25(cfg.corpus, cfg.out, cfg.bm25)
-    console.print(f"BM25 index of {len(index):,} passages ({index.meta.vocabulary:,} terms) in {cfg.out}")
-
-
-def _build_bm25(corpus: Path, out: Path, options: BM25Options) -> BM25Index:
     with RichReporter() as report, stage(report):
-        bm25_folder(out).check()  # before the work
-        index = BM25Index.build(CorpusStore(corpus), options, report)
-        index.save(out)
-    return index
+        index = build_bm25(CorpusStore(cfg.corpus), cfg.out, cfg.bm25, report)
+    console.print(f"BM25 index of {len(index):,} passages ({index.meta.vocabulary:,} terms) in {cfg.out}")
 
 
 @index_app.command("export")

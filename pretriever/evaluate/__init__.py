@@ -1,8 +1,9 @@
 """Stage 5: evaluate retrievers against judgments, QA answers or multi-hop gold sets.
 
 Every system is a :class:`pretriever.retrieval.Retriever` (BM25, dense indexes, refined
-indexes) and is scored the same way by :func:`evaluate_retrievers`; ``pretriever evaluate``
-opens the systems, calls it, prints the tables and writes ``EVAL_DIR/results.json``.
+indexes) and is scored the same way by :func:`evaluate_retrievers` on a task (:mod:`pretriever.evaluate.tasks`);
+:func:`pretriever.evaluate.pipeline.run` opens the systems, calls it, reads behind them with a reader when asked
+and writes ``EVAL_DIR/results.json``; ``pretriever evaluate`` calls that and prints the tables.
 
 Three kinds of evaluation
 -------------------------
@@ -50,7 +51,9 @@ Results file
       "curves":    {SYSTEM: {"k": [...], "value": [...], "metric"}},  # Acc@k for k = 1..depth, or
                                                                       # Recall@k at fixed cut-offs
       "plots":     {"curve": "accuracy_at_k.png" | "recall_at_k.png", "overlap": "overlap.png"},
-      "runs":      {SYSTEM: "runs/SYSTEM.trec"}  # only with --save-runs (passage-level rankings)
+      "runs":      {SYSTEM: "runs/SYSTEM.trec"},  # only with --save-runs (passage-level rankings)
+      "reader":    {"reader", "k", "match", "normalisation",   # only with --reader (answers): the reader's
+                    "systems": {SYSTEM: {"EM", "F1", "top-k accuracy", "questions", ...}}}  # end-to-end scores
     }
 
 SYSTEM is a dense index's name (its model's name) or ``bm25``.
@@ -59,6 +62,8 @@ SYSTEM is a dense index's name (its model's name) or ``bm25``.
 from __future__ import annotations
 
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.core import EvaluationError, EvaluationOptions, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.tasks import AnswersTask, MultiHopTask, QrelsTask
 
-__all__ = ["EvaluateConfig", "EvaluationError", "EvaluationResult", "evaluate_retrievers"]
+__all__ = ["AnswersTask", "EvaluateConfig", "EvaluationError", "EvaluationOptions", "EvaluationResult",
+           "MultiHopTask", "QrelsTask", "evaluate_retrievers"]

@@ -14,6 +14,7 @@ MATCH_CHOICES = ("auto", "string", "regex")
 DEFAULT_QA_KS = (1, 5, 20, 100)  # DPR's top-k accuracy table
 DEFAULT_MULTIHOP_KS = (2, 10, 20, 100)  # MDR/HotpotQA: both gold passages in the top k
 DEFAULT_QRELS_DEPTH = 1000  # documents kept per query, for Recall@1000 and MAP
+DEFAULT_OVERLAP_K = 20  # HLP Fig. 4: top-20 accuracy per overlap bucket
 
 
 @dataclass
@@ -59,8 +60,8 @@ class EvaluateConfig:
     maxp_factor: int = option(3, "When the store splits documents into passages, fetch depth x this many passages "
                                  "and score each document by its best passage (MaxP).")
     ignore_identical_ids: bool = option(True, "Leave out a document whose id equals the query id (as BEIR does).")
-    overlap_k: int = option(20, "The top-k accuracy reported per question-passage overlap bucket (HLP Fig. 4: "
-                                "top-20).")
+    overlap_k: int = option(DEFAULT_OVERLAP_K, "The top-k accuracy reported per question-passage overlap bucket "
+                                               "(HLP Fig. 4: top-20).")
     overlap: bool = option(True, "The Q-P overlap analysis (table and overlap.png; needs passage texts from the "
                                  "store).")
     batch_size: int = batch_size_option(256, "Questions", "search call")

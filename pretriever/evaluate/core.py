@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pretriever.data import CorpusStore, MultiHopExample, PassageLookup, QAExample
+from pretriever.data import CorpusStore, PassageLookup
 from pretriever.data.qa import word_tokens
-from pretriever.evaluate.tasks import (AnswersTask, EvaluationError, EvaluationTask, MultiHopTask, QrelsTask,
-                                       SystemScore)
+from pretriever.evaluate.tasks import EvaluationError, EvaluationTask, SystemScore
 from pretriever.metrics import NO_REFERENCE, OVERLAP_EDGES, bucket_labels, bucket_of, overlap_ratio
 from pretriever.progress import QUIET, Reporter
 from pretriever.retrieval import Hit, Retriever, Searcher
@@ -36,10 +35,12 @@ class EvaluationResult:
     curves: dict[str, dict[str, list]] = field(default_factory=dict)  # system -> {"k": [...], "value": [...]}
     query_ids: list[str] = field(default_factory=list)
     runs: dict[str, list[list[Hit]]] = field(default_factory=dict)  # the raw rankings, in query order (not saved)
+    reader: dict[str, Any] | None = None  # with a reader: its end-to-end scores behind each system
 
     def to_json(self) -> dict[str, Any]:
-        return {"systems": self.systems, "per_query": self.per_query, "config": self.config,
+        data = {"systems": self.systems, "per_query": self.per_query, "config": self.config,
                 "dataset": self.dataset, "overlap": self.overlap, "curves": self.curves}
+        return data if self.reader is None else {**data, "reader": self.reader}
 
 
 def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
@@ -58,46 +59,50 @@ def _search_all(retriever: Retriever, texts: list[str], k: int, batch_size: int,
     return hits
 
 
-def evaluate_retrievers(
-    retrievers: Sequence[Retriever],
-    queries: Mapping[str, str] | None = None,
-    qrels: Mapping[str, Mapping[str, int]] | None = None,
-    *,
-    answers: Sequence[QAExample] | Sequence[tuple[str, Sequence[str]]] | None = None,
-    multihop: Sequence[MultiHopExample] | Sequence[tuple[str, Sequence[str]]] | None = None,
-    gold_by: str = "passage",
-    store: StoreLike | None = None,
-    match: str = "string",
-    ks: Sequence[int] | None = None,
-    depth: int | None = None,
-    maxp_factor: int = 3,
-    ignore_identical_ids: bool = True,
-    overlap: bool = True,
-    overlap_k: int = 20,
-    batch_size: int = 256,
-    report: Reporter = QUIET,
-    dataset: Mapping[str, Any] | None = None,
-) -> EvaluationResult:
-    """Evaluate each retriever on one set of questions and return every system's metrics.
+@dataclass
+class EvaluationOptions:
+    """How :func:`evaluate_retrievers` runs a task, whatever its kind (what is asked lives in the task)."""
 
-    Give exactly one of: ``queries`` + ``qrels`` (``{qid: text}``, ``{qid: {doc_id: grade}}``;
-    only judged queries are searched; nDCG@10, MRR@10, Recall@20/100/1000 and MAP via
-    pytrec_eval, passages aggregated to documents by their best score when the store splits
-    documents), ``answers`` (:class:`QAExample`\\ s or ``(question, [answers])``; DPR top-k
-    accuracy, ``match`` = ``string`` or ``regex``), or ``multihop`` (:class:`MultiHopExample`\\ s
-    or ``(question, [gold])``; top-k accuracy when all gold passage ids, or with
-    ``gold_by="title"`` all gold titles, are retrieved).
+    store: StoreLike | None = None  # the corpus store for every system (else a Searcher's own, else none)
+    overlap: bool = True  # the Q-P overlap analysis (needs a store)
+    batch_size: int = 256  # questions per search call
+    dataset: Mapping[str, Any] | None = None  # the caller's description of its inputs (name, files, "notes")
 
-    ``store``: the corpus store searched (a :class:`CorpusStore`, its folder, or an open
+
+def evaluate_retrievers(retrievers: Sequence[Retriever], task: EvaluationTask,
+                        options: EvaluationOptions | None = None, report: Reporter = QUIET) -> EvaluationResult:
+    """Evaluate each retriever on ``task``'s questions and return every system's metrics.
+
+    ``task`` is one of :mod:`pretriever.evaluate.tasks`: :class:`QrelsTask` (judgments: nDCG@10, MRR@10,
+    Recall@20/100/1000 and MAP via pytrec_eval, passages aggregated to documents by their best score when the
+    store splits documents), :class:`AnswersTask` (DPR top-k accuracy) or :class:`MultiHopTask` (top-k accuracy
+    when all gold passages or titles are retrieved); it holds the questions and what is reported (cut-offs,
+    depth, matching). ``options`` (:class:`EvaluationOptions`) says how to run it.
+
+    ``options.store``: the corpus store searched (a :class:`CorpusStore`, its folder, or an open
     :class:`PassageLookup`), for every system; without it, a :class:`Searcher` reads its own
     store (``lookup``; :meth:`pretriever.index.IndexFolder.open` opens the store its index names) and
     any other system has none. Answers and gold titles need a store; judgments need one only
-    when passages are not whole documents.
-    ``ignore_identical_ids`` drops a document whose id is the query's id from that query's
-    results (BEIR's default, for corpora where queries are also documents).
+    when passages are not whole documents. ``report`` hears each system's queries searched.
+
+    Example::
+
+        from pretriever.evaluate.core import EvaluationOptions, evaluate_retrievers
+        from pretriever.evaluate.tasks import QrelsTask
+        from pretriever.retrieval import Hit
+
+        class Fixed:  # any Retriever: a name and search(queries, k)
+            name = "fixed"
+
+            def search(self, queries, k):
+                return [[Hit("doc-3", 2.0), Hit("doc-7", 1.0)][:k] for _ in queries]
+
+        task = QrelsTask({"q1": "vitamin D and fractures"}, {"q1": {"doc-7": 1}}, depth=10)
+        result = evaluate_retrievers([Fixed()], task, EvaluationOptions(overlap=False))
+        assert result.systems["fixed"]["MRR@10"] == 0.5 and result.config["maxp_factor"] == 3
     """
-    task = make_task(queries, qrels, answers, multihop, gold_by, match, ks, depth, maxp_factor,
-                     ignore_identical_ids, overlap_k)
+    options = options or EvaluationOptions()
+    store, dataset = options.store, options.dataset
     names = [r.name for r in retrievers]
     if not retrievers:
         raise EvaluationError("no retrievers to evaluate")
@@ -127,7 +132,7 @@ def evaluate_retrievers(
             name = retriever.name
             lookup = lookups[name]
             fetch = task.fetch_depth(lookup)
-            hits = _search_all(retriever, task.texts, fetch, batch_size, report)
+            hits = _search_all(retriever, task.texts, fetch, options.batch_size, report)
             runs[name] = hits if fetch == task.depth else [row[:task.depth] for row in hits]
             scores[name] = task.score(name, hits, lookup)
             notes += scores[name].notes
@@ -137,14 +142,12 @@ def evaluate_retrievers(
         if notes:
             info["notes"] = notes
         overlap_result = None
-        if overlap and any(lk is not None for lk in lookups.values()):
+        if options.overlap and any(lk is not None for lk in lookups.values()):
             refs, reference = task.references(scores, runs, lookups)
-            values = {n: s.overlap_values for n, s in scores.items()}
-            overlap_result = _overlap_analysis(task.qids, task.texts, refs, values, task.overlap_metric, reference,
-                                               runs, lookups)
+            overlap_result = _overlap_analysis(task, refs, reference, scores, runs, lookups)
         config = {"ks": task.ks, "depth": task.depth, "match": task.match,
-                  "maxp_factor": maxp_factor, "ignore_identical_ids": ignore_identical_ids,
-                  "overlap_k": overlap_k, "gold_by": task.gold_by}
+                  "maxp_factor": task.maxp_factor, "ignore_identical_ids": task.ignore_identical_ids,
+                  "overlap_k": task.overlap_k, "gold_by": task.gold_by}
         return EvaluationResult(kind=task.kind, systems={n: s.means for n, s in scores.items()},
                                 per_query={n: s.per_query for n, s in scores.items()}, dataset=info, config=config,
                                 overlap=overlap_result, curves={n: s.curve for n, s in scores.items()},
@@ -154,25 +157,14 @@ def evaluate_retrievers(
             given.close()
 
 
-def make_task(queries, qrels, answers, multihop, gold_by: str, match: str, ks, depth, maxp_factor: int,
-              ignore_identical_ids: bool, overlap_k: int) -> EvaluationTask:
-    """The task for the one kind of questions given."""
-    given = [n for n, v in (("qrels", qrels), ("answers", answers), ("multihop", multihop)) if v is not None]
-    if len(given) != 1:
-        raise EvaluationError(f"give exactly one of qrels, answers or multihop, got {given or 'none'}")
-    if qrels is not None:
-        if queries is None:
-            raise EvaluationError("qrels need the queries they judge")
-        return QrelsTask(queries, qrels, depth, maxp_factor, ignore_identical_ids)
-    if answers is not None:
-        return AnswersTask(answers, match, ks, depth, overlap_k)
-    return MultiHopTask(multihop, gold_by, ks, depth, overlap_k)
-
-
 # --- Q-P overlap (HLP section 6.2) ---------------------------------------------------------
 
-def _overlap_analysis(qids: list[str], questions: list[str], refs: list[str | None], values: dict[str, list[float]],
-                      metric: str, reference: str, runs: dict[str, list[list[Hit]]], lookups) -> dict[str, Any]:
+def _overlap_analysis(task: EvaluationTask, refs: list[str | None], reference: str, scores: dict[str, SystemScore],
+                      runs: dict[str, list[list[Hit]]], lookups: dict[str, PassageLookup | None]) -> dict[str, Any]:
+    """Each question's overlap with its reference text (``refs``, described by ``reference``), bucketed, with every
+    system's ``task.overlap_metric`` per bucket and the overlap of its own top-1 passage."""
+    qids, questions, metric = task.qids, task.texts, task.overlap_metric
+    values = {n: s.overlap_values for n, s in scores.items()}
     labels = bucket_labels() + [NO_REFERENCE]
     q_words = [word_tokens(q) for q in questions]
     ratios = [overlap_ratio(w, set(word_tokens(ref))) if ref is not None else None

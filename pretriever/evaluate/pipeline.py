@@ -1,5 +1,12 @@
 """``pretriever evaluate`` without the command line: open the systems, load the questions,
-evaluate, write EVAL_DIR. :func:`run` is what the CLI calls."""
+evaluate, read behind the systems with ``cfg.reader``, write EVAL_DIR. :func:`run` is what the CLI calls,
+and all it calls: the command only parses options and prints.
+
+The reader (:mod:`pretriever.reader`) sits one layer below this stage, so :func:`run` reads with it directly:
+each index is opened once, read behind while it is open, and results.json is written once, with the reader's
+scores in it. The reader needs nothing from evaluate (it scores any ``Searcher``), whereas evaluate needs the
+reader to do what its config asks; a hook that the command line passed in would leave a library caller who
+sets ``cfg.reader`` without reader scores, the break this layout removes."""
 
 from __future__ import annotations
 
@@ -12,12 +19,17 @@ from pretriever.data import (PassageLookup, StoreError, load_multihop, load_qa_f
                              queries_in_qrels)
 from pretriever.data.qa import guess_match_mode
 from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.core import EvaluationError, EvaluationResult, evaluate_retrievers
+from pretriever.evaluate.core import EvaluationError, EvaluationOptions, EvaluationResult, evaluate_retrievers
 from pretriever.evaluate.manifest import EvaluationManifest
+from pretriever.evaluate.tasks import AnswersTask, EvaluationTask, MultiHopTask, QrelsTask
 from pretriever.evaluate.report import eval_folder, write_results
 from pretriever.index import HybridOptions, HybridRetriever, IndexFolder, System, bm25_system, choose_alpha
 from pretriever.index.meta import BM25_DIR
+from pretriever.metrics import normalisation_name
 from pretriever.progress import QUIET, Reporter
+from pretriever.reader.config import ReadOptions
+from pretriever.reader.evaluate import read_behind
+from pretriever.reader.predict import Reader
 from pretriever.stage import StageResult
 
 
@@ -104,7 +116,7 @@ def _fusion(dense: System, bm25: System, cfg: EvaluateConfig,
 
 
 def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
-    """The questions of ``cfg`` as keyword arguments for :func:`evaluate_retrievers`, plus a description."""
+    """The questions of ``cfg`` (the inputs of its task, :func:`make_task`), plus a description."""
     if cfg.kind == "qrels":
         queries = load_queries(cfg.queries)
         qrels = load_qrels(cfg.qrels)
@@ -126,6 +138,16 @@ def load_dataset(cfg: EvaluateConfig) -> dict[str, Any]:
     examples, by = load_multihop(cfg.multihop)
     return {"multihop": examples[:cfg.limit or None], "gold_by": by,
             "dataset": {"name": cfg.multihop.stem, "multihop_file": str(cfg.multihop)}}
+
+
+def make_task(cfg: EvaluateConfig, data: dict[str, Any]) -> EvaluationTask:
+    """The task of ``cfg``'s kind over the questions of ``data`` (:func:`load_dataset`, after
+    :func:`check_protocols` has left out any)."""
+    if cfg.kind == "qrels":
+        return QrelsTask(data["queries"], data["qrels"], cfg.depth, cfg.maxp_factor, cfg.ignore_identical_ids)
+    if cfg.kind == "answers":
+        return AnswersTask(data["answers"], data["match"], cfg.ks, cfg.depth, cfg.overlap_k)
+    return MultiHopTask(data["multihop"], data["gold_by"], cfg.ks, cfg.depth, cfg.overlap_k)
 
 
 def _questions(data: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -205,6 +227,16 @@ def leave_out(systems: Systems, data: dict[str, Any], leaked: dict[str, dict[str
             f"{', '.join(leaked)}: left out for every system, so all are scored on the same {scored:,}: {which}"]
 
 
+def _read(cfg: EvaluateConfig, systems: Systems, answers: list, match: str, report: Reporter) -> dict[str, Any]:
+    """``cfg.reader`` behind every system, on the questions they were scored on (after :func:`leave_out`): what
+    results.json keeps under ``"reader"``."""
+    reader = Reader.load(cfg.reader, ReadOptions(device=cfg.device))
+    report.message(f"reading with {cfg.reader}")
+    scores = read_behind(systems.retrievers, answers, reader, cfg.reader_k, match, cfg.lenient_match, report)
+    return {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match,
+            "normalisation": normalisation_name(cfg.lenient_match), "systems": scores}
+
+
 @dataclass(kw_only=True)
 class EvaluateResult(StageResult):
     """EVAL_DIR (``out``), its results.json (``manifest``), the evaluation in memory (with the rankings) and
@@ -216,8 +248,9 @@ class EvaluateResult(StageResult):
 
 
 def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
-    """Evaluate every system of ``cfg`` and write ``cfg.out``; ``report`` hears which system opens and how
-    many queries each has searched (task ``searching: SYSTEM``)."""
+    """Evaluate every system of ``cfg`` and, with ``cfg.reader``, read behind each (``result.evaluation.reader``,
+    results.json's ``"reader"``), then write ``cfg.out``; ``report`` hears which system opens and how many
+    queries each has searched (task ``searching: SYSTEM``) or read (``reading``)."""
     started = time.perf_counter()
     eval_folder(cfg.out).check()  # someone else's folder is refused before the work, not after
     data = load_dataset(cfg)  # input errors first, before models load
@@ -228,10 +261,10 @@ def run(cfg: EvaluateConfig, report: Reporter = QUIET) -> EvaluateResult:
     try:
         protocol_notes = check_protocols(systems, data)
         dataset = {**data.pop("dataset"), "systems": systems.described}
-        result = evaluate_retrievers(
-            systems.retrievers, ks=cfg.ks, depth=cfg.depth, maxp_factor=cfg.maxp_factor,
-            ignore_identical_ids=cfg.ignore_identical_ids, overlap=cfg.overlap, overlap_k=cfg.overlap_k,
-            batch_size=cfg.batch_size, report=report, dataset=dataset, **data)
+        options = EvaluationOptions(overlap=cfg.overlap, batch_size=cfg.batch_size, dataset=dataset)
+        result = evaluate_retrievers(systems.retrievers, make_task(cfg, data), options, report)
+        if cfg.reader is not None:
+            result.reader = _read(cfg, systems, data["answers"], data["match"], report)
     finally:
         systems.close()
     result.config = {**cfg.to_json(), **{k: v for k, v in result.config.items() if v is not None}}

@@ -67,6 +67,19 @@ def overlap_table(result) -> Table | None:
     return table
 
 
+def reader_table(read: dict[str, Any]) -> Table:
+    """End-to-end EM/F1 per system (``EvaluationResult.reader``), one row each."""
+    table = Table(title=f"end-to-end QA: reader {read['reader']} over the top {read['k']}")
+    columns = list(next(iter(read["systems"].values())))
+    table.add_column("system")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for name, metrics in read["systems"].items():
+        table.add_row(escape(name), *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
+                              for c in columns))
+    return table
+
+
 def _plt():
     import matplotlib
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from pretriever.data import AnswerMatcher, MultiHopExample, PassageLookup, QAExample
 from pretriever.data.qa import invalid_patterns
 from pretriever.errors import PretrieverError
-from pretriever.evaluate.config import DEFAULT_MULTIHOP_KS, DEFAULT_QA_KS, DEFAULT_QRELS_DEPTH
+from pretriever.evaluate.config import DEFAULT_MULTIHOP_KS, DEFAULT_OVERLAP_K, DEFAULT_QA_KS, DEFAULT_QRELS_DEPTH
 from pretriever.metrics import CURVE_CUTOFFS, QRELS_METRICS, accuracy_at, qrels_metrics, recall_curve, trec_order
 from pretriever.retrieval import Hit
 
@@ -76,6 +76,9 @@ class EvaluationTask:
     dropped_ks: list[int] = []  # cut-offs deeper than the depth (set by _cut_ks)
     match: str | None = None  # answers: how answers are matched
     gold_by: str | None = None  # multi-hop: passage or title
+    maxp_factor: int | None = None  # judgments: passages fetched per document kept
+    ignore_identical_ids: bool | None = None  # judgments: a document with the query's id left out
+    overlap_k: int | None = None  # accuracy tasks: the cut-off reported per overlap bucket
 
     def _cut_ks(self, ks: Sequence[int] | None, default: Sequence[int], depth: int | None) -> None:
         wanted = sorted(set(ks or default))
@@ -160,7 +163,7 @@ class QrelsTask(EvaluationTask):
 
     kind = "qrels"
 
-    def __init__(self, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], depth: int | None,
+    def __init__(self, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], depth: int | None = None,
                  maxp_factor: int = 3, ignore_identical_ids: bool = True):
         missing = [q for q in qrels if q not in queries]
         if missing:
@@ -287,8 +290,8 @@ class AnswersTask(_AccuracyTask):
     rank_key = "answer_rank"
     curve_metric = "answer in top k"
 
-    def __init__(self, examples: Sequence[QAExample] | Sequence[tuple[str, Sequence[str]]], match: str,
-                 ks: Sequence[int] | None, depth: int | None, overlap_k: int):
+    def __init__(self, examples: Sequence[QAExample] | Sequence[tuple[str, Sequence[str]]], match: str = "string",
+                 ks: Sequence[int] | None = None, depth: int | None = None, overlap_k: int = DEFAULT_OVERLAP_K):
         super().__init__(overlap_k)
         self.examples = as_qa(examples)
         self.qids, self.texts = [e.qid for e in self.examples], [e.question for e in self.examples]
@@ -398,8 +401,9 @@ class MultiHopTask(_AccuracyTask):
     rank_key = "all_gold_rank"
     curve_metric = "all gold in top k"
 
-    def __init__(self, examples: Sequence[MultiHopExample] | Sequence[tuple[str, Sequence[str]]], gold_by: str,
-                 ks: Sequence[int] | None, depth: int | None, overlap_k: int):
+    def __init__(self, examples: Sequence[MultiHopExample] | Sequence[tuple[str, Sequence[str]]],
+                 gold_by: str = "passage", ks: Sequence[int] | None = None, depth: int | None = None,
+                 overlap_k: int = DEFAULT_OVERLAP_K):
         super().__init__(overlap_k)
         if gold_by not in ("passage", "title"):
             raise EvaluationError(f"gold_by must be 'passage' or 'title', got {gold_by!r}")

@@ -244,3 +244,13 @@ def bm25_folder(path: Path | str, report: Reporter = QUIET) -> OutputFolder:
     before building, so that a folder that is not pretriever's is refused before the work."""
     return OutputFolder(Path(path), stage="bm25", holds="a BM25 index", owns=(BM25_JSON, IDS_FILE, "*.index.*"),
                         report=report)
+
+
+def build_bm25(store: CorpusStore | Path | str, out: Path | str, options: BM25Options | None = None,
+               report: Reporter = QUIET) -> BM25Index:
+    """``pretriever index bm25``: BM25 over ``store`` saved in ``out`` (alone, or INDEX_DIR/bm25); the folder is
+    checked before the work, so one that is not pretriever's is refused before it starts."""
+    bm25_folder(out, report).check()
+    index = BM25Index.build(store, options, report)
+    index.save(out, report)
+    return index

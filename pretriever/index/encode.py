@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pretriever import __version__
+from pretriever.index.bm25 import build_bm25
 from pretriever.index.config import IndexConfig, Shard
 from pretriever.index.dense import encoder_info, finish_dense_index, write_embeddings
 from pretriever.index.errors import EncodeStateError, MergeError
@@ -277,7 +278,23 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
         return result
     result.manifest = merge_index(out, params=cfg.faiss, dtype=cfg.dtype, keep_work=cfg.keep_work, report=report,
                                   encode_stats={"passages_per_second": round(result.rate, 2)})
+    _attach_bm25(cfg, result.manifest, report)
     return result
+
+
+def merge(cfg: IndexConfig, sources: Iterable[Path | str] = (), report: Reporter = QUIET) -> IndexMeta:
+    """``pretriever index merge``: :func:`merge_index` of ``cfg.out`` (and the shards' folders ``sources``) with
+    ``cfg``'s FAISS settings and dtype, then its BM25 with ``cfg.build_bm25``; returns index.json's metadata."""
+    meta = merge_index(cfg.out, sources, cfg.faiss, cfg.dtype, cfg.keep_work, report)
+    _attach_bm25(cfg, meta, report)
+    return meta
+
+
+def _attach_bm25(cfg: IndexConfig, meta: IndexMeta, report: Reporter) -> None:
+    """With ``cfg.build_bm25``, BM25 over the index's store in INDEX_DIR/bm25, where search, evaluate and serve
+    look for it."""
+    if cfg.build_bm25:
+        build_bm25(meta.store, cfg.out / BM25_DIR, cfg.bm25, report)
 
 
 def _prepare_work(folder: OutputFolder, work: Path, fingerprint: dict[str, Any], cfg: IndexConfig,

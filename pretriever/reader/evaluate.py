@@ -18,21 +18,13 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
-from pretriever.data import AnswerMatcher, PassageLookup, QAExample, load_qa_file
-from pretriever.data.qa import guess_match_mode
-from pretriever.evaluate.config import EvaluateConfig
-from pretriever.evaluate.manifest import EvaluationManifest
-from pretriever.evaluate.pipeline import open_systems
+from pretriever.data import AnswerMatcher, PassageLookup, QAExample
 from pretriever.metrics import exact_match, f1_score, normalisation_name
 from pretriever.progress import QUIET, Reporter
-from pretriever.reader.config import ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Sample, instance
@@ -113,38 +105,13 @@ def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader,
     return ReaderEvaluation(metrics, rows)
 
 
-def read_behind_systems(cfg: EvaluateConfig, results_json: Path, report: Reporter = QUIET) -> dict[str, Any]:
-    """``pretriever evaluate --answers ... --reader READER_DIR``: the reader behind every system of ``cfg``.
-
-    Each system's top ``cfg.reader_k`` passages are read (:func:`evaluate_reader`); the scores are
-    added to ``results_json`` under ``"reader"`` (written atomically) and returned.
-    """
-    match = guess_match_mode(cfg.answers) if cfg.match == "auto" else cfg.match
-    examples = load_qa_file(cfg.answers)[:cfg.limit]
-    reader = Reader.load(cfg.reader, ReadOptions(device=cfg.device))
-    systems = open_systems(cfg, report)
+def read_behind(systems: Sequence[Searcher], examples: list[QAExample], reader: Reader, k: int,
+                match: str = "string", lenient: bool = False, report: Reporter = QUIET) -> dict[str, dict[str, Any]]:
+    """The reader behind each of ``systems``: :func:`evaluate_reader`'s metrics by system name, the systems
+    searched as they are (``pretriever evaluate --reader`` passes the ones it has just scored, still open)."""
     scores = {}
-    try:
-        for system in systems.retrievers:
-            report.message(f"reading the top {cfg.reader_k} of {system.name} with {cfg.reader}")
-            scores[system.name] = evaluate_reader(system, examples, reader, cfg.reader_k, match,
-                                                  lenient=cfg.lenient_match).metrics
-    finally:
-        systems.close()
-    read = {"reader": str(cfg.reader), "k": cfg.reader_k, "match": match,
-            "normalisation": normalisation_name(cfg.lenient_match), "systems": scores}
-    replace(EvaluationManifest.read(results_json.parent), reader=read).write(results_json.parent)
-    return read
-
-
-def reader_table(read: dict[str, Any], cfg: EvaluateConfig) -> Table:
-    """End-to-end EM/F1 per system (from :func:`read_behind_systems`), one row each."""
-    table = Table(title=f"end-to-end QA: reader {cfg.reader} over the top {read['k']}")
-    columns = list(next(iter(read["systems"].values())))
-    table.add_column("system")
-    for name in columns:
-        table.add_column(name, justify="right")
-    for name, metrics in read["systems"].items():
-        table.add_row(escape(name), *(f"{metrics[c]:.4f}" if isinstance(metrics[c], float) else str(metrics[c])
-                              for c in columns))
-    return table
+    for system in systems:
+        report.message(f"reading the top {k} of {system.name}")
+        scores[system.name] = evaluate_reader(system, examples, reader, k, match, lenient=lenient,
+                                              report=report).metrics
+    return scores

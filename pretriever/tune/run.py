@@ -14,7 +14,8 @@ from typing import Any
 
 from pretriever.data import load_qrels, load_queries, queries_in_qrels
 from pretriever.data.qa import word_tokens
-from pretriever.evaluate.core import evaluate_retrievers
+from pretriever.evaluate.core import EvaluationOptions, evaluate_retrievers
+from pretriever.evaluate.tasks import QrelsTask
 from pretriever.index import IndexFolder
 from pretriever.index.tuned import TUNE_JSON
 from pretriever.metrics import overlap_ratio
@@ -73,8 +74,8 @@ class TuneResult(StageResult):
 def score_candidates(cands: list[Candidate], dense: Retriever, lexical: Retriever, queries: dict[str, str],
                      qrels: dict[str, dict[str, int]], lookup) -> dict[str, list[float]]:
     """Per-query nDCG@10 of every candidate (queries in ``qrels`` order), MaxP over the store's documents."""
-    result = evaluate_retrievers([c.build(dense, lexical) for c in cands], queries, qrels, store=lookup,
-                                 depth=DEPTH, overlap=False)
+    result = evaluate_retrievers([c.build(dense, lexical) for c in cands], QrelsTask(queries, qrels, DEPTH),
+                                 EvaluationOptions(store=lookup, overlap=False))
     return {c.label: [result.per_query[c.label][q]["nDCG@10"] for q in result.query_ids] for c in cands}
 
 
