@@ -16,8 +16,6 @@ SELF_CONTAINED = [
     "pretriever.evaluate.tasks:MultiHopTask",
     "pretriever.refine.ops:aopt_loss",
     "pretriever.pretrain.objectives.base:Objective",
-    "pretriever.pretrain.objectives.cocondenser:CoCondenser",
-    "pretriever.pretrain.objectives.cotmae:CoTMAE",
 ]
 
 
