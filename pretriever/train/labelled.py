@@ -271,9 +271,9 @@ def read_dpr(path: Path) -> list[dict[str, Any]]:
 
 def load_dpr(path: Path, limit: int | None, seed: int, prepend_title: bool, hard_negatives: str,
              store=None) -> tuple[LabelledData, Passages]:
-    """A DPR training file's examples (first positive context each; its own hard negatives with ``hard_negatives="file"``),
-    ``limit`` records sampled with ``seed``, and the passages (from ``store``, else the file's contexts) negatives come from.
-    """
+    """A DPR training file's examples (the first positive context each; the file's own hard negatives with
+    ``hard_negatives="file"``), ``limit`` records sampled with ``seed``, and the passages (from ``store``, else the
+    file's contexts) negatives come from."""
     records = read_dpr(path)
     usable = [i for i, r in enumerate(records) if r.get("positive_ctxs")]
     if not usable:
