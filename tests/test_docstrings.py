@@ -98,11 +98,16 @@ def public_api() -> list[tuple[str, Definition]]:
     return sorted(api.values(), key=lambda item: (item[0], item[1].lineno))
 
 
-def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+    """The arguments a caller passes: a method's first (``self``/``cls``) left out, and ``_private`` ones."""
     args = node.args
-    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    if method and not static and names:
+        names = names[1:]
+    names += [a.arg for a in args.kwonlyargs]
     names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
-    return [n for n in names if n not in ("self", "cls") and not n.startswith("_")]
+    return [n for n in names if not n.startswith("_")]
 
 
 def _returns_value(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -146,7 +151,7 @@ def sections(doc: str) -> dict[str, list[str]]:
 def _check_function(module: str, node: ast.FunctionDef | ast.AsyncFunctionDef, doc: str | None,
                     owner: str = "") -> list[str]:
     where = f"{MODULES[module][0].relative_to(ROOT)}:{node.lineno} {owner}{node.name}"
-    parameters, found = _parameters(node), sections(doc or "")
+    parameters, found = _parameters(node, method=bool(owner)), sections(doc or "")
     if not parameters:
         return []
     problems = []

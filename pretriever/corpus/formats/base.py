@@ -196,7 +196,14 @@ FORMATS: dict[str, type[InputFormat]] = {}
 
 
 def register(cls: type[InputFormat]) -> type[InputFormat]:
-    """Class decorator: make a format available to ``--format`` and to detection."""
+    """Class decorator: make a format available to ``--format`` and to detection.
+
+    Args:
+        cls: the format class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     FORMATS[cls.name] = cls
     return cls
 

@@ -130,7 +130,14 @@ METHODS: dict[str, type[Method]] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Class decorator: add a strategy to :data:`METHODS` under its ``name`` (twice is a ValueError)."""
+    """Class decorator: add a strategy to :data:`METHODS` under its ``name`` (twice is a ValueError).
+
+    Args:
+        cls: the strategy class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     if cls.name in METHODS:
         raise ValueError(f"mining method {cls.name!r} registered twice")
     METHODS[cls.name] = cls

@@ -30,7 +30,14 @@ OBJECTIVES: dict[str, type["Objective"]] = {}
 
 
 def register(cls: type["Objective"]) -> type["Objective"]:
-    """Class decorator: add an objective to :data:`OBJECTIVES` under its ``name`` (twice is a ValueError)."""
+    """Class decorator: add an objective to :data:`OBJECTIVES` under its ``name`` (twice is a ValueError).
+
+    Args:
+        cls: the objective class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     if cls.name in OBJECTIVES:
         raise ValueError(f"pre-training objective {cls.name!r} registered twice")
     OBJECTIVES[cls.name] = cls
