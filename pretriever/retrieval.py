@@ -18,6 +18,10 @@ import numpy as np
 
 
 class Hit(NamedTuple):
+    """One ranked passage: its id and the retriever's score (higher is better; scores of different retrievers do not
+    compare).
+    """
+
     passage_id: str
     score: float
 
