@@ -30,6 +30,9 @@ from pretriever.reader.spans import CharSpan, encode
 
 @dataclass
 class Passage:
+    """A passage the reader reads: its title and text (read as ``title [SEP] text``, as DPR's reader does); the id
+    is only carried through."""
+
     title: str | None
     text: str
     passage_id: str = ""
@@ -37,6 +40,7 @@ class Passage:
 
 @dataclass
 class Span:
+    """A candidate answer span: where it is in which passage read, its span score and its passage's selection score."""
     text: str
     start: int  # characters in the passage text
     end: int
@@ -47,6 +51,7 @@ class Span:
 
 @dataclass
 class Answer:
+    """The reader's answer to a question: the best span, its passage and scores, and the n-best spans behind it."""
     question: str
     text: str
     score: float
