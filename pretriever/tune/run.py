@@ -47,6 +47,14 @@ class TuneResult(StageResult):
     written: list[Path] = field(default_factory=list)
 
     def to_json(self, cfg: TuneConfig) -> dict[str, Any]:
+        """tune.json's content: the choice, every candidate's pseudo (and real) score, the generators and timings.
+
+        Args:
+            cfg: the run's settings, recorded beside the choice.
+
+        Returns:
+            tune.json's content.
+        """
         scores = self.choice.scores
         real = (self.validation or {}).get("nDCG@10", {})
         return {
