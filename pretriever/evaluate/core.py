@@ -27,6 +27,10 @@ StoreLike = CorpusStore | PassageLookup | Path | str
 
 @dataclass
 class EvaluationResult:
+    """Every system's scores on one set of questions: what ``results.json`` holds (:meth:`to_json`; its layout is in
+    the package docstring), plus the raw rankings for ``--save-runs``.
+    """
+
     kind: str  # qrels | answers | multihop
     systems: dict[str, dict[str, float]]  # system -> metric -> mean value
     per_query: dict[str, dict[str, dict[str, Any]]]  # system -> query id -> values
@@ -95,6 +99,32 @@ def evaluate_retrievers(
     when passages are not whole documents.
     ``ignore_identical_ids`` drops a document whose id is the query's id from that query's
     results (BEIR's default, for corpora where queries are also documents).
+
+    Args:
+        retrievers: the systems, each with a unique ``name``.
+        queries: question texts by id (judgments).
+        qrels: judgments by query id, then document id.
+        answers: QA questions with their answers.
+        multihop: multi-hop questions with their gold sets.
+        gold_by: ``passage`` (gold ids) or ``title`` (gold titles), for ``multihop``.
+        store: the corpus store searched (see above).
+        match: ``string`` or ``regex`` answer matching.
+        ks: the cut-offs reported (None: the task's defaults).
+        depth: hits fetched per question (None: the task's default).
+        maxp_factor: judgments over split documents: ``maxp_factor x depth`` passages are fetched.
+        ignore_identical_ids: see above.
+        overlap: compute the Q-P overlap analysis.
+        overlap_k: the Acc@k (answers, multi-hop) its buckets report.
+        batch_size: questions searched at once.
+        report: hears the progress.
+        dataset: what to record about the data in the result (names, paths).
+
+    Returns:
+        Every system's means, per-question values, curves and the overlap analysis.
+
+    Raises:
+        EvaluationError: inputs that cannot be evaluated (not exactly one question set, duplicate names, no store
+            for answer matching, ...).
     """
     task = make_task(queries, qrels, answers, multihop, gold_by, match, ks, depth, maxp_factor,
                      ignore_identical_ids, overlap_k)
