@@ -19,6 +19,7 @@ class CorpusConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML
     config read.
     """
+
     input: Path = option(help="Dump file, BEIR folder or corpus file.")
     out: Path = option(help="Folder for the store (created).")
     format: str = option("auto", "Input format; auto detects it from the content. See `pretriever corpus formats`.")
