@@ -26,6 +26,7 @@ class GenerateConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
     read.
     """
+
     corpus: Path = option(help="A corpus store (`pretriever corpus build`) whose passages get queries.")
     out: Path = option(help="QUERIES_DIR: generated_queries.parquet (passage_id, candidate, text) and manifest.json.")
     model: str | None = option(None, "A Hugging Face seq2seq model (local folder or cached name), e.g. "
