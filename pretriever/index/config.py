@@ -29,6 +29,7 @@ class IndexConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
     read.
     """
+
     corpus: Path = option(help="A corpus store (`pretriever corpus build`).")
     out: Path = option(help="The index folder (created).")
     model: str | None = option(None, "sentence-transformers model: a local folder or a name.",
