@@ -41,6 +41,7 @@ class PretrainPairs:
     groups an epoch samples one row of (a passage's generated queries, a document's passages), so an epoch counts
     units, not rows.
     """
+
     x: list[str]
     y: list[str]
     method: np.ndarray  # method code per row
