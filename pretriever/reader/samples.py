@@ -33,6 +33,7 @@ class Sample:
     """One training question for the reader: its answers, the positives with the answer's occurrences in each, and the
     negatives; ``group`` keeps a document's questions on one side of the dev split.
     """
+
     question: str
     answers: list[str]
     positives: list[Passage]
