@@ -33,6 +33,7 @@ class RefineConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
     read.
     """
+
     index: Path = option(help="The dense index whose vectors are refined (`pretriever index build`).")
     out: Path = option(help="The refined index folder (a normal index folder; refine/ holds the labels) or, "
                             "for `refine grid`, the folder of grid.json and grid.png.")

@@ -49,6 +49,7 @@ class AOptResult:
     """What :func:`aopt` returns: the refined centres and, per centre, whether it trained, its loss before and after,
     and its epochs.
     """
+
     vectors: np.ndarray  # n_centres x dim (float32, or float64 when asked), the refined centres
     trainable: np.ndarray  # bool per centre: had at least one positive and one negative edge
     loss_start: np.ndarray  # loss before the first update (nan where not trainable)
