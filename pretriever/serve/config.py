@@ -74,6 +74,7 @@ class ServeConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
     read.
     """
+
     index: Path = option(help="The index folder to serve (dense, refined or BM25; from `pretriever index build`).")
     pairs: Path | None = option(None, "A pairs folder (from `pretriever mine`) to browse at /pairs and on the page.")
     reader: Path | None = option(None, "READER_DIR (from `pretriever reader train`): enables POST /answer and the "

@@ -62,6 +62,7 @@ class BatchOut(BaseModel):
 class CompareOut(BaseModel):
     """Two systems' top k side by side for one query (POST /compare): judged hits marked when a qrels set is
     named, answer-bearing hits when answers are given."""
+
     query: str
     k: int
     systems: list[SearchOut]
@@ -192,6 +193,7 @@ class ErrorOut(BaseModel):
     """Every error's body: ``{"error": message}``; ``detail`` lists the fields of a request that does not validate
     (422).
     """
+
     error: str
     detail: list | None = None
 
