@@ -24,6 +24,7 @@ class Candidate:
     """One setting ``pretriever tune`` scores (dense, BM25, a fusion, with or without PRF), built over the two
     retrievers.
     """
+
     setting: TunedSetting
 
     @property

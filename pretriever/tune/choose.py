@@ -40,6 +40,7 @@ class Choice:
     """What ``pretriever tune`` keeps and why: the kept label, the best on the pseudo-queries, whether dense was kept
     for want of a clear win, and every candidate's scores.
     """
+
     label: str  # what is kept
     best: str  # the best on the pseudo-queries
     kept_dense: bool  # best was not clearly better than dense

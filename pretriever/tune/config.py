@@ -18,6 +18,7 @@ class TuneConfig:
     Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
     read.
     """
+
     index: Path = option(help="INDEX_DIR: a dense (or refined) index folder; its bm25/ is used when present, else "
                               "BM25 is built in memory from the store it names.")
     queries_from: list[str] | None = option(None, "Pseudo-query generators, comma-separated: masked-ict (a sentence "
