@@ -258,7 +258,7 @@ class IndexFolder:
 
         Args:
             setting: what ``pretriever tune`` chose.
-            source: the report it chose it in (tune.json's path).
+            source: the report it was chosen in (``tune.json``).
 
         Returns:
             The record written.
