@@ -52,12 +52,25 @@ class Retriever(Protocol):
                 return [[Hit("doc-0", 1.0)][:k] for _ in queries]
 
         evaluate_retrievers([Fixed()], queries, qrels)
+
+    Relations:
+        Implemented by :class:`~pretriever.index.DenseIndex`, :class:`~pretriever.index.BM25Index`,
+        :class:`~pretriever.index.HybridRetriever` and :class:`~pretriever.refine.RefinedIndex`;
+        :class:`~pretriever.index.System` (a :class:`Searcher`) wraps any of them with its store.
     """
 
     name: str
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """The top ``k`` passages for each query, best first."""
+        """The top ``k`` passages for each query, best first.
+
+        Args:
+            queries: the query texts.
+            k: hits per query, at most.
+
+        Returns:
+            One list of :class:`Hit` per query, best first.
+        """
         ...
 
 
@@ -87,7 +100,14 @@ class Searcher(Retriever, Protocol):
     lookup: Any  # pretriever.data.PassageLookup | None (the data layer sits above this module)
 
     def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
-        """Title, text and document of each passage id."""
+        """Title, text and document of each passage id.
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            A :class:`Passage` by id, in the order asked.
+        """
         ...
 
     def close(self) -> None:
@@ -112,10 +132,35 @@ class VectorSearch(Protocol):
     """
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """The vectors ``search`` would use for ``queries``.
+
+        Args:
+            queries: the query texts.
+
+        Returns:
+            One float32 row per query.
+        """
         ...
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """The top ``k`` for each query vector, as ``search`` gives them.
+
+        Args:
+            vectors: one row per query.
+            k: hits per query, at most.
+
+        Returns:
+            One list of :class:`Hit` per query, best first.
+        """
         ...
 
     def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of passages.
+
+        Args:
+            passage_ids: the passages (unknown ids are skipped).
+
+        Returns:
+            One float32 row per id found, in the order given.
+        """
         ...
