@@ -61,11 +61,13 @@ def read_jsonl(path: Path, error: type[Exception]) -> Iterator[tuple[str, Any]]:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented UTF-8 JSON, atomically: a reader never sees half a file."""
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write ``table`` with the package's Parquet options, atomically: a reader never sees half a file."""
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **PARQUET_OPTIONS)
 

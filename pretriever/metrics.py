@@ -47,6 +47,7 @@ def trec_order(run: dict[str, float]) -> list[tuple[str, float]]:
 
 
 def top(run: dict[str, dict[str, float]], n: int) -> dict[str, dict[str, float]]:
+    """Each query's ``n`` best documents of ``run`` in TREC's order, so cut-offs match pytrec_eval's."""
     return {q: dict(trec_order(docs)[:n]) for q, docs in run.items()}
 
 
@@ -101,6 +102,7 @@ def overlap_ratio(question_words: Sequence[str], passage_words: set[str]) -> flo
 
 
 def bucket_labels(edges: Sequence[float] = OVERLAP_EDGES) -> list[str]:
+    """The Q-P overlap buckets' names (``0.0-0.2``, ...) for the bucket ``edges``."""
     return [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(edges[:-1], edges[1:])]
 
 

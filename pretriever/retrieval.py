@@ -23,6 +23,10 @@ import numpy as np
 
 
 class Hit(NamedTuple):
+    """One ranked passage: its id and the retriever's score (higher is better; scores of different retrievers do not
+    compare).
+    """
+
     passage_id: str
     score: float
 
@@ -70,12 +74,25 @@ class Retriever(Protocol):
                 return [[Hit("doc-0", 1.0)][:k] for _ in queries]
 
         evaluate_retrievers([Fixed()], QrelsTask(queries, qrels))  # pretriever.evaluate
+
+    Relations:
+        Implemented by :class:`~pretriever.index.DenseIndex`, :class:`~pretriever.index.BM25Index`,
+        :class:`~pretriever.index.HybridRetriever` and :class:`~pretriever.refine.RefinedIndex`;
+        :class:`~pretriever.index.System` (a :class:`Searcher`) wraps any of them with its store.
     """
 
     name: str
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """The top ``k`` passages for each query, best first."""
+        """The top ``k`` passages for each query, best first.
+
+        Args:
+            queries: the query texts.
+            k: hits per query, at most.
+
+        Returns:
+            One list of :class:`Hit` per query, best first.
+        """
         ...
 
 
@@ -159,7 +176,14 @@ class Searcher(Retriever, Protocol):
         ...
 
     def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
-        """Title, text and document of each passage id."""
+        """Title, text and document of each passage id.
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            A :class:`Passage` by id, in the order asked.
+        """
         ...
 
     def close(self) -> None:
@@ -184,10 +208,35 @@ class VectorSearch(Protocol):
     """
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """The vectors ``search`` would use for ``queries``.
+
+        Args:
+            queries: the query texts.
+
+        Returns:
+            One float32 row per query.
+        """
         ...
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """The top ``k`` for each query vector, as ``search`` gives them.
+
+        Args:
+            vectors: one row per query.
+            k: hits per query, at most.
+
+        Returns:
+            One list of :class:`Hit` per query, best first.
+        """
         ...
 
     def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of passages.
+
+        Args:
+            passage_ids: the passages (unknown ids are skipped).
+
+        Returns:
+            One float32 row per id found, in the order given.
+        """
         ...

@@ -17,8 +17,6 @@ SELF_CONTAINED = [
     "pretriever.evaluate.core:evaluate_retrievers",
     "pretriever.refine.ops:aopt_loss",
     "pretriever.pretrain.objectives.base:Objective",
-    "pretriever.pretrain.objectives.cocondenser:CoCondenser",
-    "pretriever.pretrain.objectives.cotmae:CoTMAE",
 ]
 
 

@@ -36,6 +36,8 @@ PIPELINE_ORDER = ("quickstart", "corpus", "references", "generate", "mine", "pai
 
 
 class PipelineOrder(TyperGroup):
+    """The root command group, listing its commands in :data:`PIPELINE_ORDER` (the order a user runs them)."""
+
     def list_commands(self, ctx) -> list[str]:
         rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
         return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
@@ -108,4 +110,5 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def main() -> None:
+    """The ``pretriever`` console script."""
     app()

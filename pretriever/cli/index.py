@@ -169,6 +169,7 @@ def info(index_dir: Path = typer.Argument(..., help="An index folder.")) -> None
 
 
 def print_meta(meta: IndexMeta, path: Path) -> None:
+    """What a dense index holds (index build, merge and info print it): model, size, FAISS, store, BM25."""
     table = Table(title=f"dense index {path}")
     table.add_column("what")
     table.add_column("value")

@@ -75,6 +75,7 @@ def mine_command(cfg: MineConfig) -> None:
 
 
 def print_result(result: mine.MineResult) -> None:
+    """The summary ``pretriever mine`` prints: the stats table, why a method gave no pairs, qac's funnel."""
     console.print(stats_table(result.stats, result.manifest))
     for name, r in result.methods.items():
         if r.reason:

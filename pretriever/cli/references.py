@@ -33,6 +33,7 @@ def _pairs(values: list[str]) -> dict[str, str]:
 
 
 def print_manifest(manifest: ReferencesManifest) -> None:
+    """What ``references fetch`` and ``import`` print: the URL funnel, failures by reason, and the time."""
     table = Table(title="references")
     table.add_column("what")
     table.add_column("count", justify="right")

@@ -95,6 +95,7 @@ def run_command(cfg: RefineConfig) -> None:
 
 
 def print_refine(meta: IndexMeta, out: Path) -> None:
+    """The table ``pretriever refine run`` prints: per side and round, labels, moves, loss and time."""
     ref = meta.refine
     protocol = ref["protocol"]["name"]
     table = Table(title=f"refined index {out}  [{protocol.upper() if protocol == 'oracle' else protocol}]")

@@ -14,6 +14,12 @@ ENGINES = ("local", "spark")
 
 @dataclass
 class CorpusConfig:
+    """Settings of ``pretriever corpus build`` (stage 1: a dump or a corpus file into a passage store).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML
+    config read.
+    """
+
     input: Path = option(help="Dump file, BEIR folder or corpus file.")
     out: Path = option(help="Folder for the store (created).")
     format: str = option("auto", "Input format; auto detects it from the content. See `pretriever corpus formats`.")

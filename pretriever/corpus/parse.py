@@ -57,6 +57,7 @@ def process_chunk(chunk: Chunk) -> ChunkSummary:
 
 
 def part_name(index: int) -> str:
+    """The file name of chunk ``index``'s part in each table folder (sorted names are chunk order)."""
     return f"part-{index:06d}.parquet"
 
 

@@ -25,10 +25,12 @@ class ChunkSummary:
 
 
 def summaries(work: Path) -> list[ChunkSummary]:
+    """Every chunk summary saved under ``work``, in chunk order (those of an interrupted run too)."""
     return [ChunkSummary(**json.loads(p.read_text())) for p in sorted((work / "summaries").glob("part-*.json"))]
 
 
 def add_up(parts: list[ChunkSummary]) -> tuple[Counter, Counter, list[dict[str, str]]]:
+    """The build's totals from its chunks: page statuses, dropped links by reason, and the failures."""
     status, dropped, failures = Counter(), Counter(), []
     for part in parts:
         status.update(part.status)

@@ -44,7 +44,17 @@ def _json_lines(path: Path, expected: str):
 
 
 def load_queries(path: Path | str) -> dict[str, str]:
-    """BEIR queries: ``{_id: text}`` in file order."""
+    """BEIR queries: ``{_id: text}`` in file order.
+
+    Args:
+        path: a ``queries.jsonl`` file, or the BEIR dataset folder holding it.
+
+    Returns:
+        The queries by id.
+
+    Raises:
+        DatasetError: the file is missing, not JSON lines, or holds no queries (the message names the line).
+    """
     path = _beir_file(Path(path), "queries.jsonl")
     expected = 'a BEIR query {"_id": ..., "text": ...}'
     queries: dict[str, str] = {}
@@ -58,7 +68,15 @@ def load_queries(path: Path | str) -> dict[str, str]:
 
 
 def qrels_path(folder: Path | str, split: str) -> Path:
-    """``folder/qrels/<split>.tsv`` of a BEIR dataset, or an error listing the splits it has."""
+    """``folder/qrels/<split>.tsv`` of a BEIR dataset, or an error listing the splits it has.
+
+    Args:
+        folder: the BEIR dataset folder.
+        split: ``train``, ``dev``, ``test``, ...
+
+    Returns:
+        The qrels file's path.
+    """
     qrels_dir = Path(folder) / "qrels"
     path = qrels_dir / f"{split}.tsv"
     if not path.is_file():
@@ -70,7 +88,13 @@ def qrels_path(folder: Path | str, split: str) -> Path:
 
 class Qrels(dict[str, dict[str, int]]):
     """Judgments ``{query_id: {doc_id: grade}}`` as read from ``path``; ``negative`` judgments had a negative
-    grade, read as 0 (what a reader of the results must be told)."""
+    grade, read as 0 (what a reader of the results must be told).
+
+    Args:
+        judged: the judgments.
+        path: the file they were read from.
+        negative: how many judgments had a negative grade.
+    """
 
     def __init__(self, judged: dict[str, dict[str, int]], path: Path, negative: int = 0):
         super().__init__(judged)
@@ -101,7 +125,15 @@ def _grade(text: str, where: str) -> int:
 
 
 def load_qrels(path: Path | str) -> Qrels:
-    """Judgments ``{query_id: {doc_id: score}}`` from a BEIR qrels TSV or a TREC qrels file."""
+    """Judgments ``{query_id: {doc_id: score}}`` from a BEIR qrels TSV or a TREC qrels file.
+
+    Args:
+        path: the file (a BEIR qrels TSV or a TREC qrels file), or a BEIR dataset folder (its
+            ``qrels/test.tsv``).
+
+    Returns:
+        The judgments, with the file they came from.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "qrels" / "test.tsv"
@@ -134,7 +166,17 @@ def load_qrels(path: Path | str) -> Qrels:
 
 def queries_in_qrels(queries: dict[str, str], qrels: dict[str, dict[str, int]],
                      queries_path: Path | str = "queries", qrels_path: Path | str = "qrels") -> dict[str, str]:
-    """The queries that have judgments, in qrels order (as BEIR does); judged queries must have a text."""
+    """The queries that have judgments, in qrels order (as BEIR does); judged queries must have a text.
+
+    Args:
+        queries: the queries by id.
+        qrels: the judgments.
+        queries_path: the queries' file, named in the error.
+        qrels_path: the judgments' file, named in the error.
+
+    Returns:
+        The judged queries by id.
+    """
     missing = [q for q in qrels if q not in queries]
     if missing:
         raise DatasetError(f"{len(missing)} judged query id(s) of {qrels_path} are not in {queries_path} "
@@ -143,13 +185,27 @@ def queries_in_qrels(queries: dict[str, str], qrels: dict[str, dict[str, int]],
 
 
 def load_corpus(path: Path | str) -> dict[str, tuple[str, str]]:
-    """A BEIR corpus as ``{_id: (title, text)}`` in file order (a dataset folder: its corpus.jsonl)."""
+    """A BEIR corpus as ``{_id: (title, text)}`` in file order (a dataset folder: its corpus.jsonl).
+
+    Args:
+        path: a ``corpus.jsonl`` file, or the BEIR dataset folder holding it.
+
+    Returns:
+        ``(title, text)`` by document id.
+    """
     path = _beir_file(Path(path), "corpus.jsonl")
     return {str(obj["_id"]): (str(obj.get("title") or ""), str(obj.get("text") or ""))
             for _, obj in _json_lines(path, 'a BEIR document {"_id", "title", "text"}')}
 
 
 def relevant(qrels: dict[str, dict[str, int]]) -> dict[str, list[str]]:
-    """Each query's relevant documents (grade >= 1), in file order."""
+    """Each query's relevant documents (grade >= 1), in file order.
+
+    Args:
+        qrels: the judgments.
+
+    Returns:
+        Relevant document ids by query id; a query with none is left out.
+    """
     out = {q: [d for d, grade in docs.items() if grade >= 1] for q, docs in qrels.items()}
     return {q: docs for q, docs in out.items() if docs}

@@ -13,6 +13,13 @@ QUERIES_FILE = "generated_queries.parquet"
 
 
 def generated_queries_path(queries: Path | str) -> Path:
-    """The generated_queries.parquet of a QUERIES_DIR (or ``queries`` itself when it names the file)."""
+    """The generated_queries.parquet of a QUERIES_DIR (or ``queries`` itself when it names the file).
+
+    Args:
+        queries: ``pretriever generate``'s --out folder, or the Parquet file itself.
+
+    Returns:
+        The file's path (not checked).
+    """
     queries = Path(queries)
     return queries / QUERIES_FILE if queries.is_dir() else queries

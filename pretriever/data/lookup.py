@@ -72,6 +72,9 @@ class PassageLookup:
 
     A :class:`pretriever.retrieval.Searcher` (``pretriever.index.IndexFolder.open``) carries one as
     ``searcher.lookup``, so a consumer never opens the store itself.
+
+    Args:
+        store: the corpus store, or its folder.
     """
 
     def __init__(self, store: CorpusStore | Path | str):
@@ -107,7 +110,14 @@ class PassageLookup:
 
     def hold(self, max_bytes: int) -> bool:
         """Read every passage (id, title, text, document) into memory when :meth:`text_bytes` is at most
-        ``max_bytes``; returns whether it did. The store's ids stay the keys, as they are."""
+        ``max_bytes``; returns whether it did. The store's ids stay the keys, as they are.
+
+        Args:
+            max_bytes: the most passage text to hold.
+
+        Returns:
+            Whether the passages are now held.
+        """
         if self._held is None and self.text_bytes() <= max_bytes:
             with self._lock:
                 rows = self._con.execute("SELECT p.passage_id, d.title, p.text, p.doc_id FROM passages p "
@@ -135,7 +145,14 @@ class PassageLookup:
 
     def texts(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Passage text by id (None for an id that is not in the store). Texts are not cached:
-        they are the bulk of a store, and each system's hits are read once."""
+        they are the bulk of a store, and each system's hits are read once.
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            Text by id.
+        """
         todo = list(dict.fromkeys(ids))
         out: dict[str, str | None] = dict.fromkeys(todo)
         if todo:
@@ -146,7 +163,14 @@ class PassageLookup:
         return out
 
     def titles(self, ids: Iterable[str]) -> dict[str, str | None]:
-        """The title of each passage's document (None for an id that is not in the store)."""
+        """The title of each passage's document (None for an id that is not in the store).
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            Title by id.
+        """
         ids = list(ids)
         todo = list(dict.fromkeys(i for i in ids if i not in self._title))
         if todo:
@@ -160,7 +184,14 @@ class PassageLookup:
 
     def passages(self, ids: Iterable[str]) -> dict[str, Passage]:
         """Title, text and document of each id, in the order asked (None fields for an id not in the store):
-        from memory when :meth:`hold` read the store, else in one query."""
+        from memory when :meth:`hold` read the store, else in one query.
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            A :class:`Passage` by id.
+        """
         todo = list(dict.fromkeys(ids))
         if self._held is not None:
             return {i: self._held.get(i) or Passage(i, None, None, None) for i in todo}
@@ -173,7 +204,14 @@ class PassageLookup:
         return {i: found.get(i) or Passage(i, None, None, None) for i in todo}
 
     def doc_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
-        """Each passage's document id (the id itself when documents are kept whole)."""
+        """Each passage's document id (the id itself when documents are kept whole).
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            Document id by passage id (None: not in the store).
+        """
         ids = list(ids)
         if self.documents_whole:
             return {i: i for i in ids}
@@ -185,32 +223,74 @@ class PassageLookup:
         return {i: self._doc[i] for i in ids}
 
     def document_texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
-        """Whole documents' text (their passages in order, joined by a space)."""
+        """Whole documents' text (their passages in order, joined by a space).
+
+        Args:
+            doc_ids: document ids.
+
+        Returns:
+            Text by document id; a document not in the store is left out.
+        """
         return dict(self._query(list(dict.fromkeys(doc_ids)), "SELECT p.doc_id, string_agg(p.text, ' ' ORDER BY "
                                 "p.position) FROM passages p JOIN _wanted USING (doc_id) GROUP BY p.doc_id", "doc_id"))
 
     def known_documents(self, doc_ids: Iterable[str]) -> set[str]:
-        """The given document ids that the store holds (judgments naming another corpus find none)."""
+        """The given document ids that the store holds (judgments naming another corpus find none).
+
+        Args:
+            doc_ids: document ids.
+
+        Returns:
+            Those the store holds.
+        """
         return {row[0] for row in self._query(list(dict.fromkeys(doc_ids)), "SELECT DISTINCT p.doc_id FROM passages p "
                                               "JOIN _wanted USING (doc_id)", "doc_id")}
 
     def known_passages(self, ids: Iterable[str]) -> set[str]:
-        """The given passage ids that the store holds."""
+        """The given passage ids that the store holds.
+
+        Args:
+            ids: passage ids.
+
+        Returns:
+            Those the store holds.
+        """
         return {row[0] for row in self._query(list(dict.fromkeys(ids)), "SELECT p.passage_id FROM passages p "
                                               "JOIN _wanted USING (passage_id)")}
 
     def title_documents(self, titles: Iterable[str]) -> dict[str, str]:
-        """Document id by title, for the titles found in the store."""
+        """Document id by title, for the titles found in the store.
+
+        Args:
+            titles: document titles.
+
+        Returns:
+            Document id by title (the smallest id when several documents share a title).
+        """
         return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, min(d.doc_id) FROM documents d "
                                 "JOIN _wanted USING (title) GROUP BY d.title", "title"))
 
     def title_counts(self, titles: Iterable[str]) -> dict[str, int]:
-        """How many documents of the store carry each title (a title no document carries is left out)."""
+        """How many documents of the store carry each title (a title no document carries is left out).
+
+        Args:
+            titles: document titles.
+
+        Returns:
+            Number of documents by title.
+        """
         return dict(self._query(list(dict.fromkeys(titles)), "SELECT d.title, count(*) FROM documents d "
                                 "JOIN _wanted USING (title) GROUP BY d.title", "title"))
 
     def document_passages(self, doc_ids: Iterable[str]) -> dict[str, list[Passage]]:
-        """Every passage of each document, in document order (a document not in the store is left out)."""
+        """Every passage of each document, in document order (a document not in the store is left out).
+
+        Args:
+            doc_ids: document ids.
+
+        Returns:
+            Each document's passages, by document id.
+        """
         out: dict[str, list[Passage]] = {}
         for pid, title, text, doc_id in self._query(
                 list(dict.fromkeys(doc_ids)), "SELECT p.passage_id, d.title, p.text, p.doc_id FROM passages p "
@@ -221,7 +301,15 @@ class PassageLookup:
 
     def passage_texts(self, ids: Iterable[str], prepend_title: bool) -> dict[str, str]:
         """The text that is encoded for each id (:func:`passage_text`). An id that is not a passage
-        but a document of a store cut into passages (qrels name documents) gets the whole document."""
+        but a document of a store cut into passages (qrels name documents) gets the whole document.
+
+        Args:
+            ids: passage (or document) ids.
+            prepend_title: put the title before the text, as the index did.
+
+        Returns:
+            Encoded text by id; an id the store does not hold is left out.
+        """
         todo = list(dict.fromkeys(ids))
         found = {pid: passage_text(title, text, prepend_title) for pid, title, text in self._query(
             todo, "SELECT p.passage_id, d.title, p.text FROM passages p JOIN _wanted w USING (passage_id) "
@@ -235,7 +323,16 @@ class PassageLookup:
         return found
 
     def sample(self, n: int, seed: int, prepend_title: bool) -> list[tuple[str, str]]:
-        """``n`` passages (id, text) drawn by a hash of the seed, without reading the store into memory."""
+        """``n`` passages (id, text) drawn by a hash of the seed, without reading the store into memory.
+
+        Args:
+            n: how many passages.
+            seed: the same seed draws the same passages.
+            prepend_title: put the title before the text, as the index did.
+
+        Returns:
+            ``(passage_id, text)`` pairs.
+        """
         with self._lock:
             rows = self._con.execute("SELECT p.passage_id, d.title, p.text FROM passages p LEFT JOIN documents d "
                                      "USING (doc_id) ORDER BY md5(p.passage_id || ?) LIMIT ?",

@@ -20,6 +20,7 @@ from pretriever.io import read_jsonl
 
 @dataclass
 class MultiHopExample:
+    """A multi-hop question and the gold set it needs all of (ids or titles, as :func:`load_multihop` says)."""
     question: str
     gold: list[str]  # passage ids or document titles (see ``by``)
     qid: str = ""
@@ -52,7 +53,17 @@ def _gold(obj: dict, where: str) -> tuple[list[str], str]:
 
 
 def load_multihop(path: Path | str) -> tuple[list[MultiHopExample], str]:
-    """Multi-hop questions and their gold sets, and whether the gold are ``passage`` ids or ``title``s."""
+    """Multi-hop questions and their gold sets, and whether the gold are ``passage`` ids or ``title``s.
+
+    Args:
+        path: a JSON list or JSONL file of questions with gold passage ids or titles.
+
+    Returns:
+        The questions, and ``passage`` or ``title``.
+
+    Raises:
+        DatasetError: the file is missing or an item is malformed (the message names it).
+    """
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")

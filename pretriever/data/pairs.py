@@ -171,6 +171,10 @@ class PairsDir:
 
 @dataclass
 class PairFile:
+    """One Parquet file of pairs, described from its schema alone: its rows and which columns hold the query,
+    the positive and the negative (``pretriever mine``'s names, or sentence-transformers' anchor/positive/negative).
+    """
+
     path: Path
     rows: int
     query: str
@@ -213,6 +217,9 @@ def find_pair_files(path: Path) -> tuple[list[Path], str | None]:
 
 
 def describe_file(path: Path) -> PairFile:
+    """Describe one pairs file by its schema (nothing is read but the footer); a
+    :class:`PairsError` names a file that is not Parquet or lacks a query or positive column.
+    """
     try:
         meta = pq.ParquetFile(path)
     except (OSError, pa.ArrowInvalid) as err:

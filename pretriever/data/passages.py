@@ -20,7 +20,16 @@ from pretriever.errors import PretrieverError
 
 
 def passage_text(title: str | None, text: str | None, prepend_title: bool) -> str:
-    """What is encoded or tokenized for a passage: ``title + " " + text`` (BEIR practice) or the text."""
+    """What is encoded or tokenized for a passage: ``title + " " + text`` (BEIR practice) or the text.
+
+    Args:
+        title: the document's title (None: none).
+        text: the passage's text.
+        prepend_title: put the title first.
+
+    Returns:
+        The text to encode.
+    """
     text = text or ""
     if prepend_title and title:
         return f"{title} {text}".strip()
@@ -28,7 +37,11 @@ def passage_text(title: str | None, text: str | None, prepend_title: bool) -> st
 
 
 class PassageSource:
-    """Row ranges of a store's passages, with their document titles."""
+    """Row ranges of a store's passages, with their document titles.
+
+    Args:
+        store: the corpus store, or its folder.
+    """
 
     def __init__(self, store: CorpusStore | Path | str):
         self.store = store if isinstance(store, CorpusStore) else CorpusStore(store)
@@ -61,7 +74,16 @@ class PassageSource:
         return {"n_passages": self.total, "parts": [[f.name, c] for f, c in zip(self.files, self.counts)]}
 
     def read(self, lo: int, hi: int, prepend_title: bool) -> tuple[list[str], list[str]]:
-        """Passage ids and texts (title prepended when asked) of rows ``lo`` to ``hi - 1``."""
+        """Passage ids and texts (title prepended when asked) of rows ``lo`` to ``hi - 1``.
+
+        Args:
+            lo: first row (0-based, in index order).
+            hi: the row after the last.
+            prepend_title: put each document's title before the text.
+
+        Returns:
+            ``(ids, texts)``.
+        """
         ids: list[str] = []
         texts: list[str] = []
         for passage_ids, titles, bodies in self._read_columns(lo, hi):
@@ -70,7 +92,14 @@ class PassageSource:
         return ids, texts
 
     def iter_parts(self, prepend_title: bool) -> Iterator[tuple[list[str], list[str]]]:
-        """Ids and texts, one part file at a time (the whole corpus, in index order)."""
+        """Ids and texts, one part file at a time (the whole corpus, in index order).
+
+        Args:
+            prepend_title: put each document's title before the text.
+
+        Yields:
+            ``(ids, texts)`` of each part file.
+        """
         for start, count in zip(self.starts, self.counts):
             if count:
                 yield self.read(start, start + count, prepend_title)
@@ -108,7 +137,14 @@ class Shard(NamedTuple):
 
 
 def parse_shard(spec: str | Shard | None) -> Shard | None:
-    """``"2/8"`` -> Shard(2, 8); None stays None; anything else is a :class:`ShardSpecError`."""
+    """``"2/8"`` -> Shard(2, 8); None stays None; anything else is a :class:`ShardSpecError`.
+
+    Args:
+        spec: ``i/n``, a shard, or None.
+
+    Returns:
+        The shard, or None.
+    """
     if spec is None or isinstance(spec, Shard):
         return spec
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(spec))

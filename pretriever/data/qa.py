@@ -61,7 +61,14 @@ def normalize(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """DPR's simple tokenizer on NFD text, lower-cased: word runs and single non-space characters."""
+    """DPR's simple tokenizer on NFD text, lower-cased: word runs and single non-space characters.
+
+    Args:
+        text: any text.
+
+    Returns:
+        Its tokens.
+    """
     return [m.group().lower() for m in _TOKEN.finditer(normalize(text))]
 
 
@@ -96,7 +103,11 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
 
 
 class AnswerMatcher:
-    """``has_answer(answers, text)`` in one mode, caching tokenized answers and passages."""
+    """``has_answer(answers, text)`` in one mode, caching tokenized answers and passages.
+
+    Args:
+        mode: ``string`` (token sequences, DPR's default) or ``regex`` (CuratedTREC's answer patterns).
+    """
 
     def __init__(self, mode: str = "string"):
         if mode not in MATCH_MODES:
@@ -105,13 +116,30 @@ class AnswerMatcher:
         self._answer_tokens: dict[str, list[str]] = {}
 
     def answer_tokens(self, answer: str) -> list[str]:
+        """An answer's tokens (:func:`tokenize`), cut once per matcher.
+
+        Args:
+            answer: one answer.
+
+        Returns:
+            Its tokens.
+        """
         tokens = self._answer_tokens.get(answer)
         if tokens is None:
             tokens = self._answer_tokens[answer] = tokenize(answer)
         return tokens
 
     def has_answer(self, answers: list[str], text: str | None, text_tokens: list[str] | None = None) -> bool:
-        """Whether any answer occurs in ``text`` (``text_tokens``: its :func:`tokenize`, if already cut)."""
+        """Whether any answer occurs in ``text`` (``text_tokens``: its :func:`tokenize`, if already cut).
+
+        Args:
+            answers: the accepted answers (patterns in ``regex`` mode).
+            text: a passage's text (None: no passage, no answer).
+            text_tokens: its tokens, when the caller has them.
+
+        Returns:
+            Whether one occurs.
+        """
         if text is None:
             return False
         if self.mode == "regex":
@@ -135,7 +163,16 @@ class AnswerMatcher:
 
 
 def has_answer(answers: list[str], text: str, mode: str = "string") -> bool:
-    """DPR's ``has_answer``: does any of ``answers`` occur in ``text``? (see the module docstring)."""
+    """DPR's ``has_answer``: does any of ``answers`` occur in ``text``? (see the module docstring).
+
+    Args:
+        answers: the accepted answers.
+        text: a passage's text.
+        mode: ``string`` or ``regex`` (:class:`AnswerMatcher`).
+
+    Returns:
+        Whether one occurs.
+    """
     return AnswerMatcher(mode).has_answer(list(answers), text)
 
 
@@ -146,6 +183,7 @@ def invalid_patterns(answers: list[str]) -> list[str]:
 
 @dataclass
 class QAExample:
+    """A question of an open-domain QA file, its accepted answers and, where the file gives them, its gold passages."""
     question: str
     answers: list[str]
     qid: str = ""  # the 0-based line/item number as a string unless the file gives an id
@@ -238,7 +276,17 @@ def sniff_qa_format(path: Path) -> str:
 
 
 def load_qa_file(path: Path | str) -> list[QAExample]:
-    """Questions and answers from NQ-open JSONL, DPR qas TSV or DPR JSON (see the module docstring)."""
+    """Questions and answers from NQ-open JSONL, DPR qas TSV or DPR JSON (see the module docstring).
+
+    Args:
+        path: the file; its format is told from its content.
+
+    Returns:
+        The questions in file order.
+
+    Raises:
+        QAFileError: the file is missing, malformed (the message names the line or item) or empty.
+    """
     path = Path(path)
     if not path.is_file():
         raise QAFileError(f"{path}: no such file")

@@ -38,6 +38,7 @@ class ReadingFileError(DatasetError):
 
 @dataclass
 class ReadingPassage:
+    """A passage a reader is trained on; SQuAD's answer offsets when the file gives them."""
     text: str
     title: str = ""
     passage_id: str = ""
@@ -47,6 +48,7 @@ class ReadingPassage:
 
 @dataclass
 class ReadingExample:
+    """A question, its answers and the passages read for it (positives and negatives)."""
     question: str
     answers: list[str]
     passages: list[ReadingPassage]

@@ -64,6 +64,12 @@ def load_references(refs_dir: Path | str) -> References:
     """Check ``refs_dir`` and say where its tables are; a :class:`ReferencesError` names what is wrong.
 
     Example: ``refs = load_references("refs/"); refs.rows`` URLs, ``refs.with_text()`` of them with main text.
+
+    Args:
+        refs_dir: the folder ``pretriever references fetch`` or ``import`` wrote.
+
+    Returns:
+        Where its tables are and how many references it holds.
     """
     path = Path(refs_dir)
     table = path / REFERENCES

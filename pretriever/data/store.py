@@ -23,6 +23,21 @@ OPTIONAL_TABLES = frozenset({"page_tags"})
 
 
 class CorpusStore:
+    """A corpus store folder (``pretriever corpus build``), checked when opened: its manifest, and every table
+    with the columns pretriever reads (an older store may lack an optional table). Reads go through
+    :class:`~pretriever.data.PassageLookup`, :class:`~pretriever.data.PassageSource` or :meth:`connect`'s views.
+
+    Relations:
+        The folder stage 1 hands on; :class:`~pretriever.data.pairs.PairsDir` (mine's) and
+        :class:`~pretriever.index.IndexFolder` (index's) are the other typed folders.
+
+    Args:
+        path: the store's folder.
+
+    Raises:
+        StoreError: the folder is not a store, or a table or column is missing (the message says which).
+    """
+
     def __init__(self, path: Path | str):
         self.path = Path(path)
         if not (self.path / MANIFEST).exists():
@@ -36,20 +51,47 @@ class CorpusStore:
             self.check_table(name)
 
     def has_table(self, name: str) -> bool:
-        """Whether the store holds table ``name`` (an older store may lack an :data:`OPTIONAL_TABLES` one)."""
+        """Whether the store holds table ``name`` (an older store may lack an :data:`OPTIONAL_TABLES` one).
+
+        Args:
+            name: a table of :data:`STORE_TABLES` (``passages``, ``documents``, ``links``, ...).
+
+        Returns:
+            Whether it is there.
+        """
         path, is_dir = self.table_path(name)
         return any(path.glob("*.parquet")) if is_dir else path.exists()
 
     def table_path(self, name: str) -> tuple[Path, bool]:
-        """Where table ``name`` lives: (a folder of part files, True) or (one Parquet file, False)."""
+        """Where table ``name`` lives: (a folder of part files, True) or (one Parquet file, False).
+
+        Args:
+            name: a table of :data:`STORE_TABLES` (``passages``, ``documents``, ``links``, ...).
+
+        Returns:
+            ``(path, is_folder)``.
+        """
         _, is_dir = STORE_TABLES[name]
         return (self.path / name, True) if is_dir else (self.path / f"{name}.parquet", False)
 
     def table_glob(self, name: str) -> str:
+        """The glob of a table's Parquet files, for DuckDB's and Spark's readers.
+
+        Args:
+            name: a table of :data:`STORE_TABLES` (``passages``, ``documents``, ``links``, ...).
+
+        Returns:
+            The glob (the file itself for a one-file table).
+        """
         path, is_dir = self.table_path(name)
         return str(path / "*.parquet") if is_dir else str(path)
 
     def check_table(self, name: str) -> None:
+        """Refuse a table that is missing or lacks a column pretriever reads (:class:`StoreError`).
+
+        Args:
+            name: a table of :data:`STORE_TABLES` (``passages``, ``documents``, ``links``, ...).
+        """
         schema, is_dir = STORE_TABLES[name]
         files = sorted((self.path / name).glob("*.parquet")) if is_dir else [self.path / f"{name}.parquet"]
         if not files or not files[0].exists():
@@ -62,7 +104,16 @@ class CorpusStore:
 
     def read_table(self, name: str, columns: list[str] | None = None,
                    sort_by: list[str] | None = None) -> pa.Table:
-        """A whole table (or some of its columns) as Arrow, optionally sorted; for tables that fit in memory."""
+        """A whole table (or some of its columns) as Arrow, optionally sorted; for tables that fit in memory.
+
+        Args:
+            name: a table of :data:`STORE_TABLES`.
+            columns: the columns to read (None: all).
+            sort_by: columns to sort by, ascending (None: file order).
+
+        Returns:
+            The table.
+        """
         path, is_dir = self.table_path(name)
         files = sorted(path.glob("*.parquet")) if is_dir else [path]
         tables = [pq.read_table(f, columns=columns) for f in files]

@@ -19,6 +19,13 @@ DEFAULT_OVERLAP_K = 20  # HLP Fig. 4: top-20 accuracy per overlap bucket
 
 @dataclass
 class EvaluateConfig:
+    """Settings of ``pretriever evaluate`` (stage 5: score indexes, BM25 and fusions on judgments, QA answers or
+    multi-hop gold sets).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     out: Path = option(help="EVAL_DIR: results.json and the plots are written here (created).")
     index: list[Path] = option(default_factory=list,
                                help="Index folders (dense from `pretriever index build`, refined, or BM25); several "

@@ -26,6 +26,10 @@ StoreLike = CorpusStore | PassageLookup | Path | str
 
 @dataclass
 class EvaluationResult:
+    """Every system's scores on one set of questions: what ``results.json`` holds (:meth:`to_json`; its layout is in
+    the package docstring), plus the raw rankings for ``--save-runs``.
+    """
+
     kind: str  # qrels | answers | multihop
     systems: dict[str, dict[str, float]]  # system -> metric -> mean value
     per_query: dict[str, dict[str, dict[str, Any]]]  # system -> query id -> values
@@ -84,6 +88,18 @@ def evaluate_retrievers(retrievers: Sequence[Retriever], task: EvaluationTask,
     store (``lookup``; :meth:`pretriever.index.IndexFolder.open` opens the store its index names) and
     any other system has none. Answers and gold titles need a store; judgments need one only
     when passages are not whole documents. ``report`` hears each system's queries searched.
+
+    Args:
+        retrievers: the systems, each with a unique ``name``.
+        task: the questions and what is reported (:mod:`pretriever.evaluate.tasks`).
+        options: how to run it (None: :class:`EvaluationOptions`' defaults).
+        report: hears each system's queries searched.
+
+    Returns:
+        Every system's means, per-question values, curves and the overlap analysis.
+
+    Raises:
+        EvaluationError: inputs that cannot be evaluated (duplicate names, no store for answer matching, ...).
 
     Example::
 

@@ -44,6 +44,10 @@ class Refined(Protocol):
 
 @dataclass
 class Systems:
+    """The systems an evaluation opened, in table order, with where each came from and the refined indexes
+    among them (whose feedback queries are checked against the evaluation's); close them when done.
+    """
+
     retrievers: list = field(default_factory=list)  # Searchers (System), in table order
     described: dict[str, dict[str, Any]] = field(default_factory=dict)  # system name -> where it came from
     refined: dict[str, Refined] = field(default_factory=dict)  # system name -> the refined index it searches

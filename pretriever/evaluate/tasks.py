@@ -66,6 +66,11 @@ class EvaluationTask:
 
     The kinds follow sentence-transformers' evaluators (one class per kind of judgment): see
     :class:`QrelsTask`, :class:`AnswersTask` and :class:`MultiHopTask`.
+
+    Relations:
+        :class:`QrelsTask` (judgments), :class:`AnswersTask` (QA answers) and :class:`MultiHopTask` (gold sets)
+        subclass it, the last two through the shared top-k accuracy base;
+        :func:`pretriever.evaluate.core.make_task` picks one from the inputs.
     """
 
     kind: ClassVar[str]

@@ -21,6 +21,12 @@ KEYS = ("auto", "passage", "doc")
 
 @dataclass
 class GenerateConfig:
+    """Settings of ``pretriever generate`` (doc2query candidate queries per passage, for query-as-context).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     corpus: Path = option(help="A corpus store (`pretriever corpus build`) whose passages get queries.")
     out: Path = option(help="QUERIES_DIR: generated_queries.parquet (passage_id, candidate, text) and manifest.json.")
     model: str | None = option(None, "A Hugging Face seq2seq model (local folder or cached name), e.g. "

@@ -91,7 +91,14 @@ def passage_keys(cfg: GenerateConfig) -> tuple[list[str], dict[str, str]]:
 
 
 def import_queries(cfg: GenerateConfig) -> GenerateResult:
-    """Write ``cfg.from_file``'s queries as the generated_queries table of ``cfg.out``."""
+    """Write ``cfg.from_file``'s queries as the generated_queries table of ``cfg.out``.
+
+    Args:
+        cfg: the settings; ``from_file`` names the queries (passage or document id, query).
+
+    Returns:
+        The folder written and its manifest.
+    """
     started = time.perf_counter()
     assert cfg.from_file is not None
     queries_folder(cfg.out).check()  # someone else's folder is refused before the file is read

@@ -105,6 +105,17 @@ class BM25Index:
     References:
         Lù, "BM25S: Orders of magnitude faster lexical search via eager sparse scoring", 2024 (bm25s);
         Thakur et al., "BEIR", NeurIPS 2021 Datasets and Benchmarks (the BM25 baseline's settings).
+
+    Relations:
+        One of the searchers behind :class:`pretriever.retrieval.Retriever`, beside
+        :class:`~pretriever.index.DenseIndex`, :class:`~pretriever.refine.RefinedIndex` and
+        :class:`~pretriever.index.HybridRetriever` (which fuses this with one of them).
+
+    Args:
+        retriever: the bm25s index.
+        passage_ids: the passages, by row.
+        options: the settings it was built with.
+        meta: its metadata (bm25.json).
     """
 
     name = "bm25"
@@ -125,7 +136,16 @@ class BM25Index:
     def build(cls, store: CorpusStore | Path | str, options: BM25Options | None = None,
               report: Reporter = QUIET) -> BM25Index:
         """Tokenize every passage of ``store`` (one part file at a time) and index them; ``report`` hears the
-        passages tokenized."""
+        passages tokenized.
+
+        Args:
+            store: the corpus store, or its folder.
+            options: the BM25 settings (default: BEIR's).
+            report: hears the progress.
+
+        Returns:
+            The index (in memory; :meth:`save` writes it).
+        """
         options = options or BM25Options()
         source = PassageSource(store)
         started = time.perf_counter()
@@ -147,7 +167,16 @@ class BM25Index:
     @classmethod
     def build_from_texts(cls, passage_ids: Sequence[str], texts: Sequence[str],
                          options: BM25Options | None = None) -> BM25Index:
-        """An index over given texts (titles, if wanted, already in them)."""
+        """An index over given texts (titles, if wanted, already in them).
+
+        Args:
+            passage_ids: the passages.
+            texts: their texts.
+            options: the BM25 settings (default: BEIR's).
+
+        Returns:
+            The index.
+        """
         options = options or BM25Options()
         tokenizer = _tokenizer(options)
         tokens = tokenizer.tokenize(list(texts), update_vocab=True, return_as="ids", show_progress=False)
@@ -170,7 +199,12 @@ class BM25Index:
         """Write the index to a folder (bm25.json last: its presence means the folder is complete).
 
         The folder is empty, new or a BM25 index pretriever wrote (:class:`pretriever.stage.FolderError`
-        otherwise); an earlier index there is replaced."""
+        otherwise); an earlier index there is replaced.
+
+        Args:
+            path: the folder.
+            report: hears what an earlier index there was.
+        """
         path = Path(path)
         folder = bm25_folder(path, report)
         folder.check()
@@ -183,6 +217,15 @@ class BM25Index:
 
     @classmethod
     def load(cls, path: Path | str, mmap: bool = False) -> BM25Index:
+        """Open a BM25 index folder (a :class:`NotAnIndexError` says what is missing).
+
+        Args:
+            path: the folder.
+            mmap: memory-map the index instead of reading it.
+
+        Returns:
+            The index.
+        """
         import bm25s
 
         path = Path(path)
@@ -198,14 +241,30 @@ class BM25Index:
         return cls(retriever, ids, BM25Options(**meta.options), meta)
 
     def tokenize_queries(self, queries: Sequence[str]) -> list[list[str]]:
-        """Queries tokenized exactly as the passages were (lower-case, stop words, stemmer)."""
+        """Queries tokenized exactly as the passages were (lower-case, stop words, stemmer).
+
+        Args:
+            queries: the query texts.
+
+        Returns:
+            Each query's tokens.
+        """
         import bm25s
 
         return bm25s.tokenize(list(queries), lower=self.options.lowercase, stopwords=self._stopwords,
                               stemmer=self._stemmer, return_ids=False, show_progress=False)
 
     def search_arrays(self, queries: Sequence[str], k: int, n_threads: int = 0) -> RankedRows:
-        """The top ``min(k, N)`` rows of each query, best first; ``n_threads`` as in bm25s (-1: all cores)."""
+        """The top ``min(k, N)`` rows of each query, best first; ``n_threads`` as in bm25s (-1: all cores).
+
+        Args:
+            queries: the query texts.
+            k: hits per query.
+            n_threads: bm25s' parallel jobs (0: none; -1: all cores).
+
+        Returns:
+            ``RankedRows(scores, rows)``, each len(queries) x min(k, N).
+        """
         k = min(k, len(self))
         if not queries or k == 0:
             return RankedRows(np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64))
@@ -215,7 +274,15 @@ class BM25Index:
 
     def scores_of(self, query: str, passage_ids: Sequence[str]) -> list[float]:
         """``query``'s score for each of these passages of the index, ranked high or not (a reader file scores a
-        positive that BM25 did not retrieve)."""
+        positive that BM25 did not retrieve).
+
+        Args:
+            query: the query text.
+            passage_ids: passages of the index (an unknown one is a KeyError).
+
+        Returns:
+            One score per passage, in the order given.
+        """
         if self._rows is None:
             self._rows = {pid: i for i, pid in enumerate(self.passage_ids.tolist())}
         unknown = [pid for pid in passage_ids if pid not in self._rows]
@@ -227,7 +294,16 @@ class BM25Index:
         return [float(scores[self._rows[pid]]) for pid in passage_ids]
 
     def search(self, queries: list[str], k: int, n_threads: int = 0) -> list[list[Hit]]:
-        """The top ``k`` passages for each query, best first; passages scoring 0 are left out."""
+        """The top ``k`` passages for each query, best first; passages scoring 0 are left out.
+
+        Args:
+            queries: the query texts.
+            k: hits per query.
+            n_threads: bm25s' parallel jobs (0: none; -1: all cores).
+
+        Returns:
+            One list of hits per query.
+        """
         scores, rows = self.search_arrays(queries, k, n_threads)
         ids = self.passage_ids
         return [[Hit(ids[r], float(s)) for s, r in zip(srow, rrow) if s > 0] for srow, rrow in zip(scores, rows)]

@@ -24,6 +24,12 @@ from pretriever.index.hybrid import HybridOptions
 
 @dataclass
 class IndexConfig:
+    """Settings of ``pretriever index build`` (stage 4: encode a corpus store into a dense index, and BM25).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     corpus: Path = option(help="A corpus store (`pretriever corpus build`).")
     out: Path = option(help="The index folder (created).")
     model: str | None = option(None, "sentence-transformers model: a local folder or a name.",

@@ -38,7 +38,19 @@ WRITE_BLOCK = 65536
 
 def encoder_info(model: str | None, max_length: int, normalize: bool, prepend_title: bool,
                  passage_prompt: str = "", query_prompt: str = "") -> EncoderInfo:
-    """How passages were (and queries must be) encoded; stored under ``encoder`` in index.json."""
+    """How passages were (and queries must be) encoded; stored under ``encoder`` in index.json.
+
+    Args:
+        model: the model's local path or name (None: the packaged MiniLM).
+        max_length: word pieces per text.
+        normalize: L2-normalise the vectors.
+        prepend_title: encode "title text".
+        passage_prompt: text put before every passage.
+        query_prompt: text put before every query.
+
+    Returns:
+        The encoder's settings (a local path made absolute).
+    """
     packaged = model is None or resolve_model(model) == resolve_model(None)
     reference = DEFAULT_MODEL if packaged else str(model)
     if not packaged and Path(reference).exists():
@@ -70,6 +82,19 @@ def save_dense_index(out: Path | str, passage_ids: Sequence[str], vectors: np.nd
     ``encoder`` says how queries must be encoded (:func:`encoder_info`; copy it from the
     index whose vectors you rewrite); ``fields`` are more :class:`IndexMeta` fields (``store``,
     ``name``, ``retriever``, ``refine``, ...). Returns the metadata written.
+
+    Args:
+        out: the index folder (created; an index.json there is removed first).
+        passage_ids: the passages, by row.
+        vectors: one row per passage.
+        encoder: how queries must be encoded.
+        params: the FAISS index (default: flat).
+        dtype: ``float32`` or ``float16`` for the stored vectors.
+        on_add: called with the count added to FAISS so far (progress).
+        **fields: more :class:`IndexMeta` fields.
+
+    Returns:
+        The metadata written.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,6 +164,18 @@ class DenseIndex:
     References:
         Karpukhin et al., "Dense Passage Retrieval for Open-Domain Question Answering", EMNLP 2020;
         Johnson et al., "Billion-scale similarity search with GPUs", 2017 (FAISS).
+
+    Relations:
+        One of the searchers behind :class:`pretriever.retrieval.Retriever`, beside
+        :class:`~pretriever.index.BM25Index`, :class:`~pretriever.index.HybridRetriever` (which fuses two) and
+        :class:`~pretriever.refine.RefinedIndex` (which searches these vectors, refined);
+        :class:`~pretriever.index.System` adds a store's passages to any of them.
+
+    Args:
+        path: the index folder.
+        meta: its metadata (:meth:`load` reads it).
+        model: an encoder already loaded, shared (None: load the recorded one on first use).
+        device: where queries are encoded (None: :func:`~pretriever.models.resolve_device` picks).
     """
 
     def __init__(self, path: Path, meta: IndexMeta, model=None, device: str | None = None):
@@ -166,6 +203,16 @@ class DenseIndex:
 
     @classmethod
     def load(cls, path: Path | str, model=None, device: str | None = None) -> DenseIndex:
+        """Open the dense index folder ``path``.
+
+        Args:
+            path: the index folder.
+            model: an encoder already loaded, shared.
+            device: where queries are encoded.
+
+        Returns:
+            The index.
+        """
         return cls(Path(path), IndexMeta.read(path, dense=True), model=model, device=device)
 
     def __len__(self) -> int:
@@ -191,7 +238,14 @@ class DenseIndex:
         return self._embeddings
 
     def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
-        """The stored vectors of these passages (float32, in the given order; ids not in the index are skipped)."""
+        """The stored vectors of these passages (float32, in the given order; ids not in the index are skipped).
+
+        Args:
+            passage_ids: the passages.
+
+        Returns:
+            One row per id found.
+        """
         if self._row_of is None:
             self._row_of = {pid: i for i, pid in enumerate(self.passage_ids)}
         rows = [self._row_of[p] for p in passage_ids if p in self._row_of]
@@ -210,7 +264,15 @@ class DenseIndex:
         return self._model
 
     def encode_queries(self, queries: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Query vectors (float32), encoded as the index says (prompt, max length, normalisation)."""
+        """Query vectors (float32), encoded as the index says (prompt, max length, normalisation).
+
+        Args:
+            queries: the query texts.
+            batch_size: queries encoded at once.
+
+        Returns:
+            One row per query.
+        """
         vectors = self.model.encode_query(list(queries), batch_size=batch_size, convert_to_numpy=True,
                                           show_progress_bar=False, normalize_embeddings=self.encoder.normalize,
                                           prompt=self.encoder.query_prompt or None)
@@ -218,7 +280,13 @@ class DenseIndex:
 
     def set_search_params(self, ef_search: int | None = None, nprobe: int | None = None,
                           rerank: int | None = None) -> None:
-        """Change HNSW efSearch, IVF nprobe or the exact re-ranking factor for later searches."""
+        """Change HNSW efSearch, IVF nprobe or the exact re-ranking factor for later searches.
+
+        Args:
+            ef_search: HNSW's efSearch (None: unchanged).
+            nprobe: IVF's nprobe (None: unchanged).
+            rerank: candidates re-scored exactly, as a multiple of k (None: unchanged).
+        """
         if ef_search is not None:
             self.params.hnsw_ef_search = ef_search
         if nprobe is not None:
@@ -232,6 +300,13 @@ class DenseIndex:
 
         With ``rerank`` (HNSW, IVF-PQ), ``rerank * k`` candidates are re-scored exactly
         against the stored embeddings and the best ``k`` kept.
+
+        Args:
+            vectors: one row per query.
+            k: hits per query.
+
+        Returns:
+            ``(scores, rows)``.
         """
         vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
         if vectors.shape[1] != self.dim:
@@ -251,20 +326,46 @@ class DenseIndex:
         return RankedRows(scores, rows)
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
-        """The top ``k`` passages for each query vector, best first."""
+        """The top ``k`` passages for each query vector, best first.
+
+        Args:
+            vectors: one row per query.
+            k: hits per query.
+
+        Returns:
+            One list of hits per query.
+        """
         scores, rows = self.search_arrays(vectors, k)
         ids = self.passage_ids
         return [[Hit(ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """The top ``k`` passages for each query, best first (Retriever protocol)."""
+        """The top ``k`` passages for each query, best first (Retriever protocol).
+
+        Args:
+            queries: the query texts.
+            k: hits per query.
+
+        Returns:
+            One list of hits per query.
+        """
         if not queries:
             return []
         return self.search_vectors(self.encode_queries(queries), k)
 
     def reindex(self, out: Path | str, params: FaissParams | None = None, dtype: str | None = None,
                 vectors: np.ndarray | None = None) -> DenseIndex:
-        """A new index folder over these passages: other FAISS parameters, dtype, or new ``vectors``."""
+        """A new index folder over these passages: other FAISS parameters, dtype, or new ``vectors``.
+
+        Args:
+            out: the new index folder.
+            params: its FAISS index (None: this one's).
+            dtype: its stored vectors' type (None: this one's).
+            vectors: new vectors, one row per passage (None: these).
+
+        Returns:
+            The new index, sharing this one's model.
+        """
         save_dense_index(out, pa.array(self.passage_ids.tolist(), pa.string()),
                          self.embeddings if vectors is None else vectors, self.encoder,
                          params or self.params, dtype or self.meta.dtype, store=self.meta.store,

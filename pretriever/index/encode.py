@@ -112,6 +112,7 @@ class IndexResult(StageResult):
 
 
 def n_chunks(n_passages: int, every: int) -> int:
+    """How many checkpoint chunks of ``every`` passages a corpus of ``n_passages`` makes (the last may be short)."""
     return -(-n_passages // every)
 
 
@@ -123,10 +124,12 @@ def shard_chunks(shard: Shard | None, total_chunks: int) -> range:
 
 
 def chunk_path(work: Path, j: int) -> Path:
+    """Where chunk ``j``'s vectors are saved under an encode's work folder."""
     return work / "chunks" / f"chunk-{j:06d}.npy"
 
 
 def chunk_ids_path(work: Path, j: int) -> Path:
+    """Where chunk ``j``'s passage ids are saved, beside its vectors."""
     return work / "chunks" / f"chunk-{j:06d}.ids.parquet"
 
 
@@ -150,6 +153,7 @@ def encode_texts(model, texts: list[str], batch_size: int, normalize: bool, prom
 
 
 def embedding_dim(model) -> int:
+    """The vector size of a sentence-transformers ``model`` (the method's name changed in 5.x)."""
     get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(get())
 
@@ -330,6 +334,18 @@ def merge_index(out: Path | str, sources: Iterable[Path | str] = (), params: Fai
     same encode (same settings and corpus), and every chunk must be there; otherwise a
     :class:`MergeError` names the missing shards. ``out/_work`` is removed afterwards unless
     ``keep_work``. Returns the index's metadata (index.json).
+
+    Args:
+        out: the index folder (its ``_work`` holds the encode, or the shards' chunks are in ``sources``).
+        sources: other shards' ``--out`` (or ``_work``) folders.
+        params: the FAISS index to build (default: flat).
+        dtype: ``float32`` or ``float16`` for the stored vectors.
+        keep_work: keep ``out/_work`` after merging.
+        report: hears the progress.
+        encode_stats: the encode's figures, recorded in index.json.
+
+    Returns:
+        The index's metadata, as written to index.json.
     """
     out = Path(out)
     folder = index_folder(out, report)

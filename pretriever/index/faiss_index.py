@@ -57,7 +57,18 @@ class FaissParams:
                 raise ValueError(f"{name} must be at least 1, got {value}")
 
     def resolved(self, n: int, dim: int) -> FaissParams:
-        """The parameters with the automatic values (nlist, PQ m, training size) filled in for N x dim."""
+        """The parameters with the automatic values (nlist, PQ m, training size) filled in for N x dim.
+
+        Args:
+            n: the number of vectors.
+            dim: their dimension.
+
+        Returns:
+            The parameters, complete.
+
+        Raises:
+            ConfigError: settings that cannot fit ``n`` x ``dim`` (the message says which to lower).
+        """
         if self.type != "ivfpq":
             return self
         nlist = self.ivf_nlist or max(1, min(int(4 * math.sqrt(n)), n // 39))
@@ -81,6 +92,14 @@ class FaissParams:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FaissParams:
+        """The parameters as :meth:`to_json` wrote them (in index.json).
+
+        Args:
+            data: the JSON object.
+
+        Returns:
+            The parameters.
+        """
         return cls(**data)
 
 
@@ -98,6 +117,15 @@ def build_faiss_index(vectors: np.ndarray, params: FaissParams | None = None, dt
     float16, which is exact for float16 vectors); ``hnsw`` is ``IndexHNSWFlat`` (``IndexHNSWSQ``
     fp16); ``ivfpq`` trains ``IndexIVFPQ`` on an even sample of the vectors. Row ``r`` of
     ``vectors`` is FAISS id ``r``. ``on_add`` is called with the number of vectors added so far.
+
+    Args:
+        vectors: the passage vectors, row ``r`` being passage ``r``.
+        params: the index type and its settings (default: flat).
+        dtype: ``float32`` or ``float16``: how vectors are stored in the flat and HNSW indexes.
+        on_add: called with the count added so far (progress).
+
+    Returns:
+        The FAISS index.
     """
     import faiss
 

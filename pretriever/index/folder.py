@@ -51,7 +51,14 @@ _OPENERS: dict[str, Opener] = {}
 
 
 def register_retriever(kind: str) -> Callable[[Opener], Opener]:
-    """Register ``opener(folder, *, device=None, model=None) -> Retriever`` for index folders of ``kind``."""
+    """Register ``opener(folder, *, device=None, model=None) -> Retriever`` for index folders of ``kind``.
+
+    Args:
+        kind: the kind index.json records under ``retriever``.
+
+    Returns:
+        The decorator; registering a kind twice is a ValueError.
+    """
     def decorate(opener: Opener) -> Opener:
         if kind in _OPENERS:
             raise ValueError(f"retriever kind {kind!r} registered twice")
@@ -84,6 +91,10 @@ class IndexFolder:
 
     Relations: :class:`pretriever.data.CorpusStore` and :class:`pretriever.data.PairsDir` are the other folders
     that stages hand on; :class:`System` is what :meth:`open` returns.
+
+    Args:
+        path: the index folder.
+        corpus: the store's new place (None: where the metadata says).
     """
 
     def __init__(self, path: Path | str, corpus: Path | str | None = None):
@@ -116,7 +127,14 @@ class IndexFolder:
     def store(self, required: bool = False) -> PassageLookup | None:
         """The corpus store whose passages the index holds, opened: ``corpus`` when given (the store moved), else
         the store the metadata names, when it is there. None when there is none, unless ``required``: then a
-        :class:`~pretriever.data.StoreError` says what to do."""
+        :class:`~pretriever.data.StoreError` says what to do.
+
+        Args:
+            required: raise rather than return None.
+
+        Returns:
+            The store's passages, or None.
+        """
         if self.corpus is not None:
             return PassageLookup(self.corpus)
         named = self.meta.store
@@ -130,7 +148,15 @@ class IndexFolder:
                          "place with --corpus")
 
     def retriever(self, *, device: str | None = None, model: Any = None) -> Retriever:
-        """The retriever stored here, opened by its recorded kind (``model`` shares a loaded encoder)."""
+        """The retriever stored here, opened by its recorded kind (``model`` shares a loaded encoder).
+
+        Args:
+            device: where the query encoder runs (None: :func:`~pretriever.models.resolve_device` picks).
+            model: an encoder already loaded, shared (None: load the recorded one).
+
+        Returns:
+            The retriever (dense, refined, BM25 or a registered kind).
+        """
         opener = _opener(self.kind)
         if opener is None:
             raise NotAnIndexError(f"{self.path}: its index kind {self.kind!r} is not installed (known: "
@@ -139,7 +165,15 @@ class IndexFolder:
 
     def dense(self, *, device: str | None = None, model: Any = None) -> DenseIndex:
         """The folder's passage vectors as a :class:`DenseIndex`, whatever its kind records (a refined folder's
-        without its query side: what ``pretriever refine`` starts from); a BM25 folder is refused."""
+        without its query side: what ``pretriever refine`` starts from); a BM25 folder is refused.
+
+        Args:
+            device: where the query encoder runs (None: :func:`~pretriever.models.resolve_device` picks).
+            model: an encoder already loaded, shared (None: load the recorded one).
+
+        Returns:
+            The dense index.
+        """
         if self.is_bm25:
             raise NotAnIndexError(f"{self.path} is a BM25 index, not a dense one: give a dense index folder")
         return DenseIndex(self.path, self.meta, model=model, device=device)
@@ -154,6 +188,17 @@ class IndexFolder:
         is when none is recorded, and ``fusion`` is then ignored). ``require_store``: refuse an index whose store
         is not there (else its passages have no text). ``model`` shares an encoder already loaded; ``report``
         hears where BM25 came from. Close the system (or use it in a ``with`` block) to release the store.
+
+        Args:
+            mode: ``index``, ``bm25``, ``hybrid`` or ``tuned`` (:data:`SYSTEM_MODES`).
+            fusion: how ``hybrid`` fuses (default: RRF).
+            device: where the query encoder runs (None: :func:`~pretriever.models.resolve_device` picks).
+            model: an encoder already loaded, shared (None: load the recorded one).
+            require_store: refuse a folder whose store is missing.
+            report: hears where BM25 came from.
+
+        Returns:
+            The system, with its store open.
         """
         if mode not in SYSTEM_MODES:
             raise ValueError(f"mode must be one of {', '.join(SYSTEM_MODES)}, got {mode!r}")
@@ -173,7 +218,15 @@ class IndexFolder:
     def bm25(self, lookup: PassageLookup | None = None, report: Reporter = QUIET) -> tuple[System, str]:
         """This folder's BM25, reading passages through ``lookup`` (a store already opened, shared; None: the
         folder's own store, when there is one), and where it came from: the folder itself when it is a BM25
-        index, else ``INDEX_DIR/bm25``, else one built now from the store (:func:`bm25_system`)."""
+        index, else ``INDEX_DIR/bm25``, else one built now from the store (:func:`bm25_system`).
+
+        Args:
+            lookup: the store's passages, already opened (None: open the folder's own).
+            report: hears where BM25 came from or that it is being built.
+
+        Returns:
+            ``(system, source)``: the BM25 system and the folder it came from.
+        """
         lookup = lookup if lookup is not None else self.store()
         if self.is_bm25:
             return System.of(self.retriever(), lookup, self.meta), str(self.path)
@@ -181,7 +234,15 @@ class IndexFolder:
 
     def tuned(self, system: System, report: Reporter = QUIET) -> System | None:
         """The setting ``pretriever tune`` recorded, built on ``system`` (this folder, opened; BM25 from beside it
-        or its store) and named "tuned: LABEL"; None when the index records none."""
+        or its store) and named "tuned: LABEL"; None when the index records none.
+
+        Args:
+            system: this folder, opened.
+            report: hears where BM25 came from.
+
+        Returns:
+            The tuned system, or None.
+        """
         setting = self.meta.tuned_setting
         if setting is None:
             return None
@@ -193,7 +254,15 @@ class IndexFolder:
 
     def record_tuned(self, setting: TunedSetting, source: str) -> TunedRecord:
         """Write ``setting`` into index.json (atomically; every other key is kept) as chosen by the report
-        ``source``; returns the record."""
+        ``source``; returns the record.
+
+        Args:
+            setting: what ``pretriever tune`` chose.
+            source: the report it was chosen in (``tune.json``).
+
+        Returns:
+            The record written.
+        """
         record = TunedRecord(setting, source, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self.meta = self.meta.with_tuned(record)
         self.meta.write(self.path)
@@ -214,7 +283,17 @@ def bm25_system(lookup: PassageLookup | None, candidates: list[Path], save_to: P
                 report: Reporter = QUIET) -> tuple[System, str]:
     """BM25 over the store of ``lookup`` as a system that reads passages from it, and where the BM25 came from:
     the first of ``candidates`` that is a BM25 folder of that store (of any store when ``lookup`` is None: it is
-    not known), else one built now (and saved to ``save_to`` when given)."""
+    not known), else one built now (and saved to ``save_to`` when given).
+
+    Args:
+        lookup: the store's passages (None: unknown).
+        candidates: BM25 folders to try, in order.
+        save_to: where a BM25 built now is saved (None: not saved).
+        report: hears where BM25 came from.
+
+    Returns:
+        ``(system, source)``: the BM25 system and its folder (or what it was built from).
+    """
     store = lookup.path if lookup is not None else None
     for candidate in candidates:
         if (candidate / BM25_JSON).exists():

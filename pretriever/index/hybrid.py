@@ -72,7 +72,14 @@ class HybridOptions:
             raise ValueError(f"prf_k and prf_weight must not be negative, got {self.prf_k} and {self.prf_weight}")
 
     def depth_for(self, k: int) -> int:
-        """Passages taken from each system for a fused top ``k``."""
+        """Passages taken from each system for a fused top ``k``.
+
+        Args:
+            k: the fused list's length.
+
+        Returns:
+            The depth.
+        """
         return self.depth or max(k, MIN_DEPTH)
 
     @property
@@ -82,7 +89,17 @@ class HybridOptions:
 
 
 def fuse(dense: Sequence[Hit], lexical: Sequence[Hit], options: HybridOptions, k: int) -> list[Hit]:
-    """One query's fused top ``k`` from the two ranked lists (best first; ties by passage id)."""
+    """One query's fused top ``k`` from the two ranked lists (best first; ties by passage id).
+
+    Args:
+        dense: the dense side's hits, best first.
+        lexical: the BM25 side's hits, best first.
+        options: RRF or convex, and their settings.
+        k: how many to keep.
+
+    Returns:
+        The fused hits, best first.
+    """
     scores: dict[str, float] = {}
     if options.fusion == "rrf":
         for hits in (dense, lexical):
@@ -129,6 +146,16 @@ class HybridRetriever:
     References:
         Cormack et al., "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
         Methods", SIGIR 2009 (RRF); Rocchio, "Relevance feedback in information retrieval", 1971 (PRF).
+
+    Relations:
+        One of the searchers behind :class:`pretriever.retrieval.Retriever`: :class:`~pretriever.index.DenseIndex`,
+        :class:`~pretriever.index.BM25Index`, :class:`~pretriever.refine.RefinedIndex` search one index; this
+        fuses two of them; :class:`~pretriever.index.System` adds the store's passages to any of them.
+
+    Args:
+        dense: the dense (or refined) side.
+        lexical: the BM25 side.
+        options: the fusion (default: RRF, k = 60).
     """
 
     def __init__(self, dense: Retriever, lexical: Retriever, options: HybridOptions | None = None):
@@ -140,6 +167,15 @@ class HybridRetriever:
         return len(self.dense)  # type: ignore[arg-type]
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """Each query's fused top ``k`` (:class:`~pretriever.retrieval.Retriever`'s ``search``).
+
+        Args:
+            queries: the query texts.
+            k: hits per query.
+
+        Returns:
+            One list of hits per query, best first.
+        """
         depth = self.options.depth_for(k)
         lexical = self.lexical.search(queries, depth)
         if not self.options.prf_k:
@@ -174,6 +210,18 @@ def choose_alpha(hybrid: HybridRetriever, queries: Mapping[str, str], qrels: Map
     Both systems are searched once; each weight only re-fuses. Judged ids are documents: passages
     map to their documents through ``lookup``, the store of the passages (MaxP; without it, ids are
     taken as documents). Use training queries, never the test queries.
+
+    Args:
+        hybrid: the two systems (its fusion settings other than ``alpha`` are kept).
+        queries: validation query texts by id.
+        qrels: their judgments.
+        grid: the weights tried.
+        metric: what is maximised (a :mod:`pretriever.metrics` name).
+        k: the depth scored.
+        lookup: the store of the passages (None: passage ids are document ids).
+
+    Returns:
+        ``(best_alpha, score_by_alpha)``.
     """
     qids = [q for q in qrels if q in queries]
     texts = [queries[q] for q in qids]

@@ -50,6 +50,14 @@ class EncoderInfo:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EncoderInfo:
+        """The encoder as index.json records it (an older folder's missing keys get their defaults then).
+
+        Args:
+            data: index.json's ``encoder`` object.
+
+        Returns:
+            The encoder's settings.
+        """
         return cls(model=str(data["model"]), model_label=str(data.get("model_label") or data["model"]),
                    max_length=int(data["max_length"]), normalize=bool(data["normalize"]),
                    prepend_title=bool(data.get("prepend_title", True)),
@@ -70,6 +78,17 @@ class TunedRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TunedRecord:
+        """The record as index.json holds it.
+
+        Args:
+            data: index.json's ``tuned`` object.
+
+        Returns:
+            The record.
+
+        Raises:
+            ValueError: the entry is not one ``pretriever tune`` wrote.
+        """
         try:
             setting = TunedSetting.from_json(data)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -137,6 +156,14 @@ class IndexMeta:
                 if value is not None}
 
     def with_tuned(self, tuned: TunedRecord | None) -> IndexMeta:
+        """A copy recording ``tuned`` (or none); the file is written by :meth:`write`.
+
+        Args:
+            tuned: the record, or None to drop it.
+
+        Returns:
+            The new metadata.
+        """
         return replace(self, tuned=tuned)
 
     def to_json(self) -> dict[str, Any]:
@@ -158,7 +185,15 @@ class IndexMeta:
     @classmethod
     def from_json(cls, data: dict[str, Any], source: Path | str = INDEX_JSON) -> IndexMeta:
         """Parse ``data`` (the content of ``source``); a :class:`NotAnIndexError` names the file and the key that
-        does not fit."""
+        does not fit.
+
+        Args:
+            data: the parsed JSON.
+            source: the file it came from, named in errors.
+
+        Returns:
+            The metadata.
+        """
         if not isinstance(data, dict) or data.get("kind") not in (DENSE_FORMAT, BM25_FORMAT):
             raise NotAnIndexError(f"{source} was not written by pretriever (kind is not {DENSE_FORMAT!r} or "
                                   f"{BM25_FORMAT!r})")
@@ -185,7 +220,15 @@ class IndexMeta:
     @classmethod
     def read(cls, path: Path | str, dense: bool = False) -> IndexMeta:
         """The metadata of the index folder ``path`` (index.json, or bm25.json for a BM25 folder unless ``dense``),
-        checked to be a complete index: a :class:`NotAnIndexError` says what is missing and what to run."""
+        checked to be a complete index: a :class:`NotAnIndexError` says what is missing and what to run.
+
+        Args:
+            path: the index folder.
+            dense: read index.json even where a BM25 folder's bm25.json is.
+
+        Returns:
+            The metadata.
+        """
         path = Path(path)
         if not dense and is_bm25_folder(path):
             return cls.from_json(read_json(path / BM25_JSON, NotAnIndexError), path / BM25_JSON)
@@ -212,7 +255,11 @@ class IndexMeta:
         return meta
 
     def write(self, path: Path | str) -> None:
-        """Write this metadata into the index folder ``path`` (atomically; index.json or bm25.json by format)."""
+        """Write this metadata into the index folder ``path`` (atomically; index.json or bm25.json by format).
+
+        Args:
+            path: the index folder.
+        """
         write_json(Path(path) / (BM25_JSON if self.format == BM25_FORMAT else INDEX_JSON), self.to_json())
 
 

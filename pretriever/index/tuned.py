@@ -48,5 +48,13 @@ class TunedSetting:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TunedSetting:
+        """The setting as :meth:`to_json` wrote it.
+
+        Args:
+            data: the JSON object (index.json's ``tuned``, tune.json's choice).
+
+        Returns:
+            The setting.
+        """
         fusion = data.get("fusion")
         return cls(str(data["label"]), str(data["mode"]), HybridOptions(**fusion) if fusion else None)

@@ -26,6 +26,12 @@ DEFAULT_METHODS = ("dl", "cm")
 
 @dataclass
 class MineConfig:
+    """Settings of ``pretriever mine`` (stage 2: pseudo query-passage pairs from a corpus store).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     corpus: Path = option(help="A corpus store folder (from `pretriever corpus build`).")
     out: Path = option(help="Folder for the pairs: one METHOD.parquet per method, pairs.json (manifest), "
                             "stats.json and overlap.png.")

@@ -23,6 +23,17 @@ from pretriever.mine.schema import CANDIDATE
 
 
 class MineContext:
+    """The store's tables as every mining strategy sees them, and the derived tables they share (docs,
+    articles, passages, sentences, links, in-degrees), each built once per run and cached on the context.
+
+    One context per run, over one :class:`~pretriever.mine.engine.MineEngine`: a table that two strategies use
+    (DL and CM both read the passage links) is computed once, on DuckDB or Spark alike.
+
+    Args:
+        engine: where the tables live and expressions run.
+        config: the run's settings (the seed, the caps, skip_disambiguation, ...).
+    """
+
     def __init__(self, engine: MineEngine, config: MineConfig):
         self.engine = engine
         self.config = config
@@ -286,4 +297,5 @@ class MineContext:
 
 
 def ibis_type(t: pa.DataType) -> str:
+    """The Ibis type name of an Arrow column type (the few the candidate schema uses)."""
     return {pa.string(): "string", pa.int32(): "int32", pa.int64(): "int64", pa.bool_(): "boolean"}[t]

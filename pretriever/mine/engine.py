@@ -374,6 +374,21 @@ class SparkMineEngine(MineEngine):
 def open_engine(name: str, store: CorpusStore, work: Path, threads: int | None = None,
                 memory_limit: str | None = None, spark_master: str | None = None,
                 spark_session: Any = None, max_spill: str | None = None) -> MineEngine:
+    """The engine ``--engine`` names, over ``store``, spilling and materialising under ``work``.
+
+    Args:
+        name: ``duckdb`` or ``spark``.
+        store: the corpus store.
+        work: the run's work folder.
+        threads: DuckDB threads or local Spark's cores (None: all).
+        memory_limit: DuckDB's memory limit (None: its default).
+        spark_master: the Spark master URL (None: local).
+        spark_session: a running session to use instead.
+        max_spill: DuckDB's cap on spilled data (None: none).
+
+    Returns:
+        The engine.
+    """
     if name == "duckdb":
         return DuckDBMineEngine(store, work, threads=threads, memory_limit=memory_limit, max_spill=max_spill)
     if name == "spark":

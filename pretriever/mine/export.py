@@ -101,6 +101,9 @@ def _qac_source(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def dpr_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One mined pair as a DPR retriever-training record: the pair's negative goes to ``negative_ctxs`` (random) or
+    ``hard_negative_ctxs`` (overlap).
+    """
     negative = (_ctx(row["negative_title"], row["negative_text"], row["negative_passage_id"])
                 if row.get("negative_passage_id") else None)
     return {

@@ -29,6 +29,12 @@ TRIES = 8
 
 
 class Negatives:
+    """The negatives of one run (see the module docstring), numbered once and shared by every strategy.
+
+    Args:
+        ctx: the run's tables (the positives are the passages negatives are drawn from).
+    """
+
     def __init__(self, ctx: MineContext):
         self.ctx = ctx
 

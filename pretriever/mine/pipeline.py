@@ -44,6 +44,10 @@ WORK = ".work"
 
 @dataclass
 class MethodResult:
+    """What one method gave in a mining run: its candidates, the pairs kept, the file written, why none (if so) and its
+    own counts.
+    """
+
     name: str
     candidates: int = 0
     pairs: int = 0
@@ -184,7 +188,16 @@ def write_pairs(ctx: MineContext, method: str, pairs: ir.Table, negatives: Negat
 
 def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None) -> MineResult:
     """Mine pairs from ``config.corpus`` into ``config.out``; see the module docstring. ``report`` hears each
-    step ("dl: finding candidate pairs"); ``spark_session``: a running session for ``engine="spark"``."""
+    step ("dl: finding candidate pairs"); ``spark_session``: a running session for ``engine="spark"``.
+
+    Args:
+        config: the settings.
+        report: hears each step.
+        spark_session: a running Spark session (``engine="spark"``; None: one is started).
+
+    Returns:
+        The run: the folder, its manifest (pairs.json), its stats and each method's counts.
+    """
     started = time.perf_counter()
     check_methods(config.methods)
     store = CorpusStore(config.corpus)  # StoreError names a missing table or column
@@ -254,6 +267,9 @@ def run(config: MineConfig, report: Reporter = QUIET, spark_session: Any = None)
 
 def manifest(config: MineConfig, store: CorpusStore, result: MineResult, cm: dict | None,
              flagged: dict[str, int]) -> PairsManifest:
+    """pairs.json's content: the run's corpus, options and per-method counts, what was flagged, and where the stats and
+    plot are.
+    """
     return PairsManifest.from_json({
         "pretriever_version": __version__,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

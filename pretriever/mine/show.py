@@ -29,6 +29,9 @@ def _highlight(text: str, spans: list[tuple[int | None, int | None, str]], limit
 
 
 def render_pair(row: dict[str, Any], snippet: int = SNIPPET) -> Panel:
+    """One mined pair as a panel for ``pretriever pairs show``: its query and positive with the anchors, entity and
+    answer highlighted, the positive cut to ``snippet`` characters.
+    """
     method = row["method"]
     query = _highlight(row["query"], [(row.get("query_anchor_start"), row.get("query_anchor_end"), QUERY_ANCHOR)])
     positive = _highlight(row["positive_text"], [
@@ -69,6 +72,9 @@ def render_pair(row: dict[str, Any], snippet: int = SNIPPET) -> Panel:
 
 
 def stats_table(stats: dict[str, Any], manifest: PairsManifest | None = None) -> Table:
+    """The ``pretriever mine`` summary table: pairs, distinct queries and positives, lengths and Q-P overlap per method
+    (a method with no pairs shows a row of dashes).
+    """
     table = Table(title="mined pairs")
     for column, justify in (("method", "left"), ("pairs", "right"), ("distinct queries", "right"),
                             ("distinct positives", "right"), ("query words", "right"),

@@ -66,6 +66,7 @@ def head_rows(path: Path, n: int) -> pa.Table:
 
 
 def mean_words(texts: list[str]) -> float:
+    """The mean whitespace word count of ``texts``, to 2 decimals (0.0 for none)."""
     return round(sum(len(t.split()) for t in texts) / len(texts), 2) if texts else 0.0
 
 

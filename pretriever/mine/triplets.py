@@ -710,6 +710,10 @@ def listed_alike(block_doc, label: str) -> bool:
 
 @dataclass
 class Triplet:
+    """One C-MORE triplet as mined: the question, its answer (where it stands in the evidence block) and type, the
+    question phrase that replaced the answer, the block, and how the block was chosen (BM25's ranks).
+    """
+
     question: str
     answer: str  # as written in the block
     answer_start: int

@@ -24,6 +24,12 @@ INITS = ("model", "random")
 
 @dataclass
 class PretrainConfig:
+    """Settings of ``pretriever pretrain`` (coCondenser, CoT-MAE or MLM pre-training on mined pairs).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     pairs: Path = option(help="A pairs folder from `pretriever mine` (methods cc, qc, ict, ...): x = the positive "
                               "passage, y = the query (a generated query for qc, another passage for cc).")
     out: Path = option(help="MODEL_DIR: the pre-trained encoder as a plain sentence-transformers model, plus "

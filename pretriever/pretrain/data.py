@@ -37,6 +37,11 @@ from pretriever.pretrain.errors import PretrainError
 
 @dataclass
 class PretrainPairs:
+    """The pairs a pre-training run draws its batches from: the texts (x, y) and each row's method, with the
+    groups an epoch samples one row of (a passage's generated queries, a document's passages), so an epoch counts
+    units, not rows.
+    """
+
     x: list[str]
     y: list[str]
     method: np.ndarray  # method code per row

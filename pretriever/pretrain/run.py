@@ -510,6 +510,9 @@ def _save_checkpoint(cfg: PretrainConfig, trained: Trained, result: PretrainResu
 
 def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, Any], result: PretrainResult,
                     per_epoch: int, total_steps: int, device: str, wall: float) -> PretrainManifest:
+    """pretrain.json's content: the objective and its terms, the options, the pairs seen per method, the model kept and
+    discarded, and the run's figures and loss curves.
+    """
     return PretrainManifest.from_json({
         "pretriever_version": __version__,
         "objective": cfg.objective,

@@ -49,6 +49,9 @@ def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], pa
 
 @dataclass
 class ReaderEvaluation:
+    """What :func:`evaluate_reader` gives: the metrics (EM, F1, top-k accuracy, counts) and each question's
+    prediction, scores and whether an answer was retrieved."""
+
     metrics: dict[str, Any]  # EM, F1, top-k accuracy, counts, and "normalisation" (its name)
     per_question: list[dict] = field(default_factory=list)
 

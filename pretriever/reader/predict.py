@@ -32,6 +32,7 @@ from pretriever.retrieval import Passage
 
 @dataclass
 class Span:
+    """A candidate answer span: where it is in which passage read, its span score and its passage's selection score."""
     text: str
     start: int  # characters in the passage text
     end: int
@@ -42,6 +43,7 @@ class Span:
 
 @dataclass
 class Answer:
+    """The reader's answer to a question: the best span, its passage and scores, and the n-best spans behind it."""
     question: str
     text: str
     score: float

@@ -30,6 +30,10 @@ from pretriever.retrieval import Passage
 
 @dataclass
 class Sample:
+    """One training question for the reader: its answers, the positives with the answer's occurrences in each, and the
+    negatives; ``group`` keeps a document's questions on one side of the dev split.
+    """
+
     question: str
     answers: list[str]
     positives: list[Passage]
@@ -49,6 +53,7 @@ class Sample:
 
 @dataclass
 class SampleCounts:
+    """What turning a reading file into samples kept and dropped, and why (reported in the reader's manifest)."""
     questions: int = 0
     kept: int = 0
     unanswerable: int = 0  # no answer (SQuAD v2.0's is_impossible)

@@ -58,6 +58,9 @@ def decode_body(body: bytes, header_charset: str | None) -> str:
 
 
 def pdf_text(body: bytes, url: str) -> str:
+    """The text of a PDF body (the optional pypdf extra); a missing pypdf or a broken file is a ``decode`` failure
+    naming ``url``.
+    """
     try:
         import pypdf  # optional extra: pip install 'pretriever[pdf]'
     except ImportError as err:

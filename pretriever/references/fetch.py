@@ -63,11 +63,13 @@ class Tally:
 
 
 def now_iso() -> str:
+    """The time now in UTC, to the second, as ISO 8601: a reference row's ``fetched_at``."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def page_row(url: str, page: Page, title: str | None, text: str | None, source: str, via_archive: bool,
              fetched_at: str | None = None) -> dict[str, Any]:
+    """The references-table row of a fetched page (``error`` is ``extract_empty`` when no main text came out)."""
     return {"url": url, "final_url": page.final_url, "status": page.status, "content_type": page.content_type,
             "fetched_at": fetched_at or now_iso(), "bytes": len(page.body), "title": title, "text": text,
             "error": None if text else "extract_empty", "error_detail": None, "source": source,
@@ -75,6 +77,7 @@ def page_row(url: str, page: Page, title: str | None, text: str | None, source: 
 
 
 def failure_row(url: str, failure: FetchFailure, source: str, fetched_at: str | None = None) -> dict[str, Any]:
+    """The references-table row of a URL that failed: the reason as ``error``, the message as ``error_detail``."""
     return {"url": url, "final_url": failure.final_url, "status": failure.status,
             "content_type": failure.content_type, "fetched_at": fetched_at or now_iso(), "bytes": 0,
             "title": None, "text": None, "error": failure.reason, "error_detail": str(failure), "source": source,
@@ -136,12 +139,14 @@ async def run_fetch(cfg: FetchConfig, todo: list[tuple[str, str | None]], writer
 
 
 def funnel_of(base: dict[str, int], table: pa.Table) -> dict[str, int]:
+    """``base`` (the URL counts so far) with how many rows of ``table`` were fetched (2xx) and gave text."""
     ok = pc.and_(pc.greater_equal(table["status"], 200), pc.less(table["status"], 300))
     return {**base, "fetched": pc.sum(pc.fill_null(ok, False)).as_py() or 0,
             "text_extracted": table.num_rows - table["text"].null_count}
 
 
 def failures_of(table: pa.Table) -> dict[str, int]:
+    """How many rows of ``table`` failed for each reason, the most common first."""
     counts = pc.value_counts(table["error"].drop_null()).to_pylist()
     return dict(sorted(((c["values"], c["counts"]) for c in counts), key=lambda kv: -kv[1]))
 

@@ -59,6 +59,7 @@ def is_public(address: str) -> bool:
 
 
 def ip_literal(host: str) -> str | None:
+    """``host`` as a normalised IP address when it is one (brackets of an IPv6 literal allowed), else None."""
     try:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:

@@ -137,6 +137,7 @@ def jsonl_records(path: Path) -> Iterator[Record]:
 
 
 def records(path: Path, cap: int) -> Iterator[Record]:
+    """The pages of a crawl file: JSONL (by its name) or WARC (a body read to just past ``cap``: too large shows)."""
     if not path.exists():
         raise ImportInputError(f"{path}: no such file")
     name = path.name.lower()
@@ -146,6 +147,9 @@ def records(path: Path, cap: int) -> Iterator[Record]:
 
 
 def check_page(page: Page, cfg: ImportConfig) -> None:
+    """Refuse, as the fetcher would, a page that is not a 2xx, has a content type not asked for, or is over the size
+    cap.
+    """
     if not 200 <= page.status < 300:
         raise FetchFailure("status", f"{page.url}: HTTP {page.status}", status=page.status)
     if page.content_type is not None and page.content_type not in cfg.content_types:

@@ -28,6 +28,12 @@ PRESETS: dict[str, dict[str, Any]] = {"default": {"learning_rate": 0.01, "normal
 
 @dataclass
 class RefineConfig:
+    """Settings of ``pretriever refine`` (pseudo-relevance feedback on an index's dense vectors: linear, AOpt).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     index: Path = option(help="The dense index whose vectors are refined (`pretriever index build`).")
     out: Path = option(help="The refined index folder (a normal index folder; refine/ holds the labels) or, "
                             "for `refine grid`, the folder of grid.json and grid.png.")

@@ -152,6 +152,14 @@ class FeedbackSet:
         return len(self.ids)
 
     def subset(self, positions: Sequence[int]) -> FeedbackSet:
+        """The feedback queries at ``positions`` (a grid's split), with their judgments or answers.
+
+        Args:
+            positions: indices into the queries.
+
+        Returns:
+            The smaller set.
+        """
         positions = list(positions)
         ids = [self.ids[i] for i in positions]
         return FeedbackSet(self.kind, ids, [self.texts[i] for i in positions],
@@ -159,7 +167,17 @@ class FeedbackSet:
                            None if self.answers is None else [self.answers[i] for i in positions], dict(self.sources))
 
     def judge(self, passage_ids: np.ndarray, lookup=None, k_pos: int = 5, match: str = "string") -> Judge:
-        """The :class:`Judge` for this feedback (``lookup``: a PassageLookup for documents and texts)."""
+        """The :class:`Judge` for this feedback (``lookup``: a PassageLookup for documents and texts).
+
+        Args:
+            passage_ids: the index's passage ids, by row.
+            lookup: the store (qrels over split documents, answers).
+            k_pos: ``topk``: the top k' that count as relevant.
+            match: ``answers``: ``string`` or ``regex``.
+
+        Returns:
+            The judge.
+        """
         if self.kind == "topk":
             return TopkJudge(k_pos)
         if self.kind == "qrels":
@@ -198,7 +216,16 @@ class Labels:
                 "passages_trainable": int(len(np.intersect1d(rows_pos, np.unique(self.row[~pos]))))}
 
     def query_view(self, feedback: FeedbackSet, passage_ids: np.ndarray, round_no: int = 0) -> pa.Table:
-        """One row per feedback query: its positive and negative passages (ids, best first)."""
+        """One row per feedback query: its positive and negative passages (ids, best first).
+
+        Args:
+            feedback: the feedback queries.
+            passage_ids: the index's passage ids, by row.
+            round_no: the round, recorded in each row.
+
+        Returns:
+            The table (``refine/labels_queries.parquet``).
+        """
         order = np.lexsort((self.rank, self.query))
         q, r, pos = self.query[order], self.row[order], self.positive[order]
         ids = np.asarray(passage_ids, dtype=object)[r]
@@ -222,7 +249,17 @@ class Labels:
     def passage_view(self, feedback: FeedbackSet, passage_ids: np.ndarray, round_no: int = 0,
                      texts: dict[str, tuple[str | None, str | None]] | None = None) -> pa.Table:
         """One row per labelled passage: its positive and negative queries (the paper's Table 2);
-        ``texts``: passage id -> (title, text) to show beside them."""
+        ``texts``: passage id -> (title, text) to show beside them.
+
+        Args:
+            feedback: the feedback queries.
+            passage_ids: the index's passage ids, by row.
+            round_no: the round, recorded in each row.
+            texts: passage id -> (title, text) (None: no texts).
+
+        Returns:
+            The table (``refine/labels_passages.parquet``).
+        """
         order = np.lexsort((self.rank, self.row))
         q, r, pos = self.query[order], self.row[order], self.positive[order]
         ur, starts = np.unique(r, return_index=True)
@@ -259,6 +296,17 @@ def build_labels(query_vectors: np.ndarray, searcher: PatchedSearcher, k: int, j
 
     ``lexical``: a :class:`pretriever.refine.fusion.LexicalRanking` of the same queries (``refine --fuse-bm25``):
     the dense ranking, searched to its depth, is fused with BM25's and the fused top ``k`` is labelled.
+
+    Args:
+        query_vectors: the feedback queries' vectors, one row each.
+        searcher: searches vectors for ``(scores, rows)`` (a :class:`~pretriever.refine.search.PatchedSearcher`).
+        k: passages labelled per query.
+        judge: says which (query, passage) pairs are positive.
+        batch_size: queries searched at once.
+        lexical: BM25's ranking to fuse with (None: dense alone).
+
+    Returns:
+        The labelled edges.
     """
     n = len(query_vectors)
     qs, rows, ranks, scores = [], [], [], []
@@ -285,7 +333,20 @@ def build_labels(query_vectors: np.ndarray, searcher: PatchedSearcher, k: int, j
 
 def load_feedback(kind: str, queries: Path | None = None, qrels: Path | None = None,
                   answers: Path | None = None) -> FeedbackSet:
-    """Feedback queries from files: BEIR queries (+ qrels) or a QA file (questions + answers)."""
+    """Feedback queries from files: BEIR queries (+ qrels) or a QA file (questions + answers).
+
+    Args:
+        kind: ``qrels``, ``answers`` or ``topk``.
+        queries: BEIR queries (qrels, topk) or a QA file (topk).
+        qrels: the judgments (``qrels``).
+        answers: the QA file (``answers``).
+
+    Returns:
+        The feedback set.
+
+    Raises:
+        RefineError: a file the kind needs is not given.
+    """
     if kind not in FEEDBACK_KINDS:
         raise RefineError(f"feedback must be one of {', '.join(FEEDBACK_KINDS)}, got {kind!r}")
     sources = {k: str(v) for k, v in (("queries", queries), ("qrels", qrels), ("answers", answers)) if v is not None}

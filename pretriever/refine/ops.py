@@ -46,6 +46,10 @@ SPARSE_MIN_ELEMENTS = 1_000_000
 
 @dataclass
 class AOptResult:
+    """What :func:`aopt` returns: the refined centres and, per centre, whether it trained, its loss before and after,
+    and its epochs.
+    """
+
     vectors: np.ndarray  # n_centres x dim (float32, or float64 when asked), the refined centres
     trainable: np.ndarray  # bool per centre: had at least one positive and one negative edge
     loss_start: np.ndarray  # loss before the first update (nan where not trainable)
@@ -84,7 +88,21 @@ def _segment_means(others: np.ndarray, centre: np.ndarray, other: np.ndarray, ma
 
 def linear_update(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.ndarray,
                   positive: np.ndarray, beta: float, gamma: float, alpha: float = 1.0) -> np.ndarray:
-    """Eq. 9 for every centre: ``alpha*c + beta*mean(pos others) + gamma*mean(neg others)`` (float32)."""
+    """Eq. 9 for every centre: ``alpha*c + beta*mean(pos others) + gamma*mean(neg others)`` (float32).
+
+    Args:
+        centres: the vectors that move (n x d).
+        others: the vectors that stay (m x d).
+        centre: each edge's centre row.
+        other: each edge's other row.
+        positive: whether each edge is a positive label.
+        beta: the weight of the positives' mean.
+        gamma: the weight of the negatives' mean (negative pushes away).
+        alpha: the weight of the centre itself.
+
+    Returns:
+        The updated centres.
+    """
     centre, other = np.asarray(centre, np.int64), np.asarray(other, np.int64)
     positive = np.asarray(positive, bool)
     pos_mean, _ = _segment_means(others, centre, other, positive, len(centres))
@@ -201,6 +219,17 @@ def aopt_loss(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other
         The AOpt paper ("Auto Text Representation Optimization" with pseudo-relevance feedback;
         ../shared/papers/README.md), eqs 10-14; the exponentials are the usual InfoNCE reading of its
         extracted formula (see the module docstring).
+
+    Args:
+        centres: the vectors that move (n x d).
+        others: the vectors that stay (m x d).
+        centre: each edge's centre row.
+        other: each edge's other row.
+        positive: whether each edge is a positive label.
+        dtype: the precision the loss is computed in.
+
+    Returns:
+        One loss per centre.
     """
     return aopt(centres, others, centre, other, positive, lr=0.0, max_epochs=0, dtype=dtype).loss_end
 
@@ -221,6 +250,26 @@ def aopt(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.
     result does not depend on the block size. ``sparse``: force (True) or forbid (False) the
     SDDMM/SpMM kernels; None chooses by size. ``threads``: torch intra-op threads for this call
     (None: torch's default; on a CPU shared with other jobs, 1 is often fastest).
+
+    Args:
+        centres: the vectors that move (n x d).
+        others: the vectors that stay (m x d).
+        centre: each edge's centre row.
+        other: each edge's other row.
+        positive: whether each edge is a positive label.
+        lr: the step size.
+        max_epochs: the most epochs per centre.
+        patience: epochs without improvement before a centre stops.
+        min_delta: the least improvement that counts.
+        restore_best: end each centre at its best vector, not its last.
+        device: torch device (None: the CPU).
+        dtype: ``float32`` or ``float64``.
+        max_edges: edges per block.
+        sparse: force or forbid the sparse kernels (None: by size).
+        threads: torch intra-op threads for this call (None: torch's default).
+
+    Returns:
+        The refined centres and per-centre statistics.
     """
     import torch
 

@@ -32,7 +32,18 @@ from pretriever.retrieval import Hit
 
 def topk_refine(dense, vectors: np.ndarray, settings: dict[str, Any], device: str | None = None,
                 threads: int | None = None) -> np.ndarray:
-    """Label-free AOpt-query on ``vectors`` against ``dense``'s passages (``settings``: k, k_pos, rounds, AOpt)."""
+    """Label-free AOpt-query on ``vectors`` against ``dense``'s passages (``settings``: k, k_pos, rounds, AOpt).
+
+    Args:
+        dense: the refined folder's passage vectors (a :class:`~pretriever.index.DenseIndex`).
+        vectors: the queries' plain vectors, one row each.
+        settings: the test-time settings index.json records.
+        device: torch device for AOpt (None: the CPU).
+        threads: torch intra-op threads (None: torch's default).
+
+    Returns:
+        The refined query vectors.
+    """
     params = {key: settings[key] for key in ("lr", "max_epochs", "patience", "min_delta", "restore_best")
               if key in settings}
     refined, _, _ = refine_queries(PatchedSearcher.of(dense), vectors, TopkJudge(settings["k_pos"]),
@@ -67,6 +78,20 @@ class RefinedIndex:
     References:
         The AOpt paper ("Auto Text Representation Optimization", PRF refinement of stored vectors;
         ../shared/papers/README.md), eq. 9 and eqs 10-14.
+
+    Relations:
+        One of the searchers behind :class:`pretriever.retrieval.Retriever`, beside
+        :class:`~pretriever.index.DenseIndex` (whose vectors it searches), :class:`~pretriever.index.BM25Index` and
+        :class:`~pretriever.index.HybridRetriever`; :func:`open_refined` opens it for
+        :class:`~pretriever.index.IndexFolder`.
+
+    Args:
+        dense: the folder's passage vectors.
+        query_vectors: stored refined query vectors by query text.
+        test_time: the topk settings that refine other queries at search time (None: off).
+        name: the name in tables (None: the index's).
+        device: torch device for test-time refinement.
+        threads: torch intra-op threads for it.
     """
 
     def __init__(self, dense, query_vectors: dict[str, np.ndarray] | None = None,
@@ -90,7 +115,15 @@ class RefinedIndex:
 
     def feedback_overlap(self, ids: list[str], texts: list[str]) -> dict[str, Any]:
         """How many of the given (evaluation) questions were feedback queries of this refinement, by id and by
-        normalised text, and what that means: evaluate refuses a labelled overlap under the honest protocol."""
+        normalised text, and what that means: evaluate refuses a labelled overlap under the honest protocol.
+
+        Args:
+            ids: the evaluation questions' ids.
+            texts: their texts.
+
+        Returns:
+            The protocol, the counts, each repeated question's feedback query, and ``transductive``/``leak`` flags.
+        """
         refine = self.meta.refine or {}
         kind = (refine.get("feedback") or {}).get("kind")
         table = pq.read_table(self.path / refine["queries"]["file"], columns=["query_id", "query"])
@@ -109,7 +142,20 @@ class RefinedIndex:
              stored_queries: bool | None = None, name: str | None = None, threads: int | None = None) -> RefinedIndex:
         """Open a refined index folder. ``test_time``: None = as index.json says, False = off,
         a dict = these topk settings instead; ``stored_queries``: search a feedback query with its refined
-        vector (None: only under the oracle protocol; honestly, a searched query is never a labelled one)."""
+        vector (None: only under the oracle protocol; honestly, a searched query is never a labelled one).
+
+        Args:
+            path: the refined index folder (or it, opened).
+            model: an encoder already loaded, shared.
+            device: where queries are encoded and refined.
+            test_time: see above.
+            stored_queries: see above.
+            name: the name in tables (None: the index's).
+            threads: torch intra-op threads for test-time refinement.
+
+        Returns:
+            The index.
+        """
         folder = path if isinstance(path, IndexFolder) else IndexFolder(path)
         dense = folder.dense(model=model, device=device)
         refine = dense.meta.refine or {}
@@ -133,7 +179,14 @@ class RefinedIndex:
         return self.dense.passage_ids
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """The vectors ``search`` uses for ``queries``: stored refined ones, refined now (test time), or plain."""
+        """The vectors ``search`` uses for ``queries``: stored refined ones, refined now (test time), or plain.
+
+        Args:
+            queries: the query texts.
+
+        Returns:
+            One row per query.
+        """
         queries = list(queries)
         known = [q in self.query_vectors for q in queries]
         out = np.zeros((len(queries), self.dense.dim), dtype=np.float32)
@@ -151,14 +204,39 @@ class RefinedIndex:
         return out
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
-        """The top ``k`` refined passages for each query vector."""
+        """The top ``k`` refined passages for each query vector.
+
+        Args:
+            vectors: one row per query.
+            k: hits per query.
+
+        Returns:
+            One list of hits per query, best first.
+        """
         return self.dense.search_vectors(vectors, k)
 
     def vectors_of(self, passage_ids: Sequence[str]) -> np.ndarray:
-        """The refined vectors of these passages."""
+        """The refined vectors of these passages.
+
+        Args:
+            passage_ids: the passages.
+
+        Returns:
+            One row per id, in the order given.
+        """
         return self.dense.vectors_of(passage_ids)
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """Each query's top ``k`` (:class:`~pretriever.retrieval.Retriever`'s ``search``), its vector refined as
+        :meth:`encode_queries` says.
+
+        Args:
+            queries: the query texts.
+            k: hits per query.
+
+        Returns:
+            One list of hits per query, best first.
+        """
         if not queries:
             return []
         return self.search_vectors(self.encode_queries(queries), k)
@@ -172,5 +250,14 @@ def _norm(text: str) -> str:
 def open_refined(folder: IndexFolder, *, device: str | None = None, model=None) -> RefinedIndex:
     """The opener of the ``refined`` index kind, registered when this module is imported (``pretriever.cli``
     imports it; a library caller gets it through the ``pretriever.retrievers`` entry point that names it):
-    :meth:`pretriever.index.IndexFolder.open` calls it for folders written by ``pretriever refine``."""
+    :meth:`pretriever.index.IndexFolder.open` calls it for folders written by ``pretriever refine``.
+
+    Args:
+        folder: the index folder.
+        device: where queries are encoded.
+        model: an encoder already loaded, shared.
+
+    Returns:
+        The refined index.
+    """
     return RefinedIndex.load(folder, model=model, device=device)

@@ -18,10 +18,12 @@ ANSWER_KS = (1, 5, 20, 100)
 
 
 def default_metric(kind: str) -> str:
+    """The metric a grid sweep picks by for feedback ``kind``: nDCG@10 with judgments, else Acc@20."""
     return "nDCG@10" if kind == "qrels" else "Acc@20"
 
 
 def metric_names(kind: str) -> list[str]:
+    """The metrics a grid sweep records for feedback ``kind``."""
     return list(QRELS_GRID_METRICS) if kind == "qrels" else [f"Acc@{k}" for k in ANSWER_KS]
 
 

@@ -26,7 +26,13 @@ from pretriever.retrieval import RankedRows
 
 
 class PatchedVectors:
-    """The base vectors with some rows replaced, sliced by blocks (what ``save_dense_index`` reads)."""
+    """The base vectors with some rows replaced, sliced by blocks (what ``save_dense_index`` reads).
+
+    Args:
+        base: the original vectors (N x dim; may be a memory map).
+        rows: the replaced rows, sorted.
+        vectors: their new vectors, in the same order.
+    """
 
     def __init__(self, base: np.ndarray, rows: np.ndarray, vectors: np.ndarray):
         self.base, self.rows, self.vectors = base, np.asarray(rows, np.int64), np.asarray(vectors, np.float32)
@@ -49,7 +55,13 @@ class PatchedVectors:
 
 
 class PatchedSearcher:
-    """Inner-product top-k over ``base_vectors`` with some rows replaced (see the module doc)."""
+    """Inner-product top-k over ``base_vectors`` with some rows replaced (see the module doc).
+
+    Args:
+        index: the original FAISS index over ``base_vectors``.
+        base_vectors: the original vectors (N x dim; may be a memory map).
+        params: the index's FAISS settings (default: flat).
+    """
 
     def __init__(self, index, base_vectors: np.ndarray, params: FaissParams | None = None):
         self.index = index
@@ -64,14 +76,28 @@ class PatchedSearcher:
 
     @classmethod
     def of(cls, dense) -> PatchedSearcher:
-        """A searcher over a :class:`pretriever.index.DenseIndex`'s own FAISS index and vectors."""
+        """A searcher over a :class:`pretriever.index.DenseIndex`'s own FAISS index and vectors.
+
+        Args:
+            dense: the index.
+
+        Returns:
+            The searcher, nothing replaced yet.
+        """
         return cls(dense.index, dense.embeddings, dense.params)
 
     def __len__(self) -> int:
         return self.base.shape[0]
 
     def current(self, rows: np.ndarray) -> np.ndarray:
-        """The current vectors of ``rows`` (float32)."""
+        """The current vectors of ``rows`` (float32).
+
+        Args:
+            rows: passage rows.
+
+        Returns:
+            One vector per row: replaced where it was, else the original.
+        """
         rows = np.asarray(rows, np.int64)
         out = np.array(self.base[rows] if len(rows) else np.zeros((0, self.dim)), dtype=np.float32)
         if len(self.rows) and len(rows):
@@ -81,10 +107,16 @@ class PatchedSearcher:
         return out
 
     def patched(self) -> PatchedVectors:
+        """All vectors as they are now, without copying them (what the refined index is written from)."""
         return PatchedVectors(self.base, self.rows, self.vectors)
 
     def set_rows(self, rows: np.ndarray, vectors: np.ndarray) -> None:
-        """Replace the vectors of ``rows`` (later calls win over earlier ones)."""
+        """Replace the vectors of ``rows`` (later calls win over earlier ones).
+
+        Args:
+            rows: passage rows.
+            vectors: their new vectors, in the same order.
+        """
         rows = np.asarray(rows, np.int64)
         vectors = np.asarray(vectors, np.float32)
         if not len(rows):
@@ -98,6 +130,7 @@ class PatchedSearcher:
         self._rebuild()
 
     def reset(self) -> None:
+        """Forget every replaced row: the searcher searches the original vectors again."""
         self.rows = np.zeros(0, np.int64)
         self.vectors = np.zeros((0, self.dim), np.float32)
         self._rebuild()
@@ -125,8 +158,19 @@ class PatchedSearcher:
         self._keep = (batch, hide, self.rows)
 
     def search_arrays(self, queries: np.ndarray, k: int) -> RankedRows:
-        """The top ``k`` rows of each query vector over the current vectors (len(queries) x k), as
-        :meth:`pretriever.index.DenseIndex.search_arrays`."""
+        """The top ``k`` rows of each query vector over the current vectors, best first, as
+        :meth:`pretriever.index.DenseIndex.search_arrays`; row -1 where fewer than k exist.
+
+        Unlike a :class:`~pretriever.retrieval.Retriever`'s ``search``, this takes query vectors and gives FAISS's
+        arrays: refinement's inner loop, which labels rows, not passages.
+
+        Args:
+            queries: query vectors, one row each.
+            k: hits per query.
+
+        Returns:
+            ``RankedRows(scores, rows)``, each len(queries) x k.
+        """
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         exact = self.params.type == "flat"
         if self._delta is None and exact:

@@ -204,7 +204,15 @@ def _pairs_view(request: Request) -> PairsView:
 
 def create_app(cfg: ServeConfig, engine: QueryEngine | None = None) -> FastAPI:
     """The application serving ``cfg.index`` (and ``cfg.pairs``, ``cfg.reader``); ``engine`` shares an
-    already opened one (its ``config`` need not be ``cfg``: the search settings are the engine's)."""
+    already opened one (its ``config`` need not be ``cfg``: the search settings are the engine's).
+
+    Args:
+        cfg: the server's settings.
+        engine: a query engine already open (None: one is opened from ``cfg`` and closed with the app).
+
+    Returns:
+        The FastAPI application.
+    """
     owned = engine is None  # an engine passed in belongs to the caller, who closes it
 
     @asynccontextmanager

@@ -69,6 +69,12 @@ def parse_named(values: list[str] | dict[str, str] | None, what: str) -> dict[st
 
 @dataclass
 class ServeConfig:
+    """Settings of ``pretriever serve`` (the HTTP search API and the page; the ``[serve]`` TOML table).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     index: Path = option(help="The index folder to serve (dense, refined or BM25; from `pretriever index build`).")
     pairs: Path | None = option(None, "A pairs folder (from `pretriever mine`) to browse at /pairs and on the page.")
     reader: Path | None = option(None, "READER_DIR (from `pretriever reader train`): enables POST /answer and the "

@@ -33,6 +33,10 @@ class UnknownSetError(ServeError):
 
 @dataclass
 class AnswerSet:
+    """A QA file requests may name: its questions by id and by text, matched as the file's name suggests (regex for
+    CuratedTREC).
+    """
+
     by_id: dict[str, QAExample]
     by_question: dict[str, QAExample]
     matcher: AnswerMatcher
@@ -46,6 +50,10 @@ class AnswerSet:
 
 @dataclass
 class JudgedSets:
+    """The qrels and answer sets a server offers /compare and the judged-query view, by name, with where each came from
+    and the recorded sets it left out (and why).
+    """
+
     qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     texts: dict[str, dict[str, str]] = field(default_factory=dict)  # per qrels set: query id -> text
     answers: dict[str, AnswerSet] = field(default_factory=dict)

@@ -30,6 +30,7 @@ class PageOutOfRange(PairsError):
 
 @dataclass
 class PairsPage:
+    """One page of a method's mined pairs, with the paging figures the view shows."""
     method: str
     page: int
     page_size: int

@@ -30,6 +30,7 @@ def has_text(query: str) -> str:
 
 
 class HitOut(BaseModel):
+    """A passage found: its rank (1 = best), id, title, text and score; /compare adds its judgment or answer."""
     rank: int
     id: str
     title: str | None
@@ -42,6 +43,7 @@ class HitOut(BaseModel):
 
 
 class SearchOut(BaseModel):
+    """One query's hits (GET and POST /search), with the mode searched and the time taken."""
     query: str
     mode: Mode
     k: int
@@ -50,6 +52,7 @@ class SearchOut(BaseModel):
 
 
 class BatchOut(BaseModel):
+    """Several queries' hits (POST /search/batch), in the order asked."""
     mode: Mode
     k: int
     results: list[SearchOut]
@@ -57,6 +60,9 @@ class BatchOut(BaseModel):
 
 
 class CompareOut(BaseModel):
+    """Two systems' top k side by side for one query (POST /compare): judged hits marked when a qrels set is
+    named, answer-bearing hits when answers are given."""
+
     query: str
     k: int
     systems: list[SearchOut]
@@ -68,6 +74,7 @@ class CompareOut(BaseModel):
 
 
 class Span(BaseModel):
+    """A marked stretch of a pair's text (character offsets), and what it marks."""
     start: int
     end: int
     kind: str = Field(description="query_anchor, back_anchor (links to the query's document), entity_anchor "
@@ -77,6 +84,7 @@ class Span(BaseModel):
 
 
 class PairSide(BaseModel):
+    """The query or the positive side of a mined pair: its passage and the marked spans."""
     text: str
     title: str | None
     doc_id: str | None
@@ -85,6 +93,7 @@ class PairSide(BaseModel):
 
 
 class Negative(BaseModel):
+    """The extra negative passage of a mined pair, and how it was drawn (random or overlap)."""
     passage_id: str
     title: str | None
     text: str | None
@@ -103,6 +112,7 @@ class AnswerEvidence(BaseModel):
 
 
 class PairOut(BaseModel):
+    """A mined pair as the pairs view shows it: why the method paired the two passages, both sides and the negative."""
     pair_id: str
     method: str
     reason: str
@@ -115,6 +125,7 @@ class PairOut(BaseModel):
 
 
 class PairsOut(BaseModel):
+    """A page of one method's mined pairs (GET /pairs)."""
     method: str
     page: int
     page_size: int
@@ -124,6 +135,7 @@ class PairsOut(BaseModel):
 
 
 class PassageOut(BaseModel):
+    """A passage by id (GET /passages/ID), and which store it came from: the index's or the pairs'."""
     passage_id: str
     title: str | None
     text: str | None
@@ -132,12 +144,14 @@ class PassageOut(BaseModel):
 
 
 class QueryOut(BaseModel):
+    """A judged query of a qrels set: its id, its text (when known) and how many documents it has judged relevant."""
     id: str
     text: str | None
     judged: int
 
 
 class QueriesOut(BaseModel):
+    """A page of a qrels set's judged queries (GET /queries)."""
     set: str
     page: int
     pages: int
@@ -146,6 +160,7 @@ class QueriesOut(BaseModel):
 
 
 class AnswerSpan(BaseModel):
+    """One of the reader's best answers (n-best), where it is and how it scored."""
     text: str
     start: int = Field(description="character offset in its passage's text")
     end: int
@@ -175,6 +190,10 @@ class AnswerOut(BaseModel):
 
 
 class ErrorOut(BaseModel):
+    """Every error's body: ``{"error": message}``; ``detail`` lists the fields of a request that does not validate
+    (422).
+    """
+
     error: str
     detail: list | None = None
 
@@ -201,6 +220,7 @@ ERRORS = errors(404, 422)  # a route's own: a name not found, a request that doe
 
 @dataclass
 class RequestModels:
+    """The request bodies of one app, made by :func:`request_models` with its configured limits."""
     search: type[BaseModel]
     batch: type[BaseModel]
     compare: type[BaseModel]

@@ -45,7 +45,17 @@ RUN_KEYS = ("pairs", "model", "beir", "split", "dpr", "corpus", "hard_negatives"
 
 
 def parse_mix(value: str | dict[str, Any] | None) -> dict[str, float] | None:
-    """``"dl:0.5,cm:0.5"`` (or a TOML table ``{dl = 0.5, cm = 0.5}``) -> weights summing to 1."""
+    """``"dl:0.5,cm:0.5"`` (or a TOML table ``{dl = 0.5, cm = 0.5}``) -> weights summing to 1.
+
+    Args:
+        value: the ``--mix`` text, a TOML table, or None.
+
+    Returns:
+        Method -> weight (normalised), or None for no mix.
+
+    Raises:
+        ValueError: a malformed or non-positive weight.
+    """
     if value is None or value == "" or value == {}:
         return None
     if isinstance(value, str):
@@ -81,6 +91,12 @@ def parse_mix(value: str | dict[str, Any] | None) -> dict[str, float] | None:
 
 @dataclass
 class TrainConfig:
+    """Settings of ``pretriever train`` (stage 3: a bi-encoder on mined pairs, or fine-tuned on BEIR or DPR data).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     out: Path = option(help="MODEL_DIR: the trained sentence-transformers model, plus train.json (config, pairs per "
                             "method, loss curve, time, pairs/s), loss.png and, while training, checkpoints/.")
     # --- training data: exactly one of pairs / beir / dpr ---

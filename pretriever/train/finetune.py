@@ -59,6 +59,10 @@ RunTrain = Callable[[TrainConfig, Reporter], Any]  # trains one stage: pretrieve
 
 @dataclass
 class StageRun:
+    """One step of a two-stage fine-tuning (store, retriever 1, its index, retriever 2): its folder, and whether it ran
+    now or was kept from an earlier run.
+    """
+
     name: str  # "corpus store", "retriever 1", "index of retriever 1", "retriever 2"
     path: Path
     ran: bool  # False: its output was complete before this run and was kept

@@ -44,6 +44,10 @@ from pretriever.train.pair_sampling import named_rng, negative_columns
 
 @dataclass
 class Example:
+    """One labelled training query: its positive passage, its hard negatives once mined, and what a negative must avoid
+    (its positives' ids, DPR's answers).
+    """
+
     qid: str
     query: str
     positive_id: str | None
@@ -60,6 +64,7 @@ class Example:
 
 @dataclass
 class LabelledData:
+    """The labelled examples of one source (a BEIR split or a DPR file) and the counts reported in train.json."""
     name: str  # the source's key in train.json counts ("beir:train", "dpr")
     examples: list[Example]
     queries: int  # distinct queries kept
@@ -213,6 +218,9 @@ def fill_random_negatives(examples: list[Example], passages: Passages, seed: int
 
 def load_beir(folder: Path, split: str, limit: int | None, seed: int, prepend_title: bool,
               store=None) -> tuple[LabelledData, Passages]:
+    """A BEIR split's judged (query, relevant passage) examples, ``limit`` queries sampled with ``seed``, and the
+    passages (from ``store``, else the dataset's corpus.jsonl) their negatives are mined from.
+    """
     folder = Path(folder)
     queries = load_queries(folder)
     qrels = relevant(load_qrels(qrels_path(folder, split)))
@@ -247,6 +255,9 @@ def _ctx_id(ctx: dict[str, Any]) -> str:
 
 
 def read_dpr(path: Path) -> list[dict[str, Any]]:
+    """A DPR training file's records, checked to be a JSON list of objects with question and positive_ctxs (a
+    :class:`TrainError` names the file and record).
+    """
     path = Path(path)
     data = read_json(path, TrainError, "a DPR training file is one JSON list")
     if not isinstance(data, list) or (data and not isinstance(data[0], dict)):
@@ -260,6 +271,9 @@ def read_dpr(path: Path) -> list[dict[str, Any]]:
 
 def load_dpr(path: Path, limit: int | None, seed: int, prepend_title: bool, hard_negatives: str,
              store=None) -> tuple[LabelledData, Passages]:
+    """A DPR training file's examples (the first positive context each; the file's own hard negatives with
+    ``hard_negatives="file"``), ``limit`` records sampled with ``seed``, and the passages (from ``store``, else the
+    file's contexts) negatives come from."""
     records = read_dpr(path)
     usable = [i for i, r in enumerate(records) if r.get("positive_ctxs")]
     if not usable:

@@ -55,6 +55,10 @@ RUN_SETTINGS = "pretriever-run.json"  # inside checkpoints/: the settings a --re
 
 @dataclass
 class TrainingData:
+    """The training examples of a run, written once as an Arrow file the trainer memory-maps: how many, per method
+    (or source), whether they carry negatives, and what identifies them for --resume (:meth:`fingerprint`).
+    """
+
     path: Path  # Arrow stream file: anchor, positive[, negative]
     pairs: int
     counts: dict[str, int]  # pairs per method (mined) or per source (labelled)
@@ -197,6 +201,7 @@ def check_same_data(saved: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def lab_write(data, with_negatives: bool, path: Path) -> int:
+    """Write labelled examples' training columns to the Arrow file at ``path``; returns the rows written."""
     return write_records(data.records(with_negatives), path)
 
 
@@ -254,6 +259,8 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
 
 
 def make_trainer(model, loss, args, dataset, callbacks: Sequence = ()):
+    """A sentence-transformers trainer of ``model`` with ``loss`` on ``dataset``: no printed logs or bars (progress
+    goes through ``callbacks``)."""
     from sentence_transformers import SentenceTransformerTrainer
 
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
@@ -279,6 +286,7 @@ def pairs_loss(model, cfg: TrainConfig, dataset) -> float:
 # ---------------------------------------------------------------- the run
 
 def plot_loss(curve: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Save the loss curve (loss by optimizer step) as a PNG at ``path`` (matplotlib's Agg backend: no display)."""
     import matplotlib
 
     matplotlib.use("Agg")

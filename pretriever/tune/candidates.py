@@ -21,6 +21,10 @@ DENSE = "dense"
 
 @dataclass(frozen=True)
 class Candidate:
+    """One setting ``pretriever tune`` scores (dense, BM25, a fusion, with or without PRF), built over the two
+    retrievers.
+    """
+
     setting: TunedSetting
 
     @property
@@ -28,7 +32,15 @@ class Candidate:
         return self.setting.label
 
     def build(self, dense: Retriever, lexical: Retriever) -> Retriever:
-        """This setting's retriever over ``dense`` and ``lexical`` (named by its label)."""
+        """This setting's retriever over ``dense`` and ``lexical`` (named by its label).
+
+        Args:
+            dense: the index's retriever.
+            lexical: its BM25.
+
+        Returns:
+            The retriever.
+        """
         if self.setting.mode == "index":
             return dense
         if self.setting.mode == "bm25":
@@ -39,7 +51,15 @@ class Candidate:
 
 
 def candidates(dense: Retriever, prf: bool = True) -> list[Candidate]:
-    """Every candidate for ``dense`` (PRF variants only when ``prf`` and ``dense`` searches by vector)."""
+    """Every candidate for ``dense`` (PRF variants only when ``prf`` and ``dense`` searches by vector).
+
+    Args:
+        dense: the index's retriever.
+        prf: include the dense-PRF variants.
+
+    Returns:
+        The candidates, dense first.
+    """
     out = [Candidate(TunedSetting(DENSE, "index")), Candidate(TunedSetting("bm25", "bm25"))]
     fusions = [(f"hybrid rrf k={RRF_K}", HybridOptions(fusion="rrf", rrf_k=RRF_K))]
     fusions += [(f"hybrid convex {a:g}", HybridOptions(fusion="convex", alpha=a)) for a in ALPHAS]

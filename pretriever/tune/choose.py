@@ -37,6 +37,10 @@ class Scored:
 
 @dataclass
 class Choice:
+    """What ``pretriever tune`` keeps and why: the kept label, the best on the pseudo-queries, whether dense was kept
+    for want of a clear win, and every candidate's scores.
+    """
+
     label: str  # what is kept
     best: str  # the best on the pseudo-queries
     kept_dense: bool  # best was not clearly better than dense
@@ -48,7 +52,16 @@ class Choice:
 def bootstrap(per_query: Mapping[str, Mapping[str, Sequence[float]]], rounds: int = 1000,
               seed: int = 0) -> dict[str, Scored]:
     """``per_query[generator][candidate]`` (per-query nDCG@10, queries in one order for all candidates) ->
-    each candidate's score and 95% interval."""
+    each candidate's score and 95% interval.
+
+    Args:
+        per_query: per-query scores by generator, then candidate.
+        rounds: bootstrap resamples.
+        seed: the resamples' seed.
+
+    Returns:
+        Each candidate's mean, interval and per-generator score.
+    """
     generators = [g for g in per_query if per_query[g]]
     names = list(per_query[generators[0]]) if generators else []
     rng = np.random.default_rng(seed)
@@ -92,7 +105,16 @@ def tau(a: Mapping[str, float], b: Mapping[str, float]) -> float | None:
 
 
 def choose(per_query: Mapping[str, Mapping[str, Sequence[float]]], rounds: int = 1000, seed: int = 0) -> Choice:
-    """The candidate to keep (see the module docstring), from per-query pseudo nDCG@10 alone."""
+    """The candidate to keep (see the module docstring), from per-query pseudo nDCG@10 alone.
+
+    Args:
+        per_query: per-query scores by generator, then candidate.
+        rounds: bootstrap resamples.
+        seed: the resamples' seed.
+
+    Returns:
+        The choice.
+    """
     scores = bootstrap(per_query, rounds, seed)
     best = ranking({c: s.mean for c, s in scores.items()})[0]
     generators = list(next(iter(scores.values())).per_generator) if scores else []

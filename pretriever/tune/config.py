@@ -13,6 +13,12 @@ DEFAULT_GENERATORS = ("masked-ict", "titles")
 
 @dataclass
 class TuneConfig:
+    """Settings of ``pretriever tune`` (choose dense, BM25 or a fusion for an index without labels).
+
+    Each field's help lives in its metadata (:func:`pretriever.config.option`), which ``--help`` and the TOML config
+    read.
+    """
+
     index: Path = option(help="INDEX_DIR: a dense (or refined) index folder; its bm25/ is used when present, else "
                               "BM25 is built in memory from the store it names.")
     queries_from: list[str] | None = option(None, "Pseudo-query generators, comma-separated: masked-ict (a sentence "

@@ -71,6 +71,11 @@ class PseudoQueries:
     looked_at: str = "passages"  # what an item is: a sampled passage, or a mined pair
 
     def skip(self, reason: str) -> None:
+        """Count an item that gave no query.
+
+        Args:
+            reason: why (a short key shown in the report).
+        """
         self.skips[reason] += 1
 
     @property
@@ -86,6 +91,14 @@ class PseudoQueries:
         return f"{self.skipped:,} {self.looked_at} looked at: {reasons}"
 
     def add(self, qid: str, query: str, doc_id: str, positive_text: str) -> None:
+        """Add a pseudo-query, its positive document and its word overlap with the positive.
+
+        Args:
+            qid: the query's id.
+            query: its text.
+            doc_id: the positive's document.
+            positive_text: the positive's text (masked or not), for the overlap.
+        """
         self.queries[qid] = query
         self.qrels[qid] = {doc_id: 1}
         ratio = overlap_ratio(word_tokens(query), set(word_tokens(positive_text)))
@@ -98,7 +111,11 @@ class PseudoQueries:
 
 
 class Generator:
-    """A registered way to make pseudo-queries: ``make(lookup, n, seed)``."""
+    """A registered way to make pseudo-queries: ``make(lookup, n, seed)``.
+
+    Relations:
+        :class:`MaskedICT`, :class:`Titles` and :class:`Linked` subclass it (:func:`make_generator` builds one).
+    """
 
     name: str = ""
     summary: str = ""
@@ -111,6 +128,7 @@ GENERATORS: dict[str, type[Generator]] = {}
 
 
 def register(cls: type[Generator]) -> type[Generator]:
+    """Class decorator: add a generator to :data:`GENERATORS` under its ``name`` (twice is a ValueError)."""
     if cls.name in GENERATORS:
         raise ValueError(f"generator {cls.name!r} registered twice")
     GENERATORS[cls.name] = cls
@@ -249,7 +267,18 @@ class Linked(Generator):
 
 
 def make_generator(name: str, pairs: Path | None = None) -> Generator:
-    """The registered generator ``name`` (``linked`` reads ``pairs``)."""
+    """The registered generator ``name`` (``linked`` reads ``pairs``).
+
+    Args:
+        name: a registered generator's name.
+        pairs: a pairs folder (``linked`` only).
+
+    Returns:
+        The generator.
+
+    Raises:
+        TuneError: an unknown name.
+    """
     if name not in GENERATORS:
         raise TuneError(f"unknown pseudo-query generator {name!r}; known: {', '.join(GENERATORS)}")
     build: Callable[[], Generator] = (lambda: Linked(pairs)) if name == Linked.name else GENERATORS[name]

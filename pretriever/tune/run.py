@@ -49,6 +49,14 @@ class TuneResult(StageResult):
     written: list[Path] = field(default_factory=list)
 
     def to_manifest(self, cfg: TuneConfig) -> TuneManifest:
+        """tune.json's content: the choice, every candidate's pseudo (and real) score, the generators and timings.
+
+        Args:
+            cfg: the run's settings, recorded beside the choice.
+
+        Returns:
+            tune.json's content, typed.
+        """
         scores = self.choice.scores
         real = (self.validation or {}).get("nDCG@10", {})
         return TuneManifest.from_json({

@@ -53,7 +53,17 @@ class FormatOptions:
 
 
 class InputFormat(ABC):
-    """Base class of every input format; subclasses register with :func:`register`."""
+    """Base class of every input format; subclasses register with :func:`register`.
+
+    Relations:
+        :class:`~pretriever.corpus.formats.mediawiki.MediaWikiDump`,
+        :class:`~pretriever.corpus.formats.wikiextractor.WikiExtractorFormat` and the line formats of
+        :mod:`pretriever.corpus.formats.plain` (BEIR, JSONL, DPR TSV) subclass it; :func:`detect_format` picks one.
+
+    Args:
+        path: the input file or folder.
+        options: what ``pretriever corpus build``'s options ask of the format (defaults: none).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -69,7 +79,15 @@ class InputFormat(ABC):
     @classmethod
     @abstractmethod
     def sniff(cls, path: Path, head: bytes) -> bool:
-        """True when ``head`` (the first decompressed KiB of ``path``) looks like this format."""
+        """True when ``head`` (the first decompressed KiB of ``path``) looks like this format.
+
+        Args:
+            path: the input (its name may decide, as for a BEIR folder).
+            head: its first decompressed KiB.
+
+        Returns:
+            Whether this format reads it.
+        """
 
     def context(self) -> Any:
         """Picklable per-input state sent once to every worker (e.g. namespace names)."""
@@ -82,11 +100,26 @@ class InputFormat(ABC):
     @staticmethod
     @abstractmethod
     def parse_item(item: Any, context: Any) -> ParsedPage:
-        """Parse one raw item in a worker; raise :class:`PageError` when it is unusable."""
+        """Parse one raw item in a worker; raise :class:`PageError` when it is unusable.
+
+        Args:
+            item: one item of :meth:`iter_items`.
+            context: :meth:`context`, as the worker received it.
+
+        Returns:
+            The parsed page (its passages, links and citations).
+        """
 
     @staticmethod
     def item_bytes(item: Any) -> int:
-        """Size of a raw item, for chunks cut by size (0: count items only)."""
+        """Size of a raw item, for chunks cut by size (0: count items only).
+
+        Args:
+            item: one item of :meth:`iter_items`.
+
+        Returns:
+            Its size in bytes, or 0.
+        """
         return 0
 
     def iter_chunks(self, chunk_size: int, first_chunk: int = 0, chunk_bytes: int = 0) -> Iterator[Chunk]:
@@ -94,6 +127,14 @@ class InputFormat(ABC):
         whichever comes first, skipping the first ``first_chunk`` chunks.
 
         Cutting depends only on the items themselves, so chunk *k* is the same on every run.
+
+        Args:
+            chunk_size: items per chunk at most.
+            first_chunk: chunks to skip (those a resumed build already has).
+            chunk_bytes: bytes per chunk at most (0: no limit).
+
+        Yields:
+            Each :class:`Chunk`, numbered from 0 whether skipped or not.
         """
         batch: list[Any] = []
         index, size, batch_start = 0, 0, 0
@@ -117,7 +158,15 @@ class InputFormat(ABC):
 
     @classmethod
     def parse_chunk(cls, chunk: Chunk, context: Any) -> Iterator[ParseResult]:
-        """Parse every item of a chunk; a failing item becomes a :class:`PageFailure`."""
+        """Parse every item of a chunk; a failing item becomes a :class:`PageFailure`.
+
+        Args:
+            chunk: the chunk, in a worker.
+            context: :meth:`context`, as the worker received it.
+
+        Yields:
+            A parsed page, or a :class:`PageFailure`, per item.
+        """
         for item in chunk.items:
             try:
                 yield cls.parse_item(item, context)
@@ -132,7 +181,14 @@ class InputFormat(ABC):
 
     @staticmethod
     def identify(item: Any) -> tuple[str, str]:
-        """(doc_id, title) of a raw item, as far as it can be told without parsing."""
+        """(doc_id, title) of a raw item, as far as it can be told without parsing.
+
+        Args:
+            item: one item of :meth:`iter_items`.
+
+        Returns:
+            ``(doc_id, title)``, blank where unknown.
+        """
         return "", ""
 
 
@@ -140,7 +196,14 @@ FORMATS: dict[str, type[InputFormat]] = {}
 
 
 def register(cls: type[InputFormat]) -> type[InputFormat]:
-    """Class decorator: make a format available to ``--format`` and to detection."""
+    """Class decorator: make a format available to ``--format`` and to detection.
+
+    Args:
+        cls: the format class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     FORMATS[cls.name] = cls
     return cls
 
@@ -202,6 +265,16 @@ def detect_format(path: Path, name: str = "auto") -> type[InputFormat]:
     """The format named by ``--format``, or the first registered format whose sniff matches.
 
     A folder is sniffed by its first file (see :func:`resolve_input` and :func:`input_files`).
+
+    Args:
+        path: the input file or folder.
+        name: ``--format``; ``auto`` sniffs.
+
+    Returns:
+        The format class.
+
+    Raises:
+        InputError: an unknown name, or content no format recognises.
     """
     if name != "auto":
         if name not in FORMATS:

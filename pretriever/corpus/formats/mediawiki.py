@@ -290,6 +290,7 @@ class MediaWikiDump(InputFormat):
 
 @dataclass
 class MultistreamContext:
+    """What a worker needs to read a multistream dump's byte ranges: the dump and its namespaces."""
     path: Path
     namespaces: Namespaces
 

@@ -64,13 +64,14 @@ class Method:
                                      negatives="none"))
         print(result.methods["title-lead"].pairs, "pairs")
 
-    The strategies here: :class:`~pretriever.mine.methods.dl.DualLink`,
-    :class:`~pretriever.mine.methods.cm.CoMention` (HLP), :class:`~pretriever.mine.methods.ict.InverseCloze`,
-    :class:`~pretriever.mine.methods.wlp.WikiLinkPrediction`,
-    :class:`~pretriever.mine.methods.bfs.BodyFirstSelection` (HLP's baselines),
-    :class:`~pretriever.mine.methods.qac.QAC` (C-MORE), :class:`~pretriever.mine.methods.cc.ContextPairs`,
-    :class:`~pretriever.mine.methods.qc.QueryContext` (query-as-context) and
-    :class:`~pretriever.mine.methods.tb.TitleBody`.
+    Relations:
+        The strategies subclass it: :class:`~pretriever.mine.methods.dl.DualLink`,
+        :class:`~pretriever.mine.methods.cm.CoMention` (HLP), :class:`~pretriever.mine.methods.ict.InverseCloze`,
+        :class:`~pretriever.mine.methods.wlp.WikiLinkPrediction`,
+        :class:`~pretriever.mine.methods.bfs.BodyFirstSelection` (HLP's baselines),
+        :class:`~pretriever.mine.methods.qac.QAC` (C-MORE), :class:`~pretriever.mine.methods.cc.ContextPairs`,
+        :class:`~pretriever.mine.methods.qc.QueryContext` (query-as-context) and
+        :class:`~pretriever.mine.methods.tb.TitleBody`.
     """
 
     name: ClassVar[str]
@@ -82,20 +83,46 @@ class Method:
 
     @classmethod
     def preflight(cls, config: MineConfig) -> None:
-        """Refuse, before any output is written, a run this method cannot do (a missing model, input, ...)."""
+        """Refuse, before any output is written, a run this method cannot do (a missing model, input, ...).
+
+        Args:
+            config: the run's settings.
+        """
 
     def candidates(self, ctx: MineContext) -> ir.Table:
+        """The strategy's candidate pairs, as one Ibis expression (see the class docstring).
+
+        Args:
+            ctx: the store's tables and the shared derived ones.
+
+        Returns:
+            A table of ``schema.CANDIDATE``'s columns.
+        """
         raise NotImplementedError
 
     def report(self, ctx: MineContext, candidates: int) -> dict[str, Any] | None:
         """What the method counted while finding its candidates (kept in pairs.json and stats.json), or None.
 
         ``candidates`` is the number left after the shared dedup and caps.
+
+        Args:
+            ctx: the store's tables.
+            candidates: the candidates left.
+
+        Returns:
+            The counts, or None.
         """
         return None
 
     def why_empty(self, ctx: MineContext) -> str:
-        """A sentence saying why the store gives this strategy no pairs."""
+        """A sentence saying why the store gives this strategy no pairs.
+
+        Args:
+            ctx: the store's tables.
+
+        Returns:
+            The sentence.
+        """
         return "no candidate pair passed the filters"
 
 
@@ -103,6 +130,14 @@ METHODS: dict[str, type[Method]] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: add a strategy to :data:`METHODS` under its ``name`` (twice is a ValueError).
+
+    Args:
+        cls: the strategy class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     if cls.name in METHODS:
         raise ValueError(f"mining method {cls.name!r} registered twice")
     METHODS[cls.name] = cls
@@ -110,7 +145,11 @@ def register(cls: type[Method]) -> type[Method]:
 
 
 def check_methods(names: list[str]) -> None:
-    """Refuse names that no registered strategy has (a :class:`ConfigError` listing the known ones)."""
+    """Refuse names that no registered strategy has (a :class:`ConfigError` listing the known ones).
+
+    Args:
+        names: the ``--method`` values.
+    """
     unknown = [n for n in names if n not in METHODS]
     if unknown:
         raise ConfigError(f"unknown mining method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")

@@ -17,6 +17,8 @@ _WS = "[ \t\r\n]+"  # an explicit class: the same on RE2 (DuckDB) and java.util.
 
 
 def strip_ws(s: ir.StringValue) -> ir.StringValue:
+    """``s`` without leading and trailing spaces, tabs and newlines: one pattern that means the same on
+    DuckDB (RE2) and Spark (java.util.regex)."""
     return s.re_replace("^" + _WS, "").re_replace(_WS + "$", "")
 
 

@@ -30,6 +30,14 @@ OBJECTIVES: dict[str, type["Objective"]] = {}
 
 
 def register(cls: type["Objective"]) -> type["Objective"]:
+    """Class decorator: add an objective to :data:`OBJECTIVES` under its ``name`` (twice is a ValueError).
+
+    Args:
+        cls: the objective class.
+
+    Returns:
+        ``cls``, unchanged.
+    """
     if cls.name in OBJECTIVES:
         raise ValueError(f"pre-training objective {cls.name!r} registered twice")
     OBJECTIVES[cls.name] = cls
@@ -165,6 +173,17 @@ class Objective(nn.Module):
     References:
         Wu et al., "Query-as-context Pre-training for Dense Passage Retrieval", EMNLP 2023: section 2
         (context-supervised pre-training, eqs 1-11) and section 3.1 (a generated query as the context).
+
+    Relations:
+        :class:`~pretriever.pretrain.objectives.cocondenser.CoCondenser`,
+        :class:`~pretriever.pretrain.objectives.cotmae.CoTMAE` and :class:`~pretriever.pretrain.objectives.mlm.MaskedLM`
+        subclass it; :func:`pretriever.pretrain.run.build_objective` builds one from a config.
+
+    Args:
+        mlm_model: the masked-LM encoder (its MLM head is kept).
+        tokenizer: its tokenizer.
+        cfg: the pretrain settings (:class:`~pretriever.pretrain.PretrainConfig`).
+        pooling: the sentence-transformers modules after the Transformer (pooling, normalisation, ...).
     """
 
     name: ClassVar[str]
@@ -189,21 +208,44 @@ class Objective(nn.Module):
         return self.mlm.base_model
 
     def pooled(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The model's pooled vector of these last-layer states before normalisation: what the heads read."""
+        """The model's pooled vector of these last-layer states before normalisation: what the heads read.
+
+        Args:
+            hidden: the encoder's last-layer states.
+            attention_mask: the batch's attention mask.
+
+        Returns:
+            One vector per row.
+        """
         features: dict[str, torch.Tensor] = {"token_embeddings": hidden, "attention_mask": attention_mask}
         for module in self.pooling[:self.normalized_from]:
             features = module(features)
         return features["sentence_embedding"]
 
     def finish(self, pooled: torch.Tensor) -> torch.Tensor:
-        """The saved model's sentence embedding from :meth:`pooled`'s vector: its normalisation and what follows."""
+        """The saved model's sentence embedding from :meth:`pooled`'s vector: its normalisation and what follows.
+
+        Args:
+            pooled: :meth:`pooled`'s vectors.
+
+        Returns:
+            The embeddings.
+        """
         features: dict[str, torch.Tensor] = {"sentence_embedding": pooled}
         for module in self.pooling[self.normalized_from:]:
             features = module(features)
         return features["sentence_embedding"]
 
     def sentence_embedding(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The saved model's embedding of these last-layer states: what ``encode`` returns."""
+        """The saved model's embedding of these last-layer states: what ``encode`` returns.
+
+        Args:
+            hidden: the encoder's last-layer states.
+            attention_mask: the batch's attention mask.
+
+        Returns:
+            One embedding per row.
+        """
         return self.finish(self.pooled(hidden, attention_mask))
 
     def tokenize(self, texts: list[str]) -> "Tokenized":
@@ -211,7 +253,14 @@ class Objective(nn.Module):
 
         A text longer than ``max_length`` word pieces keeps a window of them at a random offset (torch's global
         generator), as the official collators cut (caskcsg/ir and luyug/Condenser ``_truncate``), so the end of a
-        long passage is trained too and not only its beginning."""
+        long passage is trained too and not only its beginning.
+
+        Args:
+            texts: the batch's texts.
+
+        Returns:
+            The padded batch, its word ids kept.
+        """
         tok = self.tokenizer
         full = tok(list(texts), truncation=False, verbose=False, return_token_type_ids=False)
         special = set(tok.all_special_ids)
@@ -240,7 +289,15 @@ class Objective(nn.Module):
         random order until max(1, round(rate x n)) of its n word pieces (special and padding tokens not
         counted, never masked) are chosen, a word that would overshoot skipped: at least one token per
         sequence. Each chosen piece is then [MASK] (80%), a random token (10%) or left (10%); labels are -100
-        elsewhere. Draws come from torch's global generator (seeded)."""
+        elsewhere. Draws come from torch's global generator (seeded).
+
+        Args:
+            enc: the batch, from :meth:`tokenize`.
+            rate: the share of word pieces to mask.
+
+        Returns:
+            ``(input_ids, labels)``.
+        """
         ids = enc["input_ids"]
         chosen = torch.zeros_like(ids, dtype=torch.bool)
         special = set(self.tokenizer.all_special_ids)
@@ -268,11 +325,28 @@ class Objective(nn.Module):
         return masked, labels
 
     def prepare(self, xs: list[str], ys: list[str], methods: list[str] | None = None) -> dict[str, torch.Tensor]:
-        """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method."""
+        """Tensors for ``forward`` from a batch of pairs; ``methods`` names each pair's mining method.
+
+        Args:
+            xs: the pairs' first texts (passages).
+            ys: their second texts (the context: a passage or a generated query).
+            methods: each pair's mining method (None: not known).
+
+        Returns:
+            The tensors ``forward`` takes, by name.
+        """
         raise NotImplementedError
 
     def masked_rows(self, texts: list[str], rate: float) -> dict[str, torch.Tensor]:
-        """``texts`` as one family of :data:`MASKED_ROWS`: tokenised (:meth:`tokenize`) and masked (:meth:`mask`)."""
+        """``texts`` as one family of :data:`MASKED_ROWS`: tokenised (:meth:`tokenize`) and masked (:meth:`mask`).
+
+        Args:
+            texts: the texts.
+            rate: the share of word pieces to mask.
+
+        Returns:
+            ``input_ids``, ``attention_mask`` and ``labels``.
+        """
         enc = self.tokenize(texts)
         ids, labels = self.mask(enc, rate)
         return {"input_ids": ids, "attention_mask": enc["attention_mask"], "labels": labels}
@@ -286,7 +360,14 @@ class Objective(nn.Module):
     encoder_rows: ClassVar[Family]
 
     def counts(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The denominator of each averaged term over the whole batch (masked positions)."""
+        """The denominator of each averaged term over the whole batch (masked positions).
+
+        Args:
+            inputs: the batch's tensors (:meth:`prepare`).
+
+        Returns:
+            Each term's denominator.
+        """
         raise NotImplementedError
 
     def weights(self) -> dict[str, float]:
@@ -294,28 +375,80 @@ class Objective(nn.Module):
         raise NotImplementedError
 
     def encode(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
-        """(h, state): the rows' pooled vectors (:meth:`pooled`) and what ``row_terms`` reads besides them."""
+        """(h, state): the rows' pooled vectors (:meth:`pooled`) and what ``row_terms`` reads besides them.
+
+        Args:
+            inputs: the encoder's rows of the batch.
+
+        Returns:
+            ``(h, state)``.
+        """
         raise NotImplementedError
 
     def row_terms(self, h: torch.Tensor, state: Any, inputs: dict[str, torch.Tensor],
                   counts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The terms computed row by row from the encoder's output (MLM, a head's MLM, a decoder's), each
+        averaged over the whole batch by ``counts`` so that GradCache's pieces add up to the batch's value.
+
+        Args:
+            h: the rows' pooled vectors.
+            state: what :meth:`encode` returned besides them.
+            inputs: the batch's tensors.
+            counts: each term's denominator (:meth:`counts`).
+
+        Returns:
+            Term name -> value.
+        """
         raise NotImplementedError
 
     def batch_terms(self, h: torch.Tensor, inputs: dict[str, torch.Tensor],
                     counts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The terms that score the whole batch at once (coCondenser's contrastive ``cl``; others return {}).
+
+        Args:
+            h: the rows' pooled vectors.
+            inputs: the batch's tensors.
+            counts: each term's denominator.
+
+        Returns:
+            Term name -> value.
+        """
         raise NotImplementedError
 
     def batch_pieces(self, inputs: dict[str, torch.Tensor], size: int) -> list[dict[str, torch.Tensor]]:
         """The inputs of ``batch_terms`` in pieces that GradCache computes one after the other: by default one
-        piece (a contrastive term scores the whole batch at once)."""
+        piece (a contrastive term scores the whole batch at once).
+
+        Args:
+            inputs: the batch's tensors.
+            size: GradCache's piece size.
+
+        Returns:
+            The pieces.
+        """
         return [inputs]
 
     def weighted(self, terms: dict[str, torch.Tensor]) -> torch.Tensor | float:
-        """The loss: the weighted sum of the terms that are trained."""
+        """The loss: the weighted sum of the terms that are trained.
+
+        Args:
+            terms: term name -> value.
+
+        Returns:
+            The loss.
+        """
         weights = self.weights()
         return sum((weights[t] * v for t, v in terms.items() if weights[t] > 0), 0.0)
 
     def forward(self, **inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The loss of one batch and each of its terms (for the trainer and the loss curves).
+
+        Args:
+            **inputs: the tensors :meth:`prepare` made.
+
+        Returns:
+            ``{"loss": total, term: value, ...}``.
+        """
         counts = self.counts(inputs)
         h, state = self.encode({k: inputs[k] for k in self.encoder_rows[0]})
         terms = self.row_terms(h, state, inputs, counts) | self.batch_terms(h, inputs, counts)

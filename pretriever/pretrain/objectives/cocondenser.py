@@ -66,24 +66,7 @@ class CoCondenser(Objective):
         | (passage, generated query of the passage) pairs      | none   |
         +------------------------------------------------------+--------+
 
-    Example::
-
-        import torch
-
-        from pretriever.pretrain.config import PretrainConfig
-        from pretriever.pretrain.run import build_objective
-
-        cfg = PretrainConfig(pairs="pairs/", out="model/", objective="cocondenser", max_length=32)
-        model, objective, notes = build_objective(cfg, "cpu")  # the packaged MiniLM plus its MLM head
-        torch.manual_seed(0)
-        batch = objective.prepare(
-            ["Vitamin D deficiency is common among elderly people in northern countries.",
-             "Aspirin irreversibly inhibits cyclooxygenase in blood platelets."],
-            ["who lacks vitamin d in the north", "how does aspirin act on platelets"])
-        out = objective(**batch)  # {"loss": total, "mlm": ..., "aux": ..., "cl": ...}
-        out["loss"].backward()
-        assert set(out) == {"loss", *objective.terms}
-
+    Example: as :class:`Objective`'s, which runs this objective (``out`` then holds ``mlm``, ``aux`` and ``cl``).
     From the command line: ``pretriever pretrain qc-pairs/ --objective cocondenser --mix cc:1 --out model/``.
 
     References:

@@ -94,24 +94,7 @@ class CoTMAE(Objective):
         | (passage, passage of the same document) pairs        | none   |
         +------------------------------------------------------+--------+
 
-    Example::
-
-        import torch
-
-        from pretriever.pretrain.config import PretrainConfig
-        from pretriever.pretrain.run import build_objective
-
-        cfg = PretrainConfig(pairs="pairs/", out="model/", objective="cotmae", max_length=32)
-        model, objective, notes = build_objective(cfg, "cpu")  # the packaged MiniLM plus its MLM head
-        torch.manual_seed(0)
-        batch = objective.prepare(
-            ["Vitamin D deficiency is common among elderly people in northern countries.",
-             "Aspirin irreversibly inhibits cyclooxygenase in blood platelets."],
-            ["who lacks vitamin d in the north", "how does aspirin act on platelets"])
-        out = objective(**batch)  # {"loss": total, "mlm": ..., "ctx_mlm": ...}
-        out["loss"].backward()
-        assert set(out) == {"loss", *objective.terms}
-
+    Example: as :class:`Objective`'s, with ``objective="cotmae"`` (``out`` then holds ``mlm`` and ``ctx_mlm``).
     From the command line: ``pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --out model/``.
 
     References:
