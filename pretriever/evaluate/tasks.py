@@ -99,22 +99,68 @@ class EvaluationTask:
         return []
 
     def check_lookup(self, name: str, lookup: PassageLookup | None) -> None:
-        """Refuse a system whose store is missing when the task needs one."""
+        """Refuse a system whose store is missing when the task needs one.
+
+        Args:
+            name: the system's name, for the error.
+            lookup: the corpus store the system is read with (None: it has none).
+
+        Raises:
+            EvaluationError: the task needs a store and ``lookup`` is None.
+        """
 
     def check_gold(self, lookup: PassageLookup, source: str) -> list[str]:
         """Refuse questions whose gold (judged documents, gold passages) is nowhere in the store searched, and
-        return a warning with counts when only some of it is missing (those questions can only score 0)."""
+        return a warning with counts when only some of it is missing (those questions can only score 0).
+
+        Args:
+            lookup: the corpus store searched (checked once per store).
+            source: the input file the gold comes from, named in the messages.
+
+        Returns:
+            The warnings for the results' notes; empty when every gold id is in the store.
+
+        Raises:
+            EvaluationError: none of the gold is in the store (the file belongs to another corpus).
+        """
         return []
 
     def fetch_depth(self, lookup: PassageLookup | None) -> int:
+        """How many hits to ask a system for per question, so that ``depth`` of them can be scored.
+
+        Args:
+            lookup: the system's corpus store (None: it has none).
+
+        Returns:
+            ``depth``, or more when passages must first be merged into documents.
+        """
         return self.depth
 
     def score(self, name: str, hits: list[list[Hit]], lookup: PassageLookup | None) -> SystemScore:
+        """One system's figures on the task's questions.
+
+        Args:
+            name: the system's name, for its notes.
+            hits: the system's hits for each of ``texts``, best first, ``fetch_depth(lookup)`` deep.
+            lookup: the system's corpus store (None: hit ids are taken as they are).
+
+        Returns:
+            A :class:`SystemScore`: the means, per-question values, curve, overlap values and notes.
+        """
         raise NotImplementedError
 
     def references(self, scores: dict[str, SystemScore], runs: dict[str, list[list[Hit]]],
                    lookups: dict[str, PassageLookup | None]) -> tuple[list[str | None], str]:
-        """Each question's reference text for the overlap analysis, and what it is."""
+        """Each question's reference text for the overlap analysis, and what it is.
+
+        Args:
+            scores: each system's :meth:`score`, by name.
+            runs: each system's hits for each question, cut to ``depth``, by name.
+            lookups: each system's corpus store (None: it has none), by name; at least one is a store.
+
+        Returns:
+            The reference text of each question (None: it has none), and what the references are, in words.
+        """
         raise NotImplementedError
 
     @property
@@ -122,7 +168,14 @@ class EvaluationTask:
         raise NotImplementedError
 
     def info(self, lookups: dict[str, PassageLookup | None]) -> dict[str, Any]:
-        """What the results file says about the dataset, beyond kind, size and depth."""
+        """What the results file says about the dataset, beyond kind, size and depth.
+
+        Args:
+            lookups: each system's corpus store (None: it has none), by name.
+
+        Returns:
+            The entries added to the results' ``dataset`` (the cut-offs, the matching, ...).
+        """
         return {"ks": self.ks}
 
 
@@ -146,6 +199,13 @@ class QrelsTask(EvaluationTask):
         +===============================+================================+
         | ``{qid: text}``               | ``{qid: {doc_id: grade}}``     |
         +-------------------------------+--------------------------------+
+
+    Args:
+        queries: each query's text, by query id (queries without judgments are not searched).
+        qrels: each judged query's documents and their grades (>= 1: relevant), by query id.
+        depth: documents kept per query (None: 1000, for Recall@1000 and MAP).
+        maxp_factor: passages fetched per document kept, when the store cuts documents into passages.
+        ignore_identical_ids: leave out a document whose id is the query's own id.
 
     Example::
 
@@ -234,6 +294,15 @@ class _AccuracyTask(EvaluationTask):
         self.overlap_k = overlap_k
 
     def success_ranks(self, hits: list[list[Hit]], lookup: PassageLookup | None) -> list[int | None]:
+        """The rank at which each question succeeds in one system's hits.
+
+        Args:
+            hits: the system's hits for each of ``texts``, best first.
+            lookup: the system's corpus store (None: it has none).
+
+        Returns:
+            Per question, the 1-based rank of success, or None when it does not succeed within the hits.
+        """
         raise NotImplementedError
 
     def score(self, name, hits, lookup):
@@ -256,8 +325,8 @@ class AnswersTask(_AccuracyTask):
 
     A passage bears an answer as in DPR: ``match="string"`` looks for the answer's tokens in the
     passage's tokens (DPR's simple tokenizer on Unicode NFD text, lower-cased); ``match="regex"``
-    treats answers as patterns (CuratedTREC). For the Q-P overlap analysis, each question's reference is its gold passage when the
-    file gives one (DPR JSON ``positive_ctxs``), else the best-ranked answer-bearing passage.
+    treats answers as patterns (CuratedTREC). For the Q-P overlap analysis, each question's reference is its
+    gold passage when the file gives one (DPR JSON ``positive_ctxs``), else the best-ranked answer-bearing passage.
 
     Requirements:
         1. The corpus store (passage texts): :meth:`check_lookup` refuses a system without one.
@@ -269,6 +338,13 @@ class AnswersTask(_AccuracyTask):
         +================================================================+====================+
         | :class:`~pretriever.data.QAExample` s or (question, [answers]) | string or regex    |
         +----------------------------------------------------------------+--------------------+
+
+    Args:
+        examples: the questions with their answers (an answer alone may be a string).
+        match: ``string`` (DPR's token matching) or ``regex`` (answers are patterns).
+        ks: the cut-offs of Acc@k (None: 1, 5, 20, 100); those deeper than ``depth`` are dropped, with a note.
+        depth: hits fetched per question (None: the largest k).
+        overlap_k: the Acc@k reported per bucket of the Q-P overlap analysis.
 
     Example::
 
@@ -319,7 +395,15 @@ class AnswersTask(_AccuracyTask):
 
     def check_gold(self, lookup, source):
         """Gold passages (DPR JSON positive_ctxs with a passage_id) only warn: answers are matched by text, so a
-        file whose gold ids belong to another split of Wikipedia is still scored; the counts say so."""
+        file whose gold ids belong to another split of Wikipedia is still scored; the counts say so.
+
+        Args:
+            lookup: the corpus store searched.
+            source: the answers file, named in the warning.
+
+        Returns:
+            A warning with the counts when some gold passage ids are not in the store; else empty.
+        """
         gold = {e.qid: {str(g["passage_id"]) for g in e.gold if g.get("passage_id") not in (None, "")}
                 for e in self.examples}
         return gold_missing("gold passages (positive_ctxs)", gold, lookup.known_passages, lookup, source,
@@ -336,7 +420,16 @@ class AnswersTask(_AccuracyTask):
 
     def references(self, scores, runs, lookups):
         """The gold passage when the file gives one (DPR JSON positive_ctxs), else the best-ranked
-        answer-bearing passage over all systems (ties: the system listed first)."""
+        answer-bearing passage over all systems (ties: the system listed first).
+
+        Args:
+            scores: each system's :meth:`score` (its success ranks), by name.
+            runs: each system's hits for each question, by name.
+            lookups: each system's corpus store, by name (the texts of the passages chosen).
+
+        Returns:
+            Each question's reference text (None: no gold and no system found an answer), and which one it is.
+        """
         refs: list[str | None] = [None] * len(self.examples)
         wanted: dict[str, list[tuple[int, str]]] = {}
         used_gold = used_retrieved = 0
@@ -383,6 +476,14 @@ class MultiHopTask(_AccuracyTask):
         +======================================================================+================+
         | :class:`~pretriever.data.MultiHopExample` s or (question, [gold ...])| passage, title |
         +----------------------------------------------------------------------+----------------+
+
+    Args:
+        examples: the questions with their gold passage ids or titles, all of which must be retrieved.
+        gold_by: ``passage`` (gold ids are passage ids) or ``title`` (gold are document titles); else an
+            :class:`EvaluationError`.
+        ks: the cut-offs of Acc@k (None: 2, 10, 20, 100); those deeper than ``depth`` are dropped, with a note.
+        depth: hits fetched per question (None: the largest k).
+        overlap_k: the Acc@k reported per bucket of the Q-P overlap analysis.
 
     Example::
 
