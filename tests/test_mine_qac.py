@@ -1370,7 +1370,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     with LoopbackServer(routes) as proxy:
         manifest = fetching.run(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
                                             host_delay=0.0, archive_fallback=False, concurrency=64)).manifest
-    assert manifest["funnel"]["with_url"] == 4063
+    assert manifest.funnel["with_url"] == 4063
     fetched = pq.read_table(refs / "references.parquet").to_pylist()
     ok = {r["url"]: r for r in fetched if r["status"] == 200}
     canned.pop(LIST_ONLY)  # cited only in a list item, which is not in the text: not fetched
@@ -1378,8 +1378,8 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     texts = {url: r["text"] for url, r in ok.items()}  # the main text, as trafilatura finds it on the page itself
     assert texts == {url: trafilatura.extract(body.decode("utf-8")) for url, body in canned.items()}
     with_text = sum(text is not None for text in texts.values())
-    assert with_text >= 30 and manifest["funnel"]["fetched"] == len(canned)
-    assert manifest["funnel"]["text_extracted"] == with_text
+    assert with_text >= 30 and manifest.funnel["fetched"] == len(canned)
+    assert manifest.funnel["text_extracted"] == with_text
     out = tmp_path / "pairs"
     mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from conftest import QA, shared
 from reader_fixtures import DOCS, QUESTIONS
 from pretriever.cli import app
-from pretriever.evaluate import pipeline, report
+from pretriever import stage
+from pretriever.evaluate import pipeline
 from pretriever.evaluate.config import EvaluateConfig
 from pretriever.data.reading import ReadingExample, ReadingFileError, ReadingPassage, load_reading_file
 from pretriever.index import IndexFolder, encoder_info, save_dense_index
@@ -434,16 +435,17 @@ def test_a_library_evaluate_run_reads_behind_the_systems_it_opened_once(trained,
     qa.write_text("".join(json.dumps({"question": q, "answer": [a]}) + "\n"
                           for qs in QUESTIONS.values() for q, a in qs), encoding="utf-8")
     opened, written = [], []
-    open_folder, write = IndexFolder.open, report.write_json
+    open_folder, write = IndexFolder.open, stage.write_json  # every manifest is written through pretriever.stage
     monkeypatch.setattr(IndexFolder, "open",
                         lambda self, *a, **kw: opened.append(self.path) or open_folder(self, *a, **kw))
-    monkeypatch.setattr(report, "write_json", lambda path, data: written.append(path) or write(path, data))
+    monkeypatch.setattr(stage, "write_json", lambda path, data: written.append(path) or write(path, data))
     cfg = EvaluateConfig(index=[root / "bm25"], answers=qa, reader=trained.out, reader_k=3, ks=[1, 3], plots=False,
                          out=tmp_path / "eval")
     result = pipeline.run(cfg)
-    assert opened == [root / "bm25"] and written == [tmp_path / "eval" / "results.json"]
+    assert opened == [root / "bm25"] and [p for p in written if p.name == "results.json"] == [
+        tmp_path / "eval" / "results.json"]
     saved = json.loads((tmp_path / "eval" / "results.json").read_text())
-    assert saved["reader"] == result.manifest["reader"] == result.evaluation.reader
+    assert saved["reader"] == result.manifest.to_json()["reader"] == result.evaluation.reader
     [(name, scores)] = saved["reader"]["systems"].items()
     assert name in saved["systems"] and saved["reader"]["k"] == 3 and saved["reader"]["match"] == "string"
     assert scores["questions"] == 8 and scores["top-3 accuracy"] == 1.0 and scores["EM"] >= 0.5

@@ -31,7 +31,7 @@ def fetch(tmp_path, urls, archives=None, **options) -> tuple[dict[str, dict], di
     cfg = FetchConfig(corpus=tmp_path, out=tmp_path / "refs", **settings)
     manifest = fetch_cited(cfg, cited_urls(citations(urls, archives)))
     rows = pq.read_table(tmp_path / "refs" / "references.parquet").to_pylist()
-    return {r["url"]: r for r in rows}, manifest
+    return {r["url"]: r for r in rows}, manifest.to_json()
 
 
 def test_a_page_cited_three_times_is_fetched_once_and_its_text_extracted(tmp_path):

@@ -199,7 +199,7 @@ def test_training_report_counts_pairs_and_records_a_resumed_run():
                         "resumed_at_step": 4, "final_loss": 0.75}
     data = TrainingData(Path("x.arrow"), 20, {"dl": 20}, True, {"source": "pairs"})
     report = training_report(cfg, data, {"base": "b"}, training, curve, 40, train_seconds=8.0, train_cpu=15.99991,
-                             total_seconds=9.12345)
+                             total_seconds=9.12345).to_json()
     assert list(report) == ["pretriever_version", "config", "data", "model", "training", "loss_curve", "seconds",
                             "pairs_trained", "pairs_per_second"]
     assert report["data"] == {"pairs": 20, "per_method": {"dl": 20}, "negatives": True, "source": "pairs"}
