@@ -10,8 +10,8 @@ SciFact's 5,183 abstracts and the five SQuAD 2.0 dev articles' 173 paragraphs (n
 96-word passages (`corpus build --words 96`) read through `mine --method ict,cc` pairs (each epoch: every passage
 that holds a whole sentence, split into the sentence and the rest, and two passages of each longer document). A
 seeded 3% of each source's documents is held out whole; the masked-LM loss on their texts (15% whole-word masking
-with a fixed seed) gives the validation perplexity every 500 steps (`pretrain --eval-pairs`). Training stops at
-perplexity 50 or after 8,000 steps of 32 pairs at 128 word pieces (about 12 epochs; lr 5e-4, 5% warm-up, linear
+with a fixed seed) gives the validation perplexity every 250 steps (`pretrain --eval-pairs`). Training stops at
+perplexity 50 or after 3,000 steps of 32 pairs at 128 word pieces (about 4.5 epochs; lr 5e-4, 5% warm-up, linear
 decay), whichever comes first (`--target-perplexity`, `--max-steps`); WORK/start.json keeps the steps, word
 pieces, time, the perplexity curve and the start's zero-shot nDCG@10. `start` checks that no text is a claim.
 
@@ -53,7 +53,8 @@ whole seeds.
 Cost, estimated for the 2-core machine with the runner alone, as exp21's 10 hours were measured (bench/README.md,
 "Pre-training on SciFact, again"): a probe of these sizes (2026-11-28, 6 steps each, one thread, the machine
 shared, so single-thread CPU time relative to exp21's coCondenser on all-MiniLM-L6-v2, 1.55 s a step alone) puts
-the start's step at about 0.75 of that (1.15 s: 8,000 steps about 2.6 h, the evaluations a few minutes, the three
+the start's step at about 0.75 of that (1.15 s; measured quiet on 2026-11-28 it was 3.3 s, so the start's
+budget went from 8,000 to 3,000 steps, about 2.8 h, checkpointed every 100; the evaluations a few minutes, the three
 stores and pairs 2 min) and the arms' at 0.26 (contrastive, CoT-MAE title) to 0.67 (CoT-MAE cc), 10-26 min for
 1,500 steps; fine-tuning and indexes scale with the encoder's arithmetic, about 0.3 of MiniLM's (fine-tuning
 3-4 min, each index 0.5 min, three evaluations 0.5 min); minilm is exp21's `none`, 12 min. One seed of the eight
@@ -97,13 +98,13 @@ class Settings(FineTuning):
     start_words: int = 96  # the start's passages (`corpus build --words`)
     start_length: int = 128  # word pieces per start text
     start_batch: int = 32  # pairs: 64 texts a step
-    start_steps: int = 8000  # the budget, if the target perplexity is not reached first
+    start_steps: int = 3000  # the budget, if the target perplexity is not reached first
     start_lr: float = 5e-4
     start_warmup: float = 0.05
     target_perplexity: float = 50.0
     heldout_share: float = 0.03  # of each source's documents
-    eval_steps: int = 500
-    start_save_steps: int = 500
+    eval_steps: int = 250
+    start_save_steps: int = 100  # a checkpoint every ~6 min: a session's end kills the runner
     psg_words: int = 64  # the arms' pre-training passages
     pt_length: int = 96
     pt_batch: int = 16
