@@ -119,7 +119,8 @@ class PretrainConfig:
     seed: int = seed_option("the batch order, candidate choice, masking, dropout and new layers' initialisation")
     device: str | None = device_option("the model trains")
     save_steps: int = option(500, "Checkpoint every N optimizer steps into MODEL_DIR/checkpoints.")
-    logging_steps: int = option(10, "Log the loss terms every N optimizer steps.")
+    logging_steps: int = option(10, "Log the loss terms every N optimizer steps (the progress line shows the last "
+                                        "logged ones: reading a loss waits for the device to finish the step).")
     eval_pairs: Path | None = option(None, "Held-out pairs (a pairs folder, as PAIRS, never trained on): every "
                                            "--eval-steps optimizer steps and at the end, the masked-LM loss of the "
                                            "encoder and its MLM head on their texts (both texts of each pair, each "

@@ -259,7 +259,7 @@ def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
 
 def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out`` (see the module docstring); ``report`` hears
-    the optimizer steps (task ``pretraining``, with the last loss terms)."""
+    the optimizer steps (task ``pretraining``, with the loss terms of the last logging step)."""
     import torch  # heavy
 
     if world_size() > 1:  # each process would train alone on every batch and all would write cfg.out
@@ -302,7 +302,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     else:
         torch.manual_seed(cfg.seed)
     objective.train()
-    sums: dict[str, float] = {}
+    sums: dict[str, Any] = {}  # each term's sum since the last logging step, tensors on the device
+    terms: dict[str, float] = {}  # the last logged terms, shown with the progress
     count = 0
     batches: tuple[int, list] = (-1, [])
     loop_start, cpu_start = time.perf_counter(), time.process_time()
@@ -314,8 +315,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         batch = batches[1][index]
         inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
                                    [pairs.methods[pairs.method[i]] for i in batch])
-        inputs = {k: v.to(device) for k, v in inputs.items()}
-        result.tokens_seen += int(inputs[objective.encoder_rows[1]].sum())
+        result.tokens_seen += int(inputs[objective.encoder_rows[1]].sum())  # on the host: no device sync
+        inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
         # fp16: the loss scaled by GradScaler's factor (a tensor, no host sync), unscaled before clipping
         scale = (scaler.scale(torch.ones((), device=device)) if scaler else 1.0) / cfg.gradient_accumulation
         if cfg.mini_batch_size:
@@ -324,8 +325,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
             with autocast:
                 out = objective(**inputs)
             (out["loss"] * scale).backward()
-        for name, value in out.items():
-            sums[name] = sums.get(name, 0.0) + float(value.detach())
+        for name, value in out.items():  # summed on the device, read at logging steps: no sync per step
+            sums[name] = sums.get(name, 0.0) + (value.detach() if torch.is_tensor(value) else value)
         count += 1
         micro += 1
         result.pairs_seen += len(batch)
@@ -342,8 +343,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        terms = {k: v / count for k, v in sums.items()}
         if step % cfg.logging_steps == 0 or step == total_steps:
+            terms = {k: float(v) / count for k, v in sums.items()}
             lrs = dict(zip((g["name"] for g in optimizer.param_groups), scheduler.get_last_lr()))
             result.curve.append({"step": step, "epoch": round(micro / per_epoch, 3),
                                  "learning_rate": lrs.get("encoder", lrs.get("encoder-no-decay", 0.0)),
