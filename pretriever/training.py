@@ -59,6 +59,13 @@ def resolve_precision(value: str, device: str | None) -> str:
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
+def precision_dtype(precision: str):
+    """The torch dtype of a resolved ``precision`` (fp32, fp16 or bf16): what a model is cast to."""
+    import torch  # lazily: torch is slow to import
+
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
 def trainer_precision(value: str) -> str:
     """:func:`resolve_precision` for a stage that trains with the Hugging Face Trainer (train, reader), on the
     device the Trainer picks; a ConfigError for fp16 or bf16 without a GPU, which the Trainer cannot run."""

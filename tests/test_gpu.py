@@ -93,6 +93,13 @@ def test_encoding_on_cuda_equals_the_cpus(tiny, tmp_path):
         assert result.exit_code == 0, result.output
     cpu, cuda = (np.load(tmp_path / name / "embeddings.npy") for name in ("on-cpu", "on-device"))
     assert np.allclose(cpu, cuda, atol=1e-4)
+    for precision in ("bf16", "fp16"):  # index build --precision: the cast model, within cosine 0.99 of fp32
+        result = runner.invoke(app, ["index", "build", str(tmp_path / "s"), "--model", str(tiny), "--device", DEVICE,
+                                     "--precision", precision, "--out", str(tmp_path / precision)])
+        assert result.exit_code == 0, result.output
+        half = np.load(tmp_path / precision / "embeddings.npy")
+        cosine = (cpu * half).sum(1) / np.linalg.norm(cpu, axis=1) / np.linalg.norm(half, axis=1)
+        assert cosine.min() > 0.99, (precision, cosine)
 
 
 def test_a_reader_step_on_cuda(tmp_path):

@@ -253,6 +253,26 @@ def test_config_from_toml_and_cli(tmp_path):
         build_config(IndexConfig, bad, "index", corpus="c", out="o")
 
 
+def test_half_precision_encodes_on_request_close_to_fp32(tiny_store, model, tmp_path):
+    """--precision bf16 casts the encoder it loads: the vectors move (so the cast happened) but stay within
+    cosine 0.99 of fp32's, index.json says so, and a resume at another precision is refused."""
+    plain = tmp_path / "fp32"
+    encode_mod.run(IndexConfig(corpus=tiny_store, out=plain, **SETTINGS), model=model)
+    half = tmp_path / "bf16"
+    encode_mod.run(IndexConfig(corpus=tiny_store, out=half, precision="bf16", device="cpu", **SETTINGS))
+    a, b = embeddings(plain), embeddings(half)
+    assert b.dtype == np.float32 and a.shape == b.shape
+    cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert not np.array_equal(a, b) and cosine.min() > 0.99, cosine
+    assert _index_json(half)["encode"]["precision"] == "bf16" and _index_json(plain)["encode"]["precision"] == "fp32"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        IndexConfig(corpus=tiny_store, out=half, precision="fp8")
+    part = tmp_path / "part"
+    encode_mod.run(IndexConfig(corpus=tiny_store, out=part, precision="bf16", device="cpu", max_chunks=1, **SETTINGS))
+    with pytest.raises(EncodeStateError, match="precision"):
+        encode_mod.run(IndexConfig(corpus=tiny_store, out=part, resume=True, **SETTINGS), model=model)
+
+
 # -- CLI ---------------------------------------------------------------------------------------
 
 def test_a_library_encode_and_merge_build_the_bm25_they_are_asked_for(tiny_store, model, tmp_path):

@@ -33,7 +33,7 @@ from pretriever.io import read_json, write_json, write_parquet
 from pretriever.models import resolve_device
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import resolve_precision
+from pretriever.training import precision_dtype, resolve_precision
 
 MANIFEST = GenerateManifest.FILE
 PARTS = "parts"
@@ -102,12 +102,11 @@ def prepare(cfg: GenerateConfig, state: dict[str, Any], report: Reporter = QUIET
 
 def _load_generator(cfg: GenerateConfig):
     """(tokenizer, model, device) with bf16 on GPU unless told otherwise."""
-    import torch  # heavy: imported only when generating
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    dtype = precision_dtype(precision)
     try:
         tokenizer = AutoTokenizer.from_pretrained(cfg.model)
         model = AutoModelForSeq2SeqLM.from_pretrained(cfg.model, dtype=dtype)

@@ -45,9 +45,10 @@ from pretriever.index.meta import BM25_DIR, EMBEDDINGS_FILE, FAISS_FILE, IDS_FIL
 from pretriever.index.tuned import TUNE_JSON
 from pretriever.data.passages import PassageSource
 from pretriever.io import atomic_path, read_json, write_json, write_parquet
-from pretriever.models import load_model
+from pretriever.models import load_model, resolve_device
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult, differences
+from pretriever.training import precision_dtype, resolve_precision
 
 WORK = "_work"
 ENCODE_JSON = "encode.json"
@@ -158,10 +159,11 @@ def embedding_dim(model) -> int:
     return int(get())
 
 
-def _fingerprint(encoder: EncoderInfo, source: PassageSource, every: int) -> dict[str, Any]:
+def _fingerprint(encoder: EncoderInfo, source: PassageSource, every: int, precision: str) -> dict[str, Any]:
     """What must be equal for two runs to be parts of the same encode."""
     keys = ("model_label", "max_length", "normalize", "prepend_title", "passage_prompt")
-    return {**{k: getattr(encoder, k) for k in keys}, "checkpoint_every": every, **source.fingerprint()}
+    return {**{k: getattr(encoder, k) for k in keys}, "checkpoint_every": every, **source.fingerprint(),
+            **({"precision": precision} if precision != "fp32" else {})}  # fp32: as older encodes recorded none
 
 
 def index_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
@@ -215,13 +217,16 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
     source = PassageSource(cfg.corpus)
     reader = None
     try:
+        precision = resolve_precision(cfg.precision, cfg.device or resolve_device())
         if model is None:
             model = load_model(cfg.model, device=cfg.device)
+            if precision != "fp32":  # our own copy: cast once, as sentence-transformers' users do (model.half())
+                model.to(precision_dtype(precision))
         if cfg.max_length is not None:
             model.max_seq_length = cfg.max_length
         encoder = encoder_info(cfg.model, model.max_seq_length, cfg.normalize, cfg.prepend_title,
                                cfg.passage_prompt, cfg.query_prompt)
-        fingerprint = _fingerprint(encoder, source, cfg.checkpoint_every)
+        fingerprint = _fingerprint(encoder, source, cfg.checkpoint_every, precision)
         work = out / WORK
         _prepare_work(folder, work, fingerprint, cfg, shard)
         EncodeState(fingerprint, encoder, embedding_dim(model), str(source.store.path.resolve()),
@@ -281,7 +286,8 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
                    {"shard": str(shard), "chunks": [chunks.start, chunks.stop], "encode_seconds": round(seconds, 3)})
         return result
     result.manifest = merge_index(out, params=cfg.faiss, dtype=cfg.dtype, keep_work=cfg.keep_work, report=report,
-                                  encode_stats={"passages_per_second": round(result.rate, 2)})
+                                  encode_stats={"passages_per_second": round(result.rate, 2),
+                                                "precision": precision})
     _attach_bm25(cfg, result.manifest, report)
     return result
 
