@@ -25,7 +25,8 @@ tokenising the whole set beforehand as the recipe does, saving at the end) cance
 The settings that differ between an arm and its peer are printed under the table.
 
     python bench/bench_loops.py [--loops train,pretrain,reader,encode] [--shape tiny|minilm|base]
-        [--batch-size 16] [--max-length 128] [--small 10] [--large 50] [--repeat 2] [--device cpu] [--json OUT]
+        [--batch-size 16] [--max-length 128] [--small 10] [--large 50] [--repeat 2] [--device cpu]
+        [--precision fp32] [--no-ops] [--json OUT]
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def st_trainer(model: str, anchor_positive: list[list[str]], args, steps: int, o
     training = SentenceTransformerTrainingArguments(
         output_dir=str(out), max_steps=steps, per_device_train_batch_size=args.batch_size, learning_rate=2e-5,
         warmup_steps=0.1, lr_scheduler_type="linear", seed=0, data_seed=0, batch_sampler=BatchSamplers.NO_DUPLICATES,
-        save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=steps, dataloader_pin_memory=False)
+        save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=steps, dataloader_pin_memory=False,
+        bf16=args.precision == "bf16", fp16=args.precision == "fp16")
     SentenceTransformerTrainer(model=st, args=training, train_dataset=dataset,
                                loss=MultipleNegativesRankingLoss(st)).train()
     st.save(str(out / "model"))
@@ -111,24 +113,25 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
     def train_ours(steps: int, out: Path) -> None:
         train(TrainConfig(out=out, pairs=triples, model=model, batch_size=args.batch_size, max_steps=steps,
                           max_query_length=args.max_length, max_passage_length=args.max_length, seed=0,
-                          learning_rate=2e-5), device=args.device)
+                          learning_rate=2e-5, precision=args.precision), device=args.device)
 
     def pretrain_ours(objective: str) -> Run:
         def run(steps: int, out: Path) -> None:
             pretraining.run(PretrainConfig(pairs=qc, out=out, objective=objective, model=model, device=args.device,
                                            batch_size=args.batch_size, max_length=args.max_length, max_steps=steps,
-                                           logging_steps=steps, save_steps=10 ** 9))
+                                           logging_steps=steps, save_steps=10 ** 9, precision=args.precision))
         return run
 
     squad = json.loads(SQUAD.read_text(encoding="utf-8"))
     examples = squad_examples(squad)
-    recipe = RecipeSettings(batch_size=args.batch_size, max_length=args.reader_length, seed=0, learning_rate=5e-5)
+    recipe = RecipeSettings(batch_size=args.batch_size, max_length=args.reader_length, seed=0, learning_rate=5e-5,
+                            device=args.device, precision=args.precision)
 
     def reader_ours(steps: int, out: Path) -> None:
         reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=1, max_length=recipe.max_length,
                                   batch_size=recipe.batch_size, max_steps=steps, learning_rate=recipe.learning_rate,
                                   warmup_ratio=recipe.warmup_ratio, seed=0, dev_share=0.0, eval_steps=10 ** 9,
-                                  save_total_limit=1, group_by_length=False))
+                                  save_total_limit=1, group_by_length=False, precision=args.precision))
 
     def reader_peer(steps: int, out: Path) -> None:
         settings = RecipeSettings(**{**recipe.__dict__, "max_steps": steps})
@@ -144,7 +147,7 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
         from pretriever.index import IndexConfig, encode
 
         encode.run(IndexConfig(corpus=stores[steps], out=out, model=model, batch_size=args.batch_size,
-                               device=args.device, max_length=args.max_length), model=st)
+                               device=args.device, max_length=args.max_length), model=st)  # st: cast in encoder()
 
     def encode_peer(steps: int, out: Path) -> None:
         st.encode(texts[steps], batch_size=args.batch_size, show_progress_bar=False)
@@ -203,6 +206,10 @@ def encoder(model: str, args):
 
     st = SentenceTransformer(model, device=args.device)
     st.max_seq_length = args.max_length
+    if args.precision != "fp32":  # as index build --precision does to the encoder it loads
+        from pretriever.training import precision_dtype
+
+        st.to(precision_dtype(args.precision))
     return st
 
 
@@ -236,13 +243,19 @@ def measure(loop: Loop, args, work: Path) -> dict:
     for side in ("ours", "peer"):
         wall, cpu = ((min(t[i] for t in times[side][args.large]) - min(t[i] for t in times[side][args.small])) / span
                      for i in (0, 1))
-        ops = (leaf_ops(getattr(loop, side), args.large, work) - leaf_ops(getattr(loop, side), args.small, work))
+        ops = ((leaf_ops(getattr(loop, side), args.large, work) - leaf_ops(getattr(loop, side), args.small, work))
+               / span if args.ops else None)
         row[side] = {"seconds": times[side], "steps_per_s": 1 / wall if wall > 0 else float("nan"),
-                     "steps_per_cpu_s": 1 / cpu if cpu > 0 else float("nan"), "ops_per_step": ops / span}
+                     "steps_per_cpu_s": 1 / cpu if cpu > 0 else float("nan"), "ops_per_step": ops}
     row["ratio"] = row["ours"]["steps_per_s"] / row["peer"]["steps_per_s"]
     row["cpu_ratio"] = row["ours"]["steps_per_cpu_s"] / row["peer"]["steps_per_cpu_s"]
-    row["ops_ratio"] = row["ours"]["ops_per_step"] / row["peer"]["ops_per_step"]
+    row["ops_ratio"] = row["ours"]["ops_per_step"] / row["peer"]["ops_per_step"] if args.ops else None
     return row
+
+
+def figure(value: float | None, spec: str, unit: str = "") -> str:
+    """A table cell: ``value`` formatted, then ``unit``; "-" when not measured (--no-ops)."""
+    return "-" if value is None else format(value, spec) + unit
 
 
 def main() -> None:
@@ -257,6 +270,10 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=50, help="steps of the long run")
     parser.add_argument("--repeat", type=int, default=2, help="timed rounds; the fastest of each size counts")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--no-ops", dest="ops", action="store_false",
+                        help="skip the operator counts (they do not depend on the device: the CPU's hold on a GPU)")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                        help="both sides' arithmetic (fp16/bf16: the Trainers' mixed precision, a GPU only)")
     parser.add_argument("--json", type=Path, default=OUT_DIR / "loops.json")
     args = parser.parse_args()
     if not SCIFACT.exists() or not SQUAD.exists():
@@ -282,17 +299,19 @@ def main() -> None:
         for name, loop in loops(model, work, args).items():
             if name.split()[0] in wanted:
                 rows.append(measure(loop, args, work))
-                print(f"{name}: {rows[-1]['ratio']:.2f}x steps/s, {rows[-1]['ops_ratio']:.2f}x operators", flush=True)
+                ops = figure(rows[-1]["ops_ratio"], ".2f", "x")
+                print(f"{name}: {rows[-1]['ratio']:.2f}x steps/s, {ops} operators", flush=True)
     table = Table(title=f"per step, {args.shape} model ({layers} x {hidden}, random), batch {args.batch_size}, "
-                        f"length {args.max_length} (reader {args.reader_length}), {args.device}; steps "
+                        f"length {args.max_length} (reader {args.reader_length}), {args.device} {args.precision}; steps "
                         f"{args.small} -> {args.large}, best of {args.repeat}")
     for col in ("loop", "peer", "steps/s", "peer steps/s", "ratio", "ratio by CPU s", "goal", "ops/step",
                 "peer ops/step", "ops ratio"):
         table.add_column(col, justify="left" if col in ("loop", "peer") else "right")
     for r in rows:
         table.add_row(r["loop"], r["peer_tool"], f"{r['ours']['steps_per_s']:.2f}", f"{r['peer']['steps_per_s']:.2f}",
-                      f"{r['ratio']:.2f}x", f"{r['cpu_ratio']:.2f}x", f"{r['goal']:.1f}x", f"{r['ours']['ops_per_step']:.0f}",
-                      f"{r['peer']['ops_per_step']:.0f}", f"{r['ops_ratio']:.2f}x")
+                      f"{r['ratio']:.2f}x", f"{r['cpu_ratio']:.2f}x", f"{r['goal']:.1f}x",
+                      figure(r["ours"]["ops_per_step"], ".0f"), figure(r["peer"]["ops_per_step"], ".0f"),
+                      figure(r["ops_ratio"], ".2f", "x"))
     console = Console(width=160)
     console.print(table)
     for r in rows:

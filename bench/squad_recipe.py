@@ -56,6 +56,8 @@ class RecipeSettings:
     n_best: int = 20
     max_answer_length: int = 30
     eval_batch_size: int = 64
+    device: str = "cpu"  # "cuda": the Trainer's own device choice (a GPU when there is one)
+    precision: str = "fp32"  # fp16 or bf16: the Trainer's mixed precision (on a GPU only)
 
 
 def squad_examples(data: dict, titles: set[str] | None = None, answerable_only: bool = True) -> list[SquadExample]:
@@ -223,7 +225,8 @@ def train_and_predict(train: list[SquadExample], test: list[SquadExample] | None
                              per_device_eval_batch_size=settings.eval_batch_size, learning_rate=settings.learning_rate,
                              warmup_steps=settings.warmup_ratio, max_steps=settings.max_steps, seed=settings.seed,
                              logging_steps=10, save_strategy="no", report_to="none", disable_tqdm=True,
-                             dataloader_num_workers=0, use_cpu=True,
+                             dataloader_num_workers=0, use_cpu=settings.device == "cpu",
+                             bf16=settings.precision == "bf16", fp16=settings.precision == "fp16",
                              train_sampling_strategy="group_by_length" if settings.group_by_length else "random")
     trainer = Trainer(model=model, args=args, train_dataset=_Features(features),
                       data_collator=DataCollatorWithPadding(tokenizer), callbacks=[Clock()])

