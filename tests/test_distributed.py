@@ -17,7 +17,7 @@ from pretriever.testing import random_bert
 
 pytestmark = pytest.mark.slow
 PRETRIEVER = str(Path(sys.executable).parent / "pretriever")
-ONE_STEP = ["--model", "model", "--max-steps", "1", "--logging-steps", "1", "--warmup", "0", "--max-query-length", "32",
+TWO_STEPS = ["--model", "model", "--max-steps", "2", "--logging-steps", "1", "--warmup", "0", "--max-query-length", "32",
             "--max-passage-length", "64", "--learning-rate", "1e-3", "--seed", "3"]
 
 
@@ -35,13 +35,13 @@ def launch(args: list[str], processes: int, cwd: Path) -> subprocess.CompletedPr
 
 @pytest.fixture(scope="module")
 def one_and_two(scifact_pairs, tmp_path_factory) -> tuple[Path, Path]:
-    """One step at a global batch of 8 pairs: in one process, and in two processes of 4 whose passages are every
+    """Two steps at a global batch of 8 pairs: in one process, and in two processes of 4 whose passages are every
     query's candidates (--gather-across-devices). A tiny BERT without dropout, so that a step depends on its
     batch alone (dropout's random masks would differ between the two runs)."""
     work = tmp_path_factory.mktemp("ddp")
     model = str(random_bert(work / "model", dropout=0.0))
-    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *ONE_STEP], 1, work)
-    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *ONE_STEP],
+    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *TWO_STEPS], 1, work)
+    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *TWO_STEPS],
            2, work)
     return work / "one", work / "two"
 
@@ -52,19 +52,21 @@ def test_two_processes_give_the_loss_of_one(one_and_two):
     one, two = one_and_two
     report_one, report_two = (json.loads((p / "train.json").read_text()) for p in (one, two))
     assert report_two["training"]["world_size"] == 2 and report_one["training"]["world_size"] == 1
-    [first_one], [first_two] = report_one["loss_curve"], report_two["loss_curve"]
-    assert first_two["loss"] == pytest.approx(first_one["loss"], abs=1e-5)
+    assert len(report_one["loss_curve"]) == 2  # the second step ran (before: it stopped two processes)
+    for step_one, step_two in zip(report_one["loss_curve"], report_two["loss_curve"], strict=True):
+        assert step_two["loss"] == pytest.approx(step_one["loss"], abs=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="found 2026-11-28: after one step the weights of the two runs differ (the "
-                   "sign of Adam's first update agrees for only 40-70% of the weights of a layer), while the loss is "
-                   "the same: the gradient through sentence-transformers' all_gather_with_grad over gloo is not the "
-                   "one-process gradient; not yet explained")
 def test_two_processes_give_the_weights_of_one(one_and_two):
+    # before: DDP was told that no weight goes unused, but BERT's pooler does (mean pooling), so the bucket that
+    # held it, here the whole tiny model, was never reduced: each process stepped on its own half-batch gradient
+    # (cosine 0.4-0.8 with one process's), and a second step stopped with "Expected to have finished reduction"
     weights_one, weights_two = (load_file(str(p / "model.safetensors")) for p in one_and_two)
     assert weights_one.keys() == weights_two.keys()
-    for name, w in weights_one.items():  # Adam's first step moves each weight by about lr: 1e-3
-        assert torch.allclose(w, weights_two[name], atol=1e-5), name
+    # each of Adam's steps moves a weight by about lr (1e-3; the defect: 2e-3 apart). Sums in another order leave
+    # gradients equal to ~1e-7, which Adam's second step, dividing by the root of small moments, makes ~2e-5
+    for name, w in weights_one.items():
+        assert torch.allclose(w, weights_two[name], atol=1e-4), name
 
 
 def test_only_the_first_process_writes_the_folder(one_and_two):

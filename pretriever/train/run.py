@@ -252,7 +252,11 @@ def training_args(cfg: TrainConfig, columns: Sequence[str], logging_steps: int, 
         bf16=precision == "bf16",
         dataloader_num_workers=cfg.dataloader_workers,
         dataloader_pin_memory=cuda_available(),
-        ddp_find_unused_parameters=False,
+        # the graph is the same every step, and it leaves weights out (BERT's pooler under mean pooling): a static
+        # graph lets DDP learn which, and reduce every gradient. Before, with find_unused_parameters=False, the
+        # bucket holding the pooler was never reduced: each process kept its own gradients for those weights
+        # (all of a small model's), and the second step stopped with "Expected to have finished reduction".
+        ddp_static_graph=True,
         use_cpu=resolve_device(device) == "cpu",
         **warmup,
     )
