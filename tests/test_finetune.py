@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pretriever.cli.train import finetune_command
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import PassageLookup, load_qrels, load_queries, qrels_path, relevant
 from pretriever.index import IndexFolder
@@ -124,7 +124,7 @@ def test_every_passage_of_a_judged_document_is_skipped_and_grade_zero_is_not_jud
     (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "doc zero"}) + "\n")
     (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t2\nq1\td1\t1\nq1\td2\t0\n")
-    assert corpus_build.run(CorpusConfig(input=beir, out=tmp_path / "store", words=10, workers=1)).manifest
+    assert build.run(CorpusConfig(input=beir, out=tmp_path / "store", words=10, workers=1)).manifest
     lookup = PassageLookup(tmp_path / "store")
     try:
         pids, _ = Passages(store=lookup.store).all()

@@ -82,13 +82,13 @@ def test_encoding_on_cuda_equals_the_cpus(tiny, tmp_path):
     """index build on the device equals the CPU's; --precision bf16/fp16 there stays within cosine 0.99 of it.
     Through the library, not the CLI: the command line imports the serving and fetching stacks, which the GPU
     check's wheels leave behind."""
-    from pretriever.corpus import build as corpus_build
+    from pretriever.corpus import build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, encode
 
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": f"d{i}", "title": "", "text": x}) + "\n" for i, x in enumerate(XS)))
-    corpus_build.run(CorpusConfig(input=docs, out=tmp_path / "s", workers=1))
+    build.run(CorpusConfig(input=docs, out=tmp_path / "s", workers=1))
 
     def vectors(name: str, device: str, precision: str = "fp32") -> np.ndarray:
         encode.run(IndexConfig(corpus=tmp_path / "s", out=tmp_path / name, model=str(tiny), device=device,

@@ -22,7 +22,7 @@ from helpers import cli_app
 from pretriever.cli.index import index_app, search_command
 from pretriever.config import ConfigError, build_config
 from pretriever.stage import MARKER
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, IndexMeta, MergeError,
                               NotAnIndexError, ShardSpecError, merge_index, parse_shard)
@@ -58,7 +58,7 @@ def small_store(tmp_path_factory) -> Path:
     lines = (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / "store"
-    assert corpus_build.run(CorpusConfig(input=folder, out=out, workers=1)).manifest
+    assert build.run(CorpusConfig(input=folder, out=out, workers=1)).manifest
     return out
 
 
@@ -70,7 +70,7 @@ def tiny_store(tmp_path_factory) -> Path:
     path.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in TINY_DOCS),
                     encoding="utf-8")
     out = folder / "store"
-    assert corpus_build.run(CorpusConfig(input=path, out=out, workers=1)).manifest
+    assert build.run(CorpusConfig(input=path, out=out, workers=1)).manifest
     return out
 
 
