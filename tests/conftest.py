@@ -17,8 +17,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does (the library never sets it): no hub, ever
 
+import pretriever.corpus.build  # noqa: E402
 from pretriever.backends import spark_session  # noqa: E402
-from pretriever.corpus import build as corpus_build  # noqa: E402
 from pretriever.corpus.config import CorpusConfig  # noqa: E402
 from pretriever.data.store import CorpusStore  # noqa: E402
 
@@ -41,7 +41,7 @@ def shared(path: Path) -> Path:
 
 
 def build(input: Path, out: Path, **options) -> CorpusStore:
-    result = corpus_build.run(CorpusConfig(input=input, out=out, **options))
+    result = pretriever.corpus.build.run(CorpusConfig(input=input, out=out, **options))
     assert result.manifest is not None
     return CorpusStore(out)
 

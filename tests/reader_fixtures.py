@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from pretriever.cli import app
 from pretriever.reader.config import ReaderConfig
-from pretriever.reader.train import run as train_reader
+from pretriever.reader.train import run
 
 DOCS = [
     ("eiffel", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by the "
@@ -63,4 +63,4 @@ def trained(tiny):
     root, squad = tiny
     cfg = ReaderConfig(data=squad, out=root / "reader", dev=squad, passages=2, max_steps=30, batch_size=4, learning_rate=2e-4,
                        max_length=64, eval_steps=15, seed=1)
-    return train_reader(cfg)
+    return run(cfg)

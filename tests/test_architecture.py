@@ -1,6 +1,7 @@
 """The architecture holds: layers point down, no import cycles (those inside functions included), no
 function-level import of the package without its reason, the command line lists its commands in pipeline
-order, no test module imports a fixture, and only the command line sets the process environment."""
+order, no test module imports a fixture or renames a pretriever name on import, and only the command line sets
+the process environment."""
 
 from __future__ import annotations
 
@@ -165,6 +166,27 @@ def test_no_test_module_imports_a_fixture():
                 imported = {alias.name for alias in node.names} & _fixtures_of(tests / f"{node.module}.py")
                 found += [f"{path.name}:{node.lineno} {name}" for name in sorted(imported)]
     assert not found, "fixtures imported instead of shared through pytest_plugins: " + ", ".join(found)
+
+
+def _pretriever_renames(path: Path) -> list[str]:
+    """``line: statement`` for each import in a module that gives a pretriever module or name another name
+    (``import pretriever.a.b as x``, ``from pretriever.a import b as x``), inside functions too."""
+    def renames(node: ast.AST) -> bool:
+        if isinstance(node, ast.Import):
+            return any(alias.asname and alias.name.split(".")[0] == "pretriever" for alias in node.names)
+        return (isinstance(node, ast.ImportFrom) and not node.level
+                and (node.module or "").split(".")[0] == "pretriever" and any(alias.asname for alias in node.names))
+
+    return [f"{node.lineno}: {ast.unparse(node)}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if renames(node)]
+
+
+def test_no_test_renames_a_pretriever_name_on_import():
+    """A test calls the library by the name the library gives it (``build.run``, not ``corpus_build.run``;
+    ``pipeline.run``, not ``refinement.run``), so a reader sees at the call site which function runs."""
+    tests = Path(__file__).resolve().parent
+    found = [f"{path.name}:{where}" for path in sorted(tests.glob("*.py")) for where in _pretriever_renames(path)]
+    assert not found, "tests that rename a pretriever module or name on import:\n" + "\n".join(found)
 
 
 def test_help_lists_the_commands_in_pipeline_order():

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import pretriever.corpus.build
 from pretriever.cli import app
-from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
 from pretriever.data.store import CorpusStore, StoreError
@@ -51,8 +51,8 @@ def test_jsonl_chunks_into_100_word_passages(tmp_path):
 def test_resume_after_interruption_gives_identical_tables(tmp_path, workers):
     corpus = write_jsonl(tmp_path / "c.jsonl", 25)
     full = build(corpus, tmp_path / "full", workers=workers, chunk_pages=4)
-    partial = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "resumed", workers=workers,
-                                            chunk_pages=4, max_chunks=3))
+    partial = pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "resumed", workers=workers,
+                                                       chunk_pages=4, max_chunks=3))
     assert partial.stopped and not partial.manifest and partial.chunks_done == 3
     with pytest.raises(StoreError, match="--resume"):
         CorpusStore(tmp_path / "resumed")
@@ -62,13 +62,13 @@ def test_resume_after_interruption_gives_identical_tables(tmp_path, workers):
 
 def test_a_sample_is_a_finished_store_of_its_first_chunks(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 25)
-    sample = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "sample", workers=1, chunk_pages=4,
-                                           max_chunks=2, sample=True))
+    sample = pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "sample", workers=1, chunk_pages=4,
+                                                      max_chunks=2, sample=True))
     assert not sample.stopped and sample.manifest.sample == {"chunks": 2, "chunk_pages": 4, "chunk_mb": 4.0}
     docs = CorpusStore(tmp_path / "sample").connect().execute("SELECT count(*) FROM documents").fetchone()[0]
     assert docs == 8  # two chunks of four documents, and the store opens
-    whole = corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "whole", workers=1, chunk_pages=4,
-                                          max_chunks=7, sample=True))
+    whole = pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "whole", workers=1, chunk_pages=4,
+                                                     max_chunks=7, sample=True))
     assert whole.manifest.sample is None  # the chunks hold the whole input: no sample
     with pytest.raises(ValueError, match="max_chunks"):
         CorpusConfig(input=corpus, out=tmp_path / "x", sample=True)
@@ -76,16 +76,17 @@ def test_a_sample_is_a_finished_store_of_its_first_chunks(tmp_path):
 
 def test_resume_refuses_other_options(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 10)
-    corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=2, max_chunks=1, workers=1))
+    pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=2, max_chunks=1, workers=1))
     with pytest.raises(InputError, match="other input or options"):
-        corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=3, resume=True, workers=1))
+        pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "s", chunk_pages=3, resume=True,
+                                                 workers=1))
 
 
 def test_existing_output_needs_overwrite(tmp_path):
     corpus = write_jsonl(tmp_path / "c.jsonl", 2)
     build(corpus, tmp_path / "s", workers=1)
     with pytest.raises(InputError, match="--overwrite"):
-        corpus_build.run(CorpusConfig(input=corpus, out=tmp_path / "s", workers=1))
+        pretriever.corpus.build.run(CorpusConfig(input=corpus, out=tmp_path / "s", workers=1))
     build(corpus, tmp_path / "s", workers=1, overwrite=True)
 
 

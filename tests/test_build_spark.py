@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ENWIKI, build, shared
+import pretriever.corpus.build
 from pretriever.cli import app
-from pretriever.corpus import build as corpus_build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.finalize import redirect_chains
 from pretriever.corpus.formats.mediawiki import multistream_ranges
@@ -41,8 +41,8 @@ def local_store(multistream, tmp_path_factory):
 def test_spark_build_is_byte_identical_to_the_local_build(multistream, local_store, spark, tmp_path):
     dump, index = multistream
     assert len(multistream_ranges(dump, index)) == 3
-    result = corpus_build.run(CorpusConfig(input=dump, out=tmp_path / "spark", engine="spark", **OPTIONS),
-                               spark_session=spark)
+    result = pretriever.corpus.build.run(CorpusConfig(input=dump, out=tmp_path / "spark", engine="spark", **OPTIONS),
+                                          spark_session=spark)
     assert result.chunks_done == 3
     spark_files, local_files = table_bytes(tmp_path / "spark"), table_bytes(local_store.path)
     assert sorted(spark_files) == sorted(local_files)
@@ -64,7 +64,7 @@ def test_a_corrupt_stream_is_reported_as_locally_and_resume_finishes(multistream
     for engine, session in [("local", None), ("spark", spark)]:
         cfg = CorpusConfig(input=broken, out=tmp_path / engine, multistream_index=index, engine=engine, **OPTIONS)
         with pytest.raises(InputError) as err:
-            corpus_build.run(cfg, spark_session=session)
+            pretriever.corpus.build.run(cfg, spark_session=session)
         errors[engine] = str(err.value).replace(str(tmp_path / engine), "OUT")
     assert f"the bz2 streams at bytes {start:,}-{end:,} are corrupt" in errors["spark"]
     assert "1 chunk(s) before the error are saved in OUT/_work" in errors["spark"]
@@ -73,7 +73,7 @@ def test_a_corrupt_stream_is_reported_as_locally_and_resume_finishes(multistream
     broken.write_bytes(dump.read_bytes())  # a good copy of the dump arrives
     cfg = CorpusConfig(input=broken, out=tmp_path / "spark", multistream_index=index, engine="spark", resume=True,
                        **OPTIONS)
-    assert corpus_build.run(cfg, spark_session=spark).chunks_done == 3
+    assert pretriever.corpus.build.run(cfg, spark_session=spark).chunks_done == 3
     assert table_bytes(tmp_path / "spark") == table_bytes(local_store.path)
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pretriever.corpus import build as corpus_build
+import pretriever.corpus.build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.corpus.model import InputError
 
@@ -189,7 +189,7 @@ def test_truncated_bz2_names_the_offset_and_resume_finishes(tmp_path, enwiki_sto
     dump = tmp_path / "dump.xml.bz2"
     dump.write_bytes(data[: len(data) * 2 // 3])
     with pytest.raises(InputError, match=r"(?s)compressed byte [\d,]+.*--resume") as err:
-        corpus_build.run(CorpusConfig(input=dump, out=tmp_path / "s", workers=2, chunk_pages=20))
+        pretriever.corpus.build.run(CorpusConfig(input=dump, out=tmp_path / "s", workers=2, chunk_pages=20))
     assert "chunk(s) before the error are saved" in str(err.value)
     dump.write_bytes(data)  # the complete download arrives
     resumed = build(dump, tmp_path / "s", workers=2, chunk_pages=20, resume=True)
@@ -222,7 +222,7 @@ def test_xml_ending_inside_a_page_is_an_input_error(tmp_path, enwiki_xml):
     dump = tmp_path / "cut.xml"
     dump.write_bytes(enwiki_xml[: enwiki_xml.index(b"<title>Albedo</title>") + 200])
     with pytest.raises(InputError, match="ends inside page 'Albedo'"):
-        corpus_build.run(CorpusConfig(input=dump, out=tmp_path / "s", workers=1))
+        pretriever.corpus.build.run(CorpusConfig(input=dump, out=tmp_path / "s", workers=1))
 
 
 def pack(xml: bytes) -> bytes:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from helpers import cli_app
 from pretriever.cli.evaluate import evaluate_command
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import DatasetError, MultiHopExample, QAExample, load_multihop, load_qrels, load_queries
 from pretriever.evaluate import (AnswersTask, EvaluateConfig, EvaluationError, EvaluationOptions, MultiHopTask,
@@ -117,7 +117,7 @@ def chunked_store(tmp_path_factory):
     ]
     src = tmp / "docs.jsonl"
     src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    corpus_build.run(CorpusConfig(input=src, out=tmp / "store", words=5, min_title_chars=0, workers=1))
+    build.run(CorpusConfig(input=src, out=tmp / "store", words=5, min_title_chars=0, workers=1))
     return tmp / "store"
 
 

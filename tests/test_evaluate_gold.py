@@ -12,7 +12,7 @@ from test_evaluate import FakeRetriever
 from typer.testing import CliRunner
 
 from pretriever.cli.evaluate import evaluate_command
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import QAExample
 from pretriever.evaluate import AnswersTask, EvaluationError, EvaluationOptions, MultiHopTask, evaluate_retrievers
@@ -26,7 +26,7 @@ def two_docs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gold")
     (tmp / "docs.jsonl").write_text('{"id": "A", "title": "Tower", "text": "The Eiffel Tower stands in Paris."}\n'
                                     '{"id": "B", "title": "Rays", "text": "Roentgen found X-rays in 1895."}\n')
-    corpus_build.run(CorpusConfig(input=tmp / "docs.jsonl", out=tmp / "store", min_title_chars=0, workers=1))
+    build.run(CorpusConfig(input=tmp / "docs.jsonl", out=tmp / "store", min_title_chars=0, workers=1))
     (tmp / "queries.jsonl").write_text('{"_id": "q1", "text": "Eiffel Tower"}\n{"_id": "q2", "text": "X-rays"}\n')
     return tmp
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import pretriever.train.finetune
+import pretriever.train.run
 from pretriever.cli.train import finetune_command
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import PassageLookup, load_qrels, load_queries, qrels_path, relevant
 from pretriever.index import IndexFolder
 from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
 from pretriever.train import FinetuneConfig, TrainConfig
-from pretriever.train.finetune import run as finetune
-from pretriever.train.run import run as train
 from pretriever.train.finetune import stage_config
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
@@ -124,7 +124,7 @@ def test_every_passage_of_a_judged_document_is_skipped_and_grade_zero_is_not_jud
     (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "doc zero"}) + "\n")
     (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t2\nq1\td1\t1\nq1\td2\t0\n")
-    assert corpus_build.run(CorpusConfig(input=beir, out=tmp_path / "store", words=10, workers=1)).manifest
+    assert build.run(CorpusConfig(input=beir, out=tmp_path / "store", words=10, workers=1)).manifest
     lookup = PassageLookup(tmp_path / "store")
     try:
         pids, _ = Passages(store=lookup.store).all()
@@ -273,15 +273,16 @@ def test_an_interrupted_retriever_2_continues_from_its_checkpoint(tiny_beir, tmp
                          negative_depth=10, batch_size=4, max_steps=3, save_steps=1, **TINY)
 
     def interrupt_stage_2(scfg: TrainConfig, report):  # stops in step 2, after checkpoint-1 was written
-        return train(scfg, Interrupt(2) if scfg.negatives_from is not None else report)
+        return pretriever.train.run.run(scfg, Interrupt(2) if scfg.negatives_from is not None else report)
 
     with pytest.raises(KeyboardInterrupt):
-        finetune(cfg, run_train=interrupt_stage_2)
+        pretriever.train.finetune.run(cfg, run_train=interrupt_stage_2)
     assert (tmp_path / "ft" / "stage2" / "checkpoints" / "checkpoint-1").is_dir()
     assert (tmp_path / "ft" / "stage1" / "train.json").exists()
 
     steps, stages = Steps(), []
-    result = finetune(cfg, run_train=lambda scfg, _: stages.append(scfg.out.name) or train(scfg, steps))
+    result = pretriever.train.finetune.run(
+        cfg, run_train=lambda scfg, _: stages.append(scfg.out.name) or pretriever.train.run.run(scfg, steps))
     assert stages == ["stage2"] and steps.seen == [2, 3]  # retriever 1 and the index were kept; step 1 was not redone
     assert [(s.name, s.ran, s.note) for s in result.stages][-1] == ("retriever 2", True, "resumed from its checkpoint")
     assert json.loads((tmp_path / "ft" / "stage2" / "train.json").read_text())["training"]["resumed_at_step"] == 1

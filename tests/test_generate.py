@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+import pretriever.generate.run
 from pretriever.cli import app
 from pretriever.generate import GenerateConfig, GenerateError, import_queries
-from pretriever.generate import run as generation
 from pretriever.generate.prefix import model_prefix
 from pretriever.generate.run import QUERIES_FILE, generate_batch
 from pretriever import mine
@@ -35,7 +35,7 @@ def store(tmp_path_factory):
 def run(store, t5, out, **kw):
     options = dict(corpus=store.path, out=out, model=str(t5), per_passage=3, max_output_length=6,
                    max_input_length=32, batch_size=4, checkpoint_every=7)
-    return generation.run(GenerateConfig(**{**options, **kw}))
+    return pretriever.generate.run.run(GenerateConfig(**{**options, **kw}))
 
 
 def rows(out):

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+import pretriever.pretrain.run
 from pretriever.pretrain import PretrainConfig
 from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.run import build_objective
-from pretriever.pretrain.run import run as pretrain
 from pretrain_fixtures import tiny_bert_st
 from test_pretrain_gradcache import METHODS, XS, YS, gradients
 
@@ -43,21 +43,23 @@ def pairs(tmp_path):
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_a_train_run_at_half_precision(tiny, pairs, tmp_path, precision):
     from pretriever.train import TrainConfig
-    from pretriever.train.run import run as train
+    import pretriever.train.run
 
     if DEVICE == "cpu":
         pytest.skip("the Hugging Face Trainer runs fp16 and bf16 on a GPU only (train refuses them on a CPU)")
 
-    result = train(TrainConfig(pairs=pairs, out=tmp_path / "m", model=str(tiny), batch_size=4, max_steps=3,
-                               precision=precision, max_query_length=32, max_passage_length=32), device=DEVICE)
+    result = pretriever.train.run.run(TrainConfig(pairs=pairs, out=tmp_path / "m", model=str(tiny), batch_size=4,
+                                                  max_steps=3, precision=precision, max_query_length=32,
+                                                  max_passage_length=32), device=DEVICE)
     report = json.loads((tmp_path / "m" / "train.json").read_text())
     assert result.manifest is not None and math.isfinite(report["loss_curve"][-1]["loss"])
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_pretrain_on_cuda_with_gradcache(tiny, pairs, tmp_path, precision):
-    pretrain(PretrainConfig(pairs=pairs, out=tmp_path / "p", objective="cocondenser", model=str(tiny), batch_size=4,
-                            max_steps=3, max_length=32, mini_batch_size=2, precision=precision, device=DEVICE))
+    pretriever.pretrain.run.run(PretrainConfig(pairs=pairs, out=tmp_path / "p", objective="cocondenser",
+                                               model=str(tiny), batch_size=4, max_steps=3, max_length=32,
+                                               mini_batch_size=2, precision=precision, device=DEVICE))
     report = json.loads((tmp_path / "p" / "pretrain.json").read_text())
     assert report["device"].startswith(DEVICE) and report["precision"] == precision
     assert all(math.isfinite(p["loss"]) for p in report["loss_curve"])
@@ -82,13 +84,13 @@ def test_encoding_on_cuda_equals_the_cpus(tiny, tmp_path):
     """index build on the device equals the CPU's; --precision bf16/fp16 there stays within cosine 0.99 of it.
     Through the library, not the CLI: the command line imports the serving and fetching stacks, which the GPU
     check's wheels leave behind."""
-    from pretriever.corpus import build as corpus_build
+    from pretriever.corpus import build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, encode
 
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": f"d{i}", "title": "", "text": x}) + "\n" for i, x in enumerate(XS)))
-    corpus_build.run(CorpusConfig(input=docs, out=tmp_path / "s", workers=1))
+    build.run(CorpusConfig(input=docs, out=tmp_path / "s", workers=1))
 
     def vectors(name: str, device: str, precision: str = "fp32") -> np.ndarray:
         encode.run(IndexConfig(corpus=tmp_path / "s", out=tmp_path / name, model=str(tiny), device=device,
@@ -106,10 +108,10 @@ def test_encoding_on_cuda_equals_the_cpus(tiny, tmp_path):
 def test_a_reader_step_on_cuda(tmp_path):
     """The Trainer puts the reader on the GPU itself (reader train has no --device)."""
     from pretriever.reader.config import ReaderConfig
-    from pretriever.reader.train import run as train_reader
+    import pretriever.reader.train
     from reader_fixtures import _squad
 
     squad = _squad(tmp_path / "squad.json")
-    result = train_reader(ReaderConfig(data=squad, out=tmp_path / "reader", passages=1, max_steps=2, batch_size=4,
-                                       max_length=64))
+    result = pretriever.reader.train.run(ReaderConfig(data=squad, out=tmp_path / "reader", passages=1, max_steps=2,
+                                                      batch_size=4, max_length=64))
     assert result.manifest is not None

@@ -15,17 +15,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import pretriever.index.encode as encode_mod
 from pretriever import __version__
 from conftest import SCIFACT, shared
 from helpers import cli_app
 from pretriever.cli.index import index_app, search_command
 from pretriever.config import ConfigError, build_config
 from pretriever.stage import MARKER
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.index import (DenseIndex, EncodeStateError, FaissParams, IndexConfig, IndexMeta, MergeError,
-                              NotAnIndexError, ShardSpecError, merge_index, parse_shard)
+                              NotAnIndexError, ShardSpecError, encode, merge_index, parse_shard)
 from pretriever.data.passages import PassageSource
 
 APP = cli_app(index=index_app, search=search_command)
@@ -58,7 +57,7 @@ def small_store(tmp_path_factory) -> Path:
     lines = (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
     (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = folder / "store"
-    assert corpus_build.run(CorpusConfig(input=folder, out=out, workers=1)).manifest
+    assert build.run(CorpusConfig(input=folder, out=out, workers=1)).manifest
     return out
 
 
@@ -70,7 +69,7 @@ def tiny_store(tmp_path_factory) -> Path:
     path.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in TINY_DOCS),
                     encoding="utf-8")
     out = folder / "store"
-    assert corpus_build.run(CorpusConfig(input=path, out=out, workers=1)).manifest
+    assert build.run(CorpusConfig(input=path, out=out, workers=1)).manifest
     return out
 
 
@@ -85,7 +84,7 @@ def model():
 def reference(small_store, model, tmp_path_factory) -> Path:
     """The uninterrupted one-process index (flat, float32), work files kept for re-merging."""
     out = tmp_path_factory.mktemp("reference") / "index"
-    result = encode_mod.run(IndexConfig(corpus=small_store, out=out, keep_work=True, **SETTINGS), model=model)
+    result = encode.run(IndexConfig(corpus=small_store, out=out, keep_work=True, **SETTINGS), model=model)
     assert result.manifest and result.chunks_encoded == 4 and result.passages_encoded == N_DOCS
     return out
 
@@ -104,12 +103,12 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
     out = tmp_path / "index"
     cfg = dict(corpus=small_store, out=out, **SETTINGS)
     # 1. stop on purpose after one chunk
-    first = encode_mod.run(IndexConfig(max_chunks=1, **cfg), model=model)
+    first = encode.run(IndexConfig(max_chunks=1, **cfg), model=model)
     assert first.stopped and first.chunks_encoded == 1 and not first.manifest
     with pytest.raises(NotAnIndexError, match="--resume"):
         DenseIndex.load(out)
     # 2. crash while encoding the third chunk (after the second was saved)
-    real = encode_mod.encode_texts
+    real = encode.encode_texts
     calls = {"n": 0}
 
     def flaky(*args, **kwargs):
@@ -118,18 +117,18 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
             raise RuntimeError("simulated crash")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(encode_mod, "encode_texts", flaky)
+    monkeypatch.setattr(encode, "encode_texts", flaky)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        encode_mod.run(IndexConfig(resume=True, **cfg), model=model)
-    monkeypatch.setattr(encode_mod, "encode_texts", real)
+        encode.run(IndexConfig(resume=True, **cfg), model=model)
+    monkeypatch.setattr(encode, "encode_texts", real)
     work = out / "_work" / "chunks"
     assert sorted(p.name for p in work.glob("*.npy")) == ["chunk-000000.npy", "chunk-000001.npy"]
     assert not list(work.glob("*.tmp"))  # no half-written chunk left behind
     # 3. without --resume the finished chunks are not silently redone or mixed
     with pytest.raises(EncodeStateError, match="--resume"):
-        encode_mod.run(IndexConfig(**cfg), model=model)
+        encode.run(IndexConfig(**cfg), model=model)
     # 4. resume: only the two missing chunks are encoded, and the vectors are identical
-    last = encode_mod.run(IndexConfig(resume=True, **cfg), model=model)
+    last = encode.run(IndexConfig(resume=True, **cfg), model=model)
     assert last.chunks_encoded == 2 and last.passages_encoded == EVERY + (N_DOCS - 3 * EVERY)
     assert np.array_equal(embeddings(out), embeddings(reference))
     assert ids(out) == ids(reference)
@@ -139,11 +138,11 @@ def test_interrupted_encode_resumes_to_identical_embeddings(small_store, model, 
 def test_shards_then_merge_equal_one_process_index(small_store, model, reference, tmp_path):
     dirs = [tmp_path / f"shard{i}" for i in range(3)]
     for i in (0, 1):
-        result = encode_mod.run(IndexConfig(corpus=small_store, out=dirs[i], shard=f"{i}/3", **SETTINGS), model=model)
+        result = encode.run(IndexConfig(corpus=small_store, out=dirs[i], shard=f"{i}/3", **SETTINGS), model=model)
         assert not result.manifest and not (dirs[i] / "index.json").exists()
     with pytest.raises(MergeError, match=r"2/3"):
         merge_index(dirs[0], dirs[1:2])
-    result = encode_mod.run(IndexConfig(corpus=small_store, out=dirs[2], shard="2/3", **SETTINGS), model=model)
+    result = encode.run(IndexConfig(corpus=small_store, out=dirs[2], shard="2/3", **SETTINGS), model=model)
     assert result.chunks == range(2, 4)  # 4 chunks over 3 shards: [0], [1], [2, 3]
     meta = merge_index(dirs[0], dirs[1:])
     assert meta.count == N_DOCS and meta.recorded["encode"]["shards"] == [3]
@@ -257,9 +256,9 @@ def test_half_precision_encodes_on_request_close_to_fp32(tiny_store, model, tmp_
     """--precision bf16 casts the encoder it loads: the vectors move (so the cast happened) but stay within
     cosine 0.99 of fp32's, index.json says so, and a resume at another precision is refused."""
     plain = tmp_path / "fp32"
-    encode_mod.run(IndexConfig(corpus=tiny_store, out=plain, **SETTINGS), model=model)
+    encode.run(IndexConfig(corpus=tiny_store, out=plain, **SETTINGS), model=model)
     half = tmp_path / "bf16"
-    encode_mod.run(IndexConfig(corpus=tiny_store, out=half, precision="bf16", device="cpu", **SETTINGS))
+    encode.run(IndexConfig(corpus=tiny_store, out=half, precision="bf16", device="cpu", **SETTINGS))
     a, b = embeddings(plain), embeddings(half)
     assert b.dtype == np.float32 and a.shape == b.shape
     cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
@@ -268,9 +267,9 @@ def test_half_precision_encodes_on_request_close_to_fp32(tiny_store, model, tmp_
     with pytest.raises(ValueError, match="precision must be one of"):
         IndexConfig(corpus=tiny_store, out=half, precision="fp8")
     part = tmp_path / "part"
-    encode_mod.run(IndexConfig(corpus=tiny_store, out=part, precision="bf16", device="cpu", max_chunks=1, **SETTINGS))
+    encode.run(IndexConfig(corpus=tiny_store, out=part, precision="bf16", device="cpu", max_chunks=1, **SETTINGS))
     with pytest.raises(EncodeStateError, match="precision"):
-        encode_mod.run(IndexConfig(corpus=tiny_store, out=part, resume=True, **SETTINGS), model=model)
+        encode.run(IndexConfig(corpus=tiny_store, out=part, resume=True, **SETTINGS), model=model)
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -279,12 +278,12 @@ def test_a_library_encode_and_merge_build_the_bm25_they_are_asked_for(tiny_store
     """IndexConfig.build_bm25 holds for a library caller too: encode.run and encode.merge build INDEX_DIR/bm25
     (encode.run ignored it; only the command built it, afterwards)."""
     out = tmp_path / "index"
-    encode_mod.run(IndexConfig(corpus=tiny_store, out=out, build_bm25=True, **SETTINGS), model=model)
+    encode.run(IndexConfig(corpus=tiny_store, out=out, build_bm25=True, **SETTINGS), model=model)
     assert IndexMeta.read(out / "bm25").count == len(TINY_DOCS)
     shard = tmp_path / "shard"
-    encode_mod.run(IndexConfig(corpus=tiny_store, out=shard, shard="0/1", **SETTINGS), model=model)
+    encode.run(IndexConfig(corpus=tiny_store, out=shard, shard="0/1", **SETTINGS), model=model)
     assert not (shard / "bm25").exists()  # a shard is not an index yet
-    encode_mod.merge(IndexConfig(corpus=tiny_store, out=shard, build_bm25=True))
+    encode.merge(IndexConfig(corpus=tiny_store, out=shard, build_bm25=True))
     assert IndexMeta.read(shard / "bm25").count == len(TINY_DOCS)
 
 
@@ -347,8 +346,8 @@ def test_not_an_index(tmp_path):
 
 def test_merge_refuses_shards_of_another_encode(reference, small_store, model, tmp_path):
     other = tmp_path / "other"
-    encode_mod.run(IndexConfig(corpus=small_store, out=other, shard="0/3", max_chunks=0,
-                               **{**SETTINGS, "prepend_title": False}), model=model)
+    encode.run(IndexConfig(corpus=small_store, out=other, shard="0/3", max_chunks=0,
+                           **{**SETTINGS, "prepend_title": False}), model=model)
     copy = copy_work(reference, tmp_path / "copy")
     with pytest.raises(MergeError, match="prepend_title"):
         merge_index(copy, [other])

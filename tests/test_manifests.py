@@ -20,7 +20,7 @@ from pretriever.corpus.manifest import StoreError, StoreManifest
 from pretriever.data.pairs import PairsDir, PairsError, PairsManifest, find_pair_files
 from pretriever.data.store import CorpusStore
 from pretriever.evaluate import EvaluateConfig
-from pretriever.evaluate.pipeline import run as evaluate
+from pretriever.evaluate.pipeline import run
 from pretriever.evaluate.manifest import EvaluationManifest
 from pretriever.generate import GenerateConfig, import_queries
 from pretriever.generate.manifest import GenerateManifest
@@ -178,8 +178,8 @@ def test_an_evaluation_writes_results_json_as_before_and_its_manifest_reads_an_o
     (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "the Moon orbits Earth"}\n'
                                             '{"_id": "q2", "text": "Mars the red planet"}\n')
     (tmp_path / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\t3\t1\nq2\t4\t1\n")
-    result = evaluate(EvaluateConfig(out=tmp_path / "eval", bm25=True, corpus=cowiki_store.path,
-                                     queries=tmp_path / "queries.jsonl", qrels=tmp_path / "test.tsv"))
+    result = run(EvaluateConfig(out=tmp_path / "eval", bm25=True, corpus=cowiki_store.path,
+                                queries=tmp_path / "queries.jsonl", qrels=tmp_path / "test.tsv"))
     old = EvaluationManifest.read(LAYOUT / "eval")
     assert result.manifest == EvaluationManifest.read(tmp_path / "eval")
     assert list(result.manifest.to_json()) == list(old.to_json())

@@ -37,7 +37,7 @@ from pretriever.mine.triplets import (ModelError, answer_of, asks_a_member, bala
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
-from pretriever.references import fetch as fetching  # noqa: E402
+from pretriever.references import fetch  # noqa: E402
 from pretriever.train.pair_sampling import scan_pairs  # noqa: E402
 
 
@@ -1319,12 +1319,12 @@ def test_spark_gives_the_same_triplets(enwiki_store, refs, mined, tmp_path):
 
 
 def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, refs, mined, tmp_path, monkeypatch):
-    from pretriever.mine.methods import qac as method
+    from pretriever.mine.methods import qac
 
     _, _, _, rows = mined
-    monkeypatch.setattr(method, "BATCH", 10)  # 43 citations with text: batches of 10, 10, 10, 10, 3
+    monkeypatch.setattr(qac, "BATCH", 10)  # 43 citations with text: batches of 10, 10, 10, 10, 3
     calls = []
-    real = method.build_triplet
+    real = qac.build_triplet
 
     def interrupted(*args, **kwargs):
         calls.append(args[0])
@@ -1332,14 +1332,14 @@ def test_interrupted_run_resumes_without_redoing_finished_batches(enwiki_store, 
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(method, "build_triplet", interrupted)
+    monkeypatch.setattr(qac, "build_triplet", interrupted)
     config = dict(corpus=enwiki_store.path, out=tmp_path, methods=["qac"], references=refs, seed=0)
     with pytest.raises(KeyboardInterrupt):
         mine.run(MineConfig(**config))
     parts = tmp_path / ".checkpoints" / "qac"
     assert json.loads((parts / "_checkpoint.json").read_text())["batches"] == 2
     calls.clear()
-    monkeypatch.setattr(method, "build_triplet", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
+    monkeypatch.setattr(qac, "build_triplet", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
     result = mine.run(MineConfig(**config, resume=True))
     assert len(calls) == 43 - 20  # the two finished batches were not redone
     assert result.manifest.methods["qac"]["funnel"] == EXPECTED_FUNNEL
@@ -1368,8 +1368,8 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     refs = tmp_path / "fetched"
     fake_dns(monkeypatch, {}, default="93.184.216.34")  # behind a proxy every host is still resolved and checked
     with LoopbackServer(routes) as proxy:
-        manifest = fetching.run(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
-                                            host_delay=0.0, archive_fallback=False, concurrency=64)).manifest
+        manifest = fetch.run(FetchConfig(corpus=enwiki_store.path, out=refs, proxy=proxy.url(""), retries=0,
+                                         host_delay=0.0, archive_fallback=False, concurrency=64)).manifest
     assert manifest.funnel["with_url"] == 4063
     fetched = pq.read_table(refs / "references.parquet").to_pylist()
     ok = {r["url"]: r for r in fetched if r["status"] == 200}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pretriever.corpus import build as corpus_build
+from pretriever.corpus import build
 from pretriever.corpus.config import CorpusConfig
 from pretriever.data import CorpusStore, PassageLookup, StoreError
 from pretriever.evaluate import AnswersTask, EvaluateConfig, EvaluationError, EvaluationOptions, evaluate_retrievers
@@ -47,7 +47,7 @@ def built(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("open-system")
     src = root / "docs.jsonl"
     src.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in DOCS), encoding="utf-8")
-    corpus_build.run(CorpusConfig(input=src, out=root / "store", min_title_chars=0, workers=1))
+    build.run(CorpusConfig(input=src, out=root / "store", min_title_chars=0, workers=1))
     rows = CorpusStore(root / "store").connect().execute(
         "SELECT passage_id, doc_id FROM passages ORDER BY passage_id").fetchall()
     ids = [pid for pid, _ in rows]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import pretriever.pretrain.run as pretrain_run
-import pretriever.train.run as train_run
+import pretriever.pretrain.run
+import pretriever.train.run
 from pretriever.cli import app
 
 
@@ -38,7 +38,7 @@ def test_help_shows_the_shared_spellings_only(stage):
 
 def test_pretrain_takes_the_new_and_the_old_spellings(monkeypatch, tmp_path):
     seen: list = []
-    monkeypatch.setattr(pretrain_run, "run", _capture(seen))
+    monkeypatch.setattr(pretriever.pretrain.run, "run", _capture(seen))
     base = ["pretrain", str(tmp_path / "pairs"), "--out", str(tmp_path / "m")]
     _, output = _run([*base, "--lr", "3e-4", "--grad-accum", "4"])
     assert (seen[-1].learning_rate, seen[-1].gradient_accumulation) == (3e-4, 4)
@@ -53,7 +53,7 @@ def test_pretrain_takes_the_new_and_the_old_spellings(monkeypatch, tmp_path):
 
 def test_train_takes_the_old_learning_rate_spelling(monkeypatch, tmp_path):
     seen: list = []
-    monkeypatch.setattr(train_run, "run", _capture(seen))
+    monkeypatch.setattr(pretriever.train.run, "run", _capture(seen))
     base = ["train", str(tmp_path / "pairs"), "--out", str(tmp_path / "m")]
     _run([*base, "--lr", "1e-5"])
     assert seen[-1].learning_rate == 1e-5
@@ -127,9 +127,9 @@ def test_reader_train_takes_lr_and_grad_accum(monkeypatch, tmp_path):
 
 
 def _reader_stage_stub(monkeypatch, seen: list) -> None:
-    import pretriever.reader.train as reader_train
+    import pretriever.reader.train
 
-    monkeypatch.setattr(reader_train, "run", _capture(seen))
+    monkeypatch.setattr(pretriever.reader.train, "run", _capture(seen))
 
 
 def _toml(tmp_path, text: str):

@@ -23,8 +23,7 @@ from pretriever.pretrain.heldout import heldout_mlm
 from pretriever.pretrain.objectives.base import mlm_loss, mlm_losses, run_layers
 from pretriever.pretrain.objectives.cocondenser import contrastive_loss
 from pretriever.pretrain.objectives.cotmae import window_mask
-from pretriever.pretrain.run import build_objective
-from pretriever.pretrain.run import run as pretrain
+from pretriever.pretrain.run import build_objective, run
 from pretriever.stage import MARKER
 from pretriever.testing import beir_subset, minilm_tokenizer
 from conftest import SCIFACT, build, shared
@@ -210,8 +209,8 @@ def test_contrastive_only_pretraining_moves_what_encode_returns(tmp_path):
                "exercise heart", "microbiome immunity"]
     base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
     out = tmp_path / "m"
-    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, model=str(base), mlm_weight=0,
-                            batch_size=9, max_steps=15, learning_rate=1e-3, warmup_ratio=0.0, max_length=24))
+    run(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, model=str(base), mlm_weight=0,
+                       batch_size=9, max_steps=15, learning_rate=1e-3, warmup_ratio=0.0, max_length=24))
 
     def loss(model_dir):
         model = SentenceTransformer(str(model_dir), device="cpu")
@@ -230,8 +229,8 @@ def test_cls_pooling_when_asked_is_saved(tiny, tmp_path):
 
     base = tiny_bert_st(tmp_path / "mean", pooling="mean", normalize=True)
     out = tmp_path / "m"
-    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS, YS), out=out, model=str(base), pooling="cls",
-                            batch_size=3, max_steps=1, max_length=16))
+    run(PretrainConfig(pairs=write_pairs(tmp_path, XS, YS), out=out, model=str(base), pooling="cls",
+                       batch_size=3, max_steps=1, max_length=16))
     assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == "cls"
     model = SentenceTransformer(str(out), device="cpu")
     assert [type(m).__name__ for m in model] == ["Transformer", "Pooling", "Normalize"]  # its own normalisation
@@ -287,9 +286,9 @@ def test_a_model_pt_that_would_run_code_is_refused(tmp_path):
 
 def test_gradient_accumulation_warns_that_it_adds_no_in_batch_negatives(tiny, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
-        result = pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS + YS, YS + XS), out=tmp_path / "m",
-                                         model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
-                                         max_length=16))
+        result = run(PretrainConfig(pairs=write_pairs(tmp_path, XS + YS, YS + XS), out=tmp_path / "m",
+                                    model=str(tiny), batch_size=3, gradient_accumulation=2, max_steps=1,
+                                    max_length=16))
     assert "does not add in-batch negatives" in caplog.text
     assert "scores 3 pairs" in result.manifest.model["warning"] and result.pairs_seen == 6
 
@@ -508,8 +507,8 @@ def test_a_pair_two_methods_found_is_pretrained_once(tiny, tmp_path):
     assert pairs.duplicate_across == {"ict": 2} and pairs.per_method == {"cc": 6, "ict": 5}
     assert [y for y, m in zip(pairs.y, pairs.method) if pairs.methods[m] == "ict"] == ["s0", "s1", "s2", "s3", "s0"]
     assert load_pairs(tmp_path, ["ict"]).duplicate_across == {}  # alone, ict keeps all of its pairs
-    result = pretrain(PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), batch_size=2,
-                                     max_steps=1, max_length=16))
+    result = run(PretrainConfig(pairs=tmp_path, out=tmp_path / "m", model=str(tiny), batch_size=2,
+                                max_steps=1, max_length=16))
     assert result.manifest.pairs["duplicate_across_methods"] == {"ict": 2}
     written = json.loads((tmp_path / "m" / "pretrain.json").read_text())
     assert written["pairs"]["rows"] == 11
@@ -531,8 +530,8 @@ def test_saved_model_is_plain_and_reloads(tiny, scifact, tmp_path, objective):
 
     root, _, _ = scifact
     out = tmp_path / objective
-    result = pretrain(PretrainConfig(pairs=root / "pairs", out=out, objective=objective, model=str(tiny),
-                                     batch_size=4, max_steps=3, logging_steps=1, max_length=48))
+    result = run(PretrainConfig(pairs=root / "pairs", out=out, objective=objective, model=str(tiny),
+                                batch_size=4, max_steps=3, logging_steps=1, max_length=48))
     before, after = load_file(tiny / "model.safetensors"), load_file(out / "model.safetensors")
     assert set(after) == set(before)  # no MLM head, Condenser head or decoder weights
     assert not any(k.startswith(("cls.", "condenser", "decoder")) for k in after)
@@ -549,14 +548,14 @@ def test_resume_gives_the_same_model(tiny, scifact, tmp_path):
     root, _, _ = scifact
     options = dict(pairs=root / "pairs", objective="cotmae", model=str(tiny), batch_size=4, max_steps=4,
                    save_steps=2, max_length=48)
-    pretrain(PretrainConfig(out=tmp_path / "whole", **options))
+    run(PretrainConfig(out=tmp_path / "whole", **options))
     part = tmp_path / "part"
     with pytest.raises(KeyboardInterrupt):
-        pretrain(PretrainConfig(out=part, **options), Interrupt(3, "pretraining"))
+        run(PretrainConfig(out=part, **options), Interrupt(3, "pretraining"))
     assert (part / "checkpoints" / "step-2.pt").exists()
     with pytest.raises(PretrainError, match="--resume"):
-        pretrain(PretrainConfig(out=part, **options))
-    pretrain(PretrainConfig(out=part, resume=True, **options))
+        run(PretrainConfig(out=part, **options))
+    run(PretrainConfig(out=part, resume=True, **options))
     a, b = load_file(tmp_path / "whole" / "model.safetensors"), load_file(part / "model.safetensors")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
@@ -584,8 +583,8 @@ def test_resume_refuses_a_planted_checkpoint_without_running_it(tiny, tmp_path):
     (out / MARKER).write_text(json.dumps({"stage": "pretrain"}))  # a run folder of pretriever's, a checkpoint planted
     torch.save({"model": _Planted(marker), "step": 2}, out / "checkpoints" / "step-2.pt")
     with pytest.raises(PretrainError, match=r"step-2\.pt.*(refused|not a checkpoint)"):
-        pretrain(PretrainConfig(pairs=tmp_path, out=out, model=str(tiny), batch_size=2, max_steps=4, max_length=16,
-                                resume=True))
+        run(PretrainConfig(pairs=tmp_path, out=out, model=str(tiny), batch_size=2, max_steps=4, max_length=16,
+                           resume=True))
     assert not marker.exists()
 
 
@@ -627,7 +626,7 @@ def test_head_warmup_trains_the_heads_on_a_frozen_encoder(tiny, scifact, tmp_pat
 
     warm = tmp_path / "warm"  # 4 warm-up steps, interrupted after step 3: its checkpoint is step 2, inside
     with pytest.raises(KeyboardInterrupt):
-        pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, **options), Interrupt(3, "pretraining"))
+        run(PretrainConfig(out=warm, max_steps=6, save_steps=2, **options), Interrupt(3, "pretraining"))
     at_start = build_objective(PretrainConfig(out=tmp_path / "x", **options), "cpu")[1].state_dict()
     state = checkpoint_state(warm)
     encoder = [k for k in state if k.startswith("mlm.") and not k.startswith(("mlm.cls.", "mlm.lm_head."))]
@@ -637,20 +636,20 @@ def test_head_warmup_trains_the_heads_on_a_frozen_encoder(tiny, scifact, tmp_pat
     assert any(not torch.equal(state[k], at_start[k]) for k in heads)
     # resumed inside the warm-up, stopped at its end (step 4 of 6): the encoder is still the starting one
     with pytest.raises(KeyboardInterrupt):
-        pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options),
-                 Interrupt(5, "pretraining"))
+        run(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options),
+            Interrupt(5, "pretraining"))
     state = checkpoint_state(warm)
     assert sorted((warm / "checkpoints").glob("step-*.pt"))[-1].name == "step-4.pt"
     assert all(torch.equal(state[k], at_start[k]) for k in encoder)
     # a run whose steps are all warm-up saves the starting encoder; with joint steps after it, the encoder moves
     only = tmp_path / "only"
-    pretrain(PretrainConfig(out=only, max_steps=4, **options))
+    run(PretrainConfig(out=only, max_steps=4, **options))
     saved = load_file(only / "model.safetensors")
     assert all(torch.equal(saved[k], before[k]) for k in before)
     report = json.loads((only / "pretrain.json").read_text())
     assert report["model"]["head_warmup"]["steps"] == 4 and report["options"]["head_lr"] == 1e-3
     assert all(p["learning_rate"] == 0.0 and p["head_learning_rate"] > 0 for p in report["loss_curve"][:3])
-    pretrain(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options))
+    run(PretrainConfig(out=warm, max_steps=6, save_steps=2, resume=True, **options))
     moved = load_file(warm / "model.safetensors")
     assert not torch.equal(moved["embeddings.word_embeddings.weight"], before["embeddings.word_embeddings.weight"])
     curve = json.loads((warm / "pretrain.json").read_text())["loss_curve"]
@@ -701,9 +700,9 @@ def test_mlm_alone_from_a_random_start_is_a_plain_model_of_the_given_shape(tmp_p
     xs = XS * 4
     ys = YS * 4
     out = tmp_path / "plain"
-    result = pretrain(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, objective="mlm", init="random",
-                                     init_layers=2, init_hidden=64, init_heads=2, batch_size=6, max_steps=30,
-                                     learning_rate=1e-3, warmup_ratio=0.0, logging_steps=5, max_length=32))
+    result = run(PretrainConfig(pairs=write_pairs(tmp_path, xs, ys), out=out, objective="mlm", init="random",
+                                init_layers=2, init_hidden=64, init_heads=2, batch_size=6, max_steps=30,
+                                learning_rate=1e-3, warmup_ratio=0.0, logging_steps=5, max_length=32))
     curve = [row["mlm"] for row in result.curve]
     assert curve[-1] < curve[0] - 1.0  # from about ln(30522) = 10.3
     assert set(result.curve[0]) >= {"step", "mlm", "loss"} and "cl" not in result.curve[0]
@@ -756,14 +755,14 @@ def test_held_out_perplexity_is_recorded_and_a_target_stops_the_run(tiny, tmp_pa
     train, held = write_pairs(tmp_path / "train", XS * 2, YS * 2), write_pairs(tmp_path / "held", XS[:2], YS[:2])
     options = dict(pairs=train, objective="mlm", model=str(tiny), batch_size=3, max_steps=4, max_length=32,
                    eval_pairs=held, eval_steps=3)
-    result = pretrain(PretrainConfig(out=tmp_path / "whole", **options))
+    result = run(PretrainConfig(out=tmp_path / "whole", **options))
     curve = result.manifest.held_out["curve"]
     assert [row["step"] for row in curve] == [3, 4] and all(row["texts"] == 4 for row in curve)
     assert result.manifest.stopped is None and result.manifest.held_out["mask_rate"] == 0.15
     tokenizer = minilm_tokenizer()
     pieces = sum(len(tokenizer(t)["input_ids"]) for t in XS + YS)
     assert result.manifest.tokens_seen == 2 * 2 * pieces  # 2 epochs of the 6 pairs, each text read whole
-    stopped = pretrain(PretrainConfig(out=tmp_path / "stopped", target_perplexity=1e9, **options))
+    stopped = run(PretrainConfig(out=tmp_path / "stopped", target_perplexity=1e9, **options))
     assert stopped.steps == 3 and stopped.manifest.steps == 3 and stopped.manifest.planned_steps == 4
     assert "reached the target 1e+09 at step 3 of 4" in stopped.manifest.stopped
     assert [row["step"] for row in stopped.manifest.held_out["curve"]] == [3]
@@ -775,8 +774,8 @@ def test_the_mlm_head_is_kept_beside_the_model_and_a_later_run_starts_from_it(ti
     embeddings), and `pretrain --model` of that folder starts from it: a plain start's arms continue with the
     head its encoder learnt with (before, every later run drew a new head)."""
     out = tmp_path / "plain"
-    pretrain(PretrainConfig(pairs=write_pairs(tmp_path, XS * 2, YS * 2), out=out, objective="mlm", model=str(tiny),
-                            batch_size=3, max_steps=2, max_length=32, learning_rate=1e-2))
+    run(PretrainConfig(pairs=write_pairs(tmp_path, XS * 2, YS * 2), out=out, objective="mlm", model=str(tiny),
+                       batch_size=3, max_steps=2, max_length=32, learning_rate=1e-2))
     saved = torch.load(out / "model.pt", weights_only=True)
     assert saved and all(k.startswith("mlm_head.") for k in saved)
     assert "mlm_head.predictions.decoder.weight" not in saved and "mlm_head.predictions.bias" in saved
@@ -810,8 +809,8 @@ def test_pretrain_at_half_precision_trains_and_resumes(tiny, scifact, tmp_path, 
     root, _, _ = scifact
     options = dict(pairs=root / "pairs", objective="cocondenser", model=str(tiny), batch_size=4, max_steps=4,
                    logging_steps=1, max_length=48, mini_batch_size=2, save_steps=2)
-    full = pretrain(PretrainConfig(out=tmp_path / "fp32", precision="fp32", **options))
-    half = pretrain(PretrainConfig(out=tmp_path / precision, precision=precision, **options))
+    full = run(PretrainConfig(out=tmp_path / "fp32", precision="fp32", **options))
+    half = run(PretrainConfig(out=tmp_path / precision, precision=precision, **options))
     report = json.loads((tmp_path / precision / "pretrain.json").read_text())
     assert report["precision"] == precision and report["options"]["precision"] == precision
     for a, b in zip(full.manifest.loss_curve, half.manifest.loss_curve):
@@ -819,8 +818,8 @@ def test_pretrain_at_half_precision_trains_and_resumes(tiny, scifact, tmp_path, 
     weights = load_file(tmp_path / precision / "model.safetensors")
     assert all(w.dtype == torch.float32 and torch.isfinite(w).all() for w in weights.values())
     with pytest.raises(KeyboardInterrupt):
-        pretrain(PretrainConfig(out=tmp_path / "cut", precision=precision, **options), Interrupt(3, "pretraining"))
+        run(PretrainConfig(out=tmp_path / "cut", precision=precision, **options), Interrupt(3, "pretraining"))
     state = torch.load(tmp_path / "cut" / "checkpoints" / "step-2.pt", weights_only=True)
     assert ("scaler" in state) == (precision == "fp16")
-    pretrain(PretrainConfig(out=tmp_path / "cut", precision=precision, resume=True, **options))
+    run(PretrainConfig(out=tmp_path / "cut", precision=precision, resume=True, **options))
     assert load_file(tmp_path / "cut" / "model.safetensors").keys() == weights.keys()

@@ -9,8 +9,7 @@ import torch
 from pretriever.pretrain import PretrainConfig
 from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.objectives.base import rows_of
-from pretriever.pretrain.run import build_objective
-from pretriever.pretrain.run import run as pretrain
+from pretriever.pretrain.run import build_objective, run
 from pretrain_fixtures import tiny_bert_st, write_pairs
 
 XS = ["Vitamin D deficiency is common in patients with depression and low sunlight exposure in winter.",
@@ -142,8 +141,8 @@ def test_the_kept_chunk_draws_what_encoding_it_again_would_have(tiny, tmp_path):
 
 def test_pretrain_with_mini_batch_size_steps_and_records_it(tiny, tmp_path):
     pairs = write_pairs(tmp_path, XS, YS)
-    result = pretrain(PretrainConfig(pairs=pairs, out=tmp_path / "m", model=str(tiny), batch_size=6,
-                                     mini_batch_size=4, max_steps=2, max_length=24))
+    result = run(PretrainConfig(pairs=pairs, out=tmp_path / "m", model=str(tiny), batch_size=6,
+                                mini_batch_size=4, max_steps=2, max_length=24))
     assert result.steps == 2 and result.manifest.options["mini_batch_size"] == 4
     assert all(torch.isfinite(torch.tensor(row["cl"])) for row in result.curve)
 

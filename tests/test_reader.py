@@ -28,8 +28,7 @@ from pretriever.reader.predict import Reader, whole_words
 from pretriever.reader.prepare import answer_questions
 from pretriever.reader.samples import build_samples, instance
 from pretriever.reader.spans import answer_char_spans, encode, token_spans
-from pretriever.reader.train import collate
-from pretriever.reader.train import run as train_reader
+from pretriever.reader.train import collate, run
 from pretriever.retrieval import Passage
 
 runner = CliRunner()
@@ -148,21 +147,19 @@ def test_presets_set_the_papers_settings_on_options_left_at_their_defaults():
 
 @pytest.mark.slow
 def test_a_training_run_draws_its_instances_anew_each_epoch(tmp_path, monkeypatch):
-    import pretriever.reader.train as train_module
-
     epochs = []
 
     def spy(sample, pool, passages, seed, index, epoch=0):
         epochs.append(epoch)
         return instance(sample, pool, passages, seed, index, epoch)
 
-    monkeypatch.setattr(train_module, "instance", spy)
+    monkeypatch.setattr("pretriever.reader.train.instance", spy)
     data = [{"title": "France", "paragraphs": [{"context": f"Paris is the capital of France, source {i}.", "qas": [
         {"id": str(i), "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}
         for i in range(4)]
     (tmp_path / "s.json").write_text(json.dumps({"version": "v1.1", "data": data}), encoding="utf-8")
-    train_reader(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=2, epochs=3, batch_size=2,
-                              max_length=48, dev_share=0.0))
+    run(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=2, epochs=3, batch_size=2,
+                     max_length=48, dev_share=0.0))
     assert sorted(set(epochs)) == [0, 1, 2] and len(epochs) == 12
 
 
@@ -196,8 +193,8 @@ def test_batches_are_grouped_by_length_unless_turned_off(tmp_path, monkeypatch, 
         {"id": str(i), "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}
         for i in range(4)]
     (tmp_path / "s.json").write_text(json.dumps({"version": "v1.1", "data": data}), encoding="utf-8")
-    train_reader(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=1, max_steps=2, batch_size=2,
-                              max_length=48, dev_share=0.0, group_by_length=grouped))
+    run(ReaderConfig(data=tmp_path / "s.json", out=tmp_path / "r", passages=1, max_steps=2, batch_size=2,
+                     max_length=48, dev_share=0.0, group_by_length=grouped))
     if not grouped:
         assert given == []
         return
@@ -500,7 +497,7 @@ def test_resume_continues_an_interrupted_run(tiny, tmp_path, monkeypatch):
     and optimizer state, and ends with the weights of the same run never interrupted (same seed: same heads,
     same data order, same dropout)."""
     _, squad = tiny
-    whole = train_reader(_short_run(squad, tmp_path / "whole", dev_share=0.0))  # no dev: the last step is written
+    whole = run(_short_run(squad, tmp_path / "whole", dev_share=0.0))  # no dev: the last step is written
 
     def stop_at_3(step):
         if step == 3:
@@ -509,17 +506,17 @@ def test_resume_continues_an_interrupted_run(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda report: _callback(stop_at_3))
     cut = _short_run(squad, tmp_path / "cut", dev_share=0.0)
     with pytest.raises(_Interrupted):
-        train_reader(cut)
+        run(cut)
     checkpoint = cut.out / "checkpoints" / "checkpoint-2"
     assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["checkpoint-2"]
     at_2 = _weights(checkpoint)
     with pytest.raises(ReaderError, match="already holds a reader"):  # no silent restart over it
-        train_reader(cut)
+        run(cut)
     steps: list[int] = []
     start: dict = {}
     monkeypatch.setattr("pretriever.reader.train.progress_callback", lambda report: _callback(
         steps.append, lambda model: start.update({k: v.detach().clone() for k, v in model.state_dict().items()})))
-    resumed = train_reader(replace(cut, resume=True))
+    resumed = run(replace(cut, resume=True))
     assert steps == [3, 4]  # only the steps after the checkpoint were run
     assert start.keys() == at_2.keys() and _same(at_2, start)  # and from its weights
     meta, whole_meta = (json.loads((r.out / "reader.json").read_text()) for r in (resumed, whole))
@@ -531,7 +528,7 @@ def test_resume_continues_an_interrupted_run(tiny, tmp_path, monkeypatch):
     assert not _same(at_2, _weights(resumed.out), prefix="qa.")  # it trained on from there
     assert _same(_weights(whole.out), _weights(resumed.out))  # bit-equal to the run never interrupted
     with pytest.raises(ReaderError, match="nothing to resume"):
-        train_reader(_short_run(squad, tmp_path / "never", resume=True))
+        run(_short_run(squad, tmp_path / "never", resume=True))
 
 
 @pytest.mark.slow
@@ -553,7 +550,7 @@ def test_the_written_reader_is_the_best_dev_checkpoint_not_the_last(tiny, tmp_pa
         return {"EM": seen[key], "F1": seen[key], "questions": len(samples)}
 
     monkeypatch.setattr("pretriever.reader.train.evaluate_gold", dev_em)
-    result = train_reader(_short_run(squad, tmp_path / "r", dev=squad))
+    result = run(_short_run(squad, tmp_path / "r", dev=squad))
     meta = json.loads((result.out / "reader.json").read_text())
     old = Path(__file__).parent / "data" / "stage_layout_0.1" / "reader" / "reader.json"
     assert list(meta) == list(json.loads(old.read_text()))  # the keys, in the order 0.1.0 wrote them

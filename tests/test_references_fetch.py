@@ -461,7 +461,6 @@ def test_proxy_credentials_are_in_no_manifest_row_or_output(tmp_path, monkeypatc
     from typer.testing import CliRunner
 
     from pretriever.cli import app
-    from pretriever.references import fetch as fetching
 
     authorised = []
 
@@ -475,8 +474,8 @@ def test_proxy_credentials_are_in_no_manifest_row_or_output(tmp_path, monkeypatc
         monkeypatch.setenv("HTTP_PROXY", f"http://user:s3cret@127.0.0.1:{server.port}")
         fake_dns(monkeypatch, {"public.example": "93.184.216.34"})
         urls = ["http://public.example/ok", "http://public.example/bad", "https://public.example/tunnel"]
-        monkeypatch.setattr(fetching, "CorpusStore", lambda path: path)
-        monkeypatch.setattr(fetching, "load_citation_urls", lambda store: citations(urls))
+        monkeypatch.setattr("pretriever.references.fetch.CorpusStore", lambda path: path)
+        monkeypatch.setattr("pretriever.references.fetch.load_citation_urls", lambda store: citations(urls))
         result = CliRunner().invoke(app, ["references", "fetch", str(tmp_path), "--out", str(tmp_path / "refs"),
                                           "--retries", "0", "--host-delay", "0"])
         assert result.exit_code == 0, result.output

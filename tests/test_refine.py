@@ -17,7 +17,7 @@ from refine_fixtures import toy_config
 from pretriever.index import DenseIndex, FaissParams, build_faiss_index
 from pretriever.refine import (PatchedSearcher, RefinedIndex, RefineError, aopt, build_labels,
                                linear_update)
-from pretriever.refine import pipeline as refinement
+from pretriever.refine import pipeline
 from pretriever.refine.labels import FeedbackSet, QrelsJudge, TopkJudge
 from pretriever.refine.ops import aopt_loss
 from pretriever.retrieval import RankedRows
@@ -231,8 +231,8 @@ def test_labels_qrels_topk_and_both_views():
 @pytest.mark.parametrize("method", ["linear", "aopt-passage", "aopt-query", "hybrid"])
 def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
     out = tmp_path / f"refined-{method}"
-    meta = refinement.run(toy_config(toy, out, method=method, rounds=2),
-                          query_vectors=toy["train_vectors"]).manifest
+    meta = pipeline.run(toy_config(toy, out, method=method, rounds=2),
+                        query_vectors=toy["train_vectors"]).manifest
     ref = meta.refine
     assert ref["method"] == method and ref["protocol"]["name"] == "honest"
     label = method + ("[prf k'=2]" if method in ("aopt-query", "hybrid") else "")  # honest query side: label-free PRF
@@ -265,7 +265,7 @@ def test_refined_index_reloads_and_evaluates(toy, tmp_path, method):
 
 def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_path):
     cfg = toy_config(toy, tmp_path / "r", method="aopt-passage", rounds=1, max_epochs=100)
-    meta = refinement.run(cfg, query_vectors=toy["train_vectors"]).manifest
+    meta = pipeline.run(cfg, query_vectors=toy["train_vectors"]).manifest
     opt = meta.refine["rounds"][0]["optimise"]
     assert opt["trained"] > 0 and opt["loss_end"] < opt["loss_start"]
     # on the feedback (training) queries themselves the refined index ranks relevant passages higher
@@ -280,31 +280,31 @@ def test_aopt_passage_pulls_passages_towards_their_positive_queries(toy, tmp_pat
 def test_protocol_test_labels_need_oracle_and_holdout_drops_queries(toy, tmp_path):
     test_qrels = toy["data"] / "qrels" / "test.tsv"
     with pytest.raises(RefineError, match="--oracle"):
-        refinement.run(toy_config(toy, tmp_path / "leak", qrels=test_qrels), query_vectors=np.zeros((20, 8)))
-    meta = refinement.run(toy_config(toy, tmp_path / "oracle", qrels=test_qrels, oracle=True, method="linear"),
-                          query_vectors=np.stack([toy["model"].vectors[t] for t in toy["test"].values()])).manifest
+        pipeline.run(toy_config(toy, tmp_path / "leak", qrels=test_qrels), query_vectors=np.zeros((20, 8)))
+    meta = pipeline.run(toy_config(toy, tmp_path / "oracle", qrels=test_qrels, oracle=True, method="linear"),
+                        query_vectors=np.stack([toy["model"].vectors[t] for t in toy["test"].values()])).manifest
     assert meta.refine["protocol"]["name"] == "oracle" and "ORACLE" in meta.refine["protocol"]["warning"]
     assert meta.name.endswith("+oracle")
     # training labels, but a holdout list that overlaps: the overlapping queries are dropped
     holdout = toy["data"] / "overlap.tsv"
     holdout.write_text("query-id\tcorpus-id\tscore\nq0\td1\t1\nq1\td2\t1\n")
     vectors = toy["train_vectors"][2:]
-    meta = refinement.run(toy_config(toy, tmp_path / "held", holdout=holdout, method="linear"),
-                          query_vectors=vectors).manifest
+    meta = pipeline.run(toy_config(toy, tmp_path / "held", holdout=holdout, method="linear"),
+                        query_vectors=vectors).manifest
     assert meta.refine["protocol"]["dropped_from_feedback"] == 2 and meta.refine["queries"]["count"] == 38
 
 
 def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
-    from pretriever.refine import grid as refine_grid
+    from pretriever.refine import grid
 
     cfg = toy_config(toy, tmp_path / "grid", method="linear", validation=0.25)
-    result = refine_grid.run(cfg, query_vectors=toy["train_vectors"]).manifest
+    result = grid.run(cfg, query_vectors=toy["train_vectors"]).manifest
     assert result["protocol"] == "honest" and result["split"] == {
         "fit": 30, "validation": 10, "seed": 0, "scored_on": "a held-out validation split of the feedback queries"}
-    grid = np.array(result["metrics"]["nDCG@10"])
-    assert grid.shape == (10, 10)
-    assert result["best"]["nDCG@10"] == pytest.approx(grid.max(), abs=1e-6)
-    assert result["base"]["nDCG@10"] == pytest.approx(grid[0, 0], abs=1e-6)
+    ndcg = np.array(result["metrics"]["nDCG@10"])
+    assert ndcg.shape == (10, 10)
+    assert result["best"]["nDCG@10"] == pytest.approx(ndcg.max(), abs=1e-6)
+    assert result["base"]["nDCG@10"] == pytest.approx(ndcg[0, 0], abs=1e-6)
     assert (tmp_path / "grid" / "grid.png").stat().st_size > 10_000
     assert json.loads((tmp_path / "grid" / "grid.json").read_text())["select_metric"] == "nDCG@10"
     # beta = gamma = 0 on the validation queries equals the base index on them
@@ -315,7 +315,7 @@ def test_grid_scores_a_validation_split_and_draws_heat_maps(toy, tmp_path):
     base = DenseIndex.load(toy["index"], model=toy["model"])
     res = evaluate_retrievers([base], QrelsTask({q: toy["texts"][q] for q in val_ids},
                                                 {q: toy["qrels"][q] for q in val_ids}))
-    assert res.systems[base.name]["nDCG@10"] == pytest.approx(grid[0, 0], abs=1e-6)
+    assert res.systems[base.name]["nDCG@10"] == pytest.approx(ndcg[0, 0], abs=1e-6)
 
 
 # --- command line ---------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def test_search_on_a_refined_index_uses_its_query_side_and_agrees_with_evaluate(
     from pretriever.index import IndexFolder
 
     out = tmp_path / "refined-query"
-    refinement.run(toy_config(toy, out, method="aopt-query", learning_rate=1.0), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, out, method="aopt-query", learning_rate=1.0), query_vectors=toy["train_vectors"])
     assert IndexFolder(out).kind == "refined" and IndexFolder(toy["index"]).kind == "dense"
     monkeypatch.setattr("pretriever.index.dense.load_model", lambda *a, **k: toy["model"])
     refined = IndexFolder(out).retriever()

@@ -11,7 +11,7 @@ from test_refine_protocol import _qrels_data, _systems
 from pretriever.evaluate import EvaluationError
 from pretriever.evaluate.pipeline import check_protocols
 from pretriever.refine import RefinedIndex
-from pretriever.refine import pipeline as refinement
+from pretriever.refine import pipeline
 
 
 class Plain:
@@ -22,7 +22,7 @@ class Plain:
 
 @pytest.fixture
 def honest(toy, tmp_path):  # noqa: F811
-    refinement.run(toy_config(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
     return RefinedIndex.load(tmp_path / "honest", model=toy["model"])
 
 
@@ -49,7 +49,7 @@ def test_complete_overlap_is_still_refused_and_oracle_unchanged(toy, honest, tmp
     train = [f"q{i}" for i in range(40)]
     with pytest.raises(EvaluationError, match="40 of the 40 evaluation questions were feedback queries"):
         check_protocols(_systems(honest), _qrels_data(toy, train))
-    refinement.run(toy_config(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
     oracle = RefinedIndex.load(tmp_path / "oracle", model=toy["model"])
     data = _qrels_data(toy, [f"q{i}" for i in range(38, 60)])
     systems = _systems(oracle)

@@ -8,7 +8,7 @@ import pytest
 from pretriever.evaluate import EvaluationError
 from pretriever.evaluate.pipeline import Systems, check_protocols
 from pretriever.refine import RefinedIndex
-from pretriever.refine import pipeline as refinement
+from pretriever.refine import pipeline
 from refine_fixtures import toy_config
 
 
@@ -24,7 +24,7 @@ def _qrels_data(toy, qids):
 
 
 def test_evaluating_on_the_feedback_queries_is_refused_unless_oracle(toy, tmp_path):
-    refinement.run(toy_config(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "honest", method="aopt-passage"), query_vectors=toy["train_vectors"])
     honest = RefinedIndex.load(tmp_path / "honest", model=toy["model"])
     train = [f"q{i}" for i in range(40)]
     with pytest.raises(EvaluationError, match="40 of the 40 evaluation questions were feedback queries"):
@@ -37,7 +37,7 @@ def test_evaluating_on_the_feedback_queries_is_refused_unless_oracle(toy, tmp_pa
     assert check_protocols(systems, _qrels_data(toy, [f"q{i}" for i in range(40, 60)])) == []  # held out: fine
     assert systems.described[honest.name]["refine_protocol"]["evaluation_queries_in_feedback"] == 0
 
-    refinement.run(toy_config(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "oracle", method="aopt-passage", oracle=True), query_vectors=toy["train_vectors"])
     oracle = RefinedIndex.load(tmp_path / "oracle", model=toy["model"])
     notes = check_protocols(_systems(oracle), _qrels_data(toy, train))
     assert "ORACLE" in notes[0] and oracle.name.endswith("+oracle")
@@ -46,15 +46,15 @@ def test_evaluating_on_the_feedback_queries_is_refused_unless_oracle(toy, tmp_pa
 def test_topk_feedback_on_the_evaluation_queries_is_reported_as_transductive(toy, tmp_path):
     cfg = toy_config(toy, tmp_path / "prf", method="aopt-passage", feedback="topk", qrels=None)
     vectors = [toy["model"].vectors[toy["texts"][f"q{i}"]] for i in range(60)]
-    refinement.run(cfg, query_vectors=vectors)
+    pipeline.run(cfg, query_vectors=vectors)
     prf = RefinedIndex.load(tmp_path / "prf", model=toy["model"])
     notes = check_protocols(_systems(prf), _qrels_data(toy, [f"q{i}" for i in range(40, 60)]))
     assert notes and "transductive" in notes[0] and "20 of these very questions" in notes[0]
 
 
 def test_stored_refined_query_vectors_serve_only_the_oracle_protocol(toy, tmp_path):
-    refinement.run(toy_config(toy, tmp_path / "honest", method="aopt-query"), query_vectors=toy["train_vectors"])
-    refinement.run(toy_config(toy, tmp_path / "oracle", method="aopt-query", oracle=True), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "honest", method="aopt-query"), query_vectors=toy["train_vectors"])
+    pipeline.run(toy_config(toy, tmp_path / "oracle", method="aopt-query", oracle=True), query_vectors=toy["train_vectors"])
     feedback_query = [toy["texts"]["q0"]]
     honest = RefinedIndex.load(tmp_path / "honest", model=toy["model"])
     honest.encode_queries(feedback_query)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def slice_index(tmp_path_factory):
     shared(SCIFACT)
-    from pretriever.corpus import build as corpus_build
+    from pretriever.corpus import build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import IndexConfig, encode
 
@@ -47,7 +47,7 @@ def slice_index(tmp_path_factory):
             for q, docs in judged.items():
                 for d, g in docs.items():
                     f.write(f"{q}\t{d}\t{g}\n")
-    corpus_build.run(CorpusConfig(input=data, out=root / "store", workers=1))
+    build.run(CorpusConfig(input=data, out=root / "store", workers=1))
     encode.run(IndexConfig(corpus=root / "store", out=root / "index"))
     return root, data, {q: queries[q] for q in test}, test
 

@@ -29,7 +29,7 @@ from pretriever.index.hybrid import HybridOptions, fuse
 from pretriever.mine.methods import METHODS
 from pretriever.mine.triplets import standalone
 from pretriever.refine import RefineConfig
-from pretriever.refine import pipeline as refinement
+from pretriever.refine import pipeline
 from pretriever.retrieval import Hit
 from pretriever.serve import ServeConfig, ServeError, create_app
 from pretriever.serve.engine import MicroBatcher
@@ -438,8 +438,8 @@ def test_answer_limits_and_errors(answering):
 def test_a_refined_index_offers_its_feedback_and_holdout_qrels(served, tmp_path):
     beir = served.queries.parent
     refined = tmp_path / "refined"
-    refinement.run(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
-                            qrels=beir / "qrels" / "train.tsv", holdout=served.qrels, k=20, limit=40))
+    pipeline.run(RefineConfig(index=served.index, out=refined, method="linear", queries=served.queries,
+                              qrels=beir / "qrels" / "train.tsv", holdout=served.qrels, k=20, limit=40))
     with local(create_app(ServeConfig(index=refined))) as c:
         info = c.get("/info").json()
         train_ids = list(dict.fromkeys(line.split("\t")[0] for line in

@@ -344,13 +344,13 @@ def test_dpr_reader_takes_the_first_positive_and_skips_answer_holding_negatives(
 
 @pytest.mark.slow
 def test_beir_passages_and_bm25_negatives_from_a_corpus_store(tmp_path):
-    from pretriever.corpus import build as corpus_build
+    from pretriever.corpus import build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.data.store import CorpusStore
     from pretriever.train.labelled import bm25_retriever
 
     folder = shared(SCIFACT)
-    assert corpus_build.run(CorpusConfig(input=folder, out=tmp_path / "store", workers=2)).manifest
+    assert build.run(CorpusConfig(input=folder, out=tmp_path / "store", workers=2)).manifest
     store = CorpusStore(tmp_path / "store")
     from_store, passages = load_beir(folder, "train", 16, seed=0, prepend_title=True, store=store)
     from_jsonl, _ = load_beir(folder, "train", 16, seed=0, prepend_title=True)

@@ -19,19 +19,19 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import build
+import pretriever.evaluate.pipeline
+import pretriever.refine.pipeline
 from pretriever.cli import app
 from pretriever.data import PassageLookup
 from pretriever.evaluate import EvaluateConfig
-from pretriever.evaluate import pipeline as evaluation
 from pretriever.index import BM25Index, IndexConfig, IndexFolder, TunedRecord, encode
 from pretriever.index.encode import encode_texts
 from pretriever.reader.config import AnswerConfig
 from pretriever.reader.prepare import open_for_reading
 from pretriever.refine import RefineConfig
-from pretriever.refine import pipeline as refinement
 from pretriever.serve import ServeConfig, create_app
 from pretriever.tune import TuneConfig, choose
-from pretriever.tune import run as tuning
+from pretriever.tune.run import run
 from pretriever.tune.generators import GENERATORS, TuneError
 from pretriever.tune.overlay import MaskedDense, encoder_model, masked_bm25, masked_texts
 
@@ -110,7 +110,7 @@ def lexical(tmp_path_factory) -> dict:
     (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(10)),
                                     encoding="utf-8")
     before = (index / "index.json").read_bytes()
-    result = tuning.run(TuneConfig(index=index, n=30, dry_run=True))
+    result = run(TuneConfig(index=index, n=30, dry_run=True))
     return {"root": root, "index": index, "docs": docs, "result": result, "index_json": before}
 
 
@@ -134,7 +134,7 @@ def test_a_dry_run_writes_nothing(lexical):
 
 def test_dense_must_win_on_paraphrases(tmp_path):
     index = _store_and_index(tmp_path, [(f"t{i}", title, text) for i, (title, text) in enumerate(PARAPHRASES)])
-    result = tuning.run(TuneConfig(index=index, n=16, queries_from=["masked-ict"], dry_run=True))
+    result = run(TuneConfig(index=index, n=16, queries_from=["masked-ict"], dry_run=True))
     scores = result.choice.scores
     assert result.generators["masked-ict"]["queries"] == 16
     assert result.generators["masked-ict"]["overlap"] < 0.3  # paraphrases: few query words in the positive
@@ -170,8 +170,8 @@ def test_the_choice_does_not_read_the_qrels(lexical, tmp_path):
     root = lexical["root"]
     qrels = tmp_path / "qrels.tsv"  # plus a junk judgement (TREC's -2): not relevant, and the validation says so
     qrels.write_text((root / "qrels.tsv").read_text() + "q0\td5\t-2\n", encoding="utf-8")
-    validated = tuning.run(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=qrels,
-                                      queries=root / "queries.jsonl"))
+    validated = run(TuneConfig(index=lexical["index"], n=30, dry_run=True, qrels=qrels,
+                               queries=root / "queries.jsonl"))
     plain = lexical["result"]
     assert validated.choice.label == plain.choice.label and validated.choice.reason == plain.choice.reason
     assert ({c: (s.mean, s.low, s.high) for c, s in validated.choice.scores.items()}
@@ -227,7 +227,7 @@ def test_search_evaluate_serve_and_answer_pick_up_the_tuned_setting(lexical, tmp
     def systems(**options) -> dict:
         cfg = EvaluateConfig(index=[index], queries=root / "queries.jsonl", qrels=root / "qrels.tsv",
                              out=tmp_path / "eval", plots=False, overlap=False, **options)
-        return evaluation.run(cfg).evaluation.systems
+        return pretriever.evaluate.pipeline.run(cfg).evaluation.systems
 
     assert row in systems() and "all-MiniLM-L6-v2" in systems()
     assert not any(name.startswith("tuned") for name in systems(tuned=False))
@@ -336,7 +336,7 @@ def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp
     assert written["config"]["queries_from"] is None
     assert "titles: left out by default because" in " ".join(done.output.split())
     with pytest.raises(TuneError, match="titles generator was asked for but it made no pseudo-query"):
-        tuning.run(TuneConfig(index=index, n=16, queries_from=["masked-ict", "titles"], dry_run=True))
+        run(TuneConfig(index=index, n=16, queries_from=["masked-ict", "titles"], dry_run=True))
 
 
 def test_tune_fails_only_when_no_default_generator_fits(tmp_path):
@@ -345,7 +345,7 @@ def test_tune_fails_only_when_no_default_generator_fits(tmp_path):
     store = _beir_store(tmp_path, [(f"d{i}", "", f"Sentence number {i} stands alone here.") for i in range(6)])
     index = _index(store, tmp_path / "index")
     with pytest.raises(TuneError) as caught:
-        tuning.run(TuneConfig(index=index, n=6, dry_run=True))
+        run(TuneConfig(index=index, n=6, dry_run=True))
     message = str(caught.value)
     assert "no pseudo-query generator fits" in message and "6 of one sentence" in message
     assert "6 without a title" in message and "--pairs" in message
@@ -407,7 +407,7 @@ def test_the_default_set_with_pairs_runs_linked_end_to_end(cowiki_store, mined_c
     """The co-mention wiki with its dl/cm pairs: linked joins the default set; its short titles leave titles out."""
     out, _ = mined_co
     index = _index(cowiki_store.path, tmp_path / "index")
-    result = tuning.run(TuneConfig(index=index, n=50, pairs=out, dry_run=True))
+    result = run(TuneConfig(index=index, n=50, pairs=out, dry_run=True))
     assert "linked" in result.generators and result.generators["linked"]["queries"] > 0
     assert set(result.generators) | set(result.left_out) == {"masked-ict", "titles", "linked"}
     assert result.manifest.left_out == result.left_out
@@ -420,9 +420,9 @@ def test_tune_on_a_refined_index(lexical, tmp_path):
     passages, with the masked ones encoded again by its model."""
     root = lexical["root"]
     refined = tmp_path / "refined"
-    refinement.run(RefineConfig(index=lexical["index"], out=refined, method="linear", queries=root / "queries.jsonl",
-                                qrels=root / "qrels.tsv", k=10))
-    result = tuning.run(TuneConfig(index=refined, n=30))
+    pretriever.refine.pipeline.run(RefineConfig(index=lexical["index"], out=refined, method="linear",
+                                                queries=root / "queries.jsonl", qrels=root / "qrels.tsv", k=10))
+    result = run(TuneConfig(index=refined, n=30))
     assert IndexFolder(refined).kind == "refined" and set(result.generators) == {"masked-ict", "titles"}
     assert result.generators["masked-ict"]["queries"] == 30 and not result.left_out
     assert IndexFolder(refined).meta.tuned_setting.label == result.choice.label
@@ -438,8 +438,8 @@ def test_compare_scores_another_index_of_the_store_on_the_same_pseudo_queries(le
 
     store = Path(json.loads((lexical["index"] / "index.json").read_text())["corpus"]["store"])
     weak = encode.run(IndexConfig(corpus=store, out=tmp_path / "weak", model=str(tiny_bert_st(tmp_path / "st")))).out
-    result = tuning.run(TuneConfig(index=lexical["index"], n=30, queries_from=["masked-ict"], compare=weak,
-                                   dry_run=True))
+    result = run(TuneConfig(index=lexical["index"], n=30, queries_from=["masked-ict"], compare=weak,
+                            dry_run=True))
     compared = result.manifest.compare
     assert compared["this_dense"]["pseudo_nDCG@10"] == round(result.choice.scores["dense"].mean, 4)
     assert compared["dense"]["pseudo_nDCG@10"] < compared["this_dense"]["pseudo_nDCG@10"]
@@ -452,4 +452,4 @@ def test_compare_scores_another_index_of_the_store_on_the_same_pseudo_queries(le
     other = _index(_beir_store(tmp_path / "other", [(f"t{i}", t, x) for i, (t, x) in enumerate(PARAPHRASES)]),
                    tmp_path / "other-index")
     with pytest.raises(TuneError, match="the pseudo-queries' positives must be passages of both"):
-        tuning.run(TuneConfig(index=lexical["index"], n=5, queries_from=["masked-ict"], compare=other, dry_run=True))
+        run(TuneConfig(index=lexical["index"], n=5, queries_from=["masked-ict"], compare=other, dry_run=True))
