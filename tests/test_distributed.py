@@ -69,6 +69,21 @@ def test_two_processes_give_the_weights_of_one(one_and_two):
         assert torch.allclose(w, weights_two[name], atol=1e-4), name
 
 
+def test_two_processes_with_gradcache_give_the_losses_and_weights_of_one(scifact_pairs, tmp_path):
+    """--mini-batch-size (GradCache: sentence-transformers' cached loss runs a backward per mini-batch inside the
+    step) on two processes: the same two steps as one process."""
+    random_bert(tmp_path / "model", dropout=0.0)
+    cached = ["--mini-batch-size", "2", *TWO_STEPS]
+    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *cached], 1, tmp_path)
+    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *cached], 2,
+           tmp_path)
+    one, two = (json.loads((tmp_path / p / "train.json").read_text())["loss_curve"] for p in ("one", "two"))
+    assert [s["loss"] for s in two] == pytest.approx([s["loss"] for s in one], abs=1e-5) and len(one) == 2
+    weights_one, weights_two = (load_file(str(tmp_path / p / "model.safetensors")) for p in ("one", "two"))
+    for name, w in weights_one.items():
+        assert torch.allclose(w, weights_two[name], atol=1e-4), name
+
+
 def test_only_the_first_process_writes_the_folder(one_and_two):
     _, two = one_and_two
     marker = json.loads((two / ".pretriever.json").read_text())
