@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ def process_rank() -> int:
 def world_size() -> int:
     """How many processes torchrun or accelerate launch started for this run (1 when started alone)."""
     return max(1, int(os.environ.get("WORLD_SIZE", "1") or 1))
+
+
+def process_barrier() -> Callable[[], None]:
+    """A function that waits for every process (torchrun / accelerate launch); a no-op in a single process."""
+    if world_size() == 1:
+        return lambda: None
+    from accelerate import PartialState  # lazily: accelerate imports torch
+
+    return PartialState().wait_for_everyone
 
 
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # every stage's --precision takes these

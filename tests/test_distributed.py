@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from conftest import QA, shared
 from pretriever.testing import random_bert
 
 pytestmark = pytest.mark.slow
@@ -82,6 +83,25 @@ def test_two_processes_with_gradcache_give_the_losses_and_weights_of_one(scifact
     weights_one, weights_two = (load_file(str(tmp_path / p / "model.safetensors")) for p in ("one", "two"))
     for name, w in weights_one.items():
         assert torch.allclose(w, weights_two[name], atol=1e-4), name
+
+
+def test_reader_training_on_two_processes_gives_one_process_step_and_one_folder(tmp_path):
+    """reader train under torchrun: the processes split each batch (before, on CPUs, each trained alone on every
+    batch), two steps end where one process's end, and only the first process writes the folder."""
+    squad = shared(QA / "squad2-dev-5articles.json")
+    random_bert(tmp_path / "model", dropout=0.0)
+    common = ["--model", "model", "--passages", "1", "--max-steps", "2", "--dev-share", "0", "--max-length", "128",
+              "--lr", "1e-3", "--warmup-ratio", "0", "--seed", "3", "--no-group-by-length", "--limit", "64"]
+    launch(["reader", "train", str(squad), "--out", "one", "--batch-size", "8", *common], 1, tmp_path)
+    launch(["reader", "train", str(squad), "--out", "two", "--batch-size", "4", *common], 2, tmp_path)
+    one, two = (load_file(str(tmp_path / p / "model.safetensors")) for p in ("one", "two"))
+    # qa_outputs.bias shifts every start (end) logit alike, which the softmax ignores: its gradient is zero but for
+    # rounding, and Adam's step turns rounding into about lr either way; every other weight follows its gradient
+    for name, w in one.items():
+        if name != "qa_outputs.bias":
+            assert torch.allclose(w, two[name], atol=1e-4), name
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert json.loads((tmp_path / "two" / "reader.json").read_text())["steps"] == 2
 
 
 def test_only_the_first_process_writes_the_folder(one_and_two):

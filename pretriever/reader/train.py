@@ -26,7 +26,7 @@ from typing import Any
 
 from pretriever.data.qa import guess_match_mode
 from pretriever.data.reading import load_reading_file
-from pretriever.models import model_label
+from pretriever.models import model_label, resolve_device
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import ReaderConfig
 from pretriever.reader.errors import ReaderError
@@ -38,7 +38,8 @@ from pretriever.reader.samples import Instance, Sample, build_samples, instance,
 from pretriever.reader.spans import encode, token_spans
 from pretriever.retrieval import Passage
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import cuda_available, loss_curve, progress_callback, quiet, trainer_precision
+from pretriever.training import (cuda_available, loss_curve, process_barrier, process_rank, progress_callback, quiet,
+                                 trainer_precision, world_size)
 
 CHECKPOINTS = "checkpoints"
 
@@ -158,7 +159,10 @@ def _training_args(cfg: ReaderConfig, precision: str, evaluate: bool):
         save_total_limit=cfg.save_total_limit, load_best_model_at_end=evaluate, metric_for_best_model="em",
         greater_is_better=True, seed=cfg.seed, report_to="none", disable_tqdm=True, remove_unused_columns=False,
         fp16=precision == "fp16", bf16=precision == "bf16", dataloader_num_workers=0,
-        dataloader_pin_memory=cuda_available())
+        dataloader_pin_memory=cuda_available(),
+        # on the device the Trainer would pick; said outright so that torchrun on CPUs makes a process group (gloo)
+        # and splits the batches (before, each process trained alone on every batch, as train did until it said so)
+        use_cpu=resolve_device() == "cpu")
 
 
 def _jsonable(value: Any) -> Any:
@@ -203,8 +207,13 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
     counts and the training's progress (task ``training``: optimizer steps, with the loss)."""
     from transformers import set_seed
 
+    main, wait = process_rank() == 0, process_barrier()  # several processes (torchrun): the first owns --out
     folder = _folder(cfg, report)
-    resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+    if main:
+        resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+    wait()
+    if not main:
+        resume_from = folder.last_checkpoint() if cfg.resume else None
     set_seed(cfg.seed)  # the new span and selection heads are drawn here, before the Trainer seeds its own steps
     module, tokenizer = load_reader_model(cfg.model)
     train, dev, counts, dev_counts, mode = _load_split(cfg, tokenizer, report)
@@ -231,7 +240,7 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     seconds = time.perf_counter() - t0
     final = dev_eval(trainer.model) if dev else None
-    save_reader_model(trainer.model, tokenizer, cfg.out)
+    questions = trainer.state.global_step * cfg.batch_size * cfg.gradient_accumulation * world_size()
     history = trainer.state.log_history
     manifest = ReaderManifest.from_json({
         "base_model": model_label(cfg.model), "config": _jsonable(asdict(cfg)), "match": mode,
@@ -241,10 +250,12 @@ def run(cfg: ReaderConfig, report: Reporter = QUIET) -> ReaderTrainResult:
         "loss_curve": loss_curve(history),
         "dev_curve": [{"step": e["step"], "EM": e["eval_em"], "F1": e["eval_f1"]} for e in history if "eval_em" in e],
         "seconds": round(seconds, 2),
-        "questions_per_second": round(trainer.state.global_step * cfg.batch_size * cfg.gradient_accumulation / seconds, 3)
-        if seconds > 0 else None,
+        "questions_per_second": round(questions / seconds, 3) if seconds > 0 else None,
     })
-    manifest.write(cfg.out)
-    folder.seal()
+    if main:
+        save_reader_model(trainer.model, tokenizer, cfg.out)
+        manifest.write(cfg.out)
+        folder.seal()
+    wait()  # the other processes return once the folder is whole
     return ReaderTrainResult(out=cfg.out, manifest=manifest, counts=counts.as_dict(), dev=final, seconds=seconds,
                              dev_before=before)

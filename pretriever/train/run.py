@@ -24,7 +24,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,8 @@ from pretriever.train.model import build_loss, build_model, route
 from pretriever.train.pair_sampling import scan_pairs, select_rows, write_records, write_selected
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult
-from pretriever.training import (cuda_available, loss_curve, process_rank, progress_callback, quiet, trainer_precision,
-                                 world_size)
+from pretriever.training import (cuda_available, loss_curve, process_barrier, process_rank, progress_callback, quiet,
+                                 trainer_precision, world_size)
 
 REPORT = TrainManifest.FILE
 PLOT = "loss.png"
@@ -83,15 +83,6 @@ class TrainResult(StageResult):
 
     manifest: TrainManifest | None = field(default=None, kw_only=True)
     model: Any = None  # the trained SentenceTransformer
-
-
-def _barrier() -> Callable[[], None]:
-    """Wait for every process (torchrun / accelerate launch); a no-op in a single process."""
-    if world_size() == 1:
-        return lambda: None
-    from accelerate import PartialState
-
-    return PartialState().wait_for_everyone
 
 
 # ---------------------------------------------------------------- output folder and checkpoints
@@ -367,7 +358,7 @@ def run(cfg: TrainConfig, report: Reporter = QUIET, device: str | None = None) -
     progress (task ``training``: optimizer steps, with the loss and pairs/s)."""
     t_start = time.perf_counter()
     main = process_rank() == 0
-    barrier = _barrier()
+    barrier = process_barrier()
     folder = output_folder(cfg.out, report)
     if main:
         resume_from = prepare_out(cfg, folder)
