@@ -82,7 +82,7 @@ def test_the_start_is_mlm_from_random_weights_to_a_target_perplexity_or_a_budget
     assert value(options, "--objective") == "mlm" and value(options, "--init") == "random"
     assert [value(options, f) for f in ("--init-layers", "--init-hidden", "--init-heads")] == ["4", "256", "4"]
     assert value(options, "--eval-pairs") == str(tmp_path / "held")
-    assert value(options, "--target-perplexity") == "50.0" and value(options, "--max-steps") == "8000"
+    assert value(options, "--target-perplexity") == "50.0" and value(options, "--max-steps") == "3000"
     assert value(options, "--pooling") == "cls" and "--normalize" in options
 
 
