@@ -200,8 +200,9 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
     """Encode ``cfg.corpus`` into ``cfg.out`` (one shard with ``cfg.shard``), then merge unless sharded.
 
     Raises :class:`EncodeStateError` when ``cfg.out`` holds other work that ``resume`` or
-    ``overwrite`` would have to be asked for, or is not ours. ``model``: a loaded encoder to use
-    instead of loading ``cfg.model``; ``report`` hears passages encoded, chunks merged, vectors added.
+    ``overwrite`` would have to be asked for, or is not ours. ``model``: a loaded encoder to use as it is
+    instead of loading ``cfg.model`` (``cfg.precision`` casts only a model this loads; the caller's is left
+    alone); ``report`` hears passages encoded, chunks merged, vectors added.
     """
     out, shard = cfg.out, cfg.shard_spec
     folder = index_folder(out, report)
