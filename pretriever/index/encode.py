@@ -223,6 +223,9 @@ def run(cfg: IndexConfig, report: Reporter = QUIET, model=None) -> IndexResult:
             model = load_model(cfg.model, device=cfg.device)
             if precision != "fp32":  # our own copy: cast once, as sentence-transformers' users do (model.half())
                 model.to(precision_dtype(precision))
+        else:  # the caller's encoder, as it is: record its own precision
+            dtype = next(model.parameters()).dtype
+            precision = next((p for p in ("fp32", "bf16", "fp16") if precision_dtype(p) == dtype), str(dtype))
         if cfg.max_length is not None:
             model.max_seq_length = cfg.max_length
         encoder = encoder_info(cfg.model, model.max_seq_length, cfg.normalize, cfg.prepend_title,
