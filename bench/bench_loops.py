@@ -302,7 +302,8 @@ def main() -> None:
                 ops = figure(rows[-1]["ops_ratio"], ".2f", "x")
                 print(f"{name}: {rows[-1]['ratio']:.2f}x steps/s, {ops} operators", flush=True)
     table = Table(title=f"per step, {args.shape} model ({layers} x {hidden}, random), batch {args.batch_size}, "
-                        f"length {args.max_length} (reader {args.reader_length}), {args.device} {args.precision}; steps "
+                        f"length {args.max_length} (reader {args.reader_length}), {args.device} "
+                        f"{args.precision}; steps "
                         f"{args.small} -> {args.large}, best of {args.repeat}")
     for col in ("loop", "peer", "steps/s", "peer steps/s", "ratio", "ratio by CPU s", "goal", "ops/step",
                 "peer ops/step", "ops ratio"):

