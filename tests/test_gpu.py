@@ -18,6 +18,7 @@ import pretriever.pretrain.run
 from pretriever.pretrain import PretrainConfig
 from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.run import build_objective
+from conftest import QA, shared
 from pretrain_fixtures import tiny_bert_st
 from test_pretrain_gradcache import METHODS, XS, YS, gradients
 
@@ -105,13 +106,13 @@ def test_encoding_on_cuda_equals_the_cpus(tiny, tmp_path):
         assert cosine.min() > 0.99, (precision, cosine)
 
 
-def test_a_reader_step_on_cuda(tmp_path):
-    """The Trainer puts the reader on the GPU itself (reader train has no --device)."""
+def test_a_reader_step_on_cuda(tiny, tmp_path):
+    """The Trainer puts the reader on the GPU itself (reader train has no --device). The random BERT under the
+    sentence-transformers folder, so that nothing here needs the packaged MiniLM (a GPU machine lacks it)."""
     from pretriever.reader.config import ReaderConfig
     import pretriever.reader.train
-    from reader_fixtures import _squad
 
-    squad = _squad(tmp_path / "squad.json")
+    squad = shared(QA / "squad2-dev-5articles.json")
     result = pretriever.reader.train.run(ReaderConfig(data=squad, out=tmp_path / "reader", passages=1, max_steps=2,
-                                                      batch_size=4, max_length=64))
+                                                      batch_size=4, max_length=64, model=str(tiny) + "-hf"))
     assert result.manifest is not None

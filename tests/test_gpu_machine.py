@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from pathlib import Path
 
 from pretriever.index.dense import encoder_info
 from pretriever.models import DEFAULT_MODEL, is_packaged, resolve_model
@@ -30,3 +31,14 @@ def test_without_the_packaged_model_a_folder_is_never_it_and_the_tokenizer_comes
     monkeypatch.setenv(TOKENIZER_ENV, str(files))
     tok = minilm_tokenizer()
     assert tok.vocab_size == 30522 and tok("Retrieval")["input_ids"][0] == tok.cls_token_id
+
+
+def test_the_wheels_follow_the_extras_pretriever_names():
+    """ibis-framework[duckdb] needs pyarrow-hotfix; without the extra the GPU machine lacked it (2026-11-28)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from gpu_wheels import closure, pins
+
+    extras = {name: set(req.extras) for name, req in pins("pretriever").items()}
+    assert extras["ibis-framework"] == {"duckdb"}
+    assert "pyarrow-hotfix" in closure(["ibis-framework"], "3.12", extras)
+    assert "pyarrow-hotfix" not in closure(["ibis-framework"], "3.12", {})
