@@ -1,6 +1,7 @@
 """Every loop beside its peer, per step: the host's work that a GPU cannot hide (issue 41, item 2).
 
-Four loops, each against the tool a user would call instead, at the same model, batch, length and data:
+Each loop against the tool a user would call instead (or, for a setting, against itself without it), at the same
+model, batch, length and data:
 
 - ``train``: ``pretriever.train`` against ``SentenceTransformerTrainer`` + MultipleNegativesRankingLoss
   (query, positive, one negative; no-duplicates sampler; SciFact train claims and their cited abstracts);
@@ -8,6 +9,8 @@ Four loops, each against the tool a user would call instead, at the same model, 
   MNRL on (claim, abstract) pairs: the objectives do more per step, so their goal is a share of it, not par;
 - ``gradcache``: ``pretriever.pretrain`` coCondenser with GradCache (``--mini-batch-size``, default half the
   batch) against itself in one pass: the gradients are the same, the extra is a no-grad forward (goal 0.6x);
+- ``readerworkers``: ``pretriever.reader.train`` with ``--dataloader-workers`` (``--reader-workers``, 2) against
+  itself without: whether building batches beside training pays for its processes;
 - ``reader``: ``pretriever.reader.train`` (``passages=1``) against the transformers question-answering recipe
   (``bench/squad_recipe.py``: run_qa's features, ``Trainer``) on the SQuAD 2.0 dev articles;
 - ``encode``: ``pretriever.index.encode`` (index build) against ``SentenceTransformer.encode`` over the same
@@ -26,7 +29,7 @@ tokenising the whole set beforehand as the recipe does, saving at the end) cance
 
 The settings that differ between an arm and its peer are printed under the table.
 
-    python bench/bench_loops.py [--loops train,pretrain,gradcache,reader,encode] [--shape tiny|minilm|base]
+    python bench/bench_loops.py [--loops train,pretrain,gradcache,reader,readerworkers,encode] [--shape tiny|minilm|base]
         [--batch-size 16] [--max-length 128] [--small 10] [--large 50] [--repeat 2] [--device cpu]
         [--precision fp32] [--mini-batch-size N] [--no-ops] [--json OUT]
 """
@@ -131,11 +134,14 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
     recipe = RecipeSettings(batch_size=args.batch_size, max_length=args.reader_length, seed=0, learning_rate=5e-5,
                             device=args.device, precision=args.precision)
 
-    def reader_ours(steps: int, out: Path) -> None:
-        reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=1, max_length=recipe.max_length,
-                                  batch_size=recipe.batch_size, max_steps=steps, learning_rate=recipe.learning_rate,
-                                  warmup_ratio=recipe.warmup_ratio, seed=0, dev_share=0.0, eval_steps=10 ** 9,
-                                  save_total_limit=1, group_by_length=False, precision=args.precision))
+    def reader_ours(workers: int = 0) -> Run:
+        def run(steps: int, out: Path) -> None:
+            reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=1, max_length=recipe.max_length,
+                                      batch_size=recipe.batch_size, max_steps=steps,
+                                      learning_rate=recipe.learning_rate, warmup_ratio=recipe.warmup_ratio, seed=0,
+                                      dev_share=0.0, eval_steps=10 ** 9, save_total_limit=1, group_by_length=False,
+                                      precision=args.precision, dataloader_workers=workers))
+        return run
 
     def reader_peer(steps: int, out: Path) -> None:
         settings = RecipeSettings(**{**recipe.__dict__, "max_steps": steps})
@@ -172,9 +178,13 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
                           f"GradCache at mini-batches of {args.mini_batch_size or args.batch_size // 2} texts: a "
                           "no-grad forward of the whole batch first, then the forward and backward by mini-batch "
                           "(goal 0.6x)", 0.6),
-        "reader": Loop("reader", reader_ours, reader_peer, "transformers QA recipe (run_qa + Trainer)",
+        "reader": Loop("reader", reader_ours(), reader_peer, "transformers QA recipe (run_qa + Trainer)",
                        "the recipe tokenises every question once before training (doc stride 128); pretriever "
                        "tokenises in its collate; both random batches, passages=1, no evaluation", 1.0),
+        "readerworkers": Loop("readerworkers", reader_ours(args.reader_workers), reader_ours(),
+                              "pretriever reader train, no workers",
+                              f"--dataloader-workers {args.reader_workers}: batches built (passages drawn, "
+                              "tokenised) beside training; worth its default only above 1.0x", 1.0),
         "encode": Loop("encode", encode_ours, encode_peer, "SentenceTransformer.encode",
                        "index build also writes each chunk, the ids and a flat FAISS index", 1.0),
     }
@@ -286,8 +296,8 @@ def save(rows: list[dict], args, started: str, load_before: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--loops", default="train,pretrain,gradcache,reader,encode",
-                        help="any of train, pretrain (both objectives), gradcache, reader, encode")
+    parser.add_argument("--loops", default="train,pretrain,gradcache,reader,readerworkers,encode",
+                        help="any of train, pretrain (both objectives), gradcache, reader, readerworkers, encode")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="the random model's shape")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128, help="word pieces (train, pretrain, encode)")
@@ -302,6 +312,8 @@ def main() -> None:
                         help="both sides' arithmetic (fp16/bf16: the Trainers' mixed precision, a GPU only)")
     parser.add_argument("--mini-batch-size", type=int, default=None,
                         help="the gradcache loop's mini-batch in texts (default half the batch)")
+    parser.add_argument("--reader-workers", type=int, default=2,
+                        help="the readerworkers loop's --dataloader-workers (against none)")
     parser.add_argument("--json", type=Path, default=OUT_DIR / "loops.json")
     args = parser.parse_args()
     if not SCIFACT.exists() or not SQUAD.exists():

@@ -61,6 +61,14 @@ def batch_size_option(default: int, items: str, per: str = "forward pass", more:
     return option(default, f"{items} per {per}{more}.")
 
 
+def dataloader_workers_option(builds: str) -> Any:
+    """``--dataloader-workers``: processes that load batches, each doing what ``builds`` says ("reads pairs")."""
+    return option(0, f"Processes that load batches beside training, each of which {builds} (0: the training "
+                     "process itself). On a GPU, where a small model's step waits on the host, a few workers "
+                     "build the next batches while the device computes; on a few CPU cores they only compete "
+                     "with training.")
+
+
 def seed_option(decides: str, default: int = 0) -> Any:
     """``--seed``: what the seed ``decides`` ("the sample and the bootstrap"), so a run can be repeated."""
     return option(default, f"Seed of {decides}.")

@@ -662,3 +662,24 @@ def test_empty_index_and_no_passage_retrieved(tiny, tmp_path):
                      store=str(root / "store"))
     result = runner.invoke(app, ["answer", str(empty), "--reader", str(root), "who?"])
     assert result.exit_code == 2 and "holds no passages" in result.output
+
+
+@pytest.mark.slow
+def test_data_loader_workers_train_the_same_reader_epoch_by_epoch(tmp_path):
+    """Workers draw each epoch's passages as the training process would (they copy the dataset after the epoch
+    callback): three epochs with two workers give the weights that no workers give."""
+    from safetensors.numpy import load_file
+
+    data = [{"title": "France", "paragraphs": [{"context": f"Paris is the capital of France, source {i}.", "qas": [
+        {"id": str(i), "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}
+        for i in range(4)]
+    (tmp_path / "s.json").write_text(json.dumps({"version": "v1.1", "data": data}), encoding="utf-8")
+    weights = []
+    for workers in (0, 2):
+        out = tmp_path / f"r{workers}"
+        run(ReaderConfig(data=tmp_path / "s.json", out=out, passages=2, epochs=3, batch_size=2, max_length=48,
+                         dev_share=0.0, dataloader_workers=workers, group_by_length=False))
+        weights.append(load_file(str(out / "model.safetensors")))
+    assert weights[0].keys() == weights[1].keys()
+    for name in weights[0]:
+        np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, err_msg=name)

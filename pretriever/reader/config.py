@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from pretriever.config import batch_size_option, device_option, option, overwrite_option, resume_option, seed_option
+from pretriever.config import (batch_size_option, dataloader_workers_option, device_option, option, overwrite_option,
+                               resume_option, seed_option)
 from pretriever.index import SYSTEM_MODES
 from pretriever.metrics import LENIENT_HELP
 from pretriever.training import PRECISION_HELP, check_precision
@@ -74,6 +75,7 @@ class ReaderConfig:
     warmup_ratio: float = option(0.1, "Share of the steps spent warming up.")
     weight_decay: float = option(0.0, "AdamW weight decay.")
     precision: str = option("auto", PRECISION_HELP)
+    dataloader_workers: int = dataloader_workers_option("draws each question's passages and tokenises them")
     eval_steps: int = option(100, "Measure dev EM every N steps, save a checkpoint then, keep the best.")
     dev_limit: int = option(500, "Dev questions read at each evaluation.")
     save_total_limit: int = option(2, "Checkpoints kept (the best is always kept).")

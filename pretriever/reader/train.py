@@ -96,7 +96,8 @@ class InstanceSet:
 
 def epoch_callback(dataset: InstanceSet):
     """A TrainerCallback telling ``dataset`` which epoch begins (resumed runs included), so that every
-    epoch samples fresh positives and negatives (the data loader works in this process: no workers)."""
+    epoch samples fresh positives and negatives. Data-loader workers see it too: the Trainer calls this before it
+    iterates the epoch, and workers that do not persist (the Trainer's default) copy the dataset then."""
     from transformers import TrainerCallback
 
     class EpochCallback(TrainerCallback):
@@ -158,7 +159,7 @@ def _training_args(cfg: ReaderConfig, precision: str, evaluate: bool):
         eval_steps=cfg.eval_steps, save_strategy="steps", save_steps=cfg.eval_steps,
         save_total_limit=cfg.save_total_limit, load_best_model_at_end=evaluate, metric_for_best_model="em",
         greater_is_better=True, seed=cfg.seed, report_to="none", disable_tqdm=True, remove_unused_columns=False,
-        fp16=precision == "fp16", bf16=precision == "bf16", dataloader_num_workers=0,
+        fp16=precision == "fp16", bf16=precision == "bf16", dataloader_num_workers=cfg.dataloader_workers,
         dataloader_pin_memory=cuda_available(),
         # on the device the Trainer would pick; said outright so that torchrun on CPUs makes a process group (gloo)
         # and splits the batches (before, each process trained alone on every batch, as train did until it said so)

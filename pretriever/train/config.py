@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pretriever.config import (batch_size_option, option, overwrite_option, refuse_resume_with_overwrite,
-                               resume_option, seed_option)
+from pretriever.config import (batch_size_option, dataloader_workers_option, option, overwrite_option,
+                               refuse_resume_with_overwrite, resume_option, seed_option)
 from pretriever.training import PRECISION_HELP, check_precision
 
 SIMILARITIES = ("cos", "dot")
@@ -176,7 +176,7 @@ class TrainConfig:
     precision: str = option("auto", PRECISION_HELP)
     gather_across_devices: bool = option(False, "Multi-GPU: every device's passages are negatives for every query "
                                                 "(a global batch of batch size x GPUs).")
-    dataloader_workers: int = option(0, "Processes that load batches (0: the training process itself).")
+    dataloader_workers: int = dataloader_workers_option("reads pairs and tokenises them")
     # --- checkpoints and logging ---
     save_steps: int = option(1000, "Checkpoint every N steps into MODEL_DIR/checkpoints.")
     save_total_limit: int | None = option(2, "Keep only the newest N checkpoints.")
