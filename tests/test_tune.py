@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from conftest import build
 import pretriever.evaluate.pipeline
 import pretriever.refine.pipeline
+import pretriever.tune.run
 from pretriever.cli import app
 from pretriever.data import PassageLookup
 from pretriever.evaluate import EvaluateConfig
@@ -311,11 +312,16 @@ def _index(store: Path, out: Path) -> Path:
     return out
 
 
+def _no_encoding(*args, **kwargs):
+    raise AssertionError("masked passages were encoded before every named generator was checked")
+
+
 @pytest.mark.parametrize("kind", ["beir", "dpr-tsv"])
-def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp_path, kind):
-    """MS MARCO-like passages (BEIR with empty titles) and a passages-only DPR TSV: titles makes nothing, so the
-    default set runs masked-ict alone, names titles as left out and why (output and tune.json); asked for by
-    name, titles is still an error."""
+def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp_path, kind, monkeypatch):
+    """MS MARCO-like passages (BEIR with empty titles) and a passages-only DPR TSV: titles makes nothing and linked
+    has no pairs, so the default set runs masked-ict alone and names the other two as left out, with why (output
+    and tune.json); asked for by name, titles (or linked) is still an error, raised before anything is encoded,
+    and the command exits 2."""
     docs = [(f"t{i}", "", text) for i, (_, text) in enumerate(PARAPHRASES)]
     if kind == "beir":
         store = _beir_store(tmp_path, docs)
@@ -330,13 +336,23 @@ def test_the_default_set_leaves_out_titles_where_there_are_none_and_says_why(tmp
     assert done.exit_code == 0, done.output
     written = json.loads((index / "tune.json").read_text(encoding="utf-8"))
     assert list(written["generators"]) == ["masked-ict"] and written["generators"]["masked-ict"]["queries"] == 16
+    assert list(written["left_out"]) == ["titles", "linked"]
     why = written["left_out"]["titles"]
     assert why.startswith("left out by default because it made no pseudo-query") and "without a title" in why
     assert "16 sampled passages looked at: 16 without a title" in why
+    assert written["left_out"]["linked"].startswith("left out by default because it needs a pairs folder: give "
+                                                    "--pairs PAIRS_DIR")
     assert written["config"]["queries_from"] is None
-    assert "titles: left out by default because" in " ".join(done.output.split())
+    shown = " ".join(done.output.split())
+    assert "titles: left out by default because" in shown and "linked: left out by default because" in shown
+    monkeypatch.setattr(pretriever.tune.run, "MaskedDense", _no_encoding)  # a named misfit fails before encoding
     with pytest.raises(TuneError, match="titles generator was asked for but it made no pseudo-query"):
         run(TuneConfig(index=index, n=16, queries_from=["masked-ict", "titles"], dry_run=True))
+    with pytest.raises(TuneError, match="linked generator was asked for but it needs a pairs folder: give --pairs"):
+        run(TuneConfig(index=index, n=16, queries_from=["masked-ict", "linked"], dry_run=True))
+    named = CliRunner().invoke(app, ["tune", str(index), "-n", "16", "--queries-from", "masked-ict,titles"],
+                               env={"COLUMNS": "240"})
+    assert named.exit_code == 2 and "leave it out of --queries-from" in " ".join(named.output.split())
 
 
 def test_tune_fails_only_when_no_default_generator_fits(tmp_path):
@@ -348,7 +364,10 @@ def test_tune_fails_only_when_no_default_generator_fits(tmp_path):
         run(TuneConfig(index=index, n=6, dry_run=True))
     message = str(caught.value)
     assert "no pseudo-query generator fits" in message and "6 of one sentence" in message
-    assert "6 without a title" in message and "--pairs" in message
+    assert "6 without a title" in message and "linked left out by default because it needs a pairs folder" in message
+    assert "titles, titles of 3 words or more that name one document each" in message
+    done = CliRunner().invoke(app, ["tune", str(index), "-n", "6"], env={"COLUMNS": "240"})
+    assert done.exit_code == 2 and "no pseudo-query generator fits" in " ".join(done.output.split())
 
 
 def test_titles_mask_every_passage_of_their_document_and_skip_titles_of_several_documents(tmp_path):
@@ -424,7 +443,7 @@ def test_tune_on_a_refined_index(lexical, tmp_path):
                                                 queries=root / "queries.jsonl", qrels=root / "qrels.tsv", k=10))
     result = run(TuneConfig(index=refined, n=30))
     assert IndexFolder(refined).kind == "refined" and set(result.generators) == {"masked-ict", "titles"}
-    assert result.generators["masked-ict"]["queries"] == 30 and not result.left_out
+    assert result.generators["masked-ict"]["queries"] == 30 and list(result.left_out) == ["linked"]  # no --pairs
     assert IndexFolder(refined).meta.tuned_setting.label == result.choice.label
     assert result.choice.scores["bm25"].mean > result.choice.scores["dense"].mean  # the code words still decide
 

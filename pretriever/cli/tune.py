@@ -32,9 +32,10 @@ def tune_command(cfg: TuneConfig) -> None:
     words are not copied from its positive), titles (the title is the query; its document is scored
     without it) and linked (HLP dual-link and co-mention pairs, --pairs from `pretriever mine --method
     dl,cm`). Left to the default, tune uses each of these that makes pseudo-queries on the corpus and
-    names the others with the reason (no titles, as in MS MARCO; titles shared by several documents),
-    in the output and in tune.json ("left_out"); it fails only when none fits. A generator named in
-    --queries-from that makes none is an error. Each generator's lexical overlap (share of query words in
+    names the others with the reason (no titles, as in MS MARCO; titles shared by several documents;
+    linked without --pairs), in the output and in tune.json ("left_out"); it fails only when none fits.
+    A generator named in --queries-from that cannot run or makes none is an error, raised before
+    anything is encoded. Each generator's lexical overlap (share of query words in
     the positive) is reported, beside the real queries' with --qrels (SciFact: masked-ict 0.54, titles
     0.82, the test claims 0.60).
 

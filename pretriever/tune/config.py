@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever.config import batch_size_option, device_option, option, seed_option
-
-DEFAULT_GENERATORS = ("masked-ict", "titles")
+from pretriever.tune.generators import GENERATORS
 
 
 @dataclass
@@ -26,8 +25,10 @@ class TuneConfig:
                                                   "title is the query, the passage without it the positive), linked "
                                                   "(HLP dual-link and co-mention pairs; needs pairs). Generators "
                                                   "named here must each make pseudo-queries; the default set "
-                                                  "leaves out, and names, those that make none on this corpus.",
-                                            default_help="masked-ict,titles (and linked with pairs)")
+                                                  "is every generator, less those (named, with why) that "
+                                                  "cannot run or make none on this corpus.",
+                                            default_help="every generator that fits: masked-ict, titles, "
+                                                         "linked (with --pairs)")
     pairs: Path | None = option(None, "A pairs folder of `pretriever mine --method dl,cm` over the same store, for "
                                       "the linked generator.")
     n: int = option(1000, "Pseudo-queries per generator (each masked passage is encoded again).")
@@ -69,15 +70,14 @@ class TuneConfig:
 
     @property
     def by_default(self) -> bool:
-        """No generator was named: the default set, which leaves out those that make nothing on the corpus."""
+        """No generator was named: the default set, which leaves out those that cannot run (linked without
+        --pairs) or make nothing on the corpus (titles without titles)."""
         return self.queries_from is None
 
     @property
     def generators(self) -> list[str]:
-        """The generators to run: those named, else the default set (linked too when there are pairs)."""
-        if self.queries_from is not None:
-            return list(self.queries_from)
-        return [*DEFAULT_GENERATORS, *(["linked"] if self.pairs is not None else [])]
+        """The generators to try: those named, else every registered one (the default set, filtered as it runs)."""
+        return list(self.queries_from if self.queries_from is not None else GENERATORS)
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}

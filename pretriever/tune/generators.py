@@ -119,6 +119,15 @@ class Generator:
 
     name: str = ""
     summary: str = ""
+    needs: str = ""  # what a corpus must have for it, as the error that no generator fits says
+
+    def missing(self) -> str | None:
+        """What this generator needs and was not given, said as the reason it cannot run (None: it can run).
+
+        The default set asks every registered generator this before it makes anything, and names the ones that
+        cannot run with this reason (:func:`pretriever.tune.run.pseudo_queries`).
+        """
+        return None
 
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
         raise NotImplementedError
@@ -153,6 +162,7 @@ class MaskedICT(Generator):
 
     name = "masked-ict"
     summary = "a sentence is the query; its passage without it is the positive"
+    needs = f"passages of two sentences or more, one of {MIN_QUERY_WORDS} words or more"
 
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
         out = PseudoQueries(self.name, looked_at="sampled passages")
@@ -186,6 +196,7 @@ class Titles(Generator):
 
     name = "titles"
     summary = "the title is the query; its document without the title is the positive"
+    needs = f"titles of {MIN_TITLE_WORDS} words or more that name one document each"
 
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
         out = PseudoQueries(self.name, looked_at="sampled passages")
@@ -225,23 +236,29 @@ class Titles(Generator):
 class Linked(Generator):
     """HLP's dual-link and co-mention pairs: a sentence of document Q is the query, document P the positive.
 
-    Requirements: a pairs folder from ``pretriever mine --method dl,cm`` over the same store (``pairs``). One
-    pair per query document; the query's id is its document's id, so that document (which holds the sentence
-    verbatim) is left out of its ranking, as BEIR leaves out a query's own document. Nothing is masked: the
-    positive is another document.
+    Requirements: a pairs folder from ``pretriever mine --method dl,cm`` over the same store (``pairs``; without
+    one, :meth:`missing` says so and the default set leaves linked out). One pair per query document; the query's
+    id is its document's id, so that document (which holds the sentence verbatim) is left out of its ranking, as
+    BEIR leaves out a query's own document. Nothing is masked: the positive is another document.
     """
 
     name = "linked"
     summary = "HLP dual-link / co-mention: a linking sentence is the query, the linked document the positive"
+    needs = "dl/cm pairs of the store (--pairs; `pretriever mine STORE --method dl,cm`)"
     methods = ("dl", "cm")
 
     def __init__(self, pairs: Path | None = None):
         self.pairs = pairs
 
+    def missing(self) -> str | None:
+        if self.pairs is None:
+            return ("it needs a pairs folder: give --pairs PAIRS_DIR "
+                    "(`pretriever mine STORE --method dl,cm --out PAIRS_DIR`)")
+        return None
+
     def make(self, lookup: PassageLookup, n: int, seed: int) -> PseudoQueries:
         if self.pairs is None:
-            raise TuneError("the linked generator needs a pairs folder: give --pairs PAIRS_DIR "
-                            "(`pretriever mine STORE --method dl,cm --out PAIRS_DIR`)")
+            raise TuneError(f"the linked generator cannot run: {self.missing()}")
         files = [self.pairs / f"{m}.parquet" for m in self.methods if (self.pairs / f"{m}.parquet").exists()]
         if not files:
             raise TuneError(f"{self.pairs}: no dl.parquet or cm.parquet; mine them with "

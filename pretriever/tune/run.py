@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pretriever.data import load_qrels, load_queries, queries_in_qrels
+from pretriever.data import PassageLookup, load_qrels, load_queries, queries_in_qrels
 from pretriever.data.qa import word_tokens
 from pretriever.evaluate.core import EvaluationOptions, evaluate_retrievers
 from pretriever.evaluate.tasks import QrelsTask
@@ -25,7 +25,7 @@ from pretriever.stage import StageResult
 from pretriever.tune.candidates import DENSE, Candidate, candidates
 from pretriever.tune.choose import Choice, bootstrap, choose, paired, ranking, tau
 from pretriever.tune.config import TuneConfig
-from pretriever.tune.generators import MIN_TITLE_WORDS, PseudoQueries, TuneError, make_generator
+from pretriever.tune.generators import GENERATORS, PseudoQueries, TuneError, make_generator
 from pretriever.tune.manifest import TuneManifest
 from pretriever.tune.overlay import MaskedDense, Remembered, masked_bm25, masked_texts
 
@@ -44,7 +44,7 @@ class TuneResult(StageResult):
     validation: dict[str, Any] | None
     seconds: dict[str, float]
     bm25_source: str = ""
-    left_out: dict[str, str] = field(default_factory=dict)  # default generators that made nothing -> why
+    left_out: dict[str, str] = field(default_factory=dict)  # default generators that cannot run or made nothing -> why
     compared: dict[str, Any] | None = None  # --compare: the other index's dense row and the paired difference
     written: list[Path] = field(default_factory=list)
 
@@ -116,29 +116,21 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
         if not isinstance(system, VectorSearch):
             raise TuneError(f"{cfg.index}: its retriever cannot encode passages again; tune needs a dense index")
         lookup = system.lookup
+        made = pseudo_queries(cfg, lookup, report)  # first: a named generator that makes none fails at once
         other = held.enter_context(_open_compared(cfg, lookup.path, report)) if cfg.compare is not None else None
         lexical_system, source = folder.bm25(lookup, report)
         bm25 = lexical_system.retriever
         prepend = _prepends(system)
         per_query: dict[str, dict[str, list[float]]] = {}
         generators: dict[str, dict[str, Any]] = {}
-        left_out: dict[str, str] = {}
         cands: list[Candidate] = []
         compared: dict[str, dict[str, list[float]]] = {}
-        for name in cfg.generators:
-            t0 = time.perf_counter()
-            pseudo: PseudoQueries = make_generator(name, cfg.pairs).make(lookup, cfg.n, cfg.seed)
-            if not pseudo.queries:
-                why = f"it made no pseudo-query from {lookup.path} ({pseudo.why_none()})"
-                if not cfg.by_default:
-                    raise TuneError(f"the {name} generator was asked for but {why}; leave it out of --queries-from")
-                left_out[name] = f"left out by default because {why}"
-                report.message(f"{name}: {left_out[name]}")
-                continue
+        for name, pseudo in made.pseudo.items():
+            t1 = time.perf_counter()
             report.message(f"{name}: {len(pseudo.queries):,} pseudo-queries, encoding {len(pseudo.masked):,} masked passages")
             dense = MaskedDense(system, masked_texts(pseudo.masked, prepend), cfg.batch_size)
             lexical = Remembered(masked_bm25(lookup, pseudo.masked, bm25.options) if pseudo.masked else bm25, "bm25")
-            t1 = time.perf_counter()
+            t2 = time.perf_counter()
             cands = candidates(dense, cfg.prf)
             report.message(f"{name}: scoring {len(cands)} candidates")
             per_query[name] = score_candidates(cands, dense, lexical, pseudo.queries, pseudo.qrels, lookup)
@@ -151,15 +143,10 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             generators[name] = {"queries": len(pseudo.queries), "masked": len(pseudo.masked),
                                 "skipped": pseudo.skipped, "skipped_because": dict(pseudo.skips.most_common()),
                                 "overlap": _round(pseudo.mean_overlap),
-                                "mask_seconds": round(t1 - t0, 2), "score_seconds": round(time.perf_counter() - t1, 2),
+                                "mask_seconds": round(made.seconds[name] + t2 - t1, 2),
+                                "score_seconds": round(time.perf_counter() - t2, 2),
                                 "examples": [{"query": pseudo.queries[q], "positive": next(iter(pseudo.qrels[q]))}
                                              for q in list(pseudo.queries)[:3]]}
-        if not per_query:
-            raise TuneError(f"no pseudo-query generator fits {lookup.path}: "
-                            + "; ".join(f"{name} {why}" for name, why in left_out.items())
-                            + ". masked-ict needs passages of two sentences or more, titles needs titles of "
-                            f"{MIN_TITLE_WORDS} words or more that name one document each, linked needs --pairs "
-                            "(`pretriever mine STORE --method dl,cm`)")
         seconds["choice_inputs"] = round(time.perf_counter() - started, 2)
         choice = choose(per_query, cfg.bootstrap, cfg.seed)
         summary = _compared(cfg, compared) if other is not None else None
@@ -169,13 +156,62 @@ def run(cfg: TuneConfig, report: Reporter = QUIET) -> TuneResult:
             report.message(f"validating on {cfg.qrels}")
             validation = _validate(cfg, cands, system, bm25, lookup, prepend, choice)
             seconds["validation"] = round(time.perf_counter() - started - seconds["pseudo_total"], 2)
-    result = TuneResult(choice, cands, generators, validation, seconds, source, left_out, summary, out=cfg.index)
+    result = TuneResult(choice, cands, generators, validation, seconds, source, made.left_out, summary,
+                        out=cfg.index)
     result.manifest = result.to_manifest(cfg)
     if not cfg.dry_run:
         result.manifest.write(cfg.index)
         folder.record_tuned(result.setting, TUNE_JSON)
         result.written = [cfg.index / TUNE_JSON, cfg.index / "index.json"]
     return result
+
+
+@dataclass
+class Made:
+    """The pseudo-queries of the generators that fit (by name, in the order tried) with the seconds each took to
+    make, and the default ones left out, with why."""
+
+    pseudo: dict[str, PseudoQueries]
+    seconds: dict[str, float]
+    left_out: dict[str, str]
+
+
+def pseudo_queries(cfg: TuneConfig, lookup: PassageLookup, report: Reporter = QUIET) -> Made:
+    """Every generator's pseudo-queries, made before anything is encoded, so that a generator that cannot run
+    (:meth:`~pretriever.tune.generators.Generator.missing`) or makes none fails the run at once when named, and
+    is left out (with why) from the default set.
+
+    Args:
+        cfg: the run's settings (the generators, n, seed and pairs).
+        lookup: the store the index searches.
+        report: hears each generator left out.
+
+    Returns:
+        The pseudo-queries made and the generators left out.
+
+    Raises:
+        TuneError: a named generator made none, or no generator of the default set fits.
+    """
+    made = Made({}, {}, {})
+    for name in cfg.generators:
+        started = time.perf_counter()
+        generator = make_generator(name, cfg.pairs)
+        why = generator.missing()
+        if why is None:
+            pseudo = generator.make(lookup, cfg.n, cfg.seed)
+            if pseudo.queries:
+                made.pseudo[name], made.seconds[name] = pseudo, time.perf_counter() - started
+                continue
+            why = f"it made no pseudo-query from {lookup.path} ({pseudo.why_none()})"
+        if not cfg.by_default:
+            raise TuneError(f"the {name} generator was asked for but {why}; leave it out of --queries-from")
+        made.left_out[name] = f"left out by default because {why}"
+        report.message(f"{name}: {made.left_out[name]}")
+    if not made.pseudo:
+        raise TuneError(f"no pseudo-query generator fits {lookup.path}: "
+                        + "; ".join(f"{name} {why}" for name, why in made.left_out.items()) + ". Each needs: "
+                        + "; ".join(f"{name}, {GENERATORS[name].needs}" for name in made.left_out))
+    return made
 
 
 def _validate(cfg: TuneConfig, cands: list[Candidate], system, bm25, lookup, prepend: bool,
