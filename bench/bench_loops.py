@@ -16,15 +16,19 @@ model, batch, length and data:
 - ``encode``: ``pretriever.index.encode`` (index build) against ``SentenceTransformer.encode`` over the same
   SciFact passages (a step is one batch).
 
-Each arm runs at two sizes (``--small`` and ``--large`` steps, a fresh run each) and the figures are the
-differences: seconds per step = (t_large - t_small) / (large - small), so what is paid once (loading the model,
-tokenising the whole set beforehand as the recipe does, saving at the end) cancels out and what is paid per step
-(tokenising in the loop, building batches in Python, logging) stays. Two figures per loop:
+Each arm runs ``--large`` steps and its clock is read at the end of step ``--small`` and of the last step
+(:class:`StepClock`; a step is an optimizer step, counted by a hook on every torch optimizer, or for encoding a
+batch the encoder sees): seconds per step = (t_large - t_small) / (large - small), so what is paid once (loading
+the model, tokenising the whole set beforehand as the recipe does, CUDA's first kernels, saving at the end) stays
+outside, and what is paid per step (tokenising in the loop, building batches in Python, logging) stays in. (Two
+whole runs of the two sizes, as before 2026-11-28 night, let set-up's jitter of 1-2 s on a GPU swamp 20 steps.)
+Two figures per loop:
 
 - **steps/s** (and steps per process-CPU second, which other jobs on the cores move far less) with the model of
   ``--shape`` (``tiny``: 2 layers x 64, random weights: a step is almost all host
   work, which is what bounds a small model on a GPU); the best of ``--repeat`` rounds, taking turns;
-- **ATen operators per step** (torch.profiler over the whole run, leaf ``aten::`` calls, the same difference):
+- **ATen operators per step** (torch.profiler over whole runs of the two sizes, leaf ``aten::`` calls, the
+  difference):
   each is a kernel launch on a GPU; the count does not depend on the device or the load.
 
 The settings that differ between an arm and its peer are printed under the table.
@@ -60,6 +64,41 @@ SQUAD = SCIFACT.parent.parent / "qa" / "squad2-dev-5articles.json"
 SHAPES = {"tiny": (2, 64, 2), "minilm": (6, 384, 12), "base": (12, 768, 12)}  # layers, hidden, heads
 
 Run = Callable[[int, Path], None]  # steps, scratch folder: one whole run, setup included
+Hook = Callable[[Callable[[], None]], object]  # registers a tick per step, returns a handle with .remove()
+
+
+def optimizer_steps(tick: Callable[[], None]):
+    """Ticks at every optimizer step of any torch optimizer (a training loop's step, whoever wrote the loop)."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    return register_optimizer_step_post_hook(lambda *_: tick())
+
+
+class StepClock:
+    """The wall and CPU clocks at the end of step ``first`` and of step ``last`` of one run, steps counted by a
+    hook: the time between is (last - first) steps with everything paid once (loading, set-up, the first
+    batches of new shapes) left outside. On CUDA it waits for the device at those two stamps only, so the steps
+    between keep their overlap of host and device."""
+
+    def __init__(self, first: int, last: int, cuda: bool):
+        self.first, self.last, self.cuda, self.count = first, last, cuda, 0
+        self.stamps: dict[int, tuple[float, float]] = {}
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.count in (self.first, self.last):
+            if self.cuda:
+                import torch
+
+                torch.cuda.synchronize()
+            self.stamps[self.count] = (time.perf_counter(), time.process_time())
+
+    def per_step(self) -> tuple[float, float]:
+        """Wall and CPU seconds per step between the two stamps."""
+        if len(self.stamps) != 2:
+            raise RuntimeError(f"the run counted {self.count} steps, fewer than {self.last}")
+        (wall0, cpu0), (wall1, cpu1) = self.stamps[self.first], self.stamps[self.last]
+        return (wall1 - wall0) / (self.last - self.first), (cpu1 - cpu0) / (self.last - self.first)
 
 
 @dataclass
@@ -72,6 +111,7 @@ class Loop:
     peer_name: str
     differs: str
     goal: float  # ours / peer steps/s to reach
+    counts: Hook = optimizer_steps  # what a step is: an optimizer step, or a batch the encoder sees
 
 
 def st_trainer(model: str, anchor_positive: list[list[str]], args, steps: int, out: Path) -> None:
@@ -186,7 +226,8 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
                               f"--dataloader-workers {args.reader_workers}: batches built (passages drawn, "
                               "tokenised) beside training; worth its default only above 1.0x", 1.0),
         "encode": Loop("encode", encode_ours, encode_peer, "SentenceTransformer.encode",
-                       "index build also writes each chunk, the ids and a flat FAISS index", 1.0),
+                       "index build also writes each chunk, the ids and a flat FAISS index", 1.0,
+                       counts=lambda tick: st.register_forward_hook(lambda *_: tick())),
     }
 
 
@@ -232,13 +273,17 @@ def encoder(model: str, args):
     return st
 
 
-def timed(run: Run, steps: int, work: Path) -> tuple[float, float]:
-    """Wall and process CPU seconds (all threads) of one whole run: CPU time moves far less than wall time when
-    other jobs share the cores."""
-    with tempfile.TemporaryDirectory(dir=work) as out:
-        wall, cpu = time.perf_counter(), time.process_time()
-        run(steps, Path(out) / "out")
-        return time.perf_counter() - wall, time.process_time() - cpu
+def timed(run: Run, counts: Hook, args, work: Path) -> tuple[float, float]:
+    """Wall and process CPU seconds (all threads) per step of one run of ``--large`` steps, from the end of step
+    ``--small`` on (:class:`StepClock`): CPU time moves far less than wall time when other jobs share the cores."""
+    clock = StepClock(args.small, args.large, args.device.startswith("cuda"))
+    handle = counts(clock.tick)
+    try:
+        with tempfile.TemporaryDirectory(dir=work) as out:
+            run(args.large, Path(out) / "out")
+    finally:
+        handle.remove()
+    return clock.per_step()
 
 
 def leaf_ops(run: Run, steps: int, work: Path) -> int:
@@ -251,23 +296,20 @@ def leaf_ops(run: Run, steps: int, work: Path) -> int:
 
 
 def measure(loop: Loop, args, work: Path) -> dict:
-    """Seconds and operators per step of each side, from the difference between the two sizes."""
+    """Seconds per step of each side between steps ``--small`` and ``--large`` of one run (the best of
+    ``--repeat`` rounds, the sides taking turns and swapping who goes first, so that neither always meets the
+    cold caches), and operators per step from the difference between whole runs of the two sizes."""
     span = args.large - args.small
-    times: dict[str, dict[int, list[tuple[float, float]]]] = {"ours": {}, "peer": {}}
-    if args.device.startswith("cuda"):  # a first run pays CUDA's one-off costs (kernels loaded, cuBLAS set up)
-        for side in ("ours", "peer"):
-            timed(getattr(loop, side), args.small, work)
-    for _ in range(args.repeat):  # taking turns, so a change of load hits both
-        for side in ("ours", "peer"):
-            for steps in (args.small, args.large):
-                times[side].setdefault(steps, []).append(timed(getattr(loop, side), steps, work))
+    times: dict[str, list[tuple[float, float]]] = {"ours": [], "peer": []}
+    for round_ in range(args.repeat):
+        for side in ("ours", "peer") if round_ % 2 == 0 else ("peer", "ours"):
+            times[side].append(timed(getattr(loop, side), loop.counts, args, work))
     row = {"loop": loop.name, "peer_tool": loop.peer_name, "differs": loop.differs, "goal": loop.goal}
     for side in ("ours", "peer"):
-        wall, cpu = ((min(t[i] for t in times[side][args.large]) - min(t[i] for t in times[side][args.small])) / span
-                     for i in (0, 1))
+        wall, cpu = (min(t[i] for t in times[side]) for i in (0, 1))
         ops = ((leaf_ops(getattr(loop, side), args.large, work) - leaf_ops(getattr(loop, side), args.small, work))
                / span if args.ops else None)
-        row[side] = {"seconds": times[side], "steps_per_s": 1 / wall if wall > 0 else float("nan"),
+        row[side] = {"seconds_per_step": times[side], "steps_per_s": 1 / wall if wall > 0 else float("nan"),
                      "steps_per_cpu_s": 1 / cpu if cpu > 0 else float("nan"), "ops_per_step": ops}
     row["ratio"] = row["ours"]["steps_per_s"] / row["peer"]["steps_per_s"]
     row["cpu_ratio"] = row["ours"]["steps_per_cpu_s"] / row["peer"]["steps_per_cpu_s"]

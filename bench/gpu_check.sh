@@ -29,7 +29,7 @@ if [ "$DEVICE" = cpu ]; then  # the dry run
     export PRETRIEVER_GPU_TESTS_ON=cpu
 else
     precision=bf16 shapes=(minilm base) batch=64
-    sizes=(--small 5 --large 25)
+    sizes=(--small 10 --large 50)  # steps: the clock runs from the end of step 10 to the end of step 50
     limits=(120 220 200)  # seconds: the tests, the loops at each shape
 fi
 
