@@ -42,3 +42,30 @@ def test_the_wheels_follow_the_extras_pretriever_names():
     assert extras["ibis-framework"] == {"duckdb"}
     assert "pyarrow-hotfix" in closure(["ibis-framework"], "3.12", extras)
     assert "pyarrow-hotfix" not in closure(["ibis-framework"], "3.12", {})
+
+
+def test_the_step_clock_times_the_steps_between_its_two_stamps():
+    """bench_loops' StepClock counts every torch optimizer's steps through the global hook and stamps two of them;
+    a run that stops short is an error, not a figure."""
+    import pytest
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from bench_loops import StepClock, optimizer_steps
+
+    weight = torch.nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.SGD([weight], lr=0.1)
+    clock, short = StepClock(2, 5, cuda=False), StepClock(2, 9, cuda=False)
+    handles = [optimizer_steps(clock.tick), optimizer_steps(short.tick)]
+    for _ in range(6):
+        optimizer.zero_grad()
+        (weight ** 2).sum().backward()
+        optimizer.step()
+    for handle in handles:
+        handle.remove()
+    optimizer.step()  # after remove(): not counted
+    assert (clock.count, sorted(clock.stamps)) == (6, [2, 5])
+    wall, cpu = clock.per_step()
+    assert wall > 0 and cpu >= 0
+    with pytest.raises(RuntimeError, match="counted 6 steps, fewer than 9"):
+        short.per_step()
