@@ -59,7 +59,8 @@ def random_bert(path: Path, seed: int = 0, layers: int = 2, hidden: int = 64, he
     loads it: train, pretrain (the masked-LM head is drawn new), the reader and the transformers recipes.
     ``dropout=0`` makes a training step a function of its batch alone (two runs can then be compared exactly)."""
     import torch  # heavy: only when a stand-in is built
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import BertConfig, BertModel
 
     tok = minilm_tokenizer()
@@ -69,8 +70,8 @@ def random_bert(path: Path, seed: int = 0, layers: int = 2, hidden: int = 64, he
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(path / "hf")
     tok.save_pretrained(path / "hf")
-    encoder = models.Transformer(str(path / "hf"), max_seq_length=max_length)
-    SentenceTransformer(modules=[encoder, models.Pooling(hidden, "mean")], device="cpu").save(str(path))
+    encoder = Transformer(str(path / "hf"), max_seq_length=max_length)
+    SentenceTransformer(modules=[encoder, Pooling(hidden, "mean")], device="cpu").save(str(path))
     shutil.rmtree(path / "hf")  # the folder above now holds the weights and the tokenizer
     return path
 

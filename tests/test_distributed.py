@@ -104,6 +104,29 @@ def test_reader_training_on_two_processes_gives_one_process_step_and_one_folder(
     assert json.loads((tmp_path / "two" / "reader.json").read_text())["steps"] == 2
 
 
+def test_a_run_interrupted_on_two_processes_resumes_on_two_to_the_same_weights(scifact_pairs, tmp_path):
+    """--resume under torchrun: the run cut after its first checkpoint (checkpoint-2 and the finished files
+    removed, as an interrupted run leaves the folder) continues from step 1 on two processes and ends where the
+    uninterrupted run did."""
+    import shutil
+
+    random_bert(tmp_path / "model", dropout=0.0)
+    args = ["--batch-size", "4", "--gather-across-devices", "--save-steps", "1", "--keep-checkpoints", *TWO_STEPS]
+    launch(["train", str(scifact_pairs), "--out", "full", *args], 2, tmp_path)
+    shutil.copytree(tmp_path / "full", tmp_path / "cut")
+    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "checkpoint-2")
+    for path in (tmp_path / "cut").iterdir():  # what a finished run adds beside its checkpoints
+        if path.name not in ("checkpoints", ".pretriever.json"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    launch(["train", str(scifact_pairs), "--out", "cut", "--resume", *args], 2, tmp_path)
+    report = json.loads((tmp_path / "cut" / "train.json").read_text())
+    assert report["training"]["resumed_at_step"] == 1 and report["training"]["world_size"] == 2
+    full, resumed = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("full", "cut"))
+    assert full.keys() == resumed.keys()
+    for name, w in full.items():
+        assert torch.allclose(w, resumed[name], atol=1e-6), name
+
+
 def test_only_the_first_process_writes_the_folder(one_and_two):
     _, two = one_and_two
     marker = json.loads((two / ".pretriever.json").read_text())
