@@ -65,7 +65,7 @@ def run_ours(store: Path, model: Path, n: int, args, out: Path) -> tuple[float, 
 def run_peer(store: Path, model_dir: Path, n: int, args) -> tuple[float, int]:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from pretriever.generate.run import open_passages
+    from pretriever.generate.folder import open_passages
 
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

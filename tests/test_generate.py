@@ -13,7 +13,8 @@ import pretriever.generate.run
 from pretriever.cli import app
 from pretriever.generate import GenerateConfig, GenerateError, import_queries
 from pretriever.generate.prefix import model_prefix
-from pretriever.generate.run import QUERIES_FILE, generate_batch
+from pretriever.data import QUERIES_FILE
+from pretriever.generate.run import generate_batch
 from pretriever import mine
 from pretriever.mine import MineConfig
 from pretriever.testing import beir_subset, random_t5
@@ -173,7 +174,8 @@ def test_import_tsv_and_jsonl(store, tmp_path):
     assert result.skipped["unknown_id"] == 1
     jl = tmp_path / "q.jsonl"
     jl.write_text(json.dumps({"id": doc, "predicted_queries": ["a", "b"]}) + "\n", encoding="utf-8")
-    import_queries(GenerateConfig(corpus=store.path, out=tmp_path / "jl", from_file=jl))
+    # the stage's own run imports too, as the command does (before, it ignored from_file and loaded a model)
+    pretriever.generate.run.run(GenerateConfig(corpus=store.path, out=tmp_path / "jl", from_file=jl, model="none"))
     assert [(r["passage_id"], r["text"]) for r in rows(tmp_path / "jl")] == [(pid, "a"), (pid, "b")]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 1}\n', encoding="utf-8")

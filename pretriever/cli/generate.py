@@ -10,7 +10,7 @@ from __future__ import annotations
 from pretriever.cli.common import stage
 from pretriever.cli.options import Flag, config_command
 from pretriever.data import QUERIES_FILE
-from pretriever.generate import GenerateConfig, import_queries
+from pretriever.generate import GenerateConfig
 from pretriever.generate import run as generation
 from pretriever.progress import RichReporter, console
 
@@ -32,12 +32,9 @@ def generate_command(cfg: GenerateConfig) -> None:
       pretriever generate enwiki/ --from doc2query-queries.jsonl --out imported-queries/
           (queries made elsewhere: {"id": passage or doc id, "queries": [...]} per line)
     """
-    if cfg.from_file is not None:
-        with stage():
-            result = import_queries(cfg)
-    else:
-        with RichReporter() as report, stage(report):
-            result = generation.run(cfg, report)
+    with RichReporter() as report, stage(report):
+        result = generation.run(cfg, report)
+    if result.prefix_note:
         console.print(result.prefix_note)
     skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in result.skipped.items() if n) or "none"
     console.print(f"{result.passages:,} passages, {result.queries:,} queries in {result.seconds:.1f}s "

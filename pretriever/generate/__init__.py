@@ -3,6 +3,7 @@
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
 from pretriever.generate.importer import import_queries
-from pretriever.generate.run import QUERIES_FILE, GenerateResult
+from pretriever.data import QUERIES_FILE
+from pretriever.generate.folder import GenerateResult
 
 __all__ = ["GenerateConfig", "GenerateError", "GenerateResult", "QUERIES_FILE", "import_queries"]

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
-from pretriever.generate.run import SCHEMA, GenerateResult, finish, open_passages, prepare, queries_folder
+from pretriever.generate.folder import SCHEMA, GenerateResult, finish, open_passages, prepare, queries_folder
 from pretriever.io import write_parquet
 
 ID_KEYS = ("passage_id", "doc_id", "id", "_id", "docid", "pid")

@@ -12,92 +12,23 @@ query.
 
 from __future__ import annotations
 
-import shutil
 import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from pretriever import __version__
 from pretriever.generate.config import GenerateConfig
 from pretriever.generate.errors import GenerateError
-from pretriever.generate.manifest import GenerateManifest
+from pretriever.generate.folder import SCHEMA, GenerateResult, finish, open_passages, part_path, prepare
+from pretriever.generate.importer import import_queries
 from pretriever.generate.prefix import resolve_prefix
 from pretriever.generate.sampling import row_seed, seeded_sampler
-from pretriever.data import QUERIES_FILE, PassageSource
-from pretriever.io import read_json, write_json, write_parquet
+from pretriever.io import write_parquet
 from pretriever.models import resolve_device
 from pretriever.progress import QUIET, Reporter
-from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import precision_dtype, resolve_precision
 
-MANIFEST = GenerateManifest.FILE
-PARTS = "parts"
-STATE = "state.json"
-SCHEMA = pa.schema([("passage_id", pa.string()), ("candidate", pa.int32()), ("text", pa.string())])
-
 GENERATING = "generating"  # the Reporter's task: passages done of those this run does
-
-
-@dataclass
-class GenerateResult(StageResult):
-    """A run (or an import): ``manifest`` is manifest.json once every part is there (``complete``), else None."""
-
-    manifest: GenerateManifest | None = field(default=None, kw_only=True)
-    config: GenerateConfig
-    passages: int = 0  # passages given queries in this run
-    queries: int = 0  # rows written in this run
-    skipped: dict[str, int] = field(default_factory=dict)  # what was left out, and why
-    prefix_note: str = ""  # which prefix was used, and why
-    seconds: float = 0.0
-    complete: bool = False  # generated_queries.parquet was written
-
-    @property
-    def rate(self) -> float:
-        return self.passages / self.seconds if self.seconds > 0 else 0.0
-
-
-def open_passages(corpus: Path) -> PassageSource:
-    """The store's passages in index order: the one place this stage reads the corpus."""
-    return PassageSource(corpus)
-
-
-def _part(out: Path, j: int) -> Path:
-    return out / PARTS / f"part-{j:06d}.parquet"
-
-
-def queries_folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
-    """QUERIES_DIR: the table, the manifest and the parts of an unfinished run are the stage's."""
-    return OutputFolder(out, stage="generate", holds="generated queries", owns=(QUERIES_FILE, MANIFEST, PARTS),
-                        error=GenerateError, report=report)
-
-
-def prepare(cfg: GenerateConfig, state: dict[str, Any], report: Reporter = QUIET) -> None:
-    """Start, resume or join (another shard) a run in ``cfg.out``; refuse to mix settings."""
-    out = cfg.out
-    folder = queries_folder(out, report)
-    folder.check()
-    saved_path = out / PARTS / STATE
-    if cfg.overwrite:
-        if folder.ours():
-            folder.clear()
-    elif (out / MANIFEST).exists():
-        raise GenerateError(f"{out} already holds generated queries; pass --overwrite to replace them")
-    elif saved_path.exists():
-        saved = read_json(saved_path, GenerateError)
-        if saved != state:
-            diff = sorted(k for k in set(saved) | set(state) if saved.get(k) != state.get(k))
-            raise GenerateError(f"{out} holds a run with other settings ({', '.join(diff)} differ); use the same "
-                                "settings, or --overwrite to start again")
-        if not cfg.resume and cfg.shard is None:
-            raise GenerateError(f"{out} holds an interrupted run; continue it with --resume or start again with "
-                                "--overwrite")
-    folder.claim()
-    write_json(saved_path, state)
 
 
 def _load_generator(cfg: GenerateConfig):
@@ -134,8 +65,10 @@ def generate_batch(tokenizer, model, device: str, ids: list[str], texts: list[st
 def run(cfg: GenerateConfig, report: Reporter = QUIET) -> GenerateResult:
     """Generate the queries of ``cfg.corpus`` (or this shard of it) into ``cfg.out``; without ``cfg.prefix``
     the model's own (:mod:`pretriever.generate.prefix`), recorded in the run's settings and manifest (and why, in
-    ``prefix_note``). ``report`` hears the passages done. ``cfg.from_file`` is imported by
-    :func:`pretriever.generate.importer.import_queries` instead."""
+    ``prefix_note``). ``report`` hears the passages done. With ``cfg.from_file`` the queries are imported from
+    it instead (:func:`pretriever.generate.importer.import_queries`): the whole stage, as the command runs it."""
+    if cfg.from_file is not None:
+        return import_queries(cfg)
     started = time.perf_counter()
     prefix, note = resolve_prefix(str(cfg.model), cfg.prefix)
     cfg = replace(cfg, prefix=prefix)
@@ -146,7 +79,7 @@ def run(cfg: GenerateConfig, report: Reporter = QUIET) -> GenerateResult:
     every = cfg.checkpoint_every
     chunks = range((total + every - 1) // every)
     mine = [j for j in chunks if cfg.shard is None or j % cfg.shard.count == cfg.shard.index]
-    todo = [j for j in mine if not _part(cfg.out, j).exists()]
+    todo = [j for j in mine if not part_path(cfg.out, j).exists()]
     result = GenerateResult(cfg, out=cfg.out, skipped={"empty_passages": 0}, prefix_note=note)
     to_do = sum(min(every, total - j * every) for j in todo)
     if todo:
@@ -169,36 +102,10 @@ def run(cfg: GenerateConfig, report: Reporter = QUIET) -> GenerateResult:
                         rows["text"].append(queries[i * cfg.per_passage + c])
             result.passages += len(bids)
             report.progress(GENERATING, result.passages + result.skipped["empty_passages"], to_do, unit="passages")
-        write_parquet(pa.table(rows, schema=SCHEMA), _part(cfg.out, j))
+        write_parquet(pa.table(rows, schema=SCHEMA), part_path(cfg.out, j))
         result.queries += len(rows["text"])
     source.close()
     result.seconds = time.perf_counter() - started
-    if all(_part(cfg.out, j).exists() for j in chunks):
-        finish(cfg, [_part(cfg.out, j) for j in chunks], result, total, {"skipped_last_run": result.skipped})
+    if all(part_path(cfg.out, j).exists() for j in chunks):
+        finish(cfg, [part_path(cfg.out, j) for j in chunks], result, total, {"skipped_last_run": result.skipped})
     return result
-
-
-def finish(cfg: GenerateConfig, parts: list[Path], result: GenerateResult, passages: int,
-            extra: dict[str, Any] | None = None) -> None:
-    """Concatenate the parts into the table, write the manifest, drop the parts."""
-    table = pa.concat_tables([pq.read_table(p, schema=SCHEMA) for p in parts]) if parts else SCHEMA.empty_table()
-    write_parquet(table, cfg.out / QUERIES_FILE)
-    empty = sum(1 for t in table.column("text").to_pylist() if not t)
-    result.complete = True
-    result.manifest = GenerateManifest.from_json({
-        "pretriever_version": __version__,
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "corpus": str(cfg.corpus),
-        "table": QUERIES_FILE,
-        "columns": SCHEMA.names,
-        "passages": passages,
-        "passages_with_queries": len(set(table.column("passage_id").to_pylist())),
-        "queries": table.num_rows,
-        "empty_queries": empty,
-        "options": cfg.to_json(),
-        "seconds_last_run": round(result.seconds, 2),
-        **(extra or {}),
-    })
-    result.manifest.write(cfg.out)
-    shutil.rmtree(cfg.out / PARTS, ignore_errors=True)
-    queries_folder(cfg.out).seal()
