@@ -47,7 +47,7 @@ def workload(tmp: Path, docs: int, questions: int, k: int):
     from pretriever.corpus import build as corpus_build
     from pretriever.corpus.config import CorpusConfig
     from pretriever.index import BM25Index, IndexFolder
-    from pretriever.reader.evaluate import passages_for
+    from pretriever.reader.predict import passages_for
 
     subset = tmp / "corpus.jsonl"
     with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f:

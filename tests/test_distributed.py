@@ -40,7 +40,7 @@ def one_and_two(scifact_pairs, tmp_path_factory) -> tuple[Path, Path]:
     query's candidates (--gather-across-devices). A tiny BERT without dropout, so that a step depends on its
     batch alone (dropout's random masks would differ between the two runs)."""
     work = tmp_path_factory.mktemp("ddp")
-    model = str(random_bert(work / "model", dropout=0.0))
+    random_bert(work / "model", dropout=0.0)  # --model model (TWO_STEPS), relative to work
     launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *TWO_STEPS], 1, work)
     launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *TWO_STEPS],
            2, work)

@@ -6,10 +6,8 @@ Wire into the main app with ``app.add_typer(reader_app, name="reader")`` and
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
-from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -18,15 +16,12 @@ from rich.table import Table
 
 from pretriever.cli.common import fail, stage
 from pretriever.cli.options import Flag, config_command
-from pretriever.data import load_qa_file
-from pretriever.data.qa import guess_match_mode
-from pretriever.io import write_json
 from pretriever.progress import RichReporter, console
 from pretriever.reader import prepare
 from pretriever.reader import train as reader_training
 from pretriever.reader.config import AnswerConfig, PrepareConfig, ReaderConfig, ReaderEvaluateConfig
-from pretriever.reader.evaluate import evaluate_reader
-from pretriever.reader.predict import Reader
+from pretriever.reader import evaluate as reader_evaluation
+from pretriever.reader.predict import load_reader
 from pretriever.reader.prepare import answer_questions, open_for_reading
 
 reader_app = typer.Typer(
@@ -95,12 +90,6 @@ _HYBRID = inspect.Parameter("hybrid", inspect.Parameter.KEYWORD_ONLY, annotation
                                                                          "BM25 (RRF)."))
 
 
-def _reader(cfg: ReaderEvaluateConfig | AnswerConfig):
-    """The reader of ``cfg``, on the command's --device unless [..read] names another."""
-    read = cfg.read if cfg.read.device is not None else dataclasses.replace(cfg.read, device=cfg.device)
-    return Reader.load(cfg.reader, read)
-
-
 _SOURCE = dict(short={"limit": "-n", "reader": "-r"}, skip=("retrieval",), flags={"k": Flag(("-k", "--k"))},
                extra=[_BM25, _HYBRID], before=_retrieval_flags, nested=("read",))
 
@@ -138,18 +127,12 @@ def evaluate_command(cfg: ReaderEvaluateConfig) -> None:
           20
     """
     with RichReporter() as report, stage(report):
-        examples = load_qa_file(cfg.questions)[:cfg.limit]
-        mode = cfg.match or guess_match_mode(cfg.questions)
-        with open_for_reading(cfg, report) as system:
-            result = evaluate_reader(system, examples, _reader(cfg), cfg.k, mode, lenient=cfg.lenient_match,
-                                     report=report)
-        if cfg.out is not None:
-            write_json(cfg.out, {"system": system.name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
-                                 "metrics": result.metrics, "per_question": result.per_question})
-    table = Table(title=f"{system.name} + reader, {result.metrics['questions']} questions")
-    for name in result.metrics:
+        result = reader_evaluation.run(cfg, report)
+    metrics = result.evaluation.metrics
+    table = Table(title=f"{result.system} + reader, {metrics['questions']} questions")
+    for name in metrics:
         table.add_column(name, justify="right")
-    table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in result.metrics.values()))
+    table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in metrics.values()))
     console.print(table)
 
 
@@ -170,7 +153,7 @@ def answer_command(cfg: AnswerConfig) -> None:
           --json
     """
     with stage(), open_for_reading(cfg) as system:
-        answers = answer_questions(system, _reader(cfg), list(cfg.questions), cfg.k)
+        answers = answer_questions(system, load_reader(cfg), list(cfg.questions), cfg.k)
     stdout = Console()
     for answer in answers:
         if cfg.as_json:

@@ -51,6 +51,7 @@ def open_passages(corpus: Path) -> PassageSource:
 
 
 def part_path(out: Path, j: int) -> Path:
+    """Where chunk ``j``'s queries are written until every part is there."""
     return out / PARTS / f"part-{j:06d}.parquet"
 
 

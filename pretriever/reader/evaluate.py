@@ -22,13 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pretriever.data import AnswerMatcher, PassageLookup, QAExample
+from pretriever.data import AnswerMatcher, QAExample, load_qa_file
+from pretriever.data.qa import guess_match_mode
+from pretriever.io import write_json
 from pretriever.metrics import exact_match, f1_score, normalisation_name
 from pretriever.progress import QUIET, Reporter
+from pretriever.reader.config import ReaderEvaluateConfig
 from pretriever.reader.errors import ReaderError
-from pretriever.reader.predict import Reader
+from pretriever.reader.predict import Reader, load_reader, passages_for
+from pretriever.reader.prepare import open_for_reading
 from pretriever.reader.samples import Sample, instance
 from pretriever.retrieval import Passage, Searcher
+from pretriever.stage import StageResult
 
 
 def evaluate_gold(reader: Reader, samples: list[Sample], pool: list[Passage], passages: int, seed: int,
@@ -54,13 +59,6 @@ class ReaderEvaluation:
 
     metrics: dict[str, Any]  # EM, F1, top-k accuracy, counts, and "normalisation" (its name)
     per_question: list[dict] = field(default_factory=list)
-
-
-def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
-    """The passages behind retrieved hits (text and title from the store ``source`` reads: a searcher, or a
-    store's lookup), in rank order; ids not in the store are left out."""
-    found = source.passages(h.passage_id for h in hits)
-    return [p for p in found.values() if p.text is not None]
 
 
 def evaluate_reader(system: Searcher, examples: list[QAExample], reader: Reader, k: int,
@@ -118,3 +116,36 @@ def read_behind(systems: Sequence[Searcher], examples: list[QAExample], reader: 
         scores[system.name] = evaluate_reader(system, examples, reader, k, match, lenient=lenient,
                                               report=report).metrics
     return scores
+
+
+@dataclass(kw_only=True)
+class ReaderEvaluateResult(StageResult):
+    """``pretriever reader evaluate``: the system read behind and the evaluation; ``manifest`` is what
+    ``out`` holds (when given): system, reader, k, match, metrics and per_question."""
+
+    system: str
+    evaluation: ReaderEvaluation
+
+
+def run(cfg: ReaderEvaluateConfig, report: Reporter = QUIET) -> ReaderEvaluateResult:
+    """The whole of ``pretriever reader evaluate``: the questions read, the system opened as ``cfg`` says, the
+    reader on its device, :func:`evaluate_reader`, and ``cfg.out`` written when given.
+
+    Args:
+        cfg: the index, the questions (and their matching), the reader, k and where to write.
+        report: hears the questions read.
+
+    Returns:
+        The system's name, the evaluation and the JSON written (``manifest``).
+    """
+    examples = load_qa_file(cfg.questions)[:cfg.limit]
+    mode = cfg.match or guess_match_mode(cfg.questions)
+    with open_for_reading(cfg, report) as system:
+        evaluation = evaluate_reader(system, examples, load_reader(cfg), cfg.k, mode, lenient=cfg.lenient_match,
+                                     report=report)
+        name = system.name
+    manifest = {"system": name, "reader": str(cfg.reader), "k": cfg.k, "match": mode,
+                "metrics": evaluation.metrics, "per_question": evaluation.per_question}
+    if cfg.out is not None:
+        write_json(cfg.out, manifest)
+    return ReaderEvaluateResult(out=cfg.out, manifest=manifest, system=name, evaluation=evaluation)

@@ -19,15 +19,16 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from pretriever.data import PassageLookup
 from pretriever.models import resolve_device
-from pretriever.reader.config import ReadOptions
+from pretriever.reader.config import AnswerConfig, ReaderEvaluateConfig, ReadOptions
 from pretriever.reader.errors import ReaderError
 from pretriever.reader.model import load_reader_model
 from pretriever.reader.spans import CharSpan, encode
-from pretriever.retrieval import Passage
+from pretriever.retrieval import Passage, Searcher
 
 
 @dataclass
@@ -165,3 +166,16 @@ class Reader:
         return Answer(question=question, text=best.text, score=best.score, relevance=best.relevance,
                       passage=passage, passage_rank=best.passage, start=best.start, end=best.end,
                       n_best=n_best[:self.options.n_best])
+
+
+def passages_for(source: Searcher | PassageLookup, hits) -> list[Passage]:
+    """The passages behind retrieved hits (text and title from the store ``source`` reads: a searcher, or a
+    store's lookup), in rank order; ids not in the store are left out."""
+    found = source.passages(h.passage_id for h in hits)
+    return [p for p in found.values() if p.text is not None]
+
+
+def load_reader(cfg: ReaderEvaluateConfig | AnswerConfig) -> Reader:
+    """The reader ``cfg`` names, on the command's --device unless [..read] names another."""
+    read = cfg.read if cfg.read.device is not None else replace(cfg.read, device=cfg.device)
+    return Reader.load(cfg.reader, read)

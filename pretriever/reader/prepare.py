@@ -27,8 +27,7 @@ from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.reader.config import PrepareConfig, RetrievalSource
 from pretriever.reader.errors import ReaderError
-from pretriever.reader.evaluate import passages_for
-from pretriever.reader.predict import Answer, Reader
+from pretriever.reader.predict import Answer, Reader, passages_for
 from pretriever.retrieval import Searcher
 from pretriever.stage import StageResult
 
