@@ -110,8 +110,8 @@ def prepare_command(cfg: PrepareConfig) -> None:
     """
     with RichReporter() as report, stage(report):
         counts = prepare.run(cfg, report).manifest
-    console.print(f"{counts['questions']:,} questions, {counts['with_positive']:,} with an answer in the top "
-                  f"{counts['k']} of {escape(counts['retriever'])} ({counts['match']} matching); written to {cfg.out}")
+    console.print(f"{counts.questions:,} questions, {counts.with_positive:,} with an answer in the top "
+                  f"{counts.k} of {escape(counts.retriever)} ({counts.match} matching); written to {cfg.out}")
 
 
 @config_command(ReaderEvaluateConfig, "reader_evaluate", arguments=("index", "questions"), **_SOURCE)

@@ -56,10 +56,27 @@ def answer_questions(system: Searcher, reader: Reader, questions: list[str], k: 
     return out
 
 
+@dataclass(frozen=True)
+class PrepareCounts:
+    """What a prepare run wrote (it has no file of its own: the DPR reader JSON is DPR's format): the questions,
+    those with an answer in their top k and those without, those no passage was retrieved for, k, the retriever,
+    the answer matching, and the questions whose own source passage was left out of their top k."""
+
+    questions: int
+    with_positive: int
+    without_positive: int
+    no_passage_retrieved: int
+    k: int
+    retriever: str
+    match: str
+    source_left_out: int
+
+
 @dataclass(kw_only=True)
 class PrepareResult(StageResult):
-    """The DPR reader JSON written (``out``) and its counts (``manifest``): questions, with_positive,
-    without_positive, no_passage_retrieved, k, retriever, match, source_left_out."""
+    """The DPR reader JSON written (``out``) and its counts (``manifest``)."""
+
+    manifest: PrepareCounts
 
 
 def run(cfg: PrepareConfig, report: Reporter = QUIET) -> PrepareResult:
@@ -89,7 +106,6 @@ def run(cfg: PrepareConfig, report: Reporter = QUIET) -> PrepareResult:
                 items.append({"question": ex.question, "answers": ex.answers, "id": ex.qid, "ctxs": ctxs})
             report.progress("retrieving", min(lo + cfg.batch_size, len(examples)), len(examples), unit="questions")
     write_json(cfg.out, items)
-    return PrepareResult(out=cfg.out, manifest={
-        "questions": len(items), "with_positive": with_positive, "without_positive": len(items) - with_positive,
-        "no_passage_retrieved": no_hits, "k": cfg.k, "retriever": system.name, "match": mode,
-        "source_left_out": left_out})
+    return PrepareResult(out=cfg.out, manifest=PrepareCounts(
+        questions=len(items), with_positive=with_positive, without_positive=len(items) - with_positive,
+        no_passage_retrieved=no_hits, k=cfg.k, retriever=system.name, match=mode, source_left_out=left_out))
