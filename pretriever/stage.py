@@ -123,9 +123,8 @@ class StageResult:
     to that class, which writes the file and reads it back (``to_json``/``from_json``): the index stage's and
     refine's are :class:`pretriever.index.IndexMeta`, the others' :class:`Manifest` subclasses (corpus
     :class:`~pretriever.corpus.manifest.StoreManifest`, mine :class:`~pretriever.data.pairs.PairsManifest`,
-    train, pretrain, evaluate, generate, tune, references, reader train); reader prepare's is its counts
-    (:class:`~pretriever.reader.prepare.PrepareCounts`: it writes no file of its own). finetune (finetune.json)
-    still holds the dict it made.
+    train, finetune, pretrain, evaluate, generate, tune, references, reader train); reader prepare's is its
+    counts (:class:`~pretriever.reader.prepare.PrepareCounts`: it writes no file of its own).
     """
 
     out: Path

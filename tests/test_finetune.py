@@ -21,6 +21,7 @@ from pretriever.index.bm25 import BM25Index
 from pretriever.retrieval import Hit
 from pretriever.train import FinetuneConfig, TrainConfig
 from pretriever.train.finetune import stage_config
+from pretriever.train.manifest import FinetuneManifest
 from pretriever.train.index_negatives import mine_bm25_sample, mine_index_negatives
 from pretriever.train.labelled import Example, LabelledData, Passages, load_beir
 from pretriever.train.model import route
@@ -235,6 +236,7 @@ def test_finetune_two_stage_runs_end_to_end_then_keeps_what_is_done(tiny_beir, t
     plan = json.loads((out / "finetune.json").read_text())
     assert [(s["name"], s["ran"]) for s in plan["stages"]] == [
         ("retriever 1", True), ("corpus store", True), ("index of retriever 1", True), ("retriever 2", True)]
+    assert FinetuneManifest.read(out).to_json() == plan  # the typed manifest reads back what it wrote
     first = json.loads((out / "stage1" / "train.json").read_text())
     second = json.loads((out / "stage2" / "train.json").read_text())
     assert first["data"]["pairs"] == 6 and first["data"]["negatives_found"]["bm25"] == 2 * 6  # 2 per claim, BM25

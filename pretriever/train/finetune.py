@@ -44,16 +44,15 @@ from pretriever.data.store import CorpusStore
 from pretriever.index import IndexConfig, IndexMeta, encode
 from pretriever.index.meta import INDEX_JSON
 from pretriever.index.encode import WORK as INDEX_WORK
-from pretriever.io import write_json
 from pretriever.progress import QUIET, Reporter
 from pretriever.stage import OutputFolder, StageResult, differences
 from pretriever.train.config import FinetuneConfig, TrainConfig
 from pretriever.train import run as training
 from pretriever.train.errors import TrainError
-from pretriever.train.manifest import TrainManifest
+from pretriever.train.manifest import FinetuneManifest, TrainManifest
 
 STORE, STAGE1, INDEX, STAGE2 = "store", "stage1", "stage1-index", "stage2"
-PLAN = "finetune.json"
+PLAN = FinetuneManifest.FILE
 RunTrain = Callable[[TrainConfig, Reporter], Any]  # trains one stage: pretriever.train.run.run, or a caller's
 
 
@@ -74,6 +73,7 @@ class StageRun:
 class FinetuneResult(StageResult):
     """FINETUNE_DIR (``out``), its finetune.json (``manifest``) and each stage's folder and whether it ran."""
 
+    manifest: FinetuneManifest | None = None  # set when the run finishes
     config: FinetuneConfig
     stages: list[StageRun] = field(default_factory=list)
 
@@ -194,7 +194,7 @@ def run(cfg: FinetuneConfig, report: Reporter = QUIET, *, run_train: RunTrain = 
         stage2 = stage_config(cfg, cfg.out / STAGE2, negatives_from=index.path)
         report.message(f"retriever 2: negatives mined with retriever 1 -> {stage2.out}")
         result.stages.append(_train_stage("retriever 2", stage2, index.ran, run_train, report))
-    result.manifest = result.to_json()
-    write_json(cfg.out / PLAN, result.manifest)
+    result.manifest = FinetuneManifest.from_json(result.to_json())
+    result.manifest.write(cfg.out)
     folder.seal()
     return result

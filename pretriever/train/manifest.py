@@ -32,3 +32,17 @@ class TrainManifest(Manifest):
     pairs_trained: int
     pairs_per_second: float | None
     heldout: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneManifest(Manifest):
+    """FINETUNE_DIR/finetune.json: the ``config`` and each stage (store, retriever 1, its index, retriever 2) with
+    its folder, whether it ran now or was kept from an earlier run, and its seconds."""
+
+    FILE = "finetune.json"
+    ERROR = TrainError
+    ORDER = ("config", "stages")
+    FIX = "run `pretriever finetune` again"
+
+    config: dict[str, Any]
+    stages: list[dict[str, Any]]
