@@ -31,8 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-DATA = Path(os.environ.get("PRETRIEVER_SHARED_DATA") or REPO.parent / "shared" / "data")  # as tests/conftest.py
-SCIFACT = DATA / "beir" / "scifact"
+from bench_train import SCIFACT  # noqa: E402  (the shared data's one place among the benches)
 OUT_DIR = REPO / "bench" / "out"
 
 

@@ -42,10 +42,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench_train import DATA as SHARED_DATA  # noqa: E402  (bench/ is this script's folder, first on its path)
 from pretriever.models import resolve_model  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-SHARED_DATA = Path(os.environ.get("PRETRIEVER_SHARED_DATA") or HERE.parent.parent / "shared" / "data")
 DATA_FILES = ["beir/scifact/queries.jsonl", "beir/scifact/qrels/train.tsv", "qa/squad2-dev-5articles.json"]
 ABSTRACT_WORDS = 150  # each word is one word piece or more: the check reads 128
 CHECK = ["pretriever.corpus.build", "pretriever.index.encode", "pretriever.index.faiss_index", "pretriever.train.run",

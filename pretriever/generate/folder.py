@@ -27,6 +27,7 @@ PARTS = "parts"
 STATE = "state.json"
 SCHEMA = pa.schema([("passage_id", pa.string()), ("candidate", pa.int32()), ("text", pa.string())])
 
+
 @dataclass
 class GenerateResult(StageResult):
     """A run (or an import): ``manifest`` is manifest.json once every part is there (``complete``), else None."""
