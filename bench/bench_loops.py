@@ -33,7 +33,8 @@ Two figures per loop:
 
 The settings that differ between an arm and its peer are printed under the table.
 
-    python bench/bench_loops.py [--loops train,pretrain,gradcache,reader,readerworkers,encode] [--shape tiny|minilm|base]
+    python bench/bench_loops.py [--loops train,pretrain,gradcache,reader,readerworkers,encode]
+        [--shape tiny|minilm|base]
         [--batch-size 16] [--max-length 128] [--small 10] [--large 50] [--repeat 2] [--device cpu]
         [--precision fp32] [--mini-batch-size N] [--no-ops] [--json OUT]
 """
@@ -187,9 +188,10 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
         settings = RecipeSettings(**{**recipe.__dict__, "max_steps": steps})
         train_and_predict(examples, None, model, settings, str(out))
 
-    # built and loaded before anything is timed: exactly steps x batch passages per size
+    # built and loaded before anything is timed: exactly steps x batch passages per size (the timed runs take
+    # --large steps; a run of --small steps is only counted for operators)
     stores = {steps: scifact_store(work / f"store-{steps}", steps * args.batch_size)
-              for steps in (args.small, args.large)}
+              for steps in ((args.small, args.large) if args.ops else (args.large,))}
     texts = {steps: passage_texts(store) for steps, store in stores.items()}
     st = encoder(model, args)
 
@@ -203,6 +205,7 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
         st.encode(texts[steps], batch_size=args.batch_size, show_progress_bar=False)
 
     mnrl = "SentenceTransformerTrainer + MNRL"
+    mini = args.mini_batch_size or args.batch_size // 2  # the gradcache loop's mini-batch, in texts
     return {
         "train": Loop("train", train_ours, lambda s, o: st_trainer(model, columns(
             triples, ["query", "positive_text", "negative_text"]), args, s, o), mnrl,
@@ -213,9 +216,8 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
         "pretrain cotmae": Loop("pretrain cotmae", pretrain_ours("cotmae"), lambda s, o: st_trainer(
             model, columns(qc, ["query", "positive_text"]), args, s, o), mnrl,
             "CoT-MAE adds MLM and a decoder pass over the context (goal 0.6x)", 0.6),
-        "gradcache": Loop("gradcache", pretrain_ours("cocondenser", args.mini_batch_size or args.batch_size // 2),
-                          pretrain_ours("cocondenser"), "pretriever pretrain cocondenser, one pass",
-                          f"GradCache at mini-batches of {args.mini_batch_size or args.batch_size // 2} texts: a "
+        "gradcache": Loop("gradcache", pretrain_ours("cocondenser", mini), pretrain_ours("cocondenser"),
+                          "pretriever pretrain cocondenser, one pass", f"GradCache at mini-batches of {mini} texts: a "
                           "no-grad forward of the whole batch first, then the forward and backward by mini-batch "
                           "(goal 0.6x)", 0.6),
         "reader": Loop("reader", reader_ours(), reader_peer, "transformers QA recipe (run_qa + Trainer)",
