@@ -16,6 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as the command line does (the library never sets it): no hub, ever
+# `pytest -n N` (the README's command): N worker processes share the cores, so each gets its share of OpenMP threads
+# (torch, FAISS; set before either is imported, and inherited by the commands tests start). Two workers with two
+# threads each on two cores made small torch steps several times slower: OpenMP threads wait by spinning.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+    for _name in ("COLUMNS", "LINES"):  # a worker is handed its controller's terminal size, which rich would then
+        os.environ.pop(_name, None)  # fix at import: each test sets its own (_wide_console)
 
 import pretriever.corpus.build  # noqa: E402
 from pretriever.backends import spark_session  # noqa: E402
@@ -33,6 +41,20 @@ TABLE_WIKI = SHARED_DATA / "wiki" / "enwiki-table-markup.xml.bz2"
 SCIFACT = SHARED_DATA / "beir" / "scifact"
 QA = SHARED_DATA / "qa"  # NQ-open, CuratedTREC and other question files
 COWIKI = Path(__file__).resolve().parent / "data" / "cowiki.xml"  # hand-written: co-mentions of articles
+
+
+# The modules that take longest (`pytest --durations=0` on 2 cores, 2026-11-29: 406, 270, 161, 110 and 105 s of the
+# suite's 1,881), run first. Under `pytest -n 2 --dist loadfile` (the README's command) each worker takes whole
+# modules in this order, so the longest start at once and the hundreds of short tests fill in behind them, instead of
+# one of them starting last and running alone.
+LONGEST_FIRST = ("test_evaluate_scifact.py", "test_cli_examples.py", "test_distributed.py", "test_readme_commands.py",
+                 "test_mine_spark.py", "test_mine_qac.py", "test_train.py", "test_serve_api.py", "test_mine.py",
+                 "test_reader.py", "test_build_spark.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every module keeps its own order
 
 
 def shared(path: Path) -> Path:
@@ -110,6 +132,14 @@ def spark():
     session = spark_session(threads=2, master="local[2,2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch):
+    """Rich wraps and cuts what commands print at the terminal's width (80 columns when output is not a terminal),
+    so a message naming a long temporary path (a pytest-xdist worker's, a deep $TMPDIR) broke where a test looks
+    for it; a test that wants another width passes its own COLUMNS."""
+    monkeypatch.setenv("COLUMNS", "200")
 
 
 @pytest.fixture(autouse=True)

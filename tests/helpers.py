@@ -166,7 +166,7 @@ def offline_cli(monkeypatch, workspace: Path, served: list[dict]) -> Iterator[Ca
     from pretriever.cli import app
 
     monkeypatch.chdir(workspace)
-    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", probe_instead_of_serving(served))
+    monkeypatch.setattr("uvicorn.run", probe_instead_of_serving(served))
     fake_dns(monkeypatch, {}, default="93.184.216.34")  # fetching resolves its hosts before the proxy
     fast_clock(monkeypatch, "pretriever.references.client")
     runner = CliRunner()

@@ -601,7 +601,7 @@ def test_the_cli_runs_uvicorn_with_the_deadlines_and_hosts_given(slashed, monkey
         with TestClient(app, base_url="http://search.lan:8080") as c:
             ran["status"] = c.get("/health").status_code
 
-    monkeypatch.setattr("pretriever.cli.serve.uvicorn.run", run)
+    monkeypatch.setattr("uvicorn.run", run)
     result = CliRunner().invoke(cli.app, ["serve", str(slashed), "--allowed-host", "search.lan", "--header-timeout",
                                           "2.5", "--body-timeout", "7"])
     assert result.exit_code == 0, result.output

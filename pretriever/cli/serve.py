@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-
-import uvicorn
-
 from pretriever.cli.common import stage
 from pretriever.cli.options import config_command
 from pretriever.progress import console
-from pretriever.serve import ServeConfig, create_app
-from pretriever.serve.server import uvicorn_options
+from pretriever.serve import ServeConfig
 
 
 @config_command(ServeConfig, "serve", arguments=("index",), nested=("hybrid",))
@@ -42,6 +38,12 @@ def serve_command(cfg: ServeConfig) -> None:
 
       PRETRIEVER_API_KEY=s3cret pretriever serve scifact-index/ --host 0.0.0.0 --port 8080
     """
+    # the server stack (FastAPI, uvicorn) only when serving: not imported for every `pretriever --help`
+    import uvicorn
+
+    from pretriever.serve import create_app  # FastAPI: see above
+    from pretriever.serve.server import uvicorn_options  # uvicorn: see above
+
     with stage():
         console.print(f"opening {cfg.index} ...")
         app = create_app(cfg)

@@ -30,7 +30,16 @@ Example::
     # uvicorn.run(app, **uvicorn_options(config))
 """
 
-from pretriever.serve.app import create_app
 from pretriever.serve.config import ServeConfig, ServeError
 
 __all__ = ["ServeConfig", "ServeError", "create_app"]
+
+
+def __getattr__(name: str):
+    """``create_app`` on first use (PEP 562): FastAPI takes most of a second to import, and the command line
+    reads :class:`ServeConfig` for every ``pretriever --help``."""
+    if name == "create_app":
+        from pretriever.serve.app import create_app  # lazily: see above
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from pretriever.tune.candidates import DENSE
 
@@ -97,6 +96,8 @@ def ranking(scores: Mapping[str, float]) -> list[str]:
 
 def tau(a: Mapping[str, float], b: Mapping[str, float]) -> float | None:
     """Kendall's tau-b between two scorings of the same candidates (None when it is undefined)."""
+    from scipy.stats import kendalltau  # scipy.stats takes a second to import: not for every `pretriever --help`
+
     names = [c for c in a if c in b]
     if len(names) < 2:
         return None
