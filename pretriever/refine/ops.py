@@ -234,7 +234,7 @@ def aopt_loss(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other
     return aopt(centres, others, centre, other, positive, lr=0.0, max_epochs=0, dtype=dtype).loss_end
 
 
-def aopt(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.ndarray, positive: np.ndarray,
+def aopt(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.ndarray, positive: np.ndarray, *,
          lr: float = 0.1, max_epochs: int = 100, patience: int = 5, min_delta: float = 0.0,
          restore_best: bool = True, device: str | None = None, dtype: str = "float32",
          max_edges: int = DEFAULT_MAX_EDGES, sparse: bool | None = None, threads: int | None = None) -> AOptResult:
@@ -277,8 +277,9 @@ def aopt(centres: np.ndarray, others: np.ndarray, centre: np.ndarray, other: np.
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            return aopt(centres, others, centre, other, positive, lr, max_epochs, patience, min_delta, restore_best,
-                        device, dtype, max_edges, sparse, None)
+            return aopt(centres, others, centre, other, positive, lr=lr, max_epochs=max_epochs, patience=patience,
+                        min_delta=min_delta, restore_best=restore_best, device=device, dtype=dtype,
+                        max_edges=max_edges, sparse=sparse)
         finally:
             torch.set_num_threads(previous)
 

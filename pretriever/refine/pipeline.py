@@ -151,9 +151,30 @@ def refine_passages(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge
     return log
 
 
-def refine_queries(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge, k: int, rounds: int,
-                   params: dict[str, Any], device: str | None = None, normalize: bool = False,
-                   on_round: Callable[[int, Labels], None] | None = None, threads: int | None = None,
+@dataclass(frozen=True)
+class QueryRounds:
+    """How AOpt-query runs, the same for a refinement's feedback queries and for test-time refinement.
+
+    Args:
+        k: the depth of the search that labels each round.
+        rounds: labelling rounds, each followed by AOpt.
+        params: AOpt's schedule, as :func:`~pretriever.refine.ops.aopt` takes it and index.json records it
+            (:meth:`~pretriever.refine.config.RefineConfig.aopt_params`).
+        device: torch device for AOpt (None: the CPU).
+        normalize: normalise the refined vectors.
+        threads: torch intra-op threads for AOpt (None: torch's default).
+    """
+
+    k: int
+    rounds: int
+    params: dict[str, Any]
+    device: str | None = None
+    normalize: bool = False
+    threads: int | None = None
+
+
+def refine_queries(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge, settings: QueryRounds,
+                   on_round: Callable[[int, Labels], None] | None = None,
                    lexical: LexicalRanking | None = None) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """The query-side rounds (AOpt-query) against the searcher's current passages: the refined
     vectors, which of them moved (a query needs a positive and a negative), and the round log.
@@ -161,15 +182,15 @@ def refine_queries(searcher: PatchedSearcher, queries: np.ndarray, judge: Judge,
     log = []
     current = np.array(queries, dtype=np.float32, copy=True)
     changed = np.zeros(len(current), dtype=bool)
-    for r in range(rounds):
+    for r in range(settings.rounds):
         t0 = time.perf_counter()
-        labels = build_labels(current, searcher, k, judge, lexical=lexical)
+        labels = build_labels(current, searcher, settings.k, judge, lexical=lexical)
         t1 = time.perf_counter()
         rows = labels.passages()
         other = np.searchsorted(rows, labels.row)
-        res = aopt(current, searcher.current(rows), labels.query, other, labels.positive, device=device,
-                   threads=threads, **params)
-        new = _normalized(res.vectors) if normalize else res.vectors
+        res = aopt(current, searcher.current(rows), labels.query, other, labels.positive, device=settings.device,
+                   threads=settings.threads, **settings.params)
+        new = _normalized(res.vectors) if settings.normalize else res.vectors
         current[res.trainable] = new[res.trainable]
         changed |= res.trainable
         t2 = time.perf_counter()
@@ -326,9 +347,9 @@ def run(cfg: RefineConfig, report: Reporter = QUIET, *, query_vectors: np.ndarra
         refined_queries = None
         if cfg.refines_queries:
             say(f"{cfg.method}: refining the {len(feedback):,} feedback query vectors")
-            refined_queries, query_moved, qlog = refine_queries(searcher, query_vectors, judge, cfg.k, cfg.query_rounds,
-                                                   cfg.aopt_params(), cfg.device, cfg.normalize,
-                                                   keep_views("query"), cfg.threads, lexical)
+            rounds = QueryRounds(cfg.k, cfg.query_rounds, cfg.aopt_params(), cfg.device, cfg.normalize, cfg.threads)
+            refined_queries, query_moved, qlog = refine_queries(searcher, query_vectors, judge, rounds,
+                                                                keep_views("query"), lexical)
             log += qlog
 
         say(f"writing the refined index to {out}")

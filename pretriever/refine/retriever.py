@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pretriever.data.qa import word_tokens
 from pretriever.index import IndexFolder, register_retriever
 from pretriever.refine.labels import TopkJudge
-from pretriever.refine.pipeline import refine_queries
+from pretriever.refine.pipeline import QueryRounds, refine_queries
 from pretriever.refine.search import PatchedSearcher
 from pretriever.retrieval import Hit
 
@@ -46,9 +46,9 @@ def topk_refine(dense, vectors: np.ndarray, settings: dict[str, Any], device: st
     """
     params = {key: settings[key] for key in ("lr", "max_epochs", "patience", "min_delta", "restore_best")
               if key in settings}
-    refined, _, _ = refine_queries(PatchedSearcher.of(dense), vectors, TopkJudge(settings["k_pos"]),
-                                   settings["k"], settings.get("rounds", 1), params, device,
-                                   settings.get("normalize", False), threads=threads)
+    rounds = QueryRounds(settings["k"], settings.get("rounds", 1), params, device, settings.get("normalize", False),
+                         threads)
+    refined, _, _ = refine_queries(PatchedSearcher.of(dense), vectors, TopkJudge(settings["k_pos"]), rounds)
     return refined
 
 
