@@ -167,6 +167,12 @@ class NullModel:
     def get_embedding_dimension(self) -> int:
         return self.dim
 
+    def parameters(self):
+        """One float32 weight, so the index records the stand-in at fp32 as it records the model."""
+        import torch
+
+        yield torch.zeros(1)
+
     def encode(self, texts, **kwargs):
         return np.zeros((len(texts), self.dim), dtype=np.float32)
 

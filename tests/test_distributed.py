@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 PRETRIEVER = str(Path(sys.executable).parent / "pretriever")
 TWO_STEPS = ["--model", "model", "--max-steps", "2", "--logging-steps", "1", "--warmup", "0", "--max-query-length", "32",
             "--max-passage-length", "64", "--learning-rate", "1e-3", "--seed", "3"]
+CHECKPOINTED = ["--save-steps", "1", "--keep-checkpoints", *TWO_STEPS]
 
 
 def launch(args: list[str], processes: int, cwd: Path) -> subprocess.CompletedProcess:
@@ -37,13 +38,14 @@ def launch(args: list[str], processes: int, cwd: Path) -> subprocess.CompletedPr
 @pytest.fixture(scope="module")
 def one_and_two(scifact_pairs, tmp_path_factory) -> tuple[Path, Path]:
     """Two steps at a global batch of 8 pairs: in one process, and in two processes of 4 whose passages are every
-    query's candidates (--gather-across-devices). A tiny BERT without dropout, so that a step depends on its
+    query's candidates (--gather-across-devices), each keeping a checkpoint after every step (the resume test
+    cuts the two-process run back to its first). A tiny BERT without dropout, so that a step depends on its
     batch alone (dropout's random masks would differ between the two runs)."""
     work = tmp_path_factory.mktemp("ddp")
     random_bert(work / "model", dropout=0.0)  # --model model (TWO_STEPS), relative to work
-    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *TWO_STEPS], 1, work)
-    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *TWO_STEPS],
-           2, work)
+    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *CHECKPOINTED], 1, work)
+    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices",
+            *CHECKPOINTED], 2, work)
     return work / "one", work / "two"
 
 
@@ -70,17 +72,18 @@ def test_two_processes_give_the_weights_of_one(one_and_two):
         assert torch.allclose(w, weights_two[name], atol=1e-4), name
 
 
-def test_two_processes_with_gradcache_give_the_losses_and_weights_of_one(scifact_pairs, tmp_path):
+def test_two_processes_with_gradcache_give_the_losses_and_weights_of_one(scifact_pairs, one_and_two):
     """--mini-batch-size (GradCache: sentence-transformers' cached loss runs a backward per mini-batch inside the
-    step) on two processes: the same two steps as one process."""
-    random_bert(tmp_path / "model", dropout=0.0)
-    cached = ["--mini-batch-size", "2", *TWO_STEPS]
-    launch(["train", str(scifact_pairs), "--out", "one", "--batch-size", "8", *cached], 1, tmp_path)
-    launch(["train", str(scifact_pairs), "--out", "two", "--batch-size", "4", "--gather-across-devices", *cached], 2,
-           tmp_path)
-    one, two = (json.loads((tmp_path / p / "train.json").read_text())["loss_curve"] for p in ("one", "two"))
-    assert [s["loss"] for s in two] == pytest.approx([s["loss"] for s in one], abs=1e-5) and len(one) == 2
-    weights_one, weights_two = (load_file(str(tmp_path / p / "model.safetensors")) for p in ("one", "two"))
+    step) on two processes: the same two steps as one process without it, since GradCache computes the batch's
+    loss and gradients in mini-batches, not another loss."""
+    one = one_and_two[0]
+    launch(["train", str(scifact_pairs), "--out", "two-cached", "--batch-size", "4", "--gather-across-devices",
+            "--mini-batch-size", "2", *TWO_STEPS], 2, one.parent)
+    cached = one.parent / "two-cached"
+    curves = [json.loads((p / "train.json").read_text())["loss_curve"] for p in (one, cached)]
+    assert [s["loss"] for s in curves[1]] == pytest.approx([s["loss"] for s in curves[0]], abs=1e-5)
+    assert len(curves[0]) == 2
+    weights_one, weights_two = (load_file(str(p / "model.safetensors")) for p in (one, cached))
     for name, w in weights_one.items():
         assert torch.allclose(w, weights_two[name], atol=1e-4), name
 
@@ -104,26 +107,26 @@ def test_reader_training_on_two_processes_gives_one_process_step_and_one_folder(
     assert json.loads((tmp_path / "two" / "reader.json").read_text())["steps"] == 2
 
 
-def test_a_run_interrupted_on_two_processes_resumes_on_two_to_the_same_weights(scifact_pairs, tmp_path):
-    """--resume under torchrun: the run cut after its first checkpoint (checkpoint-2 and the finished files
-    removed, as an interrupted run leaves the folder) continues from step 1 on two processes and ends where the
-    uninterrupted run did."""
+def test_a_run_interrupted_on_two_processes_resumes_on_two_to_the_same_weights(scifact_pairs, one_and_two):
+    """--resume under torchrun: the two-process run cut after its first checkpoint (checkpoint-2 and the finished
+    files removed, as an interrupted run leaves the folder) continues from step 1 on two processes and ends where
+    the uninterrupted run did."""
     import shutil
 
-    random_bert(tmp_path / "model", dropout=0.0)
-    args = ["--batch-size", "4", "--gather-across-devices", "--save-steps", "1", "--keep-checkpoints", *TWO_STEPS]
-    launch(["train", str(scifact_pairs), "--out", "full", *args], 2, tmp_path)
-    shutil.copytree(tmp_path / "full", tmp_path / "cut")
-    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "checkpoint-2")
-    for path in (tmp_path / "cut").iterdir():  # what a finished run adds beside its checkpoints
+    full = one_and_two[1]
+    cut = full.parent / "two-cut"
+    shutil.copytree(full, cut)
+    shutil.rmtree(cut / "checkpoints" / "checkpoint-2")
+    for path in cut.iterdir():  # what a finished run adds beside its checkpoints
         if path.name not in ("checkpoints", ".pretriever.json"):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    launch(["train", str(scifact_pairs), "--out", "cut", "--resume", *args], 2, tmp_path)
-    report = json.loads((tmp_path / "cut" / "train.json").read_text())
+    launch(["train", str(scifact_pairs), "--out", cut.name, "--resume", "--batch-size", "4", "--gather-across-devices",
+            *CHECKPOINTED], 2, full.parent)
+    report = json.loads((cut / "train.json").read_text())
     assert report["training"]["resumed_at_step"] == 1 and report["training"]["world_size"] == 2
-    full, resumed = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("full", "cut"))
-    assert full.keys() == resumed.keys()
-    for name, w in full.items():
+    done, resumed = (load_file(str(p / "model.safetensors")) for p in (full, cut))
+    assert done.keys() == resumed.keys()
+    for name, w in done.items():
         assert torch.allclose(w, resumed[name], atol=1e-6), name
 
 
