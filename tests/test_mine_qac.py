@@ -32,8 +32,8 @@ from pretriever import mine  # noqa: E402
 from pretriever.mine.phrases import OURS, WH_PHRASES, alternatives, is_country  # noqa: E402
 from pretriever.mine.triplets import (ModelError, answer_of, asks_a_member, balance, bare_definites,  # noqa: E402
                                  build_triplet, content_words, cut_blocks, entity_start, find_span, find_spans,
-                                 fit_phrase, governing_noun, leaks, load_ner, make_question, others_held, shared_words,
-                                 supports, unresolved_definite, unresolved_pronoun)
+                                 fit_phrase, governing_noun, leaks, load_ner, make_question, names_a_class, others_held,
+                                 shared_words, supports, unresolved_definite, unresolved_pronoun)
 from pretriever.mine.schema import PAIRS  # noqa: E402
 from pretriever.references.config import FetchConfig  # noqa: E402
 from pretriever.reader.negatives import PairsContexts  # noqa: E402
@@ -191,16 +191,16 @@ def test_blocks_option_is_checked(enwiki_store, tmp_path):
 
 @pytest.mark.parametrize("block_query, counts", [
     # measured on the canned pages (52-155 words) cut small, so that most have several blocks: 43 citations x 2
-    # sizes; the question's first block differs from the statement's for 5 triplets and lacks the answer for 7
-    ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 18,
+    # sizes; the question's first block differs from the statement's for 2 triplets and lacks the answer for 5
+    ("question", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 4, "no_fitting_phrase": 28,
                   "answer_in_question": 4, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                  "context_unsupported": 4, "triplets": 42, "other_entity": 14, "block_choice_differs": 5,
-                  "question_block_lacks_answer": 8}),
+                  "context_unsupported": 4, "triplets": 30, "other_entity": 12, "block_choice_differs": 2,
+                  "question_block_lacks_answer": 5}),
     # the statement's block first: more citations have no entity in it
-    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 16,
+    ("statement", {"unresolved_pronoun": 12, "no_entity": 2, "no_entity_in_block": 8, "no_fitting_phrase": 23,
                    "answer_in_question": 5, "answer_span_not_found": 0, "answer_in_other_role": 0,
-                   "context_unsupported": 6, "triplets": 37, "other_entity": 13, "block_choice_differs": 4,
-                   "question_block_lacks_answer": 4}),
+                   "context_unsupported": 6, "triplets": 27, "other_entity": 11, "block_choice_differs": 2,
+                   "question_block_lacks_answer": 2}),
 ])
 def test_several_block_sizes_in_one_run_and_the_block_choice_counted(enwiki_store, refs, tmp_path, block_query,
                                                                       counts):
@@ -274,8 +274,7 @@ GRAMMAR_CASES = [
     ("Pakistan's Chief of Army Staff, Pervez Musharraf, began sending thousands of Pakistanis to help the "
      "Taliban defeat the Northern Alliance.",
      "Taliban", "ORG", "which organization",
-     "Pakistan's Chief of Army Staff, Pervez Musharraf, began sending thousands of Pakistanis to help which "
-     "organization defeat the Northern Alliance?"),
+     None),  # in a purpose clause, mid-question: "... to help which organization defeat the Northern Alliance?"
     ("Construction began in 2013, with plans for it to become operable by 2015 and produce up to 50 aircraft per "
      "year by 2017.",
      "2013", "DATE", "when",
@@ -359,9 +358,10 @@ GRAMMAR_CASES = [
     # a phrase between the subject and the verb would strand the predicate after the inversion (the blind
     # judgement of 2026-11-28c: "When were 46.6% of Alabama's population younger than age 1 minorities?")
     ("In 2011, 46.6% of Alabama's population younger than age 1 were minorities.", "2011", "DATE", "when", None),
+    # the source of an "according to" is no fact of the statement (three judges of 2026-11-29 failed "According to
+    # what data were ... literate in 1970?")
     ("According to Soviet data, 100 percent of males and females (ages nine to forty-nine) were literate in 1970.",
-     "Soviet", "NORP", "what",
-     "According to what data were 100 percent of males and females (ages nine to forty-nine) literate in 1970?"),
+     "Soviet", "NORP", "what", None),
     # a passive's agent takes no comma: the statement's stray one goes (2026-11-28c: "..., by Lonely Planet?" read
     # as a phrase tacked on)
     ("In 2011, Albania was recommended as a top travel destination, by Lonely Planet.", "2011", "DATE", "when",
@@ -394,8 +394,8 @@ GRAMMAR_CASES = [
     ("The first person born in Africa to fly in space was Patrick Baudry (France), in 1985.", "Patrick Baudry",
      "PERSON", "who", None),
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
-     "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "how much money",
-     "According to the 2006 census, how much money was the median annual family income after taxes in Alberta?"),
+     "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "how much money",  # fronted before "be": "what"
+     "According to the 2006 census, what was the median annual family income after taxes in Alberta?"),
     # English cannot ask into a relative clause (2026-11-28c: "..., which entered into liquidation in what year?")
     ("However, the First World War impacted financially on the Clarmac Company, which entered into liquidation in "
      "1915.", "1915", "DATE", "when", None),
@@ -507,11 +507,9 @@ PHRASE_CASES = [
     ("In December 2011, Orson Welles' 1941 Oscar for Citizen Kane (Best Original Screenplay) was put up for auction, "
      "after his heirs won a 2004 court decision contending that Welles did not sign any agreement to return the "
      "statue to the Academy.", "1941", "DATE", "ours", None, None),  # after a possessive no phrase reads
-    # a bare year that is no modifier: ours asks "what year" where Table 5 has "what date"
+    # one end of a range is not asked: "for the period from what year to 2010?" (three judges, 2026-11-29)
     ("The Economy of Angola is one of the fastest-growing economies in the world, with reported annual average GDP "
-     "growth of 11.1 percent for the period from 2001 to 2010.", "2001", "DATE", "ours", "when",
-     "The Economy of Angola is one of the fastest-growing economies in the world, with reported annual average GDP "
-     "growth of 11.1 percent for the period from what year to 2010?"),
+     "growth of 11.1 percent for the period from 2001 to 2010.", "2001", "DATE", "ours", "when", None),
     # a date a reader cannot give
     ("According to a 2010 survey, religion today plays an important role in the lives of only 39% of Albanians, and "
      "Albania is ranked among the least religious countries in the world.", "today", "DATE", "ours", None, None),
@@ -544,11 +542,11 @@ PHRASE_CASES = [
     # an ordinal before its noun: "what rank movie"
     ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
      'performing opposite a human actor".', "first", "ORDINAL", "table5", None, None),
-    # a nationality modifying a noun: Table 5's "what", not "what groups"
+    # a nationality modifying a noun: Table 5's "what", not "what groups"; a participle's clause after it goes, so
+    # the wh-phrase ends the question
     ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making them the "
      "largest ethnic group at the time.", "English", "NORP", "table5", "what",
-     "In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the "
-     "largest ethnic group at the time?"),
+     "In the 1980 census, 41% of the people in Alabama identified as being of what ancestry?"),
     ('The 2015 Japanese film Sayonara, starring Geminoid F, was promoted as "the first movie to feature an android '
      'performing opposite a human actor".', "Japanese", "NORP", "table5", None, None),  # not "The 2015 what film"
     # a facility: ours "which building" (Table 5's plural "what buildings" in the name's number: test_fit_phrase);
@@ -558,7 +556,7 @@ PHRASE_CASES = [
     # money: the currency sign goes with the entity (spaCy's MONEY is "70,986": build_triplet adds it)
     ("According to the 2006 census, the median annual family income after taxes was $70,986 in Alberta (compared "
      "to $60,270 in Canada as a whole).", "$70,986", "MONEY", "table5", "how much money",
-     "According to the 2006 census, how much money was the median annual family income after taxes in Alberta?"),
+     "According to the 2006 census, what was the median annual family income after taxes in Alberta?"),
 ]
 
 
@@ -722,27 +720,39 @@ def test_the_answer_is_the_thing_asked_for():
     assert money and entity_start(statement, money[0][2], "MONEY") == statement.index("$70,986")
     got = build_triplet(statement, money, [block], 0, "k", doc=doc)
     assert (got.answer, got.answer_start, got.entity_span) == ("$70,986", block.index("$70,986"), money[0][2:])
-    assert got.question == ("According to the 2006 census, how much was the median annual family income after taxes "
+    assert got.question == ("According to the 2006 census, what was the median annual family income after taxes "
                             "in Alberta?")
     assert find_spans("$70,986", block) == [(26, 33)] and find_spans("1915", "1915 and 1915") == [(0, 4), (9, 13)]
 
 
-def test_a_nationality_before_a_noun_answers_with_the_noun():
-    """Round 1's blind judgement: "According to what data" answered "Soviet". The question keeps the noun; the
-    answer is the whole phrase where the context has it, else the entity is not asked (the Azerbaijan page)."""
+def test_a_nationality_before_a_noun_is_the_answer_alone_and_the_question_names_its_topic():
+    """The blind judgement of 2026-11-29 (three judges, bench/records/qac_rubric.md): "of what ancestry" is
+    answered "English", not "English ancestry", which repeats the noun the question asks with. "According to what
+    data were 100 percent ... literate in 1970?" asks for a statement's source, and with the percentage asked
+    instead the question never names whose literacy (the page is Azerbaijan's): neither is asked."""
+    nlp = load_ner("en_core_web_sm")
+    statement = ("In the 1980 census, 41% of the people in Alabama identified as being of English ancestry, making "
+                 "them the largest ethnic group at the time.")
+    block = ("Alabama - Ancestry. In the 1980 census, 41% of the people in Alabama identified as being of English "
+             "ancestry, the largest group in the state.")
+    doc = nlp(statement)
+    got = build_triplet(statement, _entities(doc, "English"), [block], 0, "k", doc=doc)
+    assert (got.question, got.answer) == ("In the 1980 census, 41% of the people in Alabama identified as being of "
+                                          "what ancestry?", "English")
+    assert got.answer_start == block.index("English")
     statement = ("According to Soviet data, 100 percent of males and females (ages nine to forty-nine) were literate "
                  "in 1970.")
     block = ("Azerbaijan - Education In the Soviet period, Azerbaijan achieved a high rate of literacy. According to "
              "Soviet data, 100 percent of males and females between the ages of nine and forty-nine were literate in "
              "1970.")
-    doc = load_ner("en_core_web_sm")(statement)
-    soviet = _entities(doc, "Soviet")
-    got = build_triplet(statement, soviet, [block], 0, "k", doc=doc)
-    assert (got.question, got.answer) == ("According to what data were 100 percent of males and females (ages nine "
-                                          "to forty-nine) literate in 1970?", "Soviet data")
-    assert got.answer_start == block.index("Soviet data")
-    other = block.replace("Soviet data", "the data")  # "Soviet" alone, in "the Soviet period": no answer
-    assert build_triplet(statement, soviet, [other], 0, "k", doc=doc) == "answer_span_not_found"
+    doc = nlp(statement)
+    assert build_triplet(statement, _entities(doc, "Soviet"), [block], 0, "k", doc=doc) == "no_fitting_phrase"
+    assert build_triplet(statement, _entities(doc, "100 percent"), [block], 0, "k", doc=doc) == "unnamed_topic"
+    # the same percentage of a named country's people is asked
+    named = statement.replace("of males and females", "of Azerbaijanis")
+    doc = nlp(named)
+    assert build_triplet(named, _entities(doc, "100 percent"), [block.replace("of males and females", "of "
+                         "Azerbaijanis")], 0, "k", doc=doc).answer == "100 percent"
 
 
 def test_fit_phrase_puts_what_buildings_in_the_number_of_the_name():
@@ -869,22 +879,26 @@ def test_a_member_of_a_class_the_context_lists_others_of_is_not_asked():
     """Round 2 of the blind judgement: "In 2011, what country was recommended as a top travel destination, by Lonely
     Planet?": Albania, and the page's Brazil, Canada, Greece and Morocco. A question asking for one member of a class
     ("a top travel destination") has no one answer where the context lists others of the answer's type; a context
-    naming one apart ("Tunisia was the only country ...") keeps it ("What country is an authoritarian regime ...",
-    judged a pass). Without the pipeline (nlp) the blocks are not read for it."""
+    naming one apart ("Tunisia was the only country ...") keeps it. Without the pipeline (nlp) the blocks are not
+    read for it. The subject of a "be" whose predicate is one of a kind is never asked: "What country is an
+    authoritarian regime, according to the Democracy Index 2014?" has many true answers, whatever the context
+    (three judges under the rubric of 2026-11-29 failed it; an earlier judge had passed it)."""
     nlp = load_ner("en_core_web_sm")
     statement = "In 2011, Albania was recommended as a top travel destination, by Lonely Planet."
     doc = nlp(statement)
     albania, year = _entities(doc, "Albania"), _entities(doc, "2011")
     assert asks_a_member(doc, *albania[0][2:]) and not asks_a_member(doc, *year[0][2:])
+    assert not names_a_class(doc, *albania[0][2:])  # recommended as one: a list's member, asked where none is listed
     assert build_triplet(statement, albania, [ALBANIA_BLOCK], 0, "k", doc=doc, nlp=nlp) == "answer_not_unique"
     assert build_triplet(statement, albania, [ALBANIA_BLOCK], 0, "k", doc=doc).answer == "Albania"
     alone = ALBANIA_BLOCK.replace("Brazil, Canada, Greece and Morocco", "four others")
     assert build_triplet(statement, albania, [alone], 0, "k", doc=doc, nlp=nlp).answer == "Albania"
     algeria = "Algeria is an authoritarian regime, according to the Democracy Index 2014."
     doc = nlp(algeria)
-    got = build_triplet(algeria, _entities(doc, "Algeria"), [ALGERIA_BLOCK], 0, "k", doc=doc, nlp=nlp)
-    assert asks_a_member(doc, 0, 7) and got.question == (
-        "What country is an authoritarian regime, according to the Democracy Index 2014?")
+    assert asks_a_member(doc, 0, 7) and names_a_class(doc, 0, 7)
+    for pipeline in (nlp, None):
+        assert build_triplet(algeria, _entities(doc, "Algeria"), [ALGERIA_BLOCK], 0, "k", doc=doc,
+                             nlp=pipeline) == "answer_not_unique"
 
 
 def test_grammar_cases_are_real_statements_of_the_sample(enwiki_store):
@@ -906,7 +920,7 @@ def test_funnel_counts_are_exact(mined, refs):
     assert funnel["no_reference_text"] == 7833 - 1 - 10 - 43
     # every citation is accounted for: each leaves at exactly one step or becomes a triplet
     assert sum(v for k, v in funnel.items() if k not in ("citations", "duplicate", "candidates")) == 7833
-    assert funnel == EXPECTED_FUNNEL and result.manifest.methods["qac"]["other_entity"] == 8
+    assert funnel == EXPECTED_FUNNEL and result.manifest.methods["qac"]["other_entity"] == 7
     assert funnel["triplets"] - funnel["duplicate"] == funnel["candidates"] == len(rows)
     assert json.loads((out / "stats.json").read_text())["methods"]["qac"]["funnel"] == funnel
 
@@ -934,9 +948,9 @@ def test_funnel_counts_are_exact(mined, refs):
 # its year is asked).
 EXPECTED_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                    "no_reference_text": 7779, "unresolved_pronoun": 6, "no_entity": 1, "no_entity_in_block": 2,
-                   "no_fitting_phrase": 9, "answer_in_question": 2, "answer_span_not_found": 0,
+                   "no_fitting_phrase": 14, "answer_in_question": 2, "unnamed_topic": 0, "answer_span_not_found": 0,
                    "answer_in_other_role": 0, "context_unsupported": 2, "unresolved_definite": 0,
-                   "answer_not_unique": 0, "triplets": 21, "duplicate": 0, "candidates": 21}
+                   "answer_not_unique": 1, "triplets": 15, "duplicate": 0, "candidates": 15}
 
 
 def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
@@ -945,14 +959,13 @@ def test_questions_carry_the_phrase_not_the_answer_and_offsets_hold(mined):
     for r in rows:
         assert r["positive_text"][r["answer_start"]:r["answer_end"]] == r["answer"]
         # Table 5's, "what building" (in the name's number), a time's or place's noun phrase where "when"/"where" would
-        # sit mid-clause, "which" and the noun a name stands in apposition to ("which 2015 Japanese film")
+        # sit mid-clause, "what" for an amount fronted before "be" ("what was the median income"), "which" and the
+        # noun a name stands in apposition to ("which 2015 Japanese film")
         assert (r["answer_phrase"] in WH_PHRASES[r["answer_type"]] + ("whose", "what building", "what year",
-                                                                       "what date", "what place")
+                                                                       "what date", "what place", "what")
                 or r["answer_phrase"].startswith("which "))
         assert r["answer_phrase"].lower() in r["query"].lower() and r["query"].endswith("?")
-        # a nationality answers with the noun the question keeps ("what data" -> "Soviet data"): that is no leak
-        said = " ".join(w for w in r["answer"].split() if f"{r['answer_phrase']} {w}".lower() not in r["query"].lower())
-        assert not leaks(said, r["query"], 0, 0) and r["answer_phrase"] != "how many"
+        assert not leaks(r["answer"], r["query"], 0, 0) and r["answer_phrase"] != "how many"
         assert r["context_source"] == "reference" and r["positive_title"] == r["reference_title"]
         assert len(r["positive_text"].split()) <= 128 and (r["block_words"], r["block_stride"]) == (128, 64)
         assert r["negative_kind"] == "random" and r["negative_doc_id"] != r["query_doc_id"]
@@ -973,14 +986,10 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('ABC', 'ORG',  # the clause after ";" goes
          'Which organization once again took over broadcast duties in 1976, and has broadcast the Oscars ever '
          'since?'),
-    '664|63|http://www.astronautix.com/astros/tamendez.htm':
-        ('1985', 'DATE',  # "Who was the first person ... in 1985?" bounds "first" by the year: the name is not
-         # asked; the year, in place at the clause's end
-         'The first person born in Africa to fly in space was Patrick Baudry (France), in what year?'),
     '303|238|https://books.google.com/books?id=SVoAXh-dNuYC&pg=PA57&dq=Sharing+the+dream:+white+males+in+multicultural+America++english+ancestry&cd=1#v=onepage&q=&f=false':
-        ('English ancestry', 'NORP',  # "Alabama" (no country), "41%" (not on the page as such) are not asked
-         'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry, making them the '
-         'largest ethnic group at the time?'),
+        ('English', 'NORP',  # "Alabama" (no country), "41%" (not on the page as such) are not asked; the
+         # answer is the nationality alone, and the participle's clause after it goes
+         'In the 1980 census, 41% of the people in Alabama identified as being of what ancestry?'),
     '738|336|http://www.lonelyplanet.com/albania/travel-tips-and-articles/76164':
         ('2011', 'DATE',  # not "what country": the page also lists Brazil, Canada, Greece and Morocco
          'When was Albania recommended as a top travel destination by Lonely Planet?'),  # the stray comma goes
@@ -988,9 +997,6 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
         ('39%', 'PERCENT',  # the question replaces "only 39%"; the answer is the number; the second clause goes
          'According to a 2010 survey, religion today plays an important role in the lives of what percent of '
          'Albanians?'),
-    '746|339|http://countrystudies.us/azerbaijan/23.htm':
-        ('Soviet data', 'NORP',  # "what data" asks for "Soviet data", not "Soviet"
-         'According to what data were 100 percent of males and females (ages nine to forty-nine) literate in 1970?'),
     '746|109|http://www.nationsencyclopedia.com/World-Leaders-2003/Azerbaijan-RISE-TO-POWER.html':
         ('Surat Huseynov', 'PERSON',  # ", which resulted in ..." said nothing of the person: it goes
          'In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection '
@@ -1009,9 +1015,9 @@ HAND_CHECKED: dict[str, tuple[str, str, str]] = {
          'Which 2015 Japanese film, starring Geminoid F, was promoted as "the first movie to feature an android '
          'performing opposite a human actor"?'),
     '717|194|http://www12.statcan.ca/english/census06/data/highlights/income/pages/Page.cfm?Lang=E&Geo=PR&Code=01&Table=5&Data1=1&Data2=1&StartRec=1&Sort=2&Display=Page':
-        ('$70,986', 'MONEY',  # the "$" was dropped; the predicate of "be" asked in front, the bracket at the end goes
-         'According to the 2006 census, how much money was the median annual family income after taxes in '
-         'Alberta?'),
+        ('$70,986', 'MONEY',  # the "$" was dropped; the predicate of "be" asked in front ("what", not "how much
+         # money"), the bracket at the end goes
+         'According to the 2006 census, what was the median annual family income after taxes in Alberta?'),
     '751|42|http://www.aikidojournal.com/article.php?articleID=626':
         ('Kenji Tomiki', 'PERSON',  # "15 continental states": Table 5's "what" would ask which states
          'Which person toured with a delegation of various martial arts through 15 continental states of the '
@@ -1080,7 +1086,7 @@ def test_unanswered_statements_become_retriever_pairs_only_when_asked(enwiki_sto
     report = result.manifest.methods["qac"]
     # the statement without an entity and the 2 whose entities are not on the cited page (EXPECTED_FUNNEL); not
     # those with an unresolved pronoun ("He named the metal inside the material "lithium"."), which ask nothing
-    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 24}
+    assert report["unanswered"] == 3 and report["funnel"] == EXPECTED_FUNNEL | {"candidates": 18}
     rows = pq.read_table(tmp_path / "qac.parquet").to_pylist()
     unanswered = [r for r in rows if r["answer"] is None]
     assert len(unanswered) == 3 and len(rows) == len(triplets) + 3
@@ -1259,8 +1265,9 @@ def test_context_links_gives_offline_triplets(enwiki_store, tmp_path):
 # question asks for where it stands, most of them in a list or a coordination ("of Aristotle and Plato").
 LINKS_FUNNEL = {"citations": 7833, "disambiguation_page": 1, "no_statement": 0, "flagged_statement": 10,
                 "no_reference_text": 7822, "no_linked_passage": 7775, "unresolved_pronoun": 13, "no_entity": 2,
-                "no_entity_in_block": 9, "no_fitting_phrase": 11, "answer_in_question": 3, "answer_span_not_found": 1,
-                "answer_in_other_role": 1, "context_unsupported": 3, "unresolved_definite": 0, "answer_not_unique": 0,
+                "no_entity_in_block": 9, "no_fitting_phrase": 12, "answer_in_question": 2, "unnamed_topic": 0,
+                "answer_span_not_found": 0, "answer_in_other_role": 1, "context_unsupported": 3,
+                "unresolved_definite": 0, "answer_not_unique": 1,
                 "answer_is_context_title": 3, "triplets": 1,
                 "duplicate": 0, "candidates": 1}
 
@@ -1384,7 +1391,7 @@ def test_pages_fetched_through_a_loopback_proxy_give_the_same_triplets(enwiki_st
     mine.run(MineConfig(corpus=enwiki_store.path, out=out, methods=["qac"], references=refs, seed=0))
     got = sorted((r["query"], r["answer"], r["reference_url"]) for r in pq.read_table(out / "qac.parquet").to_pylist())
     expected = sorted((r["query"], r["answer"], r["reference_url"]) for r in mined[3] if r["reference_url"] in canned)
-    assert got == expected and len(got) >= 20
+    assert got == expected and len(got) >= 12  # 14 of the 15 triplets cite a page fetched here
 
 
 def test_a_linked_passage_supports_a_statement_only_with_a_share_of_its_words():

@@ -41,7 +41,8 @@ from pretriever.serve.pair_pages import reason
 ALBENDAZOLE = "Albendazole is used to treat lymphatic filariasis."  # SciFact test query 94, judged doc 1215116
 COLD = "Cold exposure increases BAT recruitment."  # query 268, judged doc 970012
 # the predicate of "was" asked in front; "(France)" goes with the name
-QAC_QUESTION = "The first person born in Africa to fly in space was Patrick Baudry (France), in what year?"
+QAC_QUESTION = ("In 1993, democratically elected president Abulfaz Elchibey was overthrown by a military insurrection "
+                "led by which person?")
 
 
 def local(app, **options) -> TestClient:
@@ -270,15 +271,16 @@ def test_qac_pairs_carry_the_answer_span_and_the_question_word(evidence, served)
                                   "statement": row["statement"], "reference_url": row["reference_url"],
                                   "reference_title": row["reference_title"], "context_source": row["context_source"]}
         assert pair["reason"].startswith("question-answer-context") and f"\u201c{row['answer']}\u201d" in pair["reason"]
-    # a triplet checked by hand (tests/test_mine_qac.py): the question phrase sits where the year was (the name is
-    # not asked: "the first person ... in 1985" would bound "first" by the year)
+    # a triplet checked by hand (tests/test_mine_qac.py): the question phrase sits where the name was (the title
+    # "Colonel" goes with it), the relative clause after the name is cut
     [pair] = [p for p in body["pairs"] if p["query"]["text"] == QAC_QUESTION]
-    assert pair["answer"]["text"] == "1985" and pair["answer"]["type"] == "DATE"
-    start = QAC_QUESTION.index("what year")
-    assert pair["query"]["spans"] == [{"start": start, "end": start + 9, "kind": "answer_phrase", "text": "what year"}]
-    assert pair["answer"]["statement"] == "The first person born in Africa to fly in space was Patrick Baudry " \
-                                          "(France), in 1985."
-    assert "http://www.astronautix.com/astros/tamendez.htm" in pair["reason"]
+    assert pair["answer"]["text"] == "Surat Huseynov" and pair["answer"]["type"] == "PERSON"
+    start = QAC_QUESTION.index("which person")
+    assert pair["query"]["spans"] == [{"start": start, "end": start + 12, "kind": "answer_phrase",
+                                       "text": "which person"}]
+    assert pair["answer"]["statement"].startswith("In 1993, democratically elected president Abulfaz Elchibey was "
+                                                  "overthrown by a military insurrection led by Colonel Surat Huseynov,")
+    assert "Azerbaijan-RISE-TO-POWER.html" in pair["reason"]
 
 
 def test_cc_and_qc_pairs_say_why(evidence):

@@ -59,7 +59,8 @@ from pretriever.errors import PretrieverError
 from pretriever.mine.config import BLOCK_QUERIES
 from pretriever.metrics import normalize_answer
 from pretriever.mine.order import (IN_PLACE, SUBORDINATE, UNSAFE, WH, asked_clause, front, in_coordination, in_list,
-                                   in_relative_clause, is_copular, is_predicate, question_order, stray_commas)
+                                   in_relative_clause, embedded, is_copular, is_predicate, question_order,
+                                   stray_commas)
 from pretriever.mine.order import apply as apply_edits
 from pretriever.mine.phrases import (NUMERIC, PERSON_PHRASES, PHRASE_SETS, TITLE, WH_PHRASES, alternatives,
                                      noun_phrase)
@@ -241,22 +242,6 @@ def governing_noun(doc, start: int, end: int) -> tuple[str, ...]:
     if head.pos_ not in ("NOUN", "PROPN") or span.start <= head.i < span.end:
         return ()
     return tuple(dict.fromkeys((head.lower_, head.lemma_.lower())))
-
-
-def modified_noun(doc, start: int, end: int) -> int | None:
-    """Where the common noun ends that the entity at ``statement[start:end]`` modifies right before it ("Soviet
-    data", "English ancestry": spaCy's ``amod`` or ``compound``), or None. The question keeps the noun ("According
-    to what data"); the answer is the whole phrase, "Soviet data", not "Soviet", which no "what data" asks for. A
-    noun that itself names something after it ("the Brazilian chemist José Bonifácio") is none."""
-    span = doc.char_span(start, end, alignment_mode="expand")
-    if span is None or len(span) == 0 or span.end >= len(doc):
-        return None
-    noun = doc[span.end]
-    if span.root.dep_ not in ("amod", "compound") or span.root.head.i != noun.i:
-        return None
-    if noun.pos_ != "NOUN" or noun.dep_ in ("compound", "amod"):
-        return None
-    return noun.idx + len(noun.text)
 
 
 def in_role(block: str, span: tuple[int, int], noun: Sequence[str]) -> bool:
@@ -491,10 +476,14 @@ def make_question(statement: str, start: int, end: int, phrase: str,
       relative clause on "which" after a person (:func:`pretriever.mine.order.asked_clause`); None where the entity
       is in such a later clause, or is an item of a list or in one of coordinated phrases
       (:func:`pretriever.mine.order.in_coordination`);
-    * the predicate of a "be" is asked in front ("How much money was the median annual family income after taxes
-      in Alberta?": :func:`pretriever.mine.order.front`), or not at all;
+    * the predicate of a "be" is asked in front, an amount by "what" ("What was the median annual family income
+      after taxes in Alberta?": :func:`pretriever.mine.order.front`), or not at all;
     * an entity in a relative clause is not asked (:func:`pretriever.mine.order.in_relative_clause`), nor one inside
-      the subject that does not open it; a comma between a passive's verb and its agent goes
+      the subject that does not open it, nor one in an adverbial or complement clause, the object of a comparison
+      on a noun, one end of a range or the source of an "according to" (:func:`pretriever.mine.order.embedded`);
+      a phrase left in place after a comma at the question's end ("..., in what year?") is no question either;
+      a participle's clause set off after the entity goes ("of what ancestry, making them ..." -> "of what
+      ancestry?"); a comma between a passive's verb and its agent goes
       (:func:`pretriever.mine.order.stray_commas`), as does a bracket that ends the question.
 
     A parenthetical right after the entity belonged to it and goes ("by who (France), in 1985" -> "by who, in
@@ -512,7 +501,7 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
     if doc is not None:
         clause = asked_clause(doc, start, end)
         if (clause is None or in_coordination(doc, start, end, clause[0])
-                or in_relative_clause(doc, start, end, clause[0])):
+                or in_relative_clause(doc, start, end, clause[0]) or embedded(doc, start, end, clause[0])):
             return None
         upto, stop = clause
         statement = statement[:stop]  # the clause that holds it: "...; its current contract ..." goes
@@ -542,6 +531,10 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
         head, phrase, tail = fit_phrase(statement[:start], noun, text[end:], alternatives, entity, adverbs=False)
     if phrase is None:
         return None
+    if doc is not None and order == IN_PLACE:
+        tail = _without_participle(doc, start, end, tail)
+        if _TACKED_ON.search(head) and not tail.strip(" .!?"):
+            return None  # "... was Patrick Baudry (France), in what year?": a phrase after the question, not one
     tail = _PARENTHETICAL.sub("", tail)
     if not head.strip():  # the phrase opens the question: no comma after it ("In 1990, he" -> "When he")
         if order == SUBORDINATE:
@@ -549,6 +542,26 @@ def compose(statement: str, start: int, end: int, phrase: str, alternatives: Seq
         # a subject keeps the comma that closes its apposition ("Which 2015 Japanese film, starring ..., was")
         head, tail = "", tail if doc is not None and phrase not in ADVERBS else re.sub(r"^\s*,", "", tail)
     return _finish(head + phrase + tail, phrase), phrase
+
+
+_TACKED_ON = re.compile(r",\s*(?:[a-z]+\s+)?$")  # "..., in " before the wh-phrase that ends the question
+
+
+def _without_participle(doc, start: int, end: int, tail: str) -> str:
+    """``tail``, what follows the entity at ``statement[start:end]``, less a participle's clause on the verb set off
+    by a comma right after it, or after the noun it modifies ("identified as being of English ancestry, making them
+    the largest ethnic group"): in place, the wh-phrase then ends the question ("... of what ancestry?") instead
+    of standing mid-question before an aside."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    after = [t for t in doc if t.idx >= end]
+    if span is not None and after and span.root.dep_ in ("amod", "compound") and span.root.head.i == after[0].i:
+        after = after[1:]  # the noun stays with the wh-phrase: "of what ancestry"
+    after = after[:2]
+    if len(after) < 2 or after[0].text != "," or after[1].tag_ != "VBG" or after[1].dep_ != "advcl":
+        return tail
+    clause_end = doc[after[1].right_edge.i]
+    cut_from, cut_to = after[0].idx - end, clause_end.idx + len(clause_end.text) - end
+    return tail[:cut_from] + tail[cut_to:]
 
 
 _DROP = "\x01"  # in compose's statement: a stray comma (pretriever.mine.order.stray_commas), dropped by _finish
@@ -573,6 +586,8 @@ def _front_predicate(statement: str, start: int, end: int, phrase: str, alternat
     None where it cannot be fronted: in place, what follows the predicate would hang off the wh-phrase."""
     if phrase in ADVERBS:
         phrase = noun_phrase(statement[start:end], tuple(alternatives) or (phrase,))
+    elif phrase.startswith("how "):  # "How much money was the median income": a person asks "What was ..."
+        phrase = "what"
     fronted = front(doc, start, end, upto) if phrase is not None else None
     if fronted is None:
         return None
@@ -692,6 +707,36 @@ def asks_a_member(doc, start: int, end: int) -> bool:
     return any(_indefinite(p) for p in predicates)
 
 
+NAME_TYPES = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "LAW", "PRODUCT"})
+
+
+def names_its_topic(doc, start: int, end: int, stop: int, label: str) -> bool:
+    """Whether the question for the entity at ``statement[start:end]`` (its clause ending at ``stop``) says what it
+    is about: it asks for a name (``label`` in :data:`NAME_TYPES`), or keeps one of the statement's (spaCy's)
+    names, or a people named as a noun ("of what percent of Albanians"; a nationality as an adjective, "Soviet
+    data", is none). "According to Soviet data, what percent of males and females ... were literate in 1970?"
+    leaves out the country the page is about, which the statement never names: read alone it asks about no one."""
+    if label in NAME_TYPES:
+        return True
+    for ent in doc.ents:
+        if not (ent.end_char <= start or ent.start_char >= end) or ent.end_char > stop:
+            continue
+        if ent.label_ in NAME_TYPES or (ent.label_ == "NORP" and ent.root.pos_ in ("PROPN", "NOUN")):
+            return True
+    return False
+
+
+def names_a_class(doc, start: int, end: int) -> bool:
+    """Whether the entity at ``statement[start:end]`` is the subject of a "be" whose predicate is one of a kind
+    (:func:`_indefinite`): "Algeria is an authoritarian regime" asks "What country is an authoritarian regime?",
+    which many countries answer as truly, whatever the context lists (unlike :func:`asks_a_member`'s "was
+    recommended as a top travel destination by Lonely Planet in 2011", one list's member)."""
+    span = doc.char_span(start, end, alignment_mode="expand")
+    if span is None or len(span) == 0 or span.root.dep_ != "nsubj" or span.root.head.lemma_ != "be":
+        return False
+    return any(c.dep_ == "attr" and _indefinite(c) for c in span.root.head.children)
+
+
 _LIST_GLUE = re.compile(r"\s*,?\s*(?:and|or)\s+")  # "Greece and Morocco", "Greece, and Morocco"
 
 
@@ -748,6 +793,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     counts it: "approximately 50 Oscars"; or, with ``doc``, spaCy's parse of the statement, no question order
     reads there: :func:`make_question`),
     ``answer_in_question`` (the rest of the statement still holds a token of the answer: :func:`leaks`),
+    ``unnamed_topic`` (with ``doc``, the question neither asks for a name nor keeps one: :func:`names_its_topic`),
     ``answer_span_not_found`` (no word-bounded occurrence), ``answer_in_other_role`` (with ``doc``, no occurrence
     whose sentence names the noun the answer complements in the statement: :func:`in_role`),
     ``context_unsupported`` (each block holding the
@@ -756,7 +802,8 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     ``unresolved_definite`` (with ``doc``, the question holds a bare "the NOUN" that no block holding the answer
     names: :func:`unresolved_definite`), ``answer_not_unique`` (with ``doc`` and ``nlp``, the pipeline that parsed
     it: the question asks for a member of a class, :func:`asks_a_member`, and each block holding the answer lists
-    entities of its type, :func:`listed_alike`). The entity is sampled (seeded); when it fails a filter, the
+    entities of its type, :func:`listed_alike`; with ``doc`` alone, the subject of a "be" whose predicate is one of a
+    kind, whatever the blocks: :func:`names_a_class`). The entity is sampled (seeded); when it fails a filter, the
     statement's
     other entities are tried in order before the citation is dropped, and the reason given is the
     sampled entity's. With ``mentioning`` (linked passages), only the blocks that mention one of the
@@ -790,9 +837,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     for tries, (_, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
         asked = entity_start(statement, start, label)  # the question replaces the entity with its currency sign
         text, answer = statement[asked:end], answer_of(statement[asked:end], label)
-        # a nationality before the noun the question keeps answers with it: "what data" -> "Soviet data"
-        noun_end = modified_noun(doc, start, end) if doc is not None and label == "NORP" else None
-        said = answer if noun_end is None else answer_of(statement[asked:noun_end], label)
+        said = answer  # a nationality before a noun the question keeps is the answer alone: "what ancestry" -> "English"
         # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
         counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
                       for e in entities)
@@ -806,6 +851,12 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         # the statement's other entities that the question holds: none of a later clause or an aside it cut
         stop = asked_clause(doc, asked, end)[1] if doc is not None else len(statement)
         others = [e for e in entities if (e[3] <= start or e[2] >= end) and e[3] <= stop]
+        if doc is not None and names_a_class(doc, start, end):
+            reason = reason or "answer_not_unique"
+            continue
+        if doc is not None and not names_its_topic(doc, start, end, stop, label):
+            reason = reason or "unnamed_topic"
+            continue
         member = doc is not None and nlp is not None and asks_a_member(doc, start, end)
         role = governing_noun(doc, start, end) if doc is not None else ()
         by_question = ranker.ranking(question)

@@ -71,8 +71,8 @@ TAGS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("name", pa.
 KINDS_TABLE = pa.schema([("k_doc", pa.string()), ("k_kind", pa.string())])
 CHECKPOINT = "_checkpoint.json"  # "_": Spark skips it when reading the folder of parts
 FILTERS = ("unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase", "answer_in_question",
-           "answer_span_not_found", "answer_in_other_role", "context_unsupported", "unresolved_definite",
-           "answer_not_unique", "answer_is_context_title")
+           "unnamed_topic", "answer_span_not_found", "answer_in_other_role", "context_unsupported",
+           "unresolved_definite", "answer_not_unique", "answer_is_context_title")
 LINKS_ONLY = ("no_linked_passage", "answer_is_context_title")
 # beside the funnel (each counts triplets): another entity than the sampled one answered; the blocks BM25 ranks
 # first for the statement and for the question differ; the question's first block lacks the answer
@@ -88,8 +88,9 @@ ENTITY_COUNTS = ("entities_wiki_kind", "entities_kind_overrides")
 UNANSWERED = ("no_entity", "no_entity_in_block")
 FUNNEL = ("citations", "disambiguation_page", "no_statement", "flagged_statement", "no_reference_text",
           "no_linked_passage", "unresolved_pronoun", "no_entity", "no_entity_in_block", "no_fitting_phrase",
-          "answer_in_question", "answer_span_not_found", "answer_in_other_role", "context_unsupported",
-          "unresolved_definite", "answer_not_unique", "answer_is_context_title", "triplets", "duplicate", "candidates")
+          "answer_in_question", "unnamed_topic", "answer_span_not_found", "answer_in_other_role",
+          "context_unsupported", "unresolved_definite", "answer_not_unique", "answer_is_context_title", "triplets",
+          "duplicate", "candidates")
 
 
 @register
