@@ -837,7 +837,6 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
     for tries, (_, label, start, end) in enumerate([first, *(e for e in kept if e != first)]):
         asked = entity_start(statement, start, label)  # the question replaces the entity with its currency sign
         text, answer = statement[asked:end], answer_of(statement[asked:end], label)
-        said = answer  # a nationality before a noun the question keeps is the answer alone: "what ancestry" -> "English"
         # a noun counted by the entity before it ("approximately 50 Oscars", spaCy's ORG) names no one thing
         counted = any(e[1] in ("CARDINAL", "QUANTITY") and e[3] <= start and not statement[e[3]:start].strip()
                       for e in entities)
@@ -863,7 +862,7 @@ def build_triplet(statement: str, entities: Sequence[Entity], blocks: Sequence[s
         order = by_question if block_query == "question" else by_statement[:1]
         found, refused = None, None
         for j in order:
-            spans = find_spans(said, texts[j])
+            spans = find_spans(answer, texts[j])  # a nationality is the answer alone: "what ancestry" -> "English"
             if not spans:
                 continue
             if not (spans := [span for span in spans if in_role(texts[j], span, role)]):
