@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -129,5 +128,7 @@ def write_parquet_batches(batches: Iterable[pa.RecordBatch | pa.Table], schema: 
 def text_pair_hashes(first: pa.Array, second: pa.Array) -> np.ndarray:
     """A 64-bit hash of each (first, second) text pair (nulls as ""), to find a pair seen before cheaply."""
     first, second = (pc.fill_null(a.cast(pa.string()), "") for a in (first, second))
+    import pandas as pd  # here, not at the top: every command's `--help` imports this module
+
     joined = pc.binary_join_element_wise(first, second, "\x1f")
     return pd.util.hash_array(np.asarray(joined.to_pylist(), dtype=object))
