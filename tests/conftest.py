@@ -43,17 +43,46 @@ QA = SHARED_DATA / "qa"  # NQ-open, CuratedTREC and other question files
 COWIKI = Path(__file__).resolve().parent / "data" / "cowiki.xml"  # hand-written: co-mentions of articles
 
 
-# The modules that take longest (`pytest --durations=0` on 2 cores, 2026-11-29: 406, 270, 161, 110 and 105 s of the
-# suite's 1,881), run first. Under `pytest -n 2 --dist loadfile` (the README's command) each worker takes whole
-# modules in this order, so the longest start at once and the hundreds of short tests fill in behind them, instead of
-# one of them starting last and running alone.
-LONGEST_FIRST = ("test_evaluate_scifact.py", "test_cli_examples.py", "test_distributed.py", "test_readme_commands.py",
-                 "test_mine_spark.py", "test_mine_qac.py", "test_train.py", "test_serve_api.py", "test_mine.py",
-                 "test_reader.py", "test_build_spark.py")
+# The modules that take longest (`pytest -n 2 --durations=0` on 2 cores, 2026-11-29: test_cli_examples 384 s; the
+# Spark modules 327 s together; test_evaluate_scifact about 200 s on its judged slice; the two web modules 208 s
+# together), run first. Under `pytest -n 2 --dist loadfile` (the README's command) each worker takes whole modules
+# (or SAME_WORKER's units) in this order, so the longest start at once and the hundreds of short tests fill in behind
+# them, instead of one of them starting last and running alone.
+LONGEST_FIRST = ("test_cli_examples.py", "test_mine_spark.py", "test_mine_qac.py", "test_build_spark.py",
+                 "test_evaluate_scifact.py", "test_serve_api.py", "test_serve_browser.py", "test_distributed.py",
+                 "test_readme_commands.py", "test_train.py", "test_tune.py", "test_mine.py", "test_reader.py",
+                 "test_pretrain.py")
 
 
-def pytest_collection_modifyitems(items):
+# Modules that share an expensive session fixture go to one worker as one unit of work, so it is built once there:
+# the web app's index and pairs (`served`, about 50 s of one core) and the Spark session (a JVM, about 20 s with its
+# first query).
+SAME_WORKER = {"tests/test_serve_browser.py": "tests/test_serve_api.py",
+               "tests/test_build_spark.py": "tests/test_mine_spark.py",
+               "tests/test_mine_qac.py": "tests/test_mine_spark.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (the default here), with each module of SAME_WORKER in the unit of the module it names."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SAME_WORKER.get(scope, scope)
+
+    return SharedFixtureScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    if "reference" not in (config.getoption("markexpr") or ""):  # whole-corpus figures only when asked for
+        skip = pytest.mark.skip(reason="a whole-corpus reference figure (minutes of encoding): pytest -m reference")
+        for item in items:
+            if item.get_closest_marker("reference"):
+                item.add_marker(skip)
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every module keeps its own order
 
 

@@ -23,7 +23,7 @@ import pytest
 import typer
 
 from conftest import ENWIKI as DUMP, QA, SCIFACT
-from helpers import dump_head, offline_cli
+from helpers import dump_head, offline_cli, scifact_slice
 from pretriever.cli import PIPELINE_ORDER, app
 from pretriever.testing import random_t5
 
@@ -60,31 +60,13 @@ def test_every_command_but_the_simplest_has_an_example():
     assert not missing, f"commands without an example in their help: {missing}"
 
 
-def _scifact_subset(folder: Path, n_docs: int = 200, words: int = 32) -> None:
-    """The SciFact documents judged for the first 20 test and 20 train claims, plus others up to n_docs, each
-    abstract cut to its first ``words`` words: the examples check that commands run, and whole abstracts (241
+def _scifact_subset(folder: Path) -> Path:
+    """The SciFact documents judged for the first 20 test and 20 train claims, plus others up to 200, each
+    abstract cut to its first 32 words: the examples check that commands run, and whole abstracts (241
     MiniLM tokens on average, most cut at 256) pad every encode and training batch of the SciFact examples to 256
     tokens, their first 32 words to at most 111 (68 on average); most still hold two sentences, as masked-ICT's
     sentence-out queries need."""
-    qrels = {}
-    for split in ("test", "train"):
-        rows = (SCIFACT / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]
-        qids = list(dict.fromkeys(r.split("\t")[0] for r in rows))[:20]
-        qrels[split] = [r for r in rows if r.split("\t")[0] in qids]
-    wanted = {r.split("\t")[1] for rows in qrels.values() for r in rows}
-    docs = []
-    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            if doc["_id"] in wanted or len(docs) < n_docs - len(wanted):
-                doc["text"] = " ".join(doc["text"].split()[:words])
-                docs.append(json.dumps(doc, ensure_ascii=False) + "\n")
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(docs), encoding="utf-8")
-    (folder / "queries.jsonl").write_text((SCIFACT / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    for split, rows in qrels.items():
-        (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n",
-                                                       encoding="utf-8")
+    return scifact_slice(SCIFACT, folder, docs=200, claims=20, words=32)
 
 
 def _ends_queries_early(model: Path) -> Path:
