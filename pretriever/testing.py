@@ -77,10 +77,10 @@ def random_bert(path: Path, seed: int = 0, layers: int = 2, hidden: int = 64, he
 
 
 def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6,
-                splits: dict[str, int] | None = None) -> Path:
+                splits: dict[str, int | None] | None = None, words: int | None = None) -> Path:
     """A BEIR folder: the documents judged for the first ``n_queries`` test queries of ``source`` (or the first
-    ``splits[split]`` queries of each split named), then others up to ``n_docs`` in corpus order, with those
-    queries and their judgements."""
+    ``splits[split]`` queries of each split named, all of them for None), then others up to ``n_docs`` in corpus
+    order, each text cut to its first ``words`` words when given, with those queries and their judgements."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "qrels").mkdir(exist_ok=True)
     judged: dict[str, list[list[str]]] = {}
@@ -95,6 +95,8 @@ def beir_subset(folder: Path, source: Path, n_docs: int = 30, n_queries: int = 6
         for line in f:
             doc = json.loads(line)
             if doc["_id"] in needed or len(docs) < n_docs - len(needed):
+                if words is not None:
+                    doc["text"] = " ".join(doc["text"].split()[:words])
                 docs.append(doc)
     queries = [json.loads(line) for line in (source / "queries.jsonl").read_text().splitlines()]
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")

@@ -153,12 +153,13 @@ def enwiki_con(enwiki_store):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session (2 cores; a failed task is tried twice, as a cluster retries it) for every
-    Spark test; skipped cleanly without PySpark or Java."""
+    """One local Spark session (this worker's share of the cores, as for OpenMP above; a failed task is tried
+    twice, as a cluster retries it) for every Spark test; skipped cleanly without PySpark or Java."""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("PySpark needs a Java runtime")
-    session = spark_session(threads=2, master="local[2,2]")
+    threads = max(1, (os.cpu_count() or 2) // _WORKERS)
+    session = spark_session(threads=threads, master=f"local[{threads},2]")
     yield session
     session.stop()
 

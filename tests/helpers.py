@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bz2
 import io
-import json
 import os
 import re
 import traceback
@@ -58,37 +57,6 @@ def dump_head(dump: Path, out: Path, pages: int, also: tuple[str, ...] = ()) -> 
     assert len(extra) == len(also), f"{dump}: not every page of {also} is after the first {pages}"
     out.write_bytes(bz2.compress(xml[: found[pages].start()] + b"".join(extra) + xml[found[-1].end():]))
     return out
-
-
-def scifact_slice(source: Path, folder: Path, docs: int = 0, claims: int | None = None,
-                  words: int | None = None) -> Path:
-    """A BEIR folder cut from SciFact (``source``): every document judged for the first ``claims`` claims of each
-    split (all of them when None), then the corpus's first other documents up to ``docs`` in all (none when 0),
-    each abstract cut to its first ``words`` words when given; every query, and the kept claims' judgments.
-
-    Real documents and judgments at a fraction of the whole corpus's encode, where a test pins figures or checks
-    that commands run."""
-    qrels = {}
-    for split in ("test", "train"):
-        rows = (source / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]
-        qids = list(dict.fromkeys(r.split("\t")[0] for r in rows))[:claims]
-        qrels[split] = [r for r in rows if r.split("\t")[0] in set(qids)]
-    wanted = {r.split("\t")[1] for rows in qrels.values() for r in rows}
-    kept = []
-    with open(source / "corpus.jsonl", encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            if doc["_id"] in wanted or len(kept) < docs - len(wanted):
-                if words is not None:
-                    doc["text"] = " ".join(doc["text"].split()[:words])
-                kept.append(json.dumps(doc, ensure_ascii=False) + "\n")
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(kept), encoding="utf-8")
-    (folder / "queries.jsonl").write_text((source / "queries.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    for split, rows in qrels.items():
-        (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n",
-                                                       encoding="utf-8")
-    return folder
 
 
 def make_multistream(xml: bytes, folder: Path, pages_per_stream: int) -> tuple[Path, Path]:

@@ -23,9 +23,9 @@ import pytest
 import typer
 
 from conftest import ENWIKI as DUMP, QA, SCIFACT
-from helpers import dump_head, offline_cli, scifact_slice
+from helpers import dump_head, offline_cli
 from pretriever.cli import PIPELINE_ORDER, app
-from pretriever.testing import random_t5
+from pretriever.testing import beir_subset, random_t5
 
 ENWIKI_PAGES = 86  # of the sample's 206: 19 articles (894 passages of 4,055) from Anarchism to Atlas Shrugged,
 ENWIKI_ALSO = ("586", "659")  # and ASCII, whose statement citing ANSI (linked) is the sample's one qac-links pair
@@ -66,7 +66,7 @@ def _scifact_subset(folder: Path) -> Path:
     MiniLM tokens on average, most cut at 256) pad every encode and training batch of the SciFact examples to 256
     tokens, their first 32 words to at most 111 (68 on average); most still hold two sentences, as masked-ICT's
     sentence-out queries need."""
-    return scifact_slice(SCIFACT, folder, docs=200, claims=20, words=32)
+    return beir_subset(folder, SCIFACT, n_docs=200, splits={"test": 20, "train": 20}, words=32)
 
 
 def _ends_queries_early(model: Path) -> Path:

@@ -24,9 +24,10 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import SCIFACT, build, shared
-from helpers import cli_app, scifact_slice
+from helpers import cli_app
 from pretriever.data import load_qrels, load_queries, queries_in_qrels
 from pretriever.evaluate import EvaluationOptions, QrelsTask, evaluate_retrievers
+from pretriever.testing import beir_subset
 
 TOLERANCE = 0.01
 SLICE_DOCS = 667  # abstracts judged for any claim
@@ -46,8 +47,9 @@ def scifact_test(scifact_store):
 
 @pytest.fixture(scope="module")
 def judged_slice(tmp_path_factory) -> Path:
-    """The BEIR folder of the abstracts judged for any SciFact claim, with every query and judgment."""
-    return scifact_slice(shared(SCIFACT), tmp_path_factory.mktemp("scifact-judged") / "beir")
+    """The BEIR folder of the abstracts judged for any SciFact claim, with every claim and its judgments."""
+    return beir_subset(tmp_path_factory.mktemp("scifact-judged") / "beir", shared(SCIFACT), n_docs=0,
+                       splits={"test": None, "train": None})
 
 
 @pytest.fixture(scope="module")
