@@ -114,7 +114,7 @@ def test_minilm_index_is_sentence_transformers_own_and_scores_as_pytrec_eval_doe
     assert metrics["Recall@100"] == pytest.approx(SLICE_RECALL, abs=0.0002)
 
 
-def test_cli_prints_both_systems_side_by_side(dense_index_dir, scifact_store, tmp_path):
+def test_cli_prints_both_systems_side_by_side(dense_index_dir, tmp_path):
     from pretriever.cli.evaluate import evaluate_command
 
     app = cli_app(evaluate=evaluate_command)
