@@ -1,0 +1,88 @@
+"""Issue 38, item 1: does the Condenser head use h once it reads the pooled vector at the official scale?
+
+On a plain start (a small BERT trained from random weights with masked-LM alone on SciFact's abstracts, so that
+its MLM head predicts tokens), the head is warmed up on the frozen encoder, or the whole model trained with
+coCondenser, and then its masked-token loss (L_aux) on held-in cc pairs is measured three ways: with the true h,
+with another passage's h (the batch rolled by one) and with h = 0. A head that uses h scores the true h best.
+
+    python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600]
+
+Prints one row per setting; bench/README.md ("Does the bottleneck read h?") keeps the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import torch
+
+from pretriever.pretrain.config import PretrainConfig
+from pretriever.pretrain.run import build_objective, run
+
+SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "beir" / "scifact"
+SETTINGS = {  # name: (pooling, head warm-up steps, head lr, joint steps, lr)
+    "cls, head warm-up 100 at 1e-3": ("cls", 100, 1e-3, 0, 0.0),
+    "cls, head warm-up 400 at 3e-3": ("cls", 400, 3e-3, 0, 0.0),
+    "mean, head warm-up 200 at 3e-3": ("mean", 200, 3e-3, 0, 0.0),
+    "cls, coCondenser 300 joint steps at 5e-4": ("cls", 0, 0.0, 300, 5e-4),
+}
+
+
+def cli(*args: str) -> None:
+    """One pretriever command, its output discarded (a failure shows it)."""
+    done = subprocess.run([str(Path(sys.executable).parent / "pretriever"), *args], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])
+
+
+def aux_losses(model: Path, pairs: Path, pooling: str, rows: int = 256, batch: int = 32) -> dict[str, float]:
+    """L_aux with the true, a rolled and a zero h, averaged over the first ``rows`` shuffled cc pairs."""
+    cfg = PretrainConfig(out=model / "probe", model=str(model), pairs=pairs, objective="cocondenser",
+                         batch_size=batch, max_length=64, pooling=pooling)
+    objective = build_objective(cfg, "cpu")[1].eval()
+    data = pq.read_table(pairs / "cc.parquet").to_pylist()
+    random.Random(1).shuffle(data)
+    totals = {"true": 0.0, "rolled": 0.0, "zero": 0.0}
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for at in range(0, rows, batch):
+            part = data[at:at + batch]
+            inputs = objective.prepare([r["positive_text"] for r in part], [r["query"] for r in part], ["cc"] * batch)
+            counts = objective.counts(inputs)
+            h, state = objective.encode({k: inputs[k] for k in objective.encoder_rows[0]})
+            for name, given in (("true", h), ("rolled", h.roll(1, 0)), ("zero", torch.zeros_like(h))):
+                totals[name] += objective.row_terms(given, state, inputs, counts)["aux"].item() / (rows // batch)
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/probe-h"))
+    parser.add_argument("--start-steps", type=int, default=600)
+    args = parser.parse_args()
+    work, pairs, start = args.work, args.work / "pairs", args.work / "start"
+    if not (start / "pretrain.json").exists():
+        cli("corpus", "build", str(SCIFACT), "--out", str(work / "store"), "--words", "64", "--overwrite")
+        cli("mine", str(work / "store"), "--method", "cc", "--out", str(pairs), "--overwrite")
+        cli("pretrain", str(pairs), "--objective", "mlm", "--init", "random", "--init-layers", "2", "--init-hidden",
+            "128", "--init-heads", "2", "--batch-size", "32", "--max-length", "64", "--max-steps",
+            str(args.start_steps), "--lr", "1e-3", "--warmup-ratio", "0.05", "--pooling", "cls", "--out", str(start),
+            "--overwrite")
+    print("| setting | L_aux, true h | rolled h | h = 0 |\n| --- | ---: | ---: | ---: |")
+    for i, (name, (pooling, warm, head_lr, joint, lr)) in enumerate(SETTINGS.items()):
+        out = work / f"setting-{i}"
+        run(PretrainConfig(out=out, model=str(start), pairs=pairs, objective="cocondenser", pooling=pooling,
+                           batch_size=32, max_length=64, max_steps=warm + joint, head_warmup_steps=warm,
+                           head_lr=head_lr or 1e-4, learning_rate=lr or 1e-4, logging_steps=50, save_steps=100000,
+                           overwrite=True, seed=0))
+        losses = aux_losses(out, pairs, pooling)
+        print(f"| {name} | {losses['true']:.6f} | {losses['rolled']:.6f} | {losses['zero']:.6f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
