@@ -5,7 +5,7 @@ its MLM head predicts tokens), the head is warmed up on the frozen encoder, or t
 coCondenser, and then its masked-token loss (L_aux) on held-in cc pairs is measured three ways: with the true h,
 with another passage's h (the batch rolled by one) and with h = 0. A head that uses h scores the true h best.
 
-    python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600]
+    python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600] [--layers 2] [--only 0 3]
 
 Prints one row per setting; bench/README.md ("Does the bottleneck read h?") keeps the figures.
 """
@@ -64,17 +64,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/probe-h"))
     parser.add_argument("--start-steps", type=int, default=600)
+    parser.add_argument("--layers", type=int, default=2, help="the start's layers (the head reads the middle one)")
+    parser.add_argument("--only", type=int, nargs="*", help="the settings to run, by their row number from 0")
     args = parser.parse_args()
     work, pairs, start = args.work, args.work / "pairs", args.work / "start"
     if not (start / "pretrain.json").exists():
         cli("corpus", "build", str(SCIFACT), "--out", str(work / "store"), "--words", "64", "--overwrite")
         cli("mine", str(work / "store"), "--method", "cc", "--out", str(pairs), "--overwrite")
-        cli("pretrain", str(pairs), "--objective", "mlm", "--init", "random", "--init-layers", "2", "--init-hidden",
-            "128", "--init-heads", "2", "--batch-size", "32", "--max-length", "64", "--max-steps",
+        cli("pretrain", str(pairs), "--objective", "mlm", "--init", "random", "--init-layers", str(args.layers),
+            "--init-hidden", "128", "--init-heads", "2", "--batch-size", "32", "--max-length", "64", "--max-steps",
             str(args.start_steps), "--lr", "1e-3", "--warmup-ratio", "0.05", "--pooling", "cls", "--out", str(start),
             "--overwrite")
     print("| setting | L_aux, true h | rolled h | h = 0 |\n| --- | ---: | ---: | ---: |")
     for i, (name, (pooling, warm, head_lr, joint, lr)) in enumerate(SETTINGS.items()):
+        if args.only is not None and i not in args.only:
+            continue
         out = work / f"setting-{i}"
         run(PretrainConfig(out=out, model=str(start), pairs=pairs, objective="cocondenser", pooling=pooling,
                            batch_size=32, max_length=64, max_steps=warm + joint, head_warmup_steps=warm,
