@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
 
+import pretriever.corpus.build
+from pretriever import mine
+from pretriever.corpus.config import CorpusConfig
+from pretriever.mine.config import MineConfig
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.run import build_objective, run
 
@@ -31,13 +33,6 @@ SETTINGS = {  # name: (pooling, head warm-up steps, head lr, joint steps, lr)
     "mean, head warm-up 200 at 3e-3": ("mean", 200, 3e-3, 0, 0.0),
     "cls, coCondenser 300 joint steps at 5e-4": ("cls", 0, 0.0, 300, 5e-4),
 }
-
-
-def cli(*args: str) -> None:
-    """One pretriever command, its output discarded (a failure shows it)."""
-    done = subprocess.run([str(Path(sys.executable).parent / "pretriever"), *args], capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])
 
 
 def aux_losses(model: Path, pairs: Path, pooling: str, rows: int = 256, batch: int = 32) -> dict[str, float]:
@@ -69,12 +64,11 @@ def main() -> None:
     args = parser.parse_args()
     work, pairs, start = args.work, args.work / "pairs", args.work / "start"
     if not (start / "pretrain.json").exists():
-        cli("corpus", "build", str(SCIFACT), "--out", str(work / "store"), "--words", "64", "--overwrite")
-        cli("mine", str(work / "store"), "--method", "cc", "--out", str(pairs), "--overwrite")
-        cli("pretrain", str(pairs), "--objective", "mlm", "--init", "random", "--init-layers", str(args.layers),
-            "--init-hidden", "128", "--init-heads", "2", "--batch-size", "32", "--max-length", "64", "--max-steps",
-            str(args.start_steps), "--lr", "1e-3", "--warmup-ratio", "0.05", "--pooling", "cls", "--out", str(start),
-            "--overwrite")
+        pretriever.corpus.build.run(CorpusConfig(input=SCIFACT, out=work / "store", words=64, overwrite=True))
+        mine.run(MineConfig(corpus=work / "store", out=pairs, methods=["cc"], overwrite=True))
+        run(PretrainConfig(out=start, pairs=pairs, objective="mlm", init="random", init_layers=args.layers,
+                           init_hidden=128, init_heads=2, pooling="cls", batch_size=32, max_length=64,
+                           max_steps=args.start_steps, learning_rate=1e-3, warmup_ratio=0.05, overwrite=True))
     print("| setting | L_aux, true h | rolled h | h = 0 |\n| --- | ---: | ---: | ---: |")
     for i, (name, (pooling, warm, head_lr, joint, lr)) in enumerate(SETTINGS.items()):
         if args.only is not None and i not in args.only:
