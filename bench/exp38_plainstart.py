@@ -46,6 +46,9 @@ says that the start is too weak and that the comparisons say nothing about the o
     python bench/exp38_plainstart.py report [--json OUT] [--markdown OUT]   (and WORK/report.png)
     python bench/exp38_plainstart.py --smoke --work /tmp/exp38-smoke run-next --count 99   (the whole chain on
         a tiny SciFact subset, a tiny start and a few steps each: checks the plumbing, measures nothing)
+    python bench/exp38_plainstart.py --size session run-next --count 99   (the same design, smaller, in
+        /work/exp38-session: a 4 x 128 start of 2,000 steps at 1e-3, 300 steps per arm at 3e-4, fine-tuning at
+        2e-4; about 2 hours on 2 cores, so that one session can run it whole; see SESSION)
 
 Order of run-next: the start, then seed by seed every arm (seed 0 first), so that an interrupted experiment has
 whole seeds.
@@ -115,6 +118,13 @@ class Settings(FineTuning):
 SMOKE = Settings(start_layers=2, start_hidden=64, start_heads=2, start_words=40, start_length=32, start_batch=4,
                  start_steps=4, target_perplexity=1e9, eval_steps=2, start_save_steps=2, psg_words=40, pt_length=32,
                  pt_batch=4, pt_steps=2, **SMOKE_FINETUNING)
+
+# The whole design at a size that one 3-hour session on 2 cores can run (the full one needs ~10 h, and a session's
+# VM does not keep its files): a 4 x 128 start of 2,000 steps, 300 pre-training steps per arm, and fine-tuning at a
+# rate a model this small moves at (2e-5 for one epoch barely moves a plain start).
+SESSION = Settings(start_hidden=128, start_heads=2, start_steps=2000, start_lr=1e-3, pt_steps=300, pt_lr=3e-4,
+                   ft_lr=2e-4)
+SIZES = {"session": (SESSION, Path("/work/exp38-session"))}
 
 
 @dataclass(frozen=True)

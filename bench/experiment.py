@@ -54,7 +54,9 @@ class FineTuning:
     ft_batch: int = 32
     ft_negatives: int = 3  # both stages
     ft_depth: int = 200
-    ft_max_steps: int | None = None  # None: one epoch
+    ft_max_steps: int | None = None  # None: ft_epochs epochs
+    ft_epochs: float = 1.0
+    ft_lr: float | None = None  # None: finetune's default (2e-5, for a model that is a retriever already)
     index_length: int = 128
     seeds: int = 3
     save_steps: int = 50
@@ -327,7 +329,8 @@ def run_arm_seed(work: Work, arm: str, seed: int, start: Start) -> dict[str, Any
             "--negatives-per-query", str(s.ft_negatives), "--bm25-depth", str(s.ft_depth), "--negative-depth",
             str(s.ft_depth), "--max-passage-length", str(s.ft_passage_length), "--max-query-length",
             str(s.ft_query_length), "--batch-size", str(s.ft_batch), "--seed", str(seed),
-            *(["--max-steps", str(s.ft_max_steps)] if s.ft_max_steps else ["--epochs", "1"]), "--out", str(ft)],
+            *(["--max-steps", str(s.ft_max_steps)] if s.ft_max_steps else ["--epochs", f"{s.ft_epochs:g}"]),
+            *(["--lr", f"{s.ft_lr:g}"] if s.ft_lr else []), "--out", str(ft)],
             ft / "stage2" / "modules.json")
         index_step(work, folder, "stage2-index", str(ft / "stage2"), ft / "stage2-index")
         evals["stage1"] = eval_step(work, folder, "stage1-eval", ft / "stage1-index", folder / "stage1-eval", test)
@@ -587,11 +590,16 @@ def stop(signum: int, frame: Any) -> None:
 # -------------------------------------------------------------------------------------------------- the command
 
 
-def parser(doc: str, work: Path, arms: list[str], own: dict[str, str]) -> argparse.ArgumentParser:
+def parser(doc: str, work: Path, arms: list[str], own: dict[str, str],
+           sizes: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """The options and commands every experiment has (--work, --lock, --smoke; run-next, run, status, report),
-    and after run the experiment's ``own`` commands without arguments (name: help)."""
+    --size where the design has ``sizes`` besides its full one, and after run the experiment's ``own`` commands
+    without arguments (name: help)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", type=Path, default=work, help="where every output goes (never the repository)")
+    parser.add_argument("--work", type=Path, help=f"where every output goes, never the repository (default: {work})")
+    if sizes:
+        parser.add_argument("--size", choices=["full", *sizes], default="full",
+                            help="the design's size; each but full has its own default --work")
     parser.add_argument("--lock", type=Path, default=LOCK, help="the lock the heavy steps take turns on")
     parser.add_argument("--smoke", action="store_true", help="a tiny SciFact subset and a few steps each")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -611,14 +619,17 @@ def parser(doc: str, work: Path, arms: list[str], own: dict[str, str]) -> argpar
 
 def main(design: ModuleType, argv: list[str] | None = None) -> None:
     """The command line of the experiment ``design`` (its module): its ``__doc__`` is the help, and it declares
-    ``WORK`` (the default work folder), ``ARMS``, ``Work``, ``Settings()`` and ``SMOKE``, ``COMMANDS`` (its own
+    ``WORK`` (the default work folder), ``ARMS``, ``Work``, ``Settings()`` and ``SMOKE``, optionally ``SIZES``
+    (name: (settings, default work folder), smaller designs that --size picks), ``COMMANDS`` (its own
     commands, name: (help, function of the work folder)), ``pending`` and ``run_unit`` (run-next's units),
     ``run_arm_seed``, ``status`` and ``report``. A stopped runner (SIGTERM) records the interrupted step's time,
     and kills it."""
+    sizes = getattr(design, "SIZES", {})
     args = parser(design.__doc__ or "", design.WORK, list(design.ARMS),
-                  {name: help for name, (help, _) in design.COMMANDS.items()}).parse_args(argv)
+                  {name: help for name, (help, _) in design.COMMANDS.items()}, tuple(sizes)).parse_args(argv)
     signal.signal(signal.SIGTERM, stop)
-    work = design.Work(args.work.resolve(), design.SMOKE if args.smoke else design.Settings(), lock=args.lock)
+    settings, root = sizes.get(getattr(args, "size", "full"), (design.Settings(), design.WORK))
+    work = design.Work((args.work or root).resolve(), design.SMOKE if args.smoke else settings, lock=args.lock)
     if args.smoke:
         work.data = smoke_data(work.root / "smoke-data")
     if REPO in work.root.parents or work.root == REPO:

@@ -188,3 +188,33 @@ def test_run_next_builds_the_start_first_then_whole_seeds(tmp_path):
     exp.experiment.append_line(work.results, row("mlm", 0, 0.3))
     assert exp.pending(work)[0] == ("run", ("contrastive-ict", 0)) and len(exp.pending(work)) == 2 * len(exp.ARMS) - 1
     assert exp.build_start(work) == work.start / "model"  # made already: nothing runs
+
+
+def test_the_session_size_is_the_design_smaller_in_its_own_folder_with_fine_tuning_that_moves_it(tmp_path,
+                                                                                                    capsys):
+    exp.experiment.main(exp, ["--size", "session", "--work", str(tmp_path), "status"])
+    saved = json.loads((tmp_path / "settings.json").read_text())
+    assert saved == json.loads(json.dumps(exp.dataclasses.asdict(exp.SESSION)))
+    assert (saved["start_layers"], saved["start_hidden"], saved["pt_steps"], saved["ft_lr"]) == (4, 128, 300, 2e-4)
+    assert "Start: not built yet." in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="other settings"):  # a folder keeps the size it was made with
+        exp.experiment.main(exp, ["--work", str(tmp_path), "status"])
+    assert exp.SIZES["session"][1] != exp.WORK
+
+
+def test_fine_tuning_takes_the_sizes_rate_and_epochs(tmp_path, monkeypatch):
+    seen = []
+
+    def run_step(work, folder, name, options, output):
+        seen.append(options)
+        raise SystemExit("stop here")
+
+    monkeypatch.setattr(exp.experiment, "prepare_scifact", lambda work, words: None)
+    monkeypatch.setattr(exp.experiment, "eval_step", lambda *a, **k: {})
+    monkeypatch.setattr(exp.experiment, "run_step", run_step)
+    for settings, lr, epochs in ((exp.SESSION, "0.0002", "1"), (exp.Settings(), None, "1")):
+        work = exp.Work(tmp_path / str(epochs), settings, data=tmp_path / "no-data")
+        with pytest.raises(SystemExit, match="stop here"):
+            exp.run_arm_seed(work, "minilm", 0)
+        assert value(seen[-1], "--epochs") == epochs
+        assert (value(seen[-1], "--lr") if "--lr" in seen[-1] else None) == lr
