@@ -6,6 +6,7 @@ coCondenser, and then its masked-token loss (L_aux) on held-in cc pairs is measu
 with another passage's h (the batch rolled by one) and with h = 0. A head that uses h scores the true h best.
 
     python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600] [--layers 2] [--only 0 3]
+        [--start /work/exp38-session/shared/start/model]   (an existing plain start instead of building one)
 
 Prints one row per setting; bench/README.md ("Does the bottleneck read h?") keeps the figures.
 """
@@ -61,11 +62,14 @@ def main() -> None:
     parser.add_argument("--start-steps", type=int, default=600)
     parser.add_argument("--layers", type=int, default=2, help="the start's layers (the head reads the middle one)")
     parser.add_argument("--only", type=int, nargs="*", help="the settings to run, by their row number from 0")
+    parser.add_argument("--start", type=Path, help="an existing plain start (a pretrain folder) instead of one built")
     args = parser.parse_args()
-    work, pairs, start = args.work, args.work / "pairs", args.work / "start"
-    if not (start / "pretrain.json").exists():
+    work, pairs = args.work, args.work / "pairs"
+    start = args.start or work / "start"
+    if not (pairs / "pairs.json").exists():
         pretriever.corpus.build.run(CorpusConfig(input=SCIFACT, out=work / "store", words=64, overwrite=True))
         mine.run(MineConfig(corpus=work / "store", out=pairs, methods=["cc"], overwrite=True))
+    if not (start / "pretrain.json").exists():
         run(PretrainConfig(out=start, pairs=pairs, objective="mlm", init="random", init_layers=args.layers,
                            init_hidden=128, init_heads=2, pooling="cls", batch_size=32, max_length=64,
                            max_steps=args.start_steps, learning_rate=1e-3, warmup_ratio=0.05, overwrite=True))
