@@ -212,8 +212,9 @@ def test_fine_tuning_takes_the_sizes_rate_and_epochs(tmp_path, monkeypatch):
     monkeypatch.setattr(exp.experiment, "prepare_scifact", lambda work, words: None)
     monkeypatch.setattr(exp.experiment, "eval_step", lambda *a, **k: {})
     monkeypatch.setattr(exp.experiment, "run_step", run_step)
-    for settings, lr, epochs in ((exp.SESSION, "0.0002", "1"), (exp.Settings(), None, "1")):
-        work = exp.Work(tmp_path / str(epochs), settings, data=tmp_path / "no-data")
+    cases = ((exp.SESSION, "0.0002", "1"), (exp.Settings(), None, "1"), (exp.Settings(ft_epochs=2.5), None, "2.5"))
+    for i, (settings, lr, epochs) in enumerate(cases):
+        work = exp.Work(tmp_path / str(i), settings, data=tmp_path / "no-data")
         with pytest.raises(SystemExit, match="stop here"):
             exp.run_arm_seed(work, "minilm", 0)
         assert value(seen[-1], "--epochs") == epochs
