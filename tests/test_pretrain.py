@@ -533,7 +533,7 @@ def test_saved_model_is_plain_and_reloads(tiny, scifact, tmp_path, objective):
     result = run(PretrainConfig(pairs=root / "pairs", out=out, objective=objective, model=str(tiny),
                                 batch_size=4, max_steps=3, logging_steps=1, max_length=48))
     before, after = load_file(tiny / "model.safetensors"), load_file(out / "model.safetensors")
-    assert set(after) == set(before)  # no MLM head, Condenser head or decoder weights
+    assert set(after) == set(before)  # no MLM head, Condenser head or decoder weights (those are in model.pt)
     assert not any(k.startswith(("cls.", "condenser", "decoder")) for k in after)
     assert not torch.equal(before["embeddings.word_embeddings.weight"], after["embeddings.word_embeddings.weight"])
     report = json.loads((out / "pretrain.json").read_text())
@@ -789,6 +789,30 @@ def test_the_mlm_head_is_kept_beside_the_model_and_a_later_run_starts_from_it(ti
     assert not torch.equal(head[dense], fresh.mlm_head.state_dict()[dense])  # trained, not drawn anew
     assert later.mlm_head.predictions.decoder.weight is later.encoder.get_input_embeddings().weight
 
+
+
+def test_the_condenser_head_and_decoders_are_kept_and_a_later_run_of_the_same_objective_starts_from_them(
+        tiny, tmp_path):
+    """model.pt keeps the objective's own heads too (c_head.*, d_head.*, as luyug's and caskcsg's checkpoints):
+    a later run of the same objective starts from the trained weights (coCondenser from Condenser's head), and
+    one of another objective leaves them out, saying why (the same names hold other layers)."""
+    out = tmp_path / "cocondenser"
+    run(PretrainConfig(pairs=write_pairs(tmp_path, XS * 2, YS * 2), out=out, objective="cocondenser",
+                       model=str(tiny), batch_size=3, max_steps=2, max_length=32, learning_rate=1e-2))
+    saved = torch.load(out / "model.pt", weights_only=True)
+    assert {k.split(".")[0] for k in saved} == {"mlm_head", "c_head"}
+    fresh, _ = objective_for(tiny, tmp_path, objective="cocondenser")
+    later, notes = objective_for(out, tmp_path, objective="cocondenser")
+    assert notes["head_modules"] == ["mlm_head", "condenser"] and notes["head_weights_new"] == []
+    head = later.condenser.state_dict()
+    assert head and all(torch.equal(v, saved[f"c_head.{k}"]) for k, v in head.items())
+    weight = "0.attention.self.query.weight"
+    assert not torch.equal(head[weight], fresh.condenser.state_dict()[weight])  # trained, not drawn anew
+    other, notes = objective_for(out, tmp_path, objective="cotmae", decoder="symmetric")
+    assert notes["head_modules"] == ["mlm_head"]
+    assert notes["head_left_out_because"] == "trained by cocondenser, not cotmae"
+    assert set(notes["head_weights_left_out"]) == {k for k in saved if k.startswith("c_head.")}
+    assert not torch.equal(other.decoder.state_dict()[weight], saved[f"c_head.{weight}"])
 
 def test_mixed_precision_is_autocast_at_half_precision_and_scales_only_fp16():
     from pretriever.pretrain.run import mixed_precision

@@ -15,9 +15,10 @@ perplexity are measured along the way (:mod:`pretriever.pretrain.heldout`), and
 are copied back into the model's sentence-transformers Transformer module and saved:
 MODEL_DIR is a plain sentence-transformers model (the input's modules, with the pooling and
 normalisation that were trained: the model's own, or ``--pooling``/``--normalize`` when
-given, recorded in its pooling config; no Condenser head or decoder) that ``pretriever
-train``, ``index`` and ``evaluate`` use as is, with the MLM head in ``model.pt`` (for a
-later ``pretrain``; :func:`save_encoder`) and ``pretrain.json`` (settings, pairs per
+given, recorded in its pooling config) that ``pretriever train``, ``index`` and ``evaluate``
+use as is, with the MLM head, the Condenser head or the decoders in ``model.pt`` (for a later
+``pretrain``, as luyug's and caskcsg's checkpoints keep them; :func:`save_encoder`) and
+``pretrain.json`` (settings, pairs per
 method, loss curve per term, word pieces read, held-out figures, time, pairs/s).
 """
 
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pretriever import __version__
-from pretriever.io import atomic_path
+from pretriever.io import atomic_path, read_json
 from pretriever.models import load_model, model_label, resolve_device, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
@@ -179,6 +180,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     path = _beside(ref, HEAD_FILE)
     if path is None:
         return {"head": "new"}
+    trained_for = _objective_of(ref)
+    foreign = trained_for is not None and trained_for != objective.name  # another objective's layers, same names
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as err:
@@ -193,7 +196,7 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
         module = getattr(objective, name, None)
         if not weights:
             continue
-        if module is None:  # e.g. c_head for CoT-MAE with only the AR decoder: no such layers here
+        if module is None or (foreign and prefix != MLM_HEAD):  # e.g. c_head for CoT-MAE with only the AR decoder
             left_out += [prefix + k for k in weights]
             continue
         try:
@@ -206,19 +209,32 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
         new += [prefix + k for k in missing if own[k] is not tied]
         left_out += [prefix + k for k in unexpected]
         modules.append(name)
+    why = {"head_weights_left_out": sorted(left_out),
+           **({"head_left_out_because": f"trained by {trained_for}, not {objective.name}"} if foreign else {})}
     if not loaded:
         held = ", ".join(p.rstrip(".") for p in objective.heads)
-        return {"head": f"new ({path} holds no {held} weights that fit this objective)",
-                "head_weights_left_out": sorted(left_out)}
+        return {"head": f"new ({path} holds no {held} weights that fit this objective)", **why}
     return {"head": f"from {path}", "head_modules": modules, "head_weights_loaded": loaded,
-            "head_weights_new": sorted(new), "head_weights_left_out": sorted(left_out)}
+            "head_weights_new": sorted(new), **why}
+
+
+def _objective_of(ref: str) -> str | None:
+    """The objective that trained the model ``ref`` (its pretrain.json), None for a checkpoint pretriever did not
+    pre-train (luyug's and caskcsg's: their heads are taken as they are)."""
+    path = _beside(ref, PretrainManifest.FILE)
+    if path is None:
+        return None
+    data = read_json(path, PretrainError, "the report of the pre-training run that made this model")
+    return data.get("objective") if isinstance(data, dict) else None
 
 
 def save_encoder(st, objective: Objective, out: Path) -> None:
-    """Copy the trained encoder into the sentence-transformers model and save it (atomically), with its MLM head
-    beside it in ``model.pt`` (``mlm_head.*``, all but the output matrix, which is the input embeddings), as
-    luyug's checkpoints keep their head: a later ``pretrain --model`` of this folder continues with the head the
-    encoder was trained with (a plain start's, above all), and only the Condenser head and decoders are lost."""
+    """Copy the trained encoder into the sentence-transformers model and save it (atomically), with the heads
+    beside it in ``model.pt``, as luyug's and caskcsg's checkpoints keep them: the MLM head (``mlm_head.*``, all
+    but the output matrix, which is the input embeddings) and the objective's own (``c_head.*``, ``d_head.*``:
+    :attr:`Objective.heads`). A later ``pretrain --model`` of this folder continues with the heads the encoder was
+    trained with (a plain start's MLM head; a Condenser head, as coCondenser starts from Condenser's), and the
+    trained heads can be inspected (``bench/probe_head_reads_h.py``)."""
     import torch  # heavy
 
     target = st[0].auto_model
@@ -230,8 +246,11 @@ def save_encoder(st, objective: Objective, out: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     st.save(str(tmp))
     tied = objective.encoder.get_input_embeddings().weight
-    torch.save({MLM_HEAD + k: v.detach().cpu() for k, v in objective.mlm_head.state_dict(keep_vars=True).items()
-                if v is not tied}, tmp / HEAD_FILE)
+    heads = {MLM_HEAD + k: v for k, v in objective.mlm_head.state_dict(keep_vars=True).items() if v is not tied}
+    for prefix, name in objective.heads.items():
+        module = getattr(objective, name, None)
+        heads.update({prefix + k: v for k, v in (module.state_dict() if module is not None else {}).items()})
+    torch.save({k: v.detach().cpu() for k, v in heads.items()}, tmp / HEAD_FILE)
     for item in tmp.iterdir():
         dest = out / item.name
         if dest.is_dir():
