@@ -56,6 +56,24 @@ def aux_losses(model: Path, pairs: Path, pooling: str, rows: int = 256, batch: i
     return totals
 
 
+def pairs_and_start(work: Path, start: Path | None, layers: int, steps: int) -> tuple[Path, Path]:
+    """(WORK/pairs: SciFact's cc pairs of 64-word passages, the start: the model ``start`` as it is, or a plain
+    start built in WORK/start, a BERT of ``layers`` x 128 trained ``steps`` MLM steps from random weights), each
+    made once."""
+    pairs = work / "pairs"
+    if not (pairs / "pairs.json").exists():
+        pretriever.corpus.build.run(CorpusConfig(input=SCIFACT, out=work / "store", words=64, overwrite=True))
+        mine.run(MineConfig(corpus=work / "store", out=pairs, methods=["cc"], overwrite=True))
+    if start is not None:
+        return pairs, start
+    start = work / "start"
+    if not (start / "pretrain.json").exists():
+        run(PretrainConfig(out=start, pairs=pairs, objective="mlm", init="random", init_layers=layers,
+                           init_hidden=128, init_heads=2, pooling="cls", batch_size=32, max_length=64,
+                           max_steps=steps, learning_rate=1e-3, warmup_ratio=0.05, overwrite=True))
+    return pairs, start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/probe-h"))
@@ -64,20 +82,12 @@ def main() -> None:
     parser.add_argument("--only", type=int, nargs="*", help="the settings to run, by their row number from 0")
     parser.add_argument("--start", type=Path, help="an existing plain start (a pretrain folder) instead of one built")
     args = parser.parse_args()
-    work, pairs = args.work, args.work / "pairs"
-    start = args.start or work / "start"
-    if not (pairs / "pairs.json").exists():
-        pretriever.corpus.build.run(CorpusConfig(input=SCIFACT, out=work / "store", words=64, overwrite=True))
-        mine.run(MineConfig(corpus=work / "store", out=pairs, methods=["cc"], overwrite=True))
-    if not (start / "pretrain.json").exists():
-        run(PretrainConfig(out=start, pairs=pairs, objective="mlm", init="random", init_layers=args.layers,
-                           init_hidden=128, init_heads=2, pooling="cls", batch_size=32, max_length=64,
-                           max_steps=args.start_steps, learning_rate=1e-3, warmup_ratio=0.05, overwrite=True))
+    pairs, start = pairs_and_start(args.work, args.start, args.layers, args.start_steps)
     print("| setting | L_aux, true h | rolled h | h = 0 |\n| --- | ---: | ---: | ---: |")
     for i, (name, (pooling, warm, head_lr, joint, lr)) in enumerate(SETTINGS.items()):
         if args.only is not None and i not in args.only:
             continue
-        out = work / f"setting-{i}"
+        out = args.work / f"setting-{i}"
         run(PretrainConfig(out=out, model=str(start), pairs=pairs, objective="cocondenser", pooling=pooling,
                            batch_size=32, max_length=64, max_steps=warm + joint, head_warmup_steps=warm,
                            head_lr=head_lr or 1e-4, learning_rate=lr or 1e-4, logging_steps=50, save_steps=100000,
