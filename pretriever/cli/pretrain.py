@@ -20,10 +20,11 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     """Pre-train an encoder on mined pairs with coCondenser or CoT-MAE (query-as-context: pairs of method
     qc), or with masked-LM alone (--objective mlm; from nothing with --init random).
 
-    MODEL_DIR is a plain sentence-transformers model (the MLM head, Condenser head and decoders kept beside
-    it in MODEL_DIR/model.pt, for a later `pretrain --model MODEL_DIR` of the same objective): fine-tune it
-    with `pretriever train --model MODEL_DIR`. With --eval-pairs (pairs never trained on) it measures the held-out MLM
-    perplexity as it goes, and --target-perplexity stops there: a plain start trained to a stated quality.
+    MODEL_DIR is a plain sentence-transformers model (the MLM head, Condenser head and decoders kept
+    beside it in MODEL_DIR/model.pt, for a later `pretrain --model MODEL_DIR` of the same objective):
+    fine-tune it with `pretriever train --model MODEL_DIR`. With --eval-pairs (pairs never trained on) it
+    measures the held-out MLM perplexity as it goes, and --target-perplexity stops there: a plain start
+    trained to a stated quality.
 
     What it buys: from a model that is already a retriever (the packaged all-MiniLM-L6-v2), little or
     nothing. On SciFact (bench/README.md, "Pre-training on SciFact, again", 2026-11-27; three seeds) no
