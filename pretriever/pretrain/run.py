@@ -18,8 +18,8 @@ normalisation that were trained: the model's own, or ``--pooling``/``--normalize
 given, recorded in its pooling config) that ``pretriever train``, ``index`` and ``evaluate``
 use as is, with the MLM head, the Condenser head or the decoders in ``model.pt`` (for a later
 ``pretrain``, as luyug's and caskcsg's checkpoints keep them; :func:`save_encoder`) and
-``pretrain.json`` (settings, pairs per
-method, loss curve per term, word pieces read, held-out figures, time, pairs/s).
+``pretrain.json`` (settings, pairs per method, loss curve per term, word pieces read, held-out
+figures, time, pairs/s).
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     prefix filling the module that ``objective.heads`` names; ``mlm_head.*``, what :func:`save_encoder` keeps,
     fills the MLM head (all but its output matrix, which is the input embeddings). As their
     ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones (or buffers such as caskcsg's window
-    mask) are left out. Read with ``weights_only``: tensors only, never code."""
+    mask) are left out, and so are the Condenser head and decoders of a folder that another pretriever objective
+    trained (its pretrain.json says which). Read with ``weights_only``: tensors only, never code."""
     import torch  # heavy
 
     path = _beside(ref, HEAD_FILE)
@@ -196,7 +197,8 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
         module = getattr(objective, name, None)
         if not weights:
             continue
-        if module is None or (foreign and prefix != MLM_HEAD):  # e.g. c_head for CoT-MAE with only the AR decoder
+        # no such layers here (c_head for CoT-MAE with only the AR decoder), or another objective's layers
+        if module is None or (foreign and prefix != MLM_HEAD):
             left_out += [prefix + k for k in weights]
             continue
         try:
