@@ -4,6 +4,8 @@ On a plain start (a small BERT trained from random weights with masked-LM alone 
 its MLM head predicts tokens), the head is warmed up on the frozen encoder, or the whole model trained with
 coCondenser, and then its masked-token loss (L_aux) on held-in cc pairs is measured three ways: with the true h,
 with another passage's h (the batch rolled by one) and with h = 0. A head that uses h scores the true h best.
+The scored head is the trained one, read back from the run's model.pt (kept there since 71ab7e4; before,
+this probe scored a freshly drawn head: bench/README.md's correction).
 
     python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600] [--layers 2] [--only 0 3]
         [--start /work/exp38-session/shared/start/model]   (an existing plain start instead of building one)
