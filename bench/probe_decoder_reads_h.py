@@ -53,8 +53,8 @@ def main() -> None:
     rows = pq.read_table(pairs / "cc.parquet").to_pylist()
     random.Random(1).shuffle(rows)
     held, train, size = rows[:HELD_OUT], rows[HELD_OUT:], args.batch
-    for p in objective.parameters():
-        p.requires_grad_(p in set(objective.decoder.parameters()))
+    objective.requires_grad_(False)
+    objective.decoder.requires_grad_(True)  # the decoder alone trains
     optimizer = torch.optim.AdamW(objective.decoder.parameters(), lr=args.lr)
 
     def batch(part: list[dict]) -> tuple[dict, dict, torch.Tensor]:
