@@ -9,23 +9,23 @@ from pretriever.testing import minilm_tokenizer
 
 
 def tiny_bert_st(path: Path, seed: int = 0, layers: int = 2, max_positions: int = 128, pooling: str = "cls",
-                 normalize: bool = False) -> Path:
-    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary), CLS pooling (or
-    ``pooling``, then ``normalize``, e.g. mean + normalize as the packaged MiniLM)."""
+                 normalize: bool = False, hidden: int = 32, tokenizer=None) -> Path:
+    """A sentence-transformers model: a 2-layer BERT with hidden size 32 (MiniLM vocabulary, or ``tokenizer``'s),
+    CLS pooling (or ``pooling``, then ``normalize``, e.g. mean + normalize as the packaged MiniLM)."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel
 
-    tok = minilm_tokenizer()
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=max_positions)
+    tok = tokenizer or minilm_tokenizer()
+    config = BertConfig(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                        intermediate_size=2 * hidden, max_position_embeddings=max_positions)
     torch.manual_seed(seed)
     hf = path.with_name(path.name + "-hf")
     BertModel(config).save_pretrained(hf)
     tok.save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=64)
-    modules = [transformer, Pooling(32, pooling_mode=pooling)] + ([Normalize()] if normalize else [])
+    modules = [transformer, Pooling(hidden, pooling_mode=pooling)] + ([Normalize()] if normalize else [])
     model = SentenceTransformer(modules=modules, device="cpu")
     model.save(str(path))
     return path
