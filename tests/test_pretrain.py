@@ -249,7 +249,10 @@ def test_the_head_starts_from_a_condenser_checkpoints_model_pt(tmp_path, objecti
     assert notes["pooling"] == "cls" and notes["normalize"] is False  # a plain checkpoint: the paper's [CLS]
     for key, value in head.state_dict().items():
         assert torch.equal(value, saved[f"c_head.{key}"])
-    assert notes["head_weights_loaded"] == len(head.state_dict()) and notes["head_weights_new"] == []
+    assert notes["head_weights_loaded"] == len(head.state_dict())
+    # CoT-MAE's AR decoder (--decoder auto) has no weights in a Condenser checkpoint: listed as new
+    assert bool(notes["head_weights_new"]) == (objective == "cotmae")
+    assert all(k.startswith(("d_head.", "d_head_ln_f.")) for k in notes["head_weights_new"])
     assert bool(notes["head_weights_left_out"]) == (layers == 1)  # model.pt's second layer has no place
     (path / "model.pt").unlink()
     _, fresh = objective_for(path, tmp_path, objective=objective)
@@ -782,7 +785,9 @@ def test_the_mlm_head_is_kept_beside_the_model_and_a_later_run_starts_from_it(ti
     fresh, _ = objective_for(tiny, tmp_path, objective="cocondenser")
     later, notes = objective_for(out, tmp_path, objective="cocondenser")
     assert notes["mlm_head"].startswith("from model.pt") and notes["head_modules"] == ["mlm_head"]
-    assert notes["head_weights_new"] == [] and notes["head_weights_left_out"] == []
+    # the Condenser head is the new part, and says so (before, a start's arms listed nothing new)
+    assert notes["head_weights_new"] == sorted(f"c_head.{k}" for k in later.condenser.state_dict())
+    assert notes["head_weights_left_out"] == []
     head = later.mlm_head.state_dict()
     assert all(torch.equal(head[k[len("mlm_head."):]], v) for k, v in saved.items())
     dense = "predictions.transform.dense.weight"
@@ -811,6 +816,7 @@ def test_the_condenser_head_and_decoders_are_kept_and_a_later_run_of_the_same_ob
     other, notes = objective_for(out, tmp_path, objective="cotmae", decoder="symmetric")
     assert notes["head_modules"] == ["mlm_head"]
     assert notes["head_left_out_because"] == "trained by cocondenser, not cotmae"
+    assert notes["head_weights_new"] == sorted(f"c_head.{k}" for k in other.decoder.state_dict())
     assert set(notes["head_weights_left_out"]) == {k for k in saved if k.startswith("c_head.")}
     assert not torch.equal(other.decoder.state_dict()[weight], saved[f"c_head.{weight}"])
 

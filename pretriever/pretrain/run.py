@@ -173,9 +173,10 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     CoT-MAE also ``d_head.N.*`` and ``d_head_ln_f.*``: the AR decoder's GPT-2 blocks and final LayerNorm), each
     prefix filling the module that ``objective.heads`` names; ``mlm_head.*``, what :func:`save_encoder` keeps,
     fills the MLM head (all but its output matrix, which is the input embeddings). As their
-    ``load_state_dict(strict=False)``, layers it lacks stay new and extra ones (or buffers such as caskcsg's window
-    mask) are left out, and so are the Condenser head and decoders of a folder that another pretriever objective
-    trained (its pretrain.json says which). Read with ``weights_only``: tensors only, never code."""
+    ``load_state_dict(strict=False)``, layers it lacks stay new (``head_weights_new`` lists them, and a whole head
+    it lacks too) and extra ones (or buffers such as caskcsg's window mask) are left out, and so are the Condenser
+    head and decoders of a folder that another pretriever objective trained (its pretrain.json says which). Read
+    with ``weights_only``: tensors only, never code."""
     import torch  # heavy
 
     path = _beside(ref, HEAD_FILE)
@@ -195,11 +196,14 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     for prefix, name in {MLM_HEAD: "mlm_head", **objective.heads}.items():
         weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         module = getattr(objective, name, None)
-        if not weights:
+        if not weights:  # a head this objective has and the file lacks (a start saved by --objective mlm) is new
+            if module is not None and prefix != MLM_HEAD:  # the MLM head's source is in notes["mlm_head"]
+                new += [prefix + k for k in module.state_dict()]
             continue
         # no such layers here (c_head for CoT-MAE with only the AR decoder), or another objective's layers
         if module is None or (foreign and prefix != MLM_HEAD):
             left_out += [prefix + k for k in weights]
+            new += [prefix + k for k in (module.state_dict() if module is not None else {})]
             continue
         try:
             missing, unexpected = module.load_state_dict(weights, strict=False)
