@@ -9,6 +9,8 @@ this probe scored a freshly drawn head: bench/README.md's correction).
 
     python bench/probe_head_reads_h.py [--work /tmp/probe-h] [--start-steps 600] [--layers 2] [--only 0 3]
         [--start /work/exp38-session/shared/start/model]   (an existing plain start instead of building one)
+    python bench/probe_head_reads_h.py --score RUN/pt [RUN/pt ...] --pairs PAIRS   (only score trained heads:
+        coCondenser's L_aux or CoT-MAE's decoder term, e.g. exp38's arms on WORK/shared/pairs)
 
 Prints one row per setting; bench/README.md ("Does the bottleneck read h?") keeps the figures.
 """
@@ -16,6 +18,7 @@ Prints one row per setting; bench/README.md ("Does the bottleneck read h?") keep
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from pathlib import Path
 
@@ -38,11 +41,18 @@ SETTINGS = {  # name: (pooling, head warm-up steps, head lr, joint steps, lr)
 }
 
 
-def aux_losses(model: Path, pairs: Path, pooling: str, rows: int = 256, batch: int = 32) -> dict[str, float]:
-    """L_aux with the true, a rolled and a zero h, averaged over the first ``rows`` shuffled cc pairs."""
-    cfg = PretrainConfig(out=model / "probe", model=str(model), pairs=pairs, objective="cocondenser",
+def aux_losses(model: Path, pairs: Path, pooling: str | None, rows: int = 256, batch: int = 32,
+               objective: str = "cocondenser") -> dict[str, float]:
+    """The head's term with the true, a rolled and a zero h, averaged over the first ``rows`` shuffled cc pairs:
+    L_aux of coCondenser's head, or the decoder's ctx_mlm of CoT-MAE (``objective``); ``pooling`` None keeps the
+    model's own. Refused when the model's folder holds no trained head for the objective."""
+    cfg = PretrainConfig(out=model / "probe", model=str(model), pairs=pairs, objective=objective,
                          batch_size=batch, max_length=64, pooling=pooling)
-    objective = build_objective(cfg, "cpu")[1].eval()
+    _, built, notes = build_objective(cfg, "cpu")
+    if notes["head_weights_new"]:  # a folder saved before 71ab7e4 kept no head: it would score a fresh one
+        raise SystemExit(f"{model}: its model.pt holds no trained {objective} head "
+                         f"({len(notes['head_weights_new'])} weights would be drawn anew)")
+    built.eval()
     data = pq.read_table(pairs / "cc.parquet").to_pylist()
     random.Random(1).shuffle(data)
     totals = {"true": 0.0, "rolled": 0.0, "zero": 0.0}
@@ -50,12 +60,27 @@ def aux_losses(model: Path, pairs: Path, pooling: str, rows: int = 256, batch: i
     with torch.no_grad():
         for at in range(0, rows, batch):
             part = data[at:at + batch]
-            inputs = objective.prepare([r["positive_text"] for r in part], [r["query"] for r in part], ["cc"] * batch)
-            counts = objective.counts(inputs)
-            h, state = objective.encode({k: inputs[k] for k in objective.encoder_rows[0]})
+            inputs = built.prepare([r["positive_text"] for r in part], [r["query"] for r in part], ["cc"] * batch)
+            counts = built.counts(inputs)
+            h, state = built.encode({k: inputs[k] for k in built.encoder_rows[0]})
             for name, given in (("true", h), ("rolled", h.roll(1, 0)), ("zero", torch.zeros_like(h))):
-                totals[name] += objective.row_terms(given, state, inputs, counts)["aux"].item() / (rows // batch)
+                if objective == "cocondenser":
+                    term = built.row_terms(given, state, inputs, counts)["aux"]
+                else:
+                    term = built.batch_terms(given, inputs, counts)["ctx_mlm"]
+                totals[name] += term.item() / (rows // batch)
     return totals
+
+
+def score(folders: list[Path], pairs: Path) -> None:
+    """One row per pretrain folder: its trained head (from its model.pt) scored by :func:`aux_losses`."""
+    print("| folder | objective | true h | rolled h | h = 0 | rolled - true |\n"
+          "| --- | --- | ---: | ---: | ---: | ---: |")
+    for folder in folders:
+        objective = json.loads((folder / "pretrain.json").read_text())["options"]["objective"]
+        losses = aux_losses(folder, pairs, None, objective=objective)
+        print(f"| {folder} | {objective} | {losses['true']:.4f} | {losses['rolled']:.4f} | {losses['zero']:.4f} "
+              f"| {losses['rolled'] - losses['true']:+.4f} |", flush=True)
 
 
 def pairs_and_start(work: Path, start: Path | None, layers: int, steps: int) -> tuple[Path, Path]:
@@ -83,7 +108,13 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2, help="the start's layers (the head reads the middle one)")
     parser.add_argument("--only", type=int, nargs="*", help="the settings to run, by their row number from 0")
     parser.add_argument("--start", type=Path, help="an existing plain start (a pretrain folder) instead of one built")
+    parser.add_argument("--score", type=Path, nargs="+", help="only score these pretrain folders' trained heads "
+                        "(coCondenser or CoT-MAE) on --pairs")
+    parser.add_argument("--pairs", type=Path, help="with --score: a pairs folder with cc.parquet")
     args = parser.parse_args()
+    if args.score:
+        score(args.score, args.pairs)
+        return
     pairs, start = pairs_and_start(args.work, args.start, args.layers, args.start_steps)
     print("| setting | L_aux, true h | rolled h | h = 0 |\n| --- | ---: | ---: | ---: |")
     for i, (name, (pooling, warm, head_lr, joint, lr)) in enumerate(SETTINGS.items()):
