@@ -41,9 +41,10 @@ def value(options, flag):
 
 def test_the_arms_are_the_issues_with_one_budget_from_the_start():
     assert list(exp.ARMS) == ["mlm", "contrastive-ict", "contrastive-title", "cocondenser-cc", "cocondenser-title",
-                              "cotmae-cc", "cotmae-title", "minilm"]
+                              "cotmae-cc", "cotmae-title", "cotmae-cc-warm", "cocondenser-cc-warm", "minilm"]
     s = exp.Settings()
-    options = {name: arm.pretrain_options(s, 2) for name, arm in exp.ARMS.items() if arm.objective}
+    options = {name: arm.pretrain_options(s, 2) for name, arm in exp.ARMS.items()
+               if arm.objective and not arm.head_warmup}
     for flag in ("--max-length", "--batch-size", "--max-steps", "--lr", "--seed"):
         assert len({value(o, flag) for o in options.values()}) == 1, flag
     assert value(options["mlm"], "--max-steps") == "1500" and value(options["mlm"], "--objective") == "mlm"
@@ -54,6 +55,19 @@ def test_the_arms_are_the_issues_with_one_budget_from_the_start():
     assert value(options["cocondenser-title"], "--mix") == "tb:1"
     assert value(options["cotmae-title"], "--decoder") == "ar" and "--decoder" not in options["cotmae-cc"]
     assert exp.ARMS["minilm"].objective is None
+
+
+def test_a_warm_arm_is_its_cc_arm_with_the_head_trained_alone_first_and_the_same_encoder_budget():
+    """The follow-up: 1,000 head-only steps at 1e-3 before the shared steps, so the encoder's steps are the cc
+    arm's; compared with that arm and with mlm, outside Holm's family."""
+    s = exp.Settings()
+    for name in ("cotmae-cc-warm", "cocondenser-cc-warm"):
+        warm, plain = (exp.ARMS[n].pretrain_options(s, 1) for n in (name, name.removesuffix("-warm")))
+        assert value(warm, "--head-warmup-steps") == "1000" and value(warm, "--head-lr") == "0.001"
+        assert int(value(warm, "--max-steps")) == int(value(plain, "--max-steps")) + 1000
+        assert warm[:warm.index("--max-steps")] == plain[:plain.index("--max-steps")]
+        assert exp.ARMS[name].baseline == name.removesuffix("-warm")
+        assert exp.comparisons(name) == [("vs_mlm", "mlm", False), ("vs_cc", name.removesuffix("-warm"), False)]
 
 
 def test_every_arm_pre_trains_from_the_start_and_minilm_not_at_all(tmp_path, monkeypatch):
@@ -88,10 +102,11 @@ def test_the_start_is_mlm_from_random_weights_to_a_target_perplexity_or_a_budget
 
 def test_the_planned_comparisons_are_each_arm_against_mlm_and_title_against_cc_with_holm():
     rows = {("mlm", 0): row("mlm", 0, 0.0), ("minilm", 0): row("minilm", 0, 0.5)}
-    rows |= {(a, 0): row(a, 0, 1.0 if a.endswith("title") else 0.5) for a in exp.ARMS if a not in ("mlm", "minilm")}
+    rows |= {(a, 0): row(a, 0, 1.0 if a.endswith(("title", "warm")) else 0.5) for a in exp.ARMS
+             if a not in ("mlm", "minilm")}
     arms = exp.aggregate(rows)
     planned = [(name, key) for name, a in arms.items() for key in ("vs_mlm", "vs_cc") if key in a
-               and name != "minilm"]
+               and name != "minilm" and not name.endswith("-warm")]
     assert len(planned) == 8 and ("cocondenser-title", "vs_cc") in planned and ("cotmae-title", "vs_cc") in planned
     assert "vs_mlm" not in arms["mlm"] and "vs_cc" not in arms["contrastive-title"]
     for name, key in planned:  # every difference is constant and positive: p = 2/128 each; Holm: 8 x 2/128
@@ -103,6 +118,9 @@ def test_the_planned_comparisons_are_each_arm_against_mlm_and_title_against_cc_w
     assert arms["cotmae-title"]["vs_cc"]["stage2"]["difference"] == pytest.approx(0.5)
     minilm = arms["minilm"]["vs_mlm"]["stage2"]  # for scale: shown, not in the family
     assert minilm["p"] == pytest.approx(2 / 128) and "holm_p" not in minilm
+    warm = arms["cotmae-cc-warm"]["vs_cc"]["stage2"]  # the follow-up: against its cc arm, not in the family
+    assert warm["difference"] == pytest.approx(0.5) and "holm_p" not in warm
+    assert arms["cotmae-cc-warm"]["vs_cc"]["against"] == "cotmae-cc"
     table = exp.table_rows(arms, start_summary(0.1))
     assert table[0][:4] == ["start", "1", "0.1000", "0.5000"] and {len(r) for r in table} == {len(exp.HEADER)}
     by_arm = {r[0]: r for r in table}
