@@ -41,7 +41,8 @@ def value(options, flag):
 
 def test_the_arms_are_the_issues_with_one_budget_from_the_start():
     assert list(exp.ARMS) == ["mlm", "contrastive-ict", "contrastive-title", "cocondenser-cc", "cocondenser-title",
-                              "cotmae-cc", "cotmae-title", "cotmae-cc-warm", "cocondenser-cc-warm", "minilm"]
+                              "cotmae-cc", "cotmae-title", "mlm-warm", "cotmae-cc-warm", "cocondenser-cc-warm",
+                              "minilm"]
     s = exp.Settings()
     options = {name: arm.pretrain_options(s, 2) for name, arm in exp.ARMS.items()
                if arm.objective and not arm.head_warmup}
@@ -57,17 +58,19 @@ def test_the_arms_are_the_issues_with_one_budget_from_the_start():
     assert exp.ARMS["minilm"].objective is None
 
 
-def test_a_warm_arm_is_its_cc_arm_with_the_head_trained_alone_first_and_the_same_encoder_budget():
-    """The follow-up: 1,000 head-only steps at 1e-3 before the shared steps, so the encoder's steps are the cc
-    arm's; compared with that arm and with mlm, outside Holm's family."""
+def test_a_warm_arm_is_its_arm_with_the_heads_trained_alone_first_and_the_same_encoder_budget():
+    """The follow-up: 1,000 head-only steps at 1e-3 before the shared steps, so the encoder's steps are the
+    unwarmed arm's; compared with mlm-warm (whose MLM head had the same warm-up) and with the unwarmed arm,
+    outside Holm's family."""
     s = exp.Settings()
-    for name in ("cotmae-cc-warm", "cocondenser-cc-warm"):
+    for name in ("mlm-warm", "cotmae-cc-warm", "cocondenser-cc-warm"):
         warm, plain = (exp.ARMS[n].pretrain_options(s, 1) for n in (name, name.removesuffix("-warm")))
         assert value(warm, "--head-warmup-steps") == "1000" and value(warm, "--head-lr") == "0.001"
         assert int(value(warm, "--max-steps")) == int(value(plain, "--max-steps")) + 1000
         assert warm[:warm.index("--max-steps")] == plain[:plain.index("--max-steps")]
-        assert exp.ARMS[name].baseline == name.removesuffix("-warm")
-        assert exp.comparisons(name) == [("vs_mlm", "mlm", False), ("vs_cc", name.removesuffix("-warm"), False)]
+    for name in ("cotmae-cc-warm", "cocondenser-cc-warm"):
+        assert exp.comparisons(name) == [("vs_mlm", "mlm-warm", False), ("vs_cc", name.removesuffix("-warm"), False)]
+    assert exp.comparisons("mlm-warm") == [("vs_mlm", "mlm", False), ("vs_cc", None, False)]
 
 
 def test_every_arm_pre_trains_from_the_start_and_minilm_not_at_all(tmp_path, monkeypatch):
@@ -121,6 +124,7 @@ def test_the_planned_comparisons_are_each_arm_against_mlm_and_title_against_cc_w
     warm = arms["cotmae-cc-warm"]["vs_cc"]["stage2"]  # the follow-up: against its cc arm, not in the family
     assert warm["difference"] == pytest.approx(0.5) and "holm_p" not in warm
     assert arms["cotmae-cc-warm"]["vs_cc"]["against"] == "cotmae-cc"
+    assert arms["cotmae-cc-warm"]["vs_mlm"]["against"] == "mlm-warm"
     table = exp.table_rows(arms, start_summary(0.1))
     assert table[0][:4] == ["start", "1", "0.1000", "0.5000"] and {len(r) for r in table} == {len(exp.HEADER)}
     by_arm = {r[0]: r for r in table}
