@@ -41,7 +41,7 @@ SETTINGS = {  # name: (pooling, head warm-up steps, head lr, joint steps, lr)
 }
 
 
-def aux_losses(model: Path, pairs: Path, pooling: str | None, rows: int = 256, batch: int = 32,
+def head_losses(model: Path, pairs: Path, pooling: str | None, rows: int = 256, batch: int = 32,
                objective: str = "cocondenser") -> dict[str, float]:
     """The head's term with the true, a rolled and a zero h, averaged over the first ``rows`` shuffled cc pairs:
     L_aux of coCondenser's head, or the decoder's ctx_mlm of CoT-MAE (``objective``); ``pooling`` None keeps the
@@ -49,9 +49,10 @@ def aux_losses(model: Path, pairs: Path, pooling: str | None, rows: int = 256, b
     cfg = PretrainConfig(out=model / "probe", model=str(model), pairs=pairs, objective=objective,
                          batch_size=batch, max_length=64, pooling=pooling)
     _, built, notes = build_objective(cfg, "cpu")
-    if notes["head_weights_new"]:  # a folder saved before 71ab7e4 kept no head: it would score a fresh one
-        raise SystemExit(f"{model}: its model.pt holds no trained {objective} head "
-                         f"({len(notes['head_weights_new'])} weights would be drawn anew)")
+    new = notes.get("head_weights_new")  # None: no model.pt; a list: weights it lacks (one saved before 71ab7e4)
+    if new is None or new:
+        raise SystemExit(f"{model}: no trained {objective} head to score: "
+                         + (f"its model.pt lacks {len(new)} of the head's weights" if new else notes["head"]))
     built.eval()
     data = pq.read_table(pairs / "cc.parquet").to_pylist()
     random.Random(1).shuffle(data)
@@ -73,12 +74,12 @@ def aux_losses(model: Path, pairs: Path, pooling: str | None, rows: int = 256, b
 
 
 def score(folders: list[Path], pairs: Path) -> None:
-    """One row per pretrain folder: its trained head (from its model.pt) scored by :func:`aux_losses`."""
+    """One row per pretrain folder: its trained head (from its model.pt) scored by :func:`head_losses`."""
     print("| folder | objective | true h | rolled h | h = 0 | rolled - true |\n"
           "| --- | --- | ---: | ---: | ---: | ---: |")
     for folder in folders:
         objective = json.loads((folder / "pretrain.json").read_text())["options"]["objective"]
-        losses = aux_losses(folder, pairs, None, objective=objective)
+        losses = head_losses(folder, pairs, None, objective=objective)
         print(f"| {folder} | {objective} | {losses['true']:.4f} | {losses['rolled']:.4f} | {losses['zero']:.4f} "
               f"| {losses['rolled'] - losses['true']:+.4f} |", flush=True)
 
@@ -125,7 +126,7 @@ def main() -> None:
                            batch_size=32, max_length=64, max_steps=warm + joint, head_warmup_steps=warm,
                            head_lr=head_lr or 1e-4, learning_rate=lr or 1e-4, logging_steps=50, save_steps=100000,
                            overwrite=True, seed=0))
-        losses = aux_losses(out, pairs, pooling)
+        losses = head_losses(out, pairs, pooling)
         print(f"| {name} | {losses['true']:.6f} | {losses['rolled']:.6f} | {losses['zero']:.6f} |", flush=True)
 
 
