@@ -196,14 +196,13 @@ def load_head(objective: Objective, ref: str) -> dict[str, Any]:
     for prefix, name in {MLM_HEAD: "mlm_head", **objective.heads}.items():
         weights = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         module = getattr(objective, name, None)
-        if not weights:  # a head this objective has and the file lacks (a start saved by --objective mlm) is new
-            if module is not None and prefix != MLM_HEAD:  # the MLM head's source is in notes["mlm_head"]
-                new += [prefix + k for k in module.state_dict()]
-            continue
-        # no such layers here (c_head for CoT-MAE with only the AR decoder), or another objective's layers
-        if module is None or (foreign and prefix != MLM_HEAD):
+        # none in the file (a start saved by --objective mlm), no such layers here (c_head for CoT-MAE with only
+        # the AR decoder), or another objective's layers: what the file has is left out, the head stays new (the
+        # MLM head's source is in notes["mlm_head"])
+        if not weights or module is None or (foreign and prefix != MLM_HEAD):
             left_out += [prefix + k for k in weights]
-            new += [prefix + k for k in (module.state_dict() if module is not None else {})]
+            if module is not None and prefix != MLM_HEAD:
+                new += [prefix + k for k in module.state_dict()]
             continue
         try:
             missing, unexpected = module.load_state_dict(weights, strict=False)
