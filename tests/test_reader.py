@@ -175,6 +175,37 @@ def test_samples_record_their_input_length(tokenizer):
     assert len({s.length for s in samples}) > 5 and max(s.length for s in samples) == 256  # Normans: long ones cut
 
 
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_a_batch_is_what_tokenising_its_pairs_together_gives(tokenizer, side):
+    """The positives come tokenised with their samples and are only padded, the negatives drawn are tokenised
+    per batch: together, the batch is the one that tokenising every pair of it at once gives (padded on the
+    tokenizer's side), and the answer spans point at the same tokens."""
+    import copy
+
+    import torch
+
+    tok = copy.deepcopy(tokenizer)
+    tok.padding_side = side
+    examples = [e for e in load_reading_file(shared(QA / "squad2-dev-5articles.json")) if e.answers][:12]
+    samples, _ = build_samples(examples, tok, 160)  # some positives are cut at 160 pieces, some are shorter
+    pool = [p for s in samples for p in s.positives]
+    instances = [instance(s, pool, 3, seed=0, index=i) for i, s in enumerate(samples)]
+    batch = collate(instances, tok, 160)
+    flat = [p for inst in instances for p in inst.passages]
+    expected = encode(tok, [inst.question for inst in instances for _ in range(3)], [p.title for p in flat],
+                      [p.text for p in flat], 160)
+    assert len({len(p) for p in [inst.positive_input for inst in instances]}) > 1  # padding had work to do
+    for key, value in expected.features.items():
+        assert batch[key].dtype == value.dtype and torch.equal(batch[key].view(len(flat), -1), value), key
+    assert batch["passage_mask"].view(len(flat), -1).tolist() == [[o is not None for o in row] for row in
+                                                                   expected.offsets]
+    for b, inst in enumerate(instances):
+        spans, _ = token_spans(expected.offsets[3 * b], inst.char_spans)
+        kept = batch["span_mask"][b].tolist()
+        got = [(s, e) for s, e, k in zip(batch["span_starts"][b].tolist(), batch["span_ends"][b].tolist(), kept) if k]
+        assert spans and got == spans
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("grouped", [True, False])
 def test_batches_are_grouped_by_length_unless_turned_off(tmp_path, monkeypatch, grouped):

@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 from pretriever.data.reading import ReadingExample, ReadingPassage
-from pretriever.reader.spans import CharSpan, answer_char_spans, encode, token_spans
+from pretriever.reader.spans import CharSpan, PairInput, answer_char_spans, encode, pair_inputs, token_spans
 from pretriever.retrieval import Passage
 
 
@@ -39,6 +39,8 @@ class Sample:
     positives: list[Passage]
     spans: list[list[CharSpan]]  # the answer occurrences of each positive
     negatives: list[Passage]
+    inputs: list[PairInput]  # each positive with the question, tokenised
+    token_spans: list[list[tuple[int, int]]]  # the occurrences as (start, end) tokens of each positive's input
     group: str  # the first positive's document (title): the dev split holds out whole documents
     length: int = 0  # word pieces of the question with its longest kept positive (batches by length use it)
 
@@ -68,11 +70,14 @@ class SampleCounts:
 
 @dataclass
 class Instance:
-    """One question's m passages (positive first) and its answer occurrences in the positive."""
+    """One question's m passages (positive first) and its answer occurrences in the positive (as characters, and as
+    tokens of ``positive_input``, the positive's tokenised input)."""
 
     question: str
     passages: list[Passage]
     char_spans: list[CharSpan]
+    positive_input: PairInput
+    token_spans: list[tuple[int, int]]
 
 
 def _positive_spans(passage: ReadingPassage, answers: list[str], mode: str, counts: SampleCounts) -> list[CharSpan]:
@@ -101,28 +106,27 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
             continue
         candidates.append((ex, [p for p, _ in found], [spans for _, spans in found]))
     flat = [(c, i) for c, (_, positives, _) in enumerate(candidates) for i in range(len(positives))]
-    kept: dict[int, list[int]] = {}
-    lengths: dict[int, int] = {}
+    kept: dict[int, list[tuple[int, PairInput, list[tuple[int, int]]]]] = {}
     for lo in range(0, len(flat), 64):
         chunk = flat[lo:lo + 64]
         enc = encode(tokenizer, [candidates[c][0].question for c, _ in chunk],
                      [candidates[c][1][i].title for c, i in chunk], [candidates[c][1][i].text for c, i in chunk],
-                     max_length, return_tensors=None)
-        for (c, i), offsets, mask in zip(chunk, enc.offsets, enc.features["attention_mask"]):
+                     max_length, return_tensors=None, padding=False)
+        for (c, i), offsets, tokens in zip(chunk, enc.offsets, pair_inputs(enc)):
             survived, dropped = token_spans(offsets, candidates[c][2][i])
             counts.truncated_spans += dropped
             if survived:
-                kept.setdefault(c, []).append(i)
-                lengths[c] = max(lengths.get(c, 0), sum(mask))
+                kept.setdefault(c, []).append((i, tokens, survived))
     samples = []
     for c, (ex, positives, spans) in enumerate(candidates):
         if c not in kept:
             counts.truncated_questions += 1
             continue
-        chosen = [Passage(positives[i].passage_id, positives[i].title, positives[i].text) for i in kept[c]]
+        chosen = [Passage(positives[i].passage_id, positives[i].title, positives[i].text) for i, _, _ in kept[c]]
         negatives = [Passage(p.passage_id, p.title, p.text) for p in ex.passages if not p.positive]
-        samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i in kept[c]], negatives,
-                              chosen[0].title or chosen[0].passage_id, lengths[c]))
+        samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i, _, _ in kept[c]], negatives,
+                              [tokens for _, tokens, _ in kept[c]], [survived for _, _, survived in kept[c]],
+                              chosen[0].title or chosen[0].passage_id, max(len(t) for _, t, _ in kept[c])))
     counts.kept = len(samples)
     return samples, counts
 
@@ -154,4 +158,5 @@ def instance(sample: Sample, pool: list[Passage], passages: int, seed: int, inde
             candidate = pool[rng.randrange(len(pool))]
             if candidate.text not in positives:
                 negatives.append(candidate)
-    return Instance(sample.question, [sample.positives[k]] + negatives, sample.spans[k])
+    return Instance(sample.question, [sample.positives[k]] + negatives, sample.spans[k], sample.inputs[k],
+                    sample.token_spans[k])

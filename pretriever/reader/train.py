@@ -35,7 +35,7 @@ from pretriever.reader.manifest import ReaderManifest
 from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_model, save_reader_model
 from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
-from pretriever.reader.spans import encode, token_spans
+from pretriever.reader.spans import encode, pad_inputs, pair_inputs
 from pretriever.retrieval import Passage
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import (cuda_available, loss_curve, process_barrier, process_rank, progress_callback, quiet,
@@ -58,24 +58,27 @@ class ReaderTrainResult(StageResult):
 
 def collate(instances: list[Instance], tokenizer, max_length: int) -> dict[str, Any]:
     """Tensors for a batch: inputs ``[B, m, L]`` (m = the fewest passages in the batch), the passage-token
-    mask and the positive's answer token spans ``[B, S]`` (padded, with a mask)."""
+    mask and the positive's answer token spans ``[B, S]`` (padded, with a mask). The positives come tokenised
+    with their samples; only the negatives drawn are tokenised here."""
     import torch  # lazily: torch is slow to import
 
     m = min(len(inst.passages) for inst in instances)
-    flat = [p for inst in instances for p in inst.passages[:m]]
-    enc = encode(tokenizer, [inst.question for inst in instances for _ in range(m)], [p.title for p in flat],
-                 [p.text for p in flat], max_length)
-    batch, length = len(instances), enc.features["input_ids"].shape[-1]
-    spans = [token_spans(enc.offsets[b * m], inst.char_spans)[0] for b, inst in enumerate(instances)]
+    drawn = [p for inst in instances for p in inst.passages[1:m]]
+    negatives = iter(pair_inputs(encode(tokenizer, [inst.question for inst in instances for _ in range(m - 1)],
+                                        [p.title for p in drawn], [p.text for p in drawn], max_length,
+                                        return_tensors=None, padding=False)) if drawn else [])
+    rows = [x for inst in instances for x in [inst.positive_input, *(next(negatives) for _ in range(m - 1))]]
+    features, passage_mask, shifts = pad_inputs(rows, tokenizer)
+    batch, length = len(instances), features["input_ids"].shape[-1]
+    spans = [[(s + shifts[b * m], e + shifts[b * m]) for s, e in inst.token_spans] for b, inst in enumerate(instances)]
     width = max(1, max(len(s) for s in spans))
     # padded in Python and made tensors once: a tensor write per occurrence ran ~400 operators a batch
     padded = [row + [(0, 0)] * (width - len(row)) for row in spans]
-    starts = torch.tensor([[s for s, _ in row] for row in padded], dtype=torch.long)
-    ends = torch.tensor([[e for _, e in row] for row in padded], dtype=torch.long)
-    mask = torch.tensor([[j < len(row) for j in range(width)] for row in spans], dtype=torch.bool)
-    passage_mask = torch.tensor([[o is not None for o in offsets] for offsets in enc.offsets]).view(batch, m, length)
-    out = {k: v.view(batch, m, length) for k, v in enc.features.items()}
-    out.update(passage_mask=passage_mask, span_starts=starts, span_ends=ends, span_mask=mask)
+    out = {key: torch.from_numpy(value).view(batch, m, length) for key, value in features.items()}
+    out.update(passage_mask=torch.from_numpy(passage_mask).view(batch, m, length),
+               span_starts=torch.tensor([[s for s, _ in row] for row in padded], dtype=torch.long),
+               span_ends=torch.tensor([[e for _, e in row] for row in padded], dtype=torch.long),
+               span_mask=torch.tensor([[j < len(row) for j in range(width)] for row in spans], dtype=torch.bool))
     return out
 
 
