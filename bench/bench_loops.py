@@ -12,7 +12,8 @@ model, batch, length and data:
 - ``readerworkers``: ``pretriever.reader.train`` with ``--dataloader-workers`` (``--reader-workers``, 2) against
   itself without: whether building batches beside training pays for its processes;
 - ``reader``: ``pretriever.reader.train`` (``passages=1``) against the transformers question-answering recipe
-  (``bench/squad_recipe.py``: run_qa's features, ``Trainer``) on the SQuAD 2.0 dev articles;
+  (``bench/squad_recipe.py``: run_qa's features, ``Trainer``) on the SQuAD 2.0 dev articles; and at the default
+  ``passages=4`` with a quarter of the questions, so that a step holds as many sequences as the recipe's;
 - ``encode``: ``pretriever.index.encode`` (index build) against ``SentenceTransformer.encode`` over the same
   SciFact passages (a step is one batch).
 
@@ -175,10 +176,11 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
     recipe = RecipeSettings(batch_size=args.batch_size, max_length=args.reader_length, seed=0, learning_rate=5e-5,
                             device=args.device, precision=args.precision)
 
-    def reader_ours(workers: int = 0) -> Run:
-        def run(steps: int, out: Path) -> None:
-            reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=1, max_length=recipe.max_length,
-                                      batch_size=recipe.batch_size, max_steps=steps,
+    def reader_ours(workers: int = 0, passages: int = 1) -> Run:
+        def run(steps: int, out: Path) -> None:  # batch: as many sequences (questions x passages) as the recipe's
+            reader_train(ReaderConfig(data=SQUAD, out=out, model=model, passages=passages,
+                                      max_length=recipe.max_length, batch_size=recipe.batch_size // passages,
+                                      max_steps=steps,
                                       learning_rate=recipe.learning_rate, warmup_ratio=recipe.warmup_ratio, seed=0,
                                       dev_share=0.0, eval_steps=10 ** 9, save_total_limit=1, group_by_length=False,
                                       precision=args.precision, dataloader_workers=workers))
@@ -223,6 +225,11 @@ def loops(model: str, work: Path, args) -> dict[str, Loop]:
         "reader": Loop("reader", reader_ours(), reader_peer, "transformers QA recipe (run_qa + Trainer)",
                        "the recipe tokenises every question once before training (doc stride 128); pretriever "
                        "tokenises in its collate; both random batches, passages=1, no evaluation", 1.0),
+        "reader default": Loop("reader default", reader_ours(passages=4), reader_peer,
+                               "transformers QA recipe (run_qa + Trainer)",
+                               f"--passages 4 (the default) at {recipe.batch_size // 4} questions a batch: as many "
+                               "sequences a step as the recipe's features; the 3 negatives drawn for each question "
+                               "are tokenised per batch (the positives once, before training)", 1.0),
         "readerworkers": Loop("readerworkers", reader_ours(args.reader_workers), reader_ours(),
                               "pretriever reader train, no workers",
                               f"--dataloader-workers {args.reader_workers}: batches built (passages drawn, "
