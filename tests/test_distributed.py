@@ -138,14 +138,84 @@ def test_only_the_first_process_writes_the_folder(one_and_two):
     assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one_and_two[0].iterdir())
 
 
-def test_pretrain_refuses_to_run_as_one_of_several_processes(monkeypatch, tmp_path):
-    # its own loop has no process group: each process would train alone and all would write --out
-    from pretriever.pretrain import PretrainConfig
-    from pretriever.pretrain.errors import PretrainError
-    from pretriever.pretrain.run import run
+def run_script(script: Path, args: list[str], processes: int, cwd: Path) -> None:
+    """``python SCRIPT ARGS`` alone, or under torchrun with ``processes`` processes; fails the test on a non-zero
+    exit, showing the output."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, str(script), *args] if processes == 1 else [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}", str(script),
+        *args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setenv("RANK", "1")
-    with pytest.raises(PretrainError, match="rank 1 of 2"):
-        run(PretrainConfig(pairs=tmp_path, out=tmp_path / "out"))
-    assert not (tmp_path / "out").exists()
+
+@pytest.mark.parametrize("objective, mini_batch", [("cocondenser", None), ("cocondenser", 2), ("cotmae", None)])
+def test_a_pretrain_step_on_two_processes_is_one_process_step_at_the_global_batch(tmp_path, objective, mini_batch):
+    """Two processes of 4 pairs against one of 8 (the same masks: tests/ddp_pretrain_step.py), dropout off: the
+    same loss terms and gradients. Each needs its part: MLM terms divided by the masked tokens of both processes
+    (each process's own would give each half the weight of the whole), coCondenser's contrastive term over both
+    processes' spans, and the gradients summed over the processes."""
+    random_bert(tmp_path / "model", dropout=0.0)
+    script = Path(__file__).parent / "ddp_pretrain_step.py"
+    for processes, out in ((1, "one"), (2, "two")):
+        (tmp_path / out).mkdir()
+        run_script(script, [str(tmp_path / "model"), objective, out, *([str(mini_batch)] if mini_batch else [])],
+                   processes, tmp_path)
+    one, two = (load_file(str(tmp_path / out / "step.safetensors")) for out in ("one", "two"))
+    assert one.keys() == two.keys()
+    terms = sorted(k for k in one if k.startswith("term."))
+    assert len(terms) == 4 and all(one[k].item() > 0.1 for k in terms), {k: one[k].item() for k in terms}
+    for k in terms:
+        assert two[k].item() == pytest.approx(one[k].item(), rel=1e-5), k
+    grads = [k for k in one if k.startswith("grad.")]
+    assert len(grads) > 40
+    for k in grads:
+        assert torch.allclose(two[k], one[k], rtol=1e-4, atol=1e-6), (k, (two[k] - one[k]).abs().max().item())
+
+
+def pretrain_pairs(folder: Path) -> Path:
+    """16 cc pairs: two passages of one SciFact abstract each (its first and second halves)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conftest import SCIFACT
+
+    rows = []
+    with open(shared(SCIFACT / "corpus.jsonl"), encoding="utf-8") as f:
+        for line, _ in zip(f, range(16)):
+            words = json.loads(line)["text"].split()[:80]
+            rows.append({"method": "cc", "query": " ".join(words[40:]), "positive_text": " ".join(words[:40])})
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), folder / "cc.parquet")
+    return folder
+
+
+def test_pretrain_on_two_processes_writes_one_folder_and_resumes_on_two(tmp_path):
+    """pretrain under torchrun: the first process alone writes the folder (what a run alone writes), the manifest
+    counts both processes' pairs, and a run cut after its first checkpoint resumes on two processes to the weights
+    of the uninterrupted run (each process takes back its own random state); on one process it is refused."""
+    pretrain_pairs(tmp_path / "pairs")
+    random_bert(tmp_path / "model", dropout=0.0)
+    common = ["pretrain", "pairs", "--objective", "cocondenser", "--model", "model", "--batch-size", "2",
+              "--max-steps", "2", "--max-length", "32", "--save-steps", "1", "--logging-steps", "1"]
+    launch([*common, "--out", "alone", "--batch-size", "4"], 1, tmp_path)
+    launch([*common, "--out", "two"], 2, tmp_path)
+    report = json.loads((tmp_path / "two" / "pretrain.json").read_text())
+    assert report["pairs"]["processes"] == 2 and report["pairs"]["global_batch_size"] == 4
+    assert report["pairs_seen"] == 8 and report["pairs"]["batches_per_epoch"] == 4  # 16 pairs, 4 a global batch
+    assert report["steps"] == 2 and len(report["loss_curve"]) == 2
+    listing = {p: sorted(q.name for q in (tmp_path / p).iterdir()) for p in ("two", "alone")}
+    assert listing["two"] == listing["alone"]  # the first process wrote what a run alone writes, no one else
+    options = {"pairs": "pairs", "out": "cut", "objective": "cocondenser", "model": "model", "batch_size": 2,
+               "max_steps": 2, "max_length": 32, "save_steps": 1, "logging_steps": 1}
+    run_script(Path(__file__).parent / "ddp_pretrain_interrupted.py", [json.dumps(options), "2"], 2, tmp_path)
+    cut = tmp_path / "cut"
+    assert [p.name for p in (cut / "checkpoints").iterdir()] == ["step-1.pt"] and not (cut / "pretrain.json").exists()
+    alone = subprocess.run([PRETRIEVER, *common, "--out", "cut", "--resume"], cwd=tmp_path, capture_output=True,
+                           text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
+    assert alone.returncode != 0 and "written by 2 process(es)" in alone.stdout + alone.stderr
+    launch([*common, "--out", "cut", "--resume"], 2, tmp_path)
+    done, resumed = (load_file(str(tmp_path / p / "model.safetensors")) for p in ("two", "cut"))
+    assert done.keys() == resumed.keys()
+    for name, w in done.items():
+        assert torch.allclose(w, resumed[name], atol=1e-6), name

@@ -35,6 +35,12 @@ def pretrain_command(cfg: PretrainConfig) -> None:
     cls --similarity dot --scale 1, or here, without a hub, a plain start built by --objective mlm --init
     random.
 
+    Several GPUs: `torchrun --nproc_per_node N pretriever pretrain ...` runs N processes, each taking
+    --batch-size pairs of every global batch of N x --batch-size, as one process at that batch would (the
+    MLM terms over the global batch's masked tokens, coCondenser's contrastive term over every process's
+    spans, the gradients summed); each process draws its own masks. The first process writes MODEL_DIR;
+    --resume continues on as many processes.
+
     Examples:
 
       pretriever pretrain qc-pairs/ --objective cotmae --mix qc:1 --batch-size 8 --max-steps 4 --out

@@ -88,7 +88,8 @@ class PretrainConfig:
     epochs: float = option(1.0, "Passes over the pairs (a qc passage and a cc document count once per pass: one "
                                 "generated query, or two passages drawn anew, each time; eq. 12).")
     max_steps: int | None = option(None, "Stop after this many optimizer steps (overrides epochs).")
-    batch_size: int = batch_size_option(32, "Pairs", more="; in-batch negatives come from the same batch")
+    batch_size: int = batch_size_option(32, "Pairs", per="forward pass of each process", more=(
+        "; in-batch negatives come from the same batch (under torchrun, from every process's)"))
     mini_batch_size: int | None = option(None, "Use GradCache (as `pretriever train`): encode this many texts at "
                                                "a time, so a batch whose contrastive term scores --batch-size pairs "
                                                "fits in the memory of this many. Same gradients, one more encoder "

@@ -32,6 +32,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
+from pretriever.pretrain.distributed import summed
 from pretriever.pretrain.objectives.base import Objective, rows_of
 
 
@@ -62,7 +63,7 @@ def gradcache_step(objective: Objective, inputs: dict[str, torch.Tensor], mini_b
             out = objective(**inputs)
         _backward(out["loss"] * scale)
         return {k: v.detach() for k, v in out.items()}
-    counts = objective.counts(inputs)
+    counts = summed(objective.counts(inputs))
     chunks = [rows_of(inputs, family, slice(i, i + mini_batch_size)) for i in range(0, n, mini_batch_size)]
     widest = max(range(len(chunks)), key=lambda i: chunks[i][family[1]].numel())  # its graph is kept: see step 1
     states, embeddings, kept = [], [], None

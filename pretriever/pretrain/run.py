@@ -19,13 +19,15 @@ given, recorded in its pooling config) that ``pretriever train``, ``index`` and 
 use as is, with the MLM head, the Condenser head or the decoders in ``model.pt`` (for a later
 ``pretrain``, as luyug's and caskcsg's checkpoints keep them; :func:`save_encoder`) and
 ``pretrain.json`` (settings, pairs per method, loss curve per term, word pieces read, held-out
-figures, time, pairs/s).
+figures, time, pairs/s). Under torchrun each process takes its share of every global batch
+(:mod:`pretriever.pretrain.distributed`), and the first alone writes MODEL_DIR.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import pickle
 import shutil
 import time
@@ -38,13 +40,14 @@ from pretriever.io import atomic_path, read_json
 from pretriever.models import load_model, model_label, resolve_device, resolve_model
 from pretriever.pretrain.config import PretrainConfig
 from pretriever.pretrain.data import PretrainPairs, batch_texts, epoch_batches, load_pairs
+from pretriever.pretrain.distributed import rng_states, share, sum_gradients, summed
 from pretriever.pretrain.errors import PretrainError
 from pretriever.pretrain.gradcache import gradcache_step
 from pretriever.pretrain.heldout import heldout_mlm, heldout_texts
 from pretriever.pretrain.manifest import PretrainManifest
 from pretriever.pretrain.objectives import OBJECTIVES, Objective
 from pretriever.progress import QUIET, Reporter
-from pretriever.training import process_rank, resolve_precision, world_size
+from pretriever.training import process_barrier, process_rank, resolve_precision, world_size
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.train.model import is_sentence_transformers_model, shape_pooling
 
@@ -143,10 +146,11 @@ def random_encoder(tokenizer_ref: str, cfg: PretrainConfig, folder: Path) -> str
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=cfg.init_hidden, num_hidden_layers=cfg.init_layers,
                         num_attention_heads=cfg.init_heads, intermediate_size=4 * cfg.init_hidden,
                         max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(cfg.seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    BertForMaskedLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    if process_rank() == 0:  # several processes: the first writes it, the others load it (see run)
+        torch.manual_seed(cfg.seed)
+        folder.mkdir(parents=True, exist_ok=True)
+        BertForMaskedLM(config).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
     return str(folder)
 
 
@@ -271,32 +275,42 @@ def _folder(out: Path, report: Reporter = QUIET) -> OutputFolder:
                         error=PretrainError, prefix="step-", suffix=".pt", complete=None, report=report)
 
 
-def plan(cfg: PretrainConfig, pairs: PretrainPairs) -> tuple[int, int]:
-    """(micro-batches per epoch, optimizer steps in all)."""
-    per_epoch = len(epoch_batches(pairs, 0, cfg.batch_size, cfg.seed, cfg.mix))
+def plan(cfg: PretrainConfig, pairs: PretrainPairs, processes: int = 1) -> tuple[int, int]:
+    """(micro-batches per epoch, optimizer steps in all), at a global batch of ``processes`` x ``cfg.batch_size``."""
+    per_epoch = len(epoch_batches(pairs, 0, cfg.batch_size * processes, cfg.seed, cfg.mix))
     if per_epoch == 0:
-        raise PretrainError(f"{len(pairs.groups):,} pairs per epoch make no full batch of {cfg.batch_size}; "
-                            "lower --batch-size")
+        raise PretrainError(f"{len(pairs.groups):,} pairs per epoch make no full batch of {cfg.batch_size} x "
+                            f"{processes} process(es); lower --batch-size")
     steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * per_epoch / cfg.gradient_accumulation))
     return per_epoch, steps
 
 
 def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
     """Pre-train ``cfg.model`` on ``cfg.pairs`` into ``cfg.out`` (see the module docstring); ``report`` hears
-    the optimizer steps (task ``pretraining``, with the loss terms of the last logging step)."""
+    the optimizer steps (task ``pretraining``, with the loss terms of the last logging step). Under torchrun each
+    process takes its share of every global batch (:mod:`pretriever.pretrain.distributed`); the first writes."""
     import torch  # heavy
 
-    if world_size() > 1:  # each process would train alone on every batch and all would write cfg.out
-        raise PretrainError(f"pretrain runs in one process; this one is rank {process_rank()} of {world_size()} "
-                            "(torchrun / accelerate launch): start it alone, on one GPU (--device cuda:N)")
     started = time.perf_counter()
+    processes, rank = world_size(), process_rank()
+    main, wait = rank == 0, process_barrier()  # several processes: the first owns cfg.out
     folder = _folder(cfg.out, report)
-    resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+    if main:
+        resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
+    wait()
+    if not main:
+        resume_from = folder.last_checkpoint() if cfg.resume else None
     pairs = load_pairs(cfg.pairs, list(cfg.mix) if cfg.mix else None)
-    per_epoch, total_steps = plan(cfg, pairs)
+    per_epoch, total_steps = plan(cfg, pairs, processes)
     held_texts = heldout_texts(cfg.eval_pairs) if cfg.eval_pairs else []
     device = resolve_device(cfg.device)
-    st, objective, notes = build_objective(cfg, device)
+    if processes > 1 and device.startswith("cuda"):
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
+    if main:  # the first process draws --init random's start; the others load it
+        st, objective, notes = build_objective(cfg, device)
+    wait()
+    if not main:
+        st, objective, notes = build_objective(cfg, device)
     if cfg.gradient_accumulation > 1:
         notes["warning"] = (f"--gradient-accumulation {cfg.gradient_accumulation} averages the gradients of "
                             f"{cfg.gradient_accumulation} batches of {cfg.batch_size}; it does not add in-batch "
@@ -319,27 +333,30 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         same = {"resume": cfg.resume, "overwrite": cfg.overwrite}
         if cfg.to_json() | state["settings"] | same != cfg.to_json():  # an option added since keeps its value
             raise PretrainError(f"{resume_from} was written with other settings; resume with the same options")
-        trained.restore(state)
+        if state.get("processes", 1) != processes:  # another global batch, and each process's random state
+            raise PretrainError(f"{resume_from} was written by {state.get('processes', 1)} process(es); resume with "
+                                f"as many (this run has {processes})")
+        trained.restore(state, rank)
         step, micro, result.curve = state["step"], state["micro"], state["curve"]
         result.pairs_seen, seconds_before = state["pairs_seen"], state["seconds"]
         result.tokens_seen, result.held_out = state.get("tokens_seen", 0), state.get("held_out", [])
     else:
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(cfg.seed + rank)  # each process its own masks and dropout
     objective.train()
     sums: dict[str, Any] = {}  # each term's sum since the last logging step, tensors on the device
     terms: dict[str, float] = {}  # the last logged terms, shown with the progress
-    count = 0
+    count = tokens = 0
     batches: tuple[int, list] = (-1, [])
     loop_start, cpu_start = time.perf_counter(), time.process_time()
     while step < total_steps:
         freeze(encoder_params, step < cfg.head_warmup_steps)  # set at every step: a resumed run inside the warm-up too
         epoch, index = divmod(micro, per_epoch)
         if batches[0] != epoch:
-            batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size, cfg.seed, cfg.mix))
-        batch = batches[1][index]
+            batches = (epoch, epoch_batches(pairs, epoch, cfg.batch_size * processes, cfg.seed, cfg.mix))
+        batch = share(batches[1][index], rank, processes)
         inputs = objective.prepare(*batch_texts(pairs, batch, epoch, cfg.seed),
                                    [pairs.methods[pairs.method[i]] for i in batch])
-        result.tokens_seen += int(inputs[objective.encoder_rows[1]].sum())  # on the host: no device sync
+        tokens += int(inputs[objective.encoder_rows[1]].sum())  # on the host: no device sync
         inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
         # fp16: the loss scaled by GradScaler's factor (a tensor, no host sync), unscaled before clipping
         scale = (scaler.scale(torch.ones((), device=device)) if scaler else 1.0) / cfg.gradient_accumulation
@@ -353,9 +370,10 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
             sums[name] = sums.get(name, 0.0) + (value.detach() if torch.is_tensor(value) else value)
         count += 1
         micro += 1
-        result.pairs_seen += len(batch)
+        result.pairs_seen += len(batch) * processes
         if micro % cfg.gradient_accumulation:
             continue
+        sum_gradients(params)  # several processes: the global batch's gradient (a no-op in one)
         if scaler:
             scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -367,8 +385,12 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        if step % cfg.logging_steps == 0 or step == total_steps or step % cfg.save_steps == 0:
+            tokens_now = torch.tensor(tokens, device=device)  # the word pieces every process read since
+            result.tokens_seen += int(summed({"tokens": tokens_now})["tokens"])
+            tokens = 0
         if step % cfg.logging_steps == 0 or step == total_steps:
-            terms = {k: float(v) / count for k, v in sums.items()}
+            terms = {k: float(v) / count for k, v in summed(sums).items()}
             lrs = dict(zip((g["name"] for g in optimizer.param_groups), scheduler.get_last_lr()))
             result.curve.append({"step": step, "epoch": round(micro / per_epoch, 3),
                                  "learning_rate": lrs.get("encoder", lrs.get("encoder-no-decay", 0.0)),
@@ -386,17 +408,22 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
                 break
         if step % cfg.save_steps == 0 and step < total_steps:
             elapsed = seconds_before + time.perf_counter() - loop_start
-            _save_checkpoint(cfg, trained, result, step=step, micro=micro, seconds=elapsed)
+            rngs = rng_states(torch.get_rng_state())  # every process's (a collective: all take part)
+            if main:
+                _save_checkpoint(cfg, trained, result, step=step, micro=micro, seconds=elapsed, rngs=rngs)
+    result.tokens_seen += int(summed({"tokens": torch.tensor(tokens, device=device)})["tokens"])  # since the last
     result.steps = step
     result.seconds = seconds_before + time.perf_counter() - loop_start
     result.cpu_seconds = time.process_time() - cpu_start
-    save_encoder(st, objective, cfg.out)
     result.manifest = pretrain_report(cfg, pairs, notes, result, per_epoch, total_steps, device,
                                       time.perf_counter() - started)
-    result.manifest.write(cfg.out)
-    shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
-    shutil.rmtree(cfg.out / INIT, ignore_errors=True)
-    folder.seal()
+    if main:
+        save_encoder(st, objective, cfg.out)
+        result.manifest.write(cfg.out)
+        shutil.rmtree(cfg.out / CHECKPOINTS, ignore_errors=True)
+        shutil.rmtree(cfg.out / INIT, ignore_errors=True)
+        folder.seal()
+    wait()  # the other processes return once the folder is whole
     return result
 
 
@@ -507,24 +534,27 @@ class Trained:
                 "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state(),
                 **({"scaler": self.scaler.state_dict()} if self.scaler else {})}
 
-    def restore(self, state: dict[str, Any]) -> None:
+    def restore(self, state: dict[str, Any], rank: int = 0) -> None:
+        """Back to ``state``; process ``rank`` takes its own random state (``rngs``, since several processes)."""
         import torch  # heavy
 
         self.objective.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
+        torch.set_rng_state(state["rngs"][rank] if "rngs" in state else state["rng"])
         if self.scaler and "scaler" in state:
             self.scaler.load_state_dict(state["scaler"])
 
 
 def _save_checkpoint(cfg: PretrainConfig, trained: Trained, result: PretrainResult, *, step: int, micro: int,
-                     seconds: float) -> None:
-    """MODEL_DIR/checkpoints/step-N.pt (atomically), the older ones removed."""
+                     seconds: float, rngs: list | None = None) -> None:
+    """MODEL_DIR/checkpoints/step-N.pt (atomically), the older ones removed; ``rngs``: every process's random
+    state, in rank order (several processes)."""
     import torch  # heavy
 
     path = cfg.out / CHECKPOINTS / f"step-{step}.pt"
-    state = {**trained.state(), "step": step, "micro": micro, "curve": result.curve,
+    state = {**trained.state(), **({"rngs": rngs, "processes": len(rngs)} if rngs else {}),
+             "step": step, "micro": micro, "curve": result.curve,
              "pairs_seen": result.pairs_seen, "tokens_seen": result.tokens_seen, "held_out": result.held_out,
              "seconds": seconds, "settings": cfg.to_json()}
     with atomic_path(path) as tmp:
@@ -545,6 +575,7 @@ def pretrain_report(cfg: PretrainConfig, pairs: PretrainPairs, notes: dict[str, 
         "options": cfg.to_json(),
         "pairs": {"rows": len(pairs.x), "per_epoch_by_method": pairs.per_method,
                   "duplicate_across_methods": pairs.duplicate_across, "batches_per_epoch": per_epoch,
+                  "processes": world_size(), "global_batch_size": cfg.batch_size * world_size(),
                   "unlisted_files": pairs.unlisted},
         "model": {"base": resolve_model(cfg.model) if cfg.init == "model" else
                   f"random BERT {cfg.init_layers} x {cfg.init_hidden} ({cfg.init_heads} heads, seed {cfg.seed}), "

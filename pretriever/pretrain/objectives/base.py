@@ -26,6 +26,8 @@ from sentence_transformers.sentence_transformer.modules import Normalize
 from torch import nn
 from transformers.models.bert.modeling_bert import BertLayer
 
+from pretriever.pretrain.distributed import summed
+
 OBJECTIVES: dict[str, type["Objective"]] = {}
 
 
@@ -451,7 +453,7 @@ class Objective(nn.Module):
         Returns:
             ``{"loss": total, term: value, ...}``.
         """
-        counts = self.counts(inputs)
+        counts = summed(self.counts(inputs))  # several processes: the global batch's (pretrain.distributed)
         h, state = self.encode({k: inputs[k] for k in self.encoder_rows[0]})
         terms = self.row_terms(h, state, inputs, counts) | self.batch_terms(h, inputs, counts)
         return {"loss": self.weighted(terms), **{t: terms[t] for t in self.terms}}

@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pretriever.pretrain.distributed import gather
 from pretriever.pretrain.objectives.base import (MASKED_ROWS, Objective, masked, mlm_losses, new_layers, register,
                                                  run_layers)
 
@@ -35,13 +36,18 @@ from pretriever.pretrain.objectives.base import (MASKED_ROWS, Objective, masked,
 def contrastive_loss(embeddings: torch.Tensor, scale: float, similarity: str = "cos") -> torch.Tensor:
     """coCondenser's L_cl over ``embeddings`` = [x_1 .. x_n ; y_1 .. y_n] (2n spans): cross-entropy of each span's
     partner among the other 2n - 1 spans, logits scale x sim, the span itself masked out (the official loss, with
-    the pairs stacked instead of interleaved)."""
+    the pairs stacked instead of interleaved). Several processes: every process's spans are the candidates
+    (:func:`~pretriever.pretrain.distributed.gather`), this process's are the anchors, and the sum is divided by
+    the global batch's 2nW anchors, so the processes' terms add up to one process's loss at that batch."""
     z = nn.functional.normalize(embeddings, dim=-1) if similarity == "cos" else embeddings
-    scores = (z @ z.T).float() * scale
-    eye = torch.eye(len(z), dtype=torch.bool, device=z.device)
-    scores = scores.masked_fill(eye, float("-inf"))
-    target = torch.arange(len(z), device=z.device).roll(len(z) // 2)  # x_i <-> y_i
-    return nn.functional.cross_entropy(scores, target)
+    candidates, first = gather(z)
+    scores = (z @ candidates.T).float() * scale
+    rows = torch.arange(len(z), device=z.device)
+    itself = torch.zeros_like(scores, dtype=torch.bool)
+    itself[rows, first + rows] = True
+    scores = scores.masked_fill(itself, float("-inf"))
+    target = first + rows.roll(len(z) // 2)  # x_i <-> y_i
+    return nn.functional.cross_entropy(scores, target, reduction="sum") / len(candidates)
 
 
 @register
