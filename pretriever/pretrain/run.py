@@ -293,7 +293,8 @@ def run(cfg: PretrainConfig, report: Reporter = QUIET) -> PretrainResult:
 
     started = time.perf_counter()
     processes, rank = world_size(), process_rank()
-    main, wait = rank == 0, process_barrier()  # several processes: the first owns cfg.out
+    main, wait = rank == 0, process_barrier()  # several processes: the first owns cfg.out and reports
+    report = report if main else QUIET
     folder = _folder(cfg.out, report)
     if main:
         resume_from = folder.prepare(resume=cfg.resume, overwrite=cfg.overwrite)
