@@ -175,17 +175,25 @@ def test_samples_record_their_input_length(tokenizer):
     assert len({s.length for s in samples}) > 5 and max(s.length for s in samples) == 256  # Normans: long ones cut
 
 
+@pytest.mark.parametrize("joined", ["bert", "roberta-like"])
 @pytest.mark.parametrize("side", ["right", "left"])
-def test_a_batch_is_what_tokenising_its_pairs_together_gives(tokenizer, side):
-    """The positives come tokenised with their samples and are only padded, the negatives drawn are tokenised
-    per batch: together, the batch is the one that tokenising every pair of it at once gives (padded on the
-    tokenizer's side), and the answer spans point at the same tokens."""
+def test_a_batch_is_what_tokenising_its_pairs_together_gives(tokenizer, side, joined):
+    """The inputs are joined from each question's and passage's word pieces, tokenised once: the batch is the one
+    that tokenising every pair of it at once gives (BERT's [CLS] q [SEP] p [SEP] with token types, or a RoBERTa-like
+    q [SEP] [SEP] p without; padded on the tokenizer's side; passages cut to fit), and the answer spans point at
+    the same tokens."""
     import copy
 
     import torch
+    from tokenizers import processors
 
     tok = copy.deepcopy(tokenizer)
     tok.padding_side = side
+    if joined == "roberta-like":
+        tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", tok.cls_token_id), ("[SEP]", tok.sep_token_id)])
+        tok.model_input_names = ["input_ids", "attention_mask"]
     examples = [e for e in load_reading_file(shared(QA / "squad2-dev-5articles.json")) if e.answers][:12]
     samples, _ = build_samples(examples, tok, 160)  # some positives are cut at 160 pieces, some are shorter
     pool = [p for s in samples for p in s.positives]
@@ -194,7 +202,8 @@ def test_a_batch_is_what_tokenising_its_pairs_together_gives(tokenizer, side):
     flat = [p for inst in instances for p in inst.passages]
     expected = encode(tok, [inst.question for inst in instances for _ in range(3)], [p.title for p in flat],
                       [p.text for p in flat], 160)
-    assert len({len(p) for p in [inst.positive_input for inst in instances]}) > 1  # padding had work to do
+    assert len({s.length for s in samples}) > 1 and max(s.length for s in samples) == 160  # cut and padded
+    assert ("token_type_ids" in batch) == (joined == "bert")
     for key, value in expected.features.items():
         assert batch[key].dtype == value.dtype and torch.equal(batch[key].view(len(flat), -1), value), key
     assert batch["passage_mask"].view(len(flat), -1).tolist() == [[o is not None for o in row] for row in

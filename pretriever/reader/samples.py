@@ -10,7 +10,9 @@ and negatives (DPR's reader training, Karpukhin et al., 2020, section 3; DPR's `
   a rerun gives the same instances;
 * an answer occurrence cut off by truncation is dropped and counted; a positive left with none is
   dropped, and a question left with no positive is skipped and counted; a question with no answer
-  (SQuAD v2.0's unanswerable) is skipped and counted.
+  (SQuAD v2.0's unanswerable) is skipped and counted;
+* each question and positive is tokenised once, here, and kept (:func:`~pretriever.reader.pairs.pair_maker`),
+  with the answer occurrences as token spans: a batch joins and pads them.
 
 Example::
 
@@ -24,7 +26,8 @@ import random
 from dataclasses import dataclass
 
 from pretriever.data.reading import ReadingExample, ReadingPassage
-from pretriever.reader.spans import CharSpan, PairInput, answer_char_spans, encode, pair_inputs, token_spans
+from pretriever.reader.pairs import pair_maker
+from pretriever.reader.spans import CharSpan, answer_char_spans, token_spans
 from pretriever.retrieval import Passage
 
 
@@ -39,7 +42,6 @@ class Sample:
     positives: list[Passage]
     spans: list[list[CharSpan]]  # the answer occurrences of each positive
     negatives: list[Passage]
-    inputs: list[PairInput]  # each positive with the question, tokenised
     token_spans: list[list[tuple[int, int]]]  # the occurrences as (start, end) tokens of each positive's input
     group: str  # the first positive's document (title): the dev split holds out whole documents
     length: int = 0  # word pieces of the question with its longest kept positive (batches by length use it)
@@ -71,12 +73,11 @@ class SampleCounts:
 @dataclass
 class Instance:
     """One question's m passages (positive first) and its answer occurrences in the positive (as characters, and as
-    tokens of ``positive_input``, the positive's tokenised input)."""
+    tokens of the input of the question with the positive)."""
 
     question: str
     passages: list[Passage]
     char_spans: list[CharSpan]
-    positive_input: PairInput
     token_spans: list[tuple[int, int]]
 
 
@@ -105,18 +106,21 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
             counts.no_positive += 1
             continue
         candidates.append((ex, [p for p, _ in found], [spans for _, spans in found]))
+    maker = pair_maker(tokenizer, max_length)
     flat = [(c, i) for c, (_, positives, _) in enumerate(candidates) for i in range(len(positives))]
-    kept: dict[int, list[tuple[int, PairInput, list[tuple[int, int]]]]] = {}
-    for lo in range(0, len(flat), 64):
-        chunk = flat[lo:lo + 64]
-        enc = encode(tokenizer, [candidates[c][0].question for c, _ in chunk],
-                     [candidates[c][1][i].title for c, i in chunk], [candidates[c][1][i].text for c, i in chunk],
-                     max_length, return_tensors=None, padding=False)
-        for (c, i), offsets, tokens in zip(chunk, enc.offsets, pair_inputs(enc)):
-            survived, dropped = token_spans(offsets, candidates[c][2][i])
+    kept: dict[int, list[tuple[int, int, list[tuple[int, int]]]]] = {}  # (positive, input length, token spans)
+    for lo in range(0, len(flat), 256):
+        chunk = flat[lo:lo + 256]
+        questions = [candidates[c][0].question for c, _ in chunk]
+        sides = maker.side_offsets([candidates[c][1][i] for c, i in chunk])
+        for (c, i), question, ids, offsets in zip(chunk, questions, maker.question_ids(questions), sides):
+            room = maker.kept(len(ids), len(offsets), question)
+            survived, dropped = token_spans(offsets[:room], candidates[c][2][i])
             counts.truncated_spans += dropped
             if survived:
-                kept.setdefault(c, []).append((i, tokens, survived))
+                start = maker.passage_start(len(ids))
+                kept.setdefault(c, []).append((i, len(ids) + room + maker.template.specials,
+                                               [(a + start, b + start) for a, b in survived]))
     samples = []
     for c, (ex, positives, spans) in enumerate(candidates):
         if c not in kept:
@@ -125,8 +129,8 @@ def build_samples(examples: list[ReadingExample], tokenizer, max_length: int,
         chosen = [Passage(positives[i].passage_id, positives[i].title, positives[i].text) for i, _, _ in kept[c]]
         negatives = [Passage(p.passage_id, p.title, p.text) for p in ex.passages if not p.positive]
         samples.append(Sample(ex.question, ex.answers, chosen, [spans[i] for i, _, _ in kept[c]], negatives,
-                              [tokens for _, tokens, _ in kept[c]], [survived for _, _, survived in kept[c]],
-                              chosen[0].title or chosen[0].passage_id, max(len(t) for _, t, _ in kept[c])))
+                              [survived for _, _, survived in kept[c]], chosen[0].title or chosen[0].passage_id,
+                              max(length for _, length, _ in kept[c])))
     counts.kept = len(samples)
     return samples, counts
 
@@ -158,5 +162,4 @@ def instance(sample: Sample, pool: list[Passage], passages: int, seed: int, inde
             candidate = pool[rng.randrange(len(pool))]
             if candidate.text not in positives:
                 negatives.append(candidate)
-    return Instance(sample.question, [sample.positives[k]] + negatives, sample.spans[k], sample.inputs[k],
-                    sample.token_spans[k])
+    return Instance(sample.question, [sample.positives[k]] + negatives, sample.spans[k], sample.token_spans[k])

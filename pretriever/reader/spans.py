@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import regex
 
 CharSpan = tuple[int, int]  # [start, end) in the passage text
@@ -68,16 +67,20 @@ def _separator(tokenizer) -> str:
     return tokenizer.sep_token or "|"
 
 
-def encode(tokenizer, questions: list[str], titles: list[str | None], texts: list[str], max_length: int,
-           return_tensors: str | None = "pt", padding: bool = True) -> Encoded:
-    """Tokenize (question, ``title [SEP] passage``) pairs with a fast tokenizer, keeping passage offsets; each
-    row as it is with ``padding=False`` (and ``return_tensors=None``)."""
-    if not getattr(tokenizer, "is_fast", False):
-        raise TypeError(f"the reader needs a fast tokenizer (offset mapping); {type(tokenizer).__name__} is not")
+def second_texts(tokenizer, titles: list[str | None], texts: list[str]) -> tuple[list[str], list[str]]:
+    """(each pair's second text, ``title [SEP] passage``; the part before the passage)."""
     sep = _separator(tokenizer)
     prefixes = [f"{title or ''} {sep} " for title in titles]
-    seconds = [prefix + text for prefix, text in zip(prefixes, texts)]
-    batch = tokenizer(questions, seconds, truncation="only_second", max_length=max_length, padding=padding,
+    return [prefix + text for prefix, text in zip(prefixes, texts)], prefixes
+
+
+def encode(tokenizer, questions: list[str], titles: list[str | None], texts: list[str], max_length: int,
+           return_tensors: str | None = "pt") -> Encoded:
+    """Tokenize (question, ``title [SEP] passage``) pairs with a fast tokenizer, keeping passage offsets."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise TypeError(f"the reader needs a fast tokenizer (offset mapping); {type(tokenizer).__name__} is not")
+    seconds, prefixes = second_texts(tokenizer, titles, texts)
+    batch = tokenizer(questions, seconds, truncation="only_second", max_length=max_length, padding=True,
                       return_offsets_mapping=True, return_tensors=return_tensors)
     offsets: list[list[CharSpan | None]] = []
     for i, prefix in enumerate(prefixes):
@@ -90,45 +93,6 @@ def encode(tokenizer, questions: list[str], titles: list[str | None], texts: lis
         offsets.append(row)
     features = {key: value for key, value in batch.items() if key != "offset_mapping"}
     return Encoded(features=features, offsets=offsets, texts=list(texts))
-
-
-@dataclass(frozen=True)
-class PairInput:
-    """One (question, ``title [SEP] passage``) input as the tokenizer made it, unpadded and stored small. A
-    training sample keeps its positives' so that a batch only pads them, not tokenises them again: the QA
-    recipe tokenises its features once before training, and DPR's reader its tensors, likewise."""
-
-    features: dict[str, np.ndarray]  # the tokenizer's inputs (int32) but the attention mask (all ones unpadded)
-    passage: np.ndarray  # bool per token: a passage token (see :class:`Encoded`'s offsets)
-
-    def __len__(self) -> int:
-        return len(self.passage)
-
-
-def pair_inputs(enc: Encoded) -> list[PairInput]:
-    """The rows of an unpadded :func:`encode` (``padding=False, return_tensors=None``)."""
-    keys = [key for key in enc.features if key != "attention_mask"]
-    return [PairInput({key: np.asarray(enc.features[key][i], dtype=np.int32) for key in keys},
-                      np.array([o is not None for o in offsets], dtype=bool)) for i, offsets in enumerate(enc.offsets)]
-
-
-def pad_inputs(inputs: list[PairInput], tokenizer) -> tuple[dict[str, np.ndarray], np.ndarray, list[int]]:
-    """``inputs`` padded to the longest as ``tokenizer(..., padding=True)`` pads (its pad ids, its side): the
-    features with the attention mask ``[N, L]`` (int64), the passage-token mask ``[N, L]`` and each row's shift
-    (where its first token went: non-zero only when padding on the left)."""
-    n, length = len(inputs), max(len(x) for x in inputs)
-    pad = {"input_ids": tokenizer.pad_token_id, "token_type_ids": tokenizer.pad_token_type_id}
-    features = {key: np.full((n, length), pad.get(key, 0), dtype=np.int64) for key in inputs[0].features}
-    features["attention_mask"] = np.zeros((n, length), dtype=np.int64)
-    passage = np.zeros((n, length), dtype=bool)
-    shifts = [length - len(x) if tokenizer.padding_side == "left" else 0 for x in inputs]
-    for row, (x, shift) in enumerate(zip(inputs, shifts)):
-        cols = slice(shift, shift + len(x))
-        for key, values in x.features.items():
-            features[key][row, cols] = values
-        features["attention_mask"][row, cols] = 1
-        passage[row, cols] = x.passage
-    return features, passage, shifts
 
 
 def token_spans(offsets: list[CharSpan | None], char_spans: list[CharSpan]) -> tuple[list[tuple[int, int]], int]:

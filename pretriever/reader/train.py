@@ -35,7 +35,7 @@ from pretriever.reader.manifest import ReaderManifest
 from pretriever.reader.model import READER_JSON, SELECTION_HEAD, load_reader_model, save_reader_model
 from pretriever.reader.predict import Reader
 from pretriever.reader.samples import Instance, Sample, build_samples, instance, split_by_document
-from pretriever.reader.spans import encode, pad_inputs, pair_inputs
+from pretriever.reader.pairs import pad_inputs, pair_maker
 from pretriever.retrieval import Passage
 from pretriever.stage import OutputFolder, StageResult
 from pretriever.training import (cuda_available, loss_curve, process_barrier, process_rank, progress_callback, quiet,
@@ -58,16 +58,14 @@ class ReaderTrainResult(StageResult):
 
 def collate(instances: list[Instance], tokenizer, max_length: int) -> dict[str, Any]:
     """Tensors for a batch: inputs ``[B, m, L]`` (m = the fewest passages in the batch), the passage-token
-    mask and the positive's answer token spans ``[B, S]`` (padded, with a mask). The positives come tokenised
-    with their samples; only the negatives drawn are tokenised here."""
+    mask and the positive's answer token spans ``[B, S]`` (padded, with a mask). The inputs are joined from word
+    pieces tokenised once (:func:`~pretriever.reader.pairs.pair_maker`): only a passage never met before is
+    tokenised here."""
     import torch  # lazily: torch is slow to import
 
     m = min(len(inst.passages) for inst in instances)
-    drawn = [p for inst in instances for p in inst.passages[1:m]]
-    negatives = iter(pair_inputs(encode(tokenizer, [inst.question for inst in instances for _ in range(m - 1)],
-                                        [p.title for p in drawn], [p.text for p in drawn], max_length,
-                                        return_tensors=None, padding=False)) if drawn else [])
-    rows = [x for inst in instances for x in [inst.positive_input, *(next(negatives) for _ in range(m - 1))]]
+    rows = pair_maker(tokenizer, max_length).inputs([inst.question for inst in instances for _ in range(m)],
+                                                    [p for inst in instances for p in inst.passages[:m]])
     features, passage_mask, shifts = pad_inputs(rows, tokenizer)
     batch, length = len(instances), features["input_ids"].shape[-1]
     spans = [[(s + shifts[b * m], e + shifts[b * m]) for s, e in inst.token_spans] for b, inst in enumerate(instances)]
