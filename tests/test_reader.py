@@ -175,6 +175,15 @@ def test_samples_record_their_input_length(tokenizer):
     assert len({s.length for s in samples}) > 5 and max(s.length for s in samples) == 256  # Normans: long ones cut
 
 
+def test_a_question_that_leaves_no_room_for_its_passage_is_named(tokenizer):
+    """As the tokenizer refuses to cut a pair's passage to nothing, but with the question and the option named."""
+    ex = ReadingExample("why " * 40 + "is it so?", ["Paris"],
+                        [ReadingPassage("Paris is the capital of France. " * 3, "France", "f", positive=True)])
+    with pytest.raises(ReaderError, match=r"a question of 44 word pieces leaves no room .* --max-length 32: 'why why"):
+        build_samples([ex], tokenizer, 32)
+    assert build_samples([ex], tokenizer, 128)[1].kept == 1  # room enough
+
+
 @pytest.mark.parametrize("joined", ["bert", "roberta-like"])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_a_batch_is_what_tokenising_its_pairs_together_gives(tokenizer, side, joined):
