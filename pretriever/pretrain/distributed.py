@@ -64,7 +64,7 @@ def sum_gradients(params: list[torch.Tensor]) -> None:
     offset = 0
     for p in params:
         size = p.numel()
-        p.grad = flat[offset:offset + size].view_as(p).clone()
+        p.grad = flat[offset:offset + size].view_as(p)  # views of one fresh buffer: no copy
         offset += size
     for p, any_grad in zip(params, flat[offset:].tolist()):
         if not any_grad:
