@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from pretriever.reader.errors import ReaderError
-from pretriever.reader.spans import CharSpan, second_texts
+from pretriever.reader.spans import CharSpan, in_passage, second_texts
 from pretriever.retrieval import Passage
 
 
@@ -124,7 +124,7 @@ class PairMaker:
                              return_offsets_mapping=True)
         out = []
         for passage, prefix, ids, mapping in zip(passages, prefixes, enc["input_ids"], enc["offset_mapping"]):
-            offsets = [(s - len(prefix), e - len(prefix)) if s >= len(prefix) and e > s else None for s, e in mapping]
+            offsets = [in_passage(start, end, len(prefix)) for start, end in mapping]
             self.sides[(passage.title or "", passage.text)] = Side(np.asarray(ids, dtype=np.int32),
                                                                    np.array([o is not None for o in offsets]))
             out.append(offsets)

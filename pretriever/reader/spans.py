@@ -74,6 +74,12 @@ def second_texts(tokenizer, titles: list[str | None], texts: list[str]) -> tuple
     return [prefix + text for prefix, text in zip(prefixes, texts)], prefixes
 
 
+def in_passage(start: int, end: int, prefix: int) -> CharSpan | None:
+    """A word piece's span in the passage text, from its span in ``title [SEP] passage`` (``prefix`` characters
+    before the passage); None for the title's and the separator's pieces and for empty ones."""
+    return (start - prefix, end - prefix) if start >= prefix and end > start else None
+
+
 def encode(tokenizer, questions: list[str], titles: list[str | None], texts: list[str], max_length: int,
            return_tensors: str | None = "pt") -> Encoded:
     """Tokenize (question, ``title [SEP] passage``) pairs with a fast tokenizer, keeping passage offsets."""
@@ -88,8 +94,7 @@ def encode(tokenizer, questions: list[str], titles: list[str | None], texts: lis
         row: list[CharSpan | None] = []
         mapping = batch["offset_mapping"][i]
         for seq, (start, end) in zip(sequence_ids, mapping.tolist() if hasattr(mapping, "tolist") else mapping):
-            row.append((start - len(prefix), end - len(prefix)) if seq == 1 and start >= len(prefix) and end > start
-                       else None)
+            row.append(in_passage(start, end, len(prefix)) if seq == 1 else None)
         offsets.append(row)
     features = {key: value for key, value in batch.items() if key != "offset_mapping"}
     return Encoded(features=features, offsets=offsets, texts=list(texts))
